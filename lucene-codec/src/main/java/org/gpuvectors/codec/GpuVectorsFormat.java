@@ -1,0 +1,182 @@
+package org.gpuvectors.codec;
+
+import java.io.IOException;
+import java.util.List;
+import java.util.Objects;
+import org.apache.lucene.codecs.KnnVectorsFormat;
+import org.apache.lucene.codecs.KnnVectorsReader;
+import org.apache.lucene.codecs.KnnVectorsWriter;
+import org.apache.lucene.codecs.hnsw.FlatVectorScorerUtil;
+import org.apache.lucene.codecs.hnsw.FlatVectorsFormat;
+import org.apache.lucene.codecs.lucene99.Lucene99FlatVectorsFormat;
+import org.apache.lucene.document.FieldType;
+import org.apache.lucene.index.FieldInfo;
+import org.apache.lucene.index.SegmentReadState;
+import org.apache.lucene.index.SegmentWriteState;
+import org.apache.lucene.index.VectorEncoding;
+import org.apache.lucene.index.VectorSimilarityFunction;
+
+/**
+ * A vector format that keeps the raw vectors in Lucene's flat vectors format and adds, per field,
+ * a GPU-searchable index structure chosen by the field's {@link IndexType}.
+ *
+ * <p>The index type of a field comes from the {@link FieldInfo} attribute {@link
+ * #INDEX_TYPE_ATTRIBUTE} (the lower-case {@link IndexType#typeName()}); fields without it are
+ * {@link IndexType#FLAT}. Use {@link #markField(FieldType, IndexType)} to tag a vector field type.
+ * Only {@code flat} (exact search) is implemented in this version; writing any other type fails
+ * with an {@link IllegalArgumentException}.
+ *
+ * <p>The raw vectors live in the files of {@link Lucene99FlatVectorsFormat} ({@code .vec}, {@code
+ * .vemf}). This format adds two files per segment:
+ *
+ * <h2>.gvm (vector index metadata) file</h2>
+ *
+ * <p>Starts with an index header (codec <code>GpuVectorsFormatMeta</code>, segment id and
+ * suffix). Then, for each field written by this format:
+ *
+ * <ul>
+ *   <li><b>[int32]</b> field number
+ *   <li><b>[vint]</b> index type code: 0 = flat, 1 = ivf_flat, 2 = ivf_pq, 3 = pqt, 4 = graph (see
+ *       {@link IndexType#code()})
+ *   <li><b>[int32]</b> vector encoding: 0 = BYTE, 1 = FLOAT32 (a fixed list, never an {@code
+ *       ordinal()})
+ *   <li><b>[int32]</b> similarity function: 0 = EUCLIDEAN, 1 = DOT_PRODUCT, 2 = COSINE, 3 =
+ *       MAXIMUM_INNER_PRODUCT (a fixed list, never an {@code ordinal()})
+ *   <li><b>[vint]</b> vector dimension
+ *   <li><b>[int32]</b> number of documents with a vector in this field
+ *   <li><b>[vlong]</b> offset of this field's data in the .gvd file
+ *   <li><b>[vlong]</b> length in bytes of this field's data in the .gvd file (0 for flat)
+ * </ul>
+ *
+ * <p>After the last field: <b>[int32]</b> -1 (end-of-fields marker), then the codec footer.
+ *
+ * <h2>.gvd (vector index data) file</h2>
+ *
+ * <p>Starts with an index header (codec <code>GpuVectorsFormatData</code>, segment id and
+ * suffix), ends with the codec footer. In between, each field's data at the offset/length recorded
+ * in the .gvm file:
+ *
+ * <ul>
+ *   <li><b>flat</b>: empty; the raw vectors are searched directly.
+ *   <li>ivf_flat, ivf_pq, pqt, graph: reserved for coarse centroids, PQ codebooks, inverted lists
+ *       (offsets, ordinals, codes) and fixed-degree graph adjacency.
+ * </ul>
+ */
+public final class GpuVectorsFormat extends KnnVectorsFormat {
+
+  /** The SPI name of this format, written to the index per field. */
+  public static final String NAME = "GpuVectorsFormat";
+
+  /**
+   * {@link FieldInfo} attribute naming the field's {@link IndexType} (its lower-case {@link
+   * IndexType#typeName()}). Absent means {@link IndexType#FLAT}.
+   */
+  public static final String INDEX_TYPE_ATTRIBUTE = "gpu_vectors.index_type";
+
+  /** Largest vector dimension accepted (Elasticsearch's dense_vector limit). */
+  public static final int MAX_DIMENSIONS = 4096;
+
+  static final String META_CODEC_NAME = "GpuVectorsFormatMeta";
+  static final String DATA_CODEC_NAME = "GpuVectorsFormatData";
+  static final String META_EXTENSION = "gvm";
+  static final String DATA_EXTENSION = "gvd";
+
+  static final int VERSION_START = 0;
+  static final int VERSION_CURRENT = VERSION_START;
+
+  /** End-of-fields marker in the meta file. */
+  static final int END_OF_FIELDS = -1;
+
+  /**
+   * Similarity functions as stored in the meta file: the position in this list is the on-disk
+   * value. Append only.
+   */
+  static final List<VectorSimilarityFunction> SIMILARITY_FUNCTIONS =
+      List.of(
+          VectorSimilarityFunction.EUCLIDEAN,
+          VectorSimilarityFunction.DOT_PRODUCT,
+          VectorSimilarityFunction.COSINE,
+          VectorSimilarityFunction.MAXIMUM_INNER_PRODUCT);
+
+  /**
+   * Vector encodings as stored in the meta file: the position in this list is the on-disk value.
+   * Append only.
+   */
+  static final List<VectorEncoding> VECTOR_ENCODINGS =
+      List.of(VectorEncoding.BYTE, VectorEncoding.FLOAT32);
+
+  private final FlatVectorsFormat flatVectorsFormat;
+
+  /** Sole constructor; readers find this format by its SPI name. */
+  public GpuVectorsFormat() {
+    super(NAME);
+    this.flatVectorsFormat =
+        new Lucene99FlatVectorsFormat(FlatVectorScorerUtil.getLucene99FlatVectorsScorer());
+  }
+
+  @Override
+  public KnnVectorsWriter fieldsWriter(SegmentWriteState state) throws IOException {
+    return new GpuVectorsWriter(state, flatVectorsFormat.fieldsWriter(state));
+  }
+
+  @Override
+  public KnnVectorsReader fieldsReader(SegmentReadState state) throws IOException {
+    return new GpuVectorsReader(state, flatVectorsFormat.fieldsReader(state));
+  }
+
+  @Override
+  public int getMaxDimensions(String fieldName) {
+    return MAX_DIMENSIONS;
+  }
+
+  @Override
+  public String toString() {
+    return NAME + "(name=" + NAME + ", flatVectorsFormat=" + flatVectorsFormat + ")";
+  }
+
+  /**
+   * Returns a frozen copy of a vector field type (e.g. from {@code
+   * KnnFloatVectorField.createFieldType}) tagged with the given index type, so that {@link
+   * GpuVectorsCodec} routes the field to this format.
+   *
+   * @throws IllegalArgumentException if the field type is not a vector field type
+   * @throws NullPointerException if an argument is null
+   */
+  public static FieldType markField(FieldType vectorFieldType, IndexType type) {
+    Objects.requireNonNull(vectorFieldType, "vectorFieldType");
+    Objects.requireNonNull(type, "type");
+    if (vectorFieldType.vectorDimension() <= 0) {
+      throw new IllegalArgumentException(
+          "field type is not a vector field type (vector dimension is "
+              + vectorFieldType.vectorDimension()
+              + ")");
+    }
+    FieldType marked = new FieldType(vectorFieldType);
+    marked.putAttribute(INDEX_TYPE_ATTRIBUTE, type.typeName());
+    marked.freeze();
+    return marked;
+  }
+
+  /** Whether the field carries {@link #INDEX_TYPE_ATTRIBUTE}, i.e. belongs to this format. */
+  public static boolean isMarked(FieldInfo fieldInfo) {
+    return fieldInfo.getAttribute(INDEX_TYPE_ATTRIBUTE) != null;
+  }
+
+  /**
+   * Returns the index type of a field: {@link IndexType#FLAT} without the attribute.
+   *
+   * @throws IllegalArgumentException if the attribute names an unknown index type
+   */
+  public static IndexType indexType(FieldInfo fieldInfo) {
+    String name = fieldInfo.getAttribute(INDEX_TYPE_ATTRIBUTE);
+    if (name == null) {
+      return IndexType.FLAT;
+    }
+    try {
+      return IndexType.fromName(name);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          "field [" + fieldInfo.name + "]: " + e.getMessage(), e);
+    }
+  }
+}

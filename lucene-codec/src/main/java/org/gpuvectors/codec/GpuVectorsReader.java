@@ -1,0 +1,287 @@
+package org.gpuvectors.codec;
+
+import java.io.IOException;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.lucene.codecs.CodecUtil;
+import org.apache.lucene.codecs.KnnVectorsReader;
+import org.apache.lucene.codecs.hnsw.FlatVectorsReader;
+import org.apache.lucene.index.ByteVectorValues;
+import org.apache.lucene.index.CorruptIndexException;
+import org.apache.lucene.index.FieldInfo;
+import org.apache.lucene.index.FieldInfos;
+import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.index.IndexFileNames;
+import org.apache.lucene.index.SegmentReadState;
+import org.apache.lucene.index.VectorEncoding;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.AcceptDocs;
+import org.apache.lucene.search.KnnCollector;
+import org.apache.lucene.store.ChecksumIndexInput;
+import org.apache.lucene.store.IndexInput;
+import org.apache.lucene.util.Accountable;
+import org.apache.lucene.util.IOUtils;
+import org.apache.lucene.util.RamUsageEstimator;
+
+/**
+ * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
+ * vectors reader; searches run exactly, by {@link FlatExactSearcher}, for {@code flat} fields.
+ */
+final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
+
+  private static final long SHALLOW_SIZE =
+      RamUsageEstimator.shallowSizeOfInstance(GpuVectorsReader.class);
+
+  private final FlatVectorsReader flatVectorsReader;
+  private final Map<String, FieldEntry> fields = new HashMap<>();
+  private final IndexInput data;
+
+  GpuVectorsReader(SegmentReadState state, FlatVectorsReader flatVectorsReader)
+      throws IOException {
+    this.flatVectorsReader = flatVectorsReader;
+    boolean success = false;
+    String metaFileName =
+        IndexFileNames.segmentFileName(
+            state.segmentInfo.name, state.segmentSuffix, GpuVectorsFormat.META_EXTENSION);
+    int versionMeta = -1;
+    IndexInput dataIn = null;
+    try {
+      try (ChecksumIndexInput meta = state.directory.openChecksumInput(metaFileName)) {
+        Throwable priorE = null;
+        try {
+          versionMeta =
+              CodecUtil.checkIndexHeader(
+                  meta,
+                  GpuVectorsFormat.META_CODEC_NAME,
+                  GpuVectorsFormat.VERSION_START,
+                  GpuVectorsFormat.VERSION_CURRENT,
+                  state.segmentInfo.getId(),
+                  state.segmentSuffix);
+          readFields(meta, state.fieldInfos);
+        } catch (Throwable exception) {
+          priorE = exception;
+        } finally {
+          CodecUtil.checkFooter(meta, priorE);
+        }
+      }
+      dataIn = openDataInput(state, versionMeta);
+      long dataEnd = dataIn.length() - CodecUtil.footerLength();
+      for (Map.Entry<String, FieldEntry> e : fields.entrySet()) {
+        FieldEntry entry = e.getValue();
+        if (entry.dataOffset() < 0
+            || entry.dataLength() < 0
+            || entry.dataOffset() + entry.dataLength() > dataEnd) {
+          throw new CorruptIndexException(
+              "field [" + e.getKey() + "] data out of bounds: " + entry, dataIn);
+        }
+      }
+      success = true;
+    } finally {
+      if (success == false) {
+        IOUtils.closeWhileHandlingException(dataIn, flatVectorsReader);
+      }
+    }
+    this.data = dataIn;
+  }
+
+  private static IndexInput openDataInput(SegmentReadState state, int versionMeta)
+      throws IOException {
+    String fileName =
+        IndexFileNames.segmentFileName(
+            state.segmentInfo.name, state.segmentSuffix, GpuVectorsFormat.DATA_EXTENSION);
+    IndexInput in = state.directory.openInput(fileName, state.context);
+    boolean success = false;
+    try {
+      int versionData =
+          CodecUtil.checkIndexHeader(
+              in,
+              GpuVectorsFormat.DATA_CODEC_NAME,
+              GpuVectorsFormat.VERSION_START,
+              GpuVectorsFormat.VERSION_CURRENT,
+              state.segmentInfo.getId(),
+              state.segmentSuffix);
+      if (versionMeta != versionData) {
+        throw new CorruptIndexException(
+            "Format versions mismatch: meta=" + versionMeta + ", data=" + versionData, in);
+      }
+      // cheap structural check of the footer; checkIntegrity() verifies the whole checksum
+      CodecUtil.retrieveChecksum(in);
+      success = true;
+      return in;
+    } finally {
+      if (success == false) {
+        IOUtils.closeWhileHandlingException(in);
+      }
+    }
+  }
+
+  private void readFields(ChecksumIndexInput meta, FieldInfos infos) throws IOException {
+    for (int fieldNumber = meta.readInt();
+        fieldNumber != GpuVectorsFormat.END_OF_FIELDS;
+        fieldNumber = meta.readInt()) {
+      FieldInfo info = infos.fieldInfo(fieldNumber);
+      if (info == null) {
+        throw new CorruptIndexException("Invalid field number: " + fieldNumber, meta);
+      }
+      FieldEntry entry = FieldEntry.create(meta, info);
+      if (fields.put(info.name, entry) != null) {
+        throw new CorruptIndexException("Duplicate field: " + info.name, meta);
+      }
+    }
+  }
+
+  @Override
+  public void checkIntegrity() throws IOException {
+    flatVectorsReader.checkIntegrity();
+    CodecUtil.checksumEntireFile(data);
+  }
+
+  @Override
+  public FloatVectorValues getFloatVectorValues(String field) throws IOException {
+    return flatVectorsReader.getFloatVectorValues(field);
+  }
+
+  @Override
+  public ByteVectorValues getByteVectorValues(String field) throws IOException {
+    return flatVectorsReader.getByteVectorValues(field);
+  }
+
+  @Override
+  public void search(String field, float[] target, KnnCollector knnCollector, AcceptDocs acceptDocs)
+      throws IOException {
+    FieldEntry entry = searchable(field, VectorEncoding.FLOAT32, knnCollector);
+    if (entry != null) {
+      searcher(field, entry)
+          .search(flatVectorsReader.getFloatVectorValues(field), target, knnCollector, acceptDocs);
+    }
+  }
+
+  @Override
+  public void search(String field, byte[] target, KnnCollector knnCollector, AcceptDocs acceptDocs)
+      throws IOException {
+    FieldEntry entry = searchable(field, VectorEncoding.BYTE, knnCollector);
+    if (entry != null) {
+      searcher(field, entry)
+          .search(flatVectorsReader.getByteVectorValues(field), target, knnCollector, acceptDocs);
+    }
+  }
+
+  /** The field's entry, or null if there is nothing to search (as Lucene's readers do). */
+  private FieldEntry searchable(String field, VectorEncoding encoding, KnnCollector knnCollector) {
+    FieldEntry entry = fields.get(field);
+    if (entry == null
+        || entry.size() == 0
+        || knnCollector.k() == 0
+        || entry.vectorEncoding() != encoding) {
+      return null;
+    }
+    return entry;
+  }
+
+  private FlatExactSearcher searcher(String field, FieldEntry entry) throws IOException {
+    // only flat is implemented: the writer refuses the others and FieldEntry.create rejects them
+    assert entry.indexType() == IndexType.FLAT : entry.indexType();
+    return new FlatExactSearcher(
+        flatVectorsReader.getFlatVectorScorer(field), entry.similarityFunction());
+  }
+
+  @Override
+  public Map<String, Long> getOffHeapByteSize(FieldInfo fieldInfo) {
+    Map<String, Long> raw = flatVectorsReader.getOffHeapByteSize(fieldInfo);
+    FieldEntry entry = fields.get(fieldInfo.name);
+    if (entry == null || entry.dataLength() == 0) {
+      return raw;
+    }
+    return KnnVectorsReader.mergeOffHeapByteSizeMaps(
+        raw, Map.of(GpuVectorsFormat.DATA_EXTENSION, entry.dataLength()));
+  }
+
+  @Override
+  public long ramBytesUsed() {
+    return SHALLOW_SIZE
+        + RamUsageEstimator.sizeOfMap(
+            fields, RamUsageEstimator.shallowSizeOfInstance(FieldEntry.class))
+        + flatVectorsReader.ramBytesUsed();
+  }
+
+  @Override
+  public void close() throws IOException {
+    IOUtils.close(flatVectorsReader, data);
+  }
+
+  /** One field's entry of the meta file. */
+  record FieldEntry(
+      IndexType indexType,
+      VectorEncoding vectorEncoding,
+      VectorSimilarityFunction similarityFunction,
+      int dimension,
+      int size,
+      long dataOffset,
+      long dataLength) {
+
+    /** Reads the entry that follows the field number, cross-checking it against {@code info}. */
+    static FieldEntry create(IndexInput meta, FieldInfo info) throws IOException {
+      int typeCode = meta.readVInt();
+      final IndexType indexType;
+      try {
+        indexType = IndexType.fromCode(typeCode);
+      } catch (IllegalArgumentException e) {
+        throw new CorruptIndexException("Invalid index type code: " + typeCode, meta, e);
+      }
+      if (indexType.isImplemented() == false) {
+        throw new CorruptIndexException(
+            "Index type [" + indexType + "] is not supported by this version", meta);
+      }
+      int encodingId = meta.readInt();
+      if (encodingId < 0 || encodingId >= GpuVectorsFormat.VECTOR_ENCODINGS.size()) {
+        throw new CorruptIndexException("Invalid vector encoding id: " + encodingId, meta);
+      }
+      VectorEncoding encoding = GpuVectorsFormat.VECTOR_ENCODINGS.get(encodingId);
+      int similarityId = meta.readInt();
+      if (similarityId < 0 || similarityId >= GpuVectorsFormat.SIMILARITY_FUNCTIONS.size()) {
+        throw new CorruptIndexException("Invalid similarity function id: " + similarityId, meta);
+      }
+      VectorSimilarityFunction similarity = GpuVectorsFormat.SIMILARITY_FUNCTIONS.get(similarityId);
+      int dimension = meta.readVInt();
+      int size = meta.readInt();
+      long dataOffset = meta.readVLong();
+      long dataLength = meta.readVLong();
+
+      if (encoding != info.getVectorEncoding()) {
+        throw new CorruptIndexException(
+            "Inconsistent vector encoding for field=\""
+                + info.name
+                + "\"; "
+                + encoding
+                + " != "
+                + info.getVectorEncoding(),
+            meta);
+      }
+      if (similarity != info.getVectorSimilarityFunction()) {
+        throw new CorruptIndexException(
+            "Inconsistent vector similarity function for field=\""
+                + info.name
+                + "\"; "
+                + similarity
+                + " != "
+                + info.getVectorSimilarityFunction(),
+            meta);
+      }
+      if (dimension != info.getVectorDimension()) {
+        throw new CorruptIndexException(
+            "Inconsistent vector dimension for field=\""
+                + info.name
+                + "\"; "
+                + dimension
+                + " != "
+                + info.getVectorDimension(),
+            meta);
+      }
+      if (size < 0) {
+        throw new CorruptIndexException("Invalid vector count: " + size, meta);
+      }
+      return new FieldEntry(
+          indexType, encoding, similarity, dimension, size, dataOffset, dataLength);
+    }
+  }
+}

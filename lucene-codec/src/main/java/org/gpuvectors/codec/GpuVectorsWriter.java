@@ -1,0 +1,233 @@
+package org.gpuvectors.codec;
+
+import static org.apache.lucene.search.DocIdSetIterator.NO_MORE_DOCS;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.lucene.codecs.CodecUtil;
+import org.apache.lucene.codecs.KnnFieldVectorsWriter;
+import org.apache.lucene.codecs.KnnVectorsWriter;
+import org.apache.lucene.codecs.hnsw.FlatFieldVectorsWriter;
+import org.apache.lucene.codecs.hnsw.FlatVectorsWriter;
+import org.apache.lucene.index.FieldInfo;
+import org.apache.lucene.index.IndexFileNames;
+import org.apache.lucene.index.KnnVectorValues;
+import org.apache.lucene.index.MergeState;
+import org.apache.lucene.index.SegmentWriteState;
+import org.apache.lucene.index.Sorter;
+import org.apache.lucene.store.IndexOutput;
+import org.apache.lucene.util.IORunnable;
+import org.apache.lucene.util.IOUtils;
+import org.apache.lucene.util.RamUsageEstimator;
+
+/**
+ * Writes the {@link GpuVectorsFormat} files: raw vectors through the wrapped flat vectors writer,
+ * then one meta entry (and the field's index data) per field at flush and at merge.
+ */
+final class GpuVectorsWriter extends KnnVectorsWriter {
+
+  private static final long SHALLOW_RAM_BYTES_USED =
+      RamUsageEstimator.shallowSizeOfInstance(GpuVectorsWriter.class);
+
+  private final FlatVectorsWriter flatVectorsWriter;
+  private final IndexOutput meta;
+  private final IndexOutput data;
+  private final List<FieldWriter> fields = new ArrayList<>();
+  private boolean finished;
+
+  GpuVectorsWriter(SegmentWriteState state, FlatVectorsWriter flatVectorsWriter)
+      throws IOException {
+    this.flatVectorsWriter = flatVectorsWriter;
+    String metaFileName =
+        IndexFileNames.segmentFileName(
+            state.segmentInfo.name, state.segmentSuffix, GpuVectorsFormat.META_EXTENSION);
+    String dataFileName =
+        IndexFileNames.segmentFileName(
+            state.segmentInfo.name, state.segmentSuffix, GpuVectorsFormat.DATA_EXTENSION);
+    boolean success = false;
+    IndexOutput metaOut = null;
+    IndexOutput dataOut = null;
+    try {
+      metaOut = state.directory.createOutput(metaFileName, state.context);
+      dataOut = state.directory.createOutput(dataFileName, state.context);
+      CodecUtil.writeIndexHeader(
+          metaOut,
+          GpuVectorsFormat.META_CODEC_NAME,
+          GpuVectorsFormat.VERSION_CURRENT,
+          state.segmentInfo.getId(),
+          state.segmentSuffix);
+      CodecUtil.writeIndexHeader(
+          dataOut,
+          GpuVectorsFormat.DATA_CODEC_NAME,
+          GpuVectorsFormat.VERSION_CURRENT,
+          state.segmentInfo.getId(),
+          state.segmentSuffix);
+      success = true;
+    } finally {
+      if (success == false) {
+        IOUtils.closeWhileHandlingException(metaOut, dataOut, flatVectorsWriter);
+      }
+    }
+    this.meta = metaOut;
+    this.data = dataOut;
+  }
+
+  /**
+   * Returns the field's index type, rejecting types this version cannot build.
+   *
+   * @throws IllegalArgumentException for unknown or unimplemented index types
+   */
+  static IndexType checkIndexType(FieldInfo fieldInfo) {
+    IndexType type = GpuVectorsFormat.indexType(fieldInfo);
+    if (type.isImplemented() == false) {
+      throw new IllegalArgumentException(
+          "index type ["
+              + type.typeName()
+              + "] is not implemented yet; only ["
+              + IndexType.FLAT.typeName()
+              + "] is available (field ["
+              + fieldInfo.name
+              + "])");
+    }
+    return type;
+  }
+
+  @Override
+  public KnnFieldVectorsWriter<?> addField(FieldInfo fieldInfo) throws IOException {
+    IndexType type = IndexType.FLAT;
+    IllegalArgumentException rejection = null;
+    try {
+      type = checkIndexType(fieldInfo);
+    } catch (IllegalArgumentException e) {
+      // Throwing here would abort the IndexWriter (Lucene treats addField failures as tragic).
+      // Instead the field is kept as an empty flat field and every value is refused, which fails
+      // only the documents that use it.
+      rejection = e;
+    }
+    FlatFieldVectorsWriter<?> flatFieldWriter = flatVectorsWriter.addField(fieldInfo);
+    fields.add(new FieldWriter(fieldInfo, type, flatFieldWriter));
+    // flat: nothing to build per vector, the flat writer buffers the vectors for us
+    return rejection == null
+        ? flatFieldWriter
+        : new RejectingFieldVectorsWriter<>(flatFieldWriter, rejection.getMessage());
+  }
+
+  @Override
+  public void flush(int maxDoc, Sorter.DocMap sortMap) throws IOException {
+    flatVectorsWriter.flush(maxDoc, sortMap);
+    for (FieldWriter field : fields) {
+      long dataOffset = data.getFilePointer();
+      // flat: no index data; later index types build from field.flatFieldWriter's vectors here
+      writeMeta(
+          field.fieldInfo,
+          field.indexType,
+          field.flatFieldWriter.getDocsWithFieldSet().cardinality(),
+          dataOffset,
+          data.getFilePointer() - dataOffset);
+    }
+  }
+
+  @Override
+  public IORunnable mergeOneField(FieldInfo fieldInfo, MergeState mergeState) throws IOException {
+    flatVectorsWriter.mergeOneFlatVectorField(fieldInfo, mergeState);
+    int count = countMergedVectors(fieldInfo, mergeState);
+    IndexType type;
+    try {
+      type = checkIndexType(fieldInfo);
+    } catch (IllegalArgumentException e) {
+      if (count > 0) {
+        throw e;
+      }
+      type = IndexType.FLAT; // a rejected field (see addField): it never got any vector
+    }
+    long dataOffset = data.getFilePointer();
+    // flat: no index data; later index types build from the merged vectors here
+    writeMeta(fieldInfo, type, count, dataOffset, data.getFilePointer() - dataOffset);
+    return null;
+  }
+
+  private static int countMergedVectors(FieldInfo fieldInfo, MergeState mergeState)
+      throws IOException {
+    KnnVectorValues merged =
+        switch (fieldInfo.getVectorEncoding()) {
+          case FLOAT32 -> MergedVectorValues.mergeFloatVectorValues(fieldInfo, mergeState);
+          case BYTE -> MergedVectorValues.mergeByteVectorValues(fieldInfo, mergeState);
+        };
+    // the merged values' size() does not account for deleted documents: count by iterating
+    KnnVectorValues.DocIndexIterator it = merged.iterator();
+    int count = 0;
+    while (it.nextDoc() != NO_MORE_DOCS) {
+      count++;
+    }
+    return count;
+  }
+
+  private void writeMeta(
+      FieldInfo fieldInfo, IndexType type, int count, long dataOffset, long dataLength)
+      throws IOException {
+    meta.writeInt(fieldInfo.number);
+    meta.writeVInt(type.code());
+    meta.writeInt(GpuVectorsFormat.VECTOR_ENCODINGS.indexOf(fieldInfo.getVectorEncoding()));
+    meta.writeInt(
+        GpuVectorsFormat.SIMILARITY_FUNCTIONS.indexOf(fieldInfo.getVectorSimilarityFunction()));
+    meta.writeVInt(fieldInfo.getVectorDimension());
+    meta.writeInt(count);
+    meta.writeVLong(dataOffset);
+    meta.writeVLong(dataLength);
+  }
+
+  @Override
+  public void finish() throws IOException {
+    if (finished) {
+      throw new IllegalStateException("already finished");
+    }
+    finished = true;
+    flatVectorsWriter.finish();
+    meta.writeInt(GpuVectorsFormat.END_OF_FIELDS);
+    CodecUtil.writeFooter(meta);
+    CodecUtil.writeFooter(data);
+  }
+
+  @Override
+  public long ramBytesUsed() {
+    return SHALLOW_RAM_BYTES_USED
+        + flatVectorsWriter.ramBytesUsed()
+        + fields.size() * RamUsageEstimator.shallowSizeOfInstance(FieldWriter.class);
+  }
+
+  @Override
+  public void close() throws IOException {
+    IOUtils.close(meta, data, flatVectorsWriter);
+  }
+
+  /** Refuses every value of a field whose index type cannot be written. */
+  private static final class RejectingFieldVectorsWriter<T> extends KnnFieldVectorsWriter<T> {
+    private final KnnFieldVectorsWriter<T> in;
+    private final String message;
+
+    RejectingFieldVectorsWriter(KnnFieldVectorsWriter<T> in, String message) {
+      this.in = in;
+      this.message = message;
+    }
+
+    @Override
+    public void addValue(int docID, T vectorValue) {
+      throw new IllegalArgumentException(message);
+    }
+
+    @Override
+    public T copyValue(T vectorValue) {
+      return in.copyValue(vectorValue);
+    }
+
+    @Override
+    public long ramBytesUsed() {
+      return in.ramBytesUsed();
+    }
+  }
+
+  /** A field being buffered: the flat writer holds the vectors, we keep what the meta needs. */
+  private record FieldWriter(
+      FieldInfo fieldInfo, IndexType indexType, FlatFieldVectorsWriter<?> flatFieldWriter) {}
+}
