@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds (on a build machine with JDK + Maven + nvcc) the self-contained GPU bundle .device/ at the
+# repository root: a jlinked JRE, the cuda module jar (with the fatbin), its test classes, JCuda and
+# the JUnit console launcher, the torch benchmark scripts and run-gpu.sh. Keep it under ~60 MB.
+# On the GPU machine (device tool): run with carry [".device"] and command `bash .device/run-gpu.sh`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+mvn=${MVN:-mvn}
+dev="$root/.device"
+grep -qxF '/.device/' .git/info/exclude 2>/dev/null || echo /.device/ >> .git/info/exclude
+"$mvn" -o -q -B -pl cuda package -DskipTests -Dgv.nvcc.skip="${GV_NVCC_SKIP:-false}"
+"$mvn" -o -q -B -pl cuda dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$root/cuda/target/bundle-deps"
+"$mvn" -o -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 \
+  -DoutputDirectory="$root/cuda/target/bundle-deps" -Dmdep.stripVersion=true
+rm -rf "$dev/lib" "$dev/bench"
+mkdir -p "$dev/lib" "$dev/bench"
+[ -f "$dev/jre.tgz" ] || "$root/../shared/device/make-jre.sh" "$dev"
+cp cuda/target/gpu-vectors-cuda-*.jar "$dev/lib/gpu-vectors-cuda.jar"
+"$JAVA_HOME/bin/jar" cf "$dev/lib/gpu-vectors-cuda-tests.jar" -C cuda/target/test-classes .
+cp cuda/target/bundle-deps/jcuda-*.jar cuda/target/bundle-deps/junit-platform-console-standalone.jar "$dev/lib/"
+cp cuda/bench/*.py "$dev/bench/"
+cp cuda/gpu-bundle/run-gpu.sh "$dev/run-gpu.sh"
+if ! unzip -l "$dev/lib/gpu-vectors-cuda.jar" | grep -q 'gpu-vectors.fatbin$'; then
+  echo "WARNING: the jar has no fatbin (nvcc missing?): GPU tests will skip" >&2
+fi
+du -sh "$dev"; ls -la "$dev" "$dev/lib"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (no JDK/Maven there), from the repository root:
+#   bash .device/run-gpu.sh [tests|select|exact|torch|all] [select-max-floats] [exact-n]
+# Unpacks the JRE into /tmp, runs the GPU tests (JUnit console, reports under $OUT/junit) and the
+# benchmarks (tables on stdout, CSVs and logs under $OUT). Test classes are selected by name: the
+# jlinked JRE has no jdk.zipfs, which JUnit's package scan of jars would need.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/gv-out}; export OUT; mkdir -p "$OUT"
+mode=${1:-all}; sel_max=${2:-100000000}; exact_n=${3:-1000000}
+[ -x /tmp/jre/bin/java ] || tar xzf "$here/jre.tgz" -C /tmp
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+java=(/tmp/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx48g -cp "$here/lib/*")
+rc=0
+if [ "$mode" = tests ] || [ "$mode" = all ]; then
+  "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner --details=summary \
+    --disable-ansi-colors --select-class org.gpuvectors.cuda.CpuOnlyTest \
+    --select-class org.gpuvectors.cuda.KSelectGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
+  grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60
+fi
+if [ "$mode" = select ] || [ "$mode" = all ]; then
+  "${java[@]}" org.gpuvectors.cuda.SelectBench "$sel_max" 2>&1 | tee "$OUT/select_bench.log" || rc=1
+fi
+if [ "$mode" = exact ] || [ "$mode" = all ]; then
+  "${java[@]}" org.gpuvectors.cuda.ExactSearchBench "$exact_n" 2>&1 | tee "$OUT/exact_bench.log" || rc=1
+fi
+if [ "$mode" = torch ] || [ "$mode" = all ]; then
+  PYTHONUNBUFFERED=1 python3 "$here/bench/torch_topk.py" "$sel_max" 2>&1 | tee "$OUT/torch_topk.log"
+  PYTHONUNBUFFERED=1 python3 "$here/bench/torch_exact.py" "$exact_n" 2>&1 | tee "$OUT/torch_exact.log"
+fi
+exit $rc

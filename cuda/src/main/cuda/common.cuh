@@ -1,0 +1,62 @@
+// gpu-vectors CUDA kernels: shared definitions.
+// All kernels select the SMALLEST values; "largest" is done at run time by multiplying the input by
+// inScale = -1 and the output by outScale = -1 (exact in float, NaN stays NaN).
+#pragma once
+#include <cstdint>
+
+namespace gv {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+// Sentinel of an empty slot: value +inf, index -1. NaN and +inf (after inScale) are never selected.
+#define GV_INF __int_as_float(0x7f800000)
+__device__ __forceinline__ float sentinel() { return GV_INF; }
+
+// Parameter block shared by every selection kernel (WarpSelect, BlockSelect, Tang) and by the
+// fused exact-search kernel. The Java side (SelectParams.java) writes exactly this layout:
+// 8-byte fields first, then 4-byte fields; 112 bytes, little-endian.
+struct SelectParams {
+  const float* in;              // row-major input values (or inner products for the GEMM path)
+  const int* inIdx;             // optional: ids of the input values (merge passes); else id = idxOffset + col
+  const float* colNorms;        // optional: added per id (||x||^2 of the L2 GEMM path)
+  const float* rowNorms;        // optional: added per row (||q||^2 of the L2 GEMM path)
+  const unsigned long long* acceptBits;  // optional: bit id set = id may be selected
+  float* outK;                  // per virtual row: k values, best first
+  int* outIdx;                  // per virtual row: k ids (-1 = empty)
+  long long inRowStride;        // elements between input rows
+  long long idxOffset;          // id of column 0 when inIdx == null
+  long long outRowStride;       // elements between output rows (each row holds chunksPerRow * k)
+  int rows;                     // input rows
+  int len;                      // input columns per row
+  int k;                        // values wanted per (row, chunk), 1..2048
+  int chunksPerRow;             // hierarchical partition: each row is split into this many chunks
+  int chunkLen;                 // columns per chunk (last chunk may be shorter)
+  float inScale;                // value = inScale * in + colNorms[id] + rowNorms[row]
+  float outScale;               // stored value = outScale * selected value
+  int clampZero;                // 1: clamp value at 0 before selection (squared L2 from GEMM)
+};
+static_assert(sizeof(SelectParams) == 112, "SelectParams layout is shared with Java");
+
+// Parameters of the fused distance + select kernel (FusedSearch.java writes this layout, 80 bytes).
+struct FusedParams {
+  const float* vectors;         // n x dims row-major
+  const float* queries;         // numQueries x dims row-major
+  const unsigned long long* acceptBits;  // optional
+  float* outK;                  // numQueries x (chunks * k)
+  int* outIdx;
+  long long n;                  // vectors
+  long long outRowStride;
+  int dims;
+  int numQueries;
+  int k;
+  int chunks;                   // vectors are split into this many chunks (grid.y)
+  int chunkLen;
+  int metric;                   // 0 = squared L2, 1 = inner product (selected largest)
+};
+static_assert(sizeof(FusedParams) == 80, "FusedParams layout is shared with Java");
+
+__device__ __forceinline__ bool accepted(const unsigned long long* bits, long long id) {
+  return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);
+}
+
+}  // namespace gv

@@ -1,0 +1,163 @@
+package org.gpuvectors.cuda;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * cuBLAS through a small FFM (java.lang.foreign) binding: the first of libcublas.so.13,
+ * libcublas.so.12 (system loader path, then /usr/local/cuda/lib64) that loads; the environment
+ * variable GPU_VECTORS_CUBLAS names another. JCublas is not used: it needs libcublas.so.12, which
+ * CUDA 13 machines do not have. One handle per device ({@link Handle}), owned by {@link GpuDevice}.
+ */
+final class Cublas {
+  static final int OP_N = 0;
+  static final int OP_T = 1;
+  static final int DEFAULT_MATH = 0;
+  static final int PEDANTIC_MATH = 2;
+
+  private static volatile Cublas instance;
+
+  final String library;
+  private final MethodHandle create;
+  private final MethodHandle destroy;
+  private final MethodHandle setStream;
+  private final MethodHandle setMathMode;
+  private final MethodHandle sgemm;
+
+  private Cublas(String library, SymbolLookup lookup) {
+    this.library = library;
+    Linker linker = Linker.nativeLinker();
+    create = linker.downcallHandle(find(lookup, "cublasCreate_v2"), FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    destroy = linker.downcallHandle(find(lookup, "cublasDestroy_v2"), FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    setStream = linker.downcallHandle(find(lookup, "cublasSetStream_v2"), FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    setMathMode = linker.downcallHandle(find(lookup, "cublasSetMathMode"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    sgemm = linker.downcallHandle(find(lookup, "cublasSgemm_v2"), FunctionDescriptor.of(JAVA_INT,
+        ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT,
+        ADDRESS, ADDRESS, JAVA_INT));
+  }
+
+  private static MemorySegment find(SymbolLookup lookup, String name) {
+    return lookup.find(name).orElseThrow(() -> new IllegalStateException("cuBLAS symbol " + name + " not found"));
+  }
+
+  static Cublas get() {
+    Cublas c = instance;
+    if (c == null) {
+      synchronized (Cublas.class) {
+        if (instance == null) {
+          instance = load();
+        }
+        c = instance;
+      }
+    }
+    return c;
+  }
+
+  private static Cublas load() {
+    List<String> candidates = new ArrayList<>();
+    String env = System.getenv("GPU_VECTORS_CUBLAS");
+    if (env != null && !env.isBlank()) {
+      candidates.add(env);
+    }
+    for (String v : new String[] {"13", "12"}) {
+      candidates.add("libcublas.so." + v);
+      candidates.add("/usr/local/cuda/lib64/libcublas.so." + v);
+    }
+    List<String> errors = new ArrayList<>();
+    for (String name : candidates) {
+      try {
+        return new Cublas(name, SymbolLookup.libraryLookup(name, Arena.global()));
+      } catch (IllegalArgumentException | IllegalStateException e) {
+        errors.add(name + ": " + e.getMessage());
+      }
+    }
+    throw new IllegalStateException("no cuBLAS library found (tried " + errors + ")");
+  }
+
+  static void check(String call, int status) {
+    if (status != 0) {
+      throw new CudaException(call, status, statusName(status));
+    }
+  }
+
+  static String statusName(int s) {
+    return switch (s) {
+      case 1 -> "CUBLAS_STATUS_NOT_INITIALIZED";
+      case 3 -> "CUBLAS_STATUS_ALLOC_FAILED";
+      case 7 -> "CUBLAS_STATUS_INVALID_VALUE";
+      case 8 -> "CUBLAS_STATUS_ARCH_MISMATCH";
+      case 11 -> "CUBLAS_STATUS_MAPPING_ERROR";
+      case 13 -> "CUBLAS_STATUS_EXECUTION_FAILED";
+      case 14 -> "CUBLAS_STATUS_INTERNAL_ERROR";
+      case 15 -> "CUBLAS_STATUS_NOT_SUPPORTED";
+      case 16 -> "CUBLAS_STATUS_LICENSE_ERROR";
+      default -> "CUBLAS_STATUS_" + s;
+    };
+  }
+
+  private static int invoke(MethodHandle h, Object... args) {
+    try {
+      return (int) h.invokeWithArguments(args);
+    } catch (RuntimeException | Error e) {
+      throw e;
+    } catch (Throwable t) {
+      throw new IllegalStateException(t);
+    }
+  }
+
+  /**
+   * A cuBLAS handle bound to one stream, FP32 math (no TF32). Created and destroyed here; owned by a
+   * {@link GpuDevice} and used only under its lock, with the device's context current.
+   */
+  final class Handle implements AutoCloseable {
+    private final MemorySegment handle;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment alpha;
+    private final MemorySegment beta;
+    private boolean closed;
+
+    Handle(long stream) {
+      MemorySegment out = arena.allocate(ADDRESS);
+      check("cublasCreate_v2", invoke(create, out));
+      handle = out.get(ADDRESS, 0);
+      check("cublasSetStream_v2", invoke(setStream, handle, MemorySegment.ofAddress(stream)));
+      check("cublasSetMathMode", invoke(setMathMode, handle, DEFAULT_MATH));
+      alpha = arena.allocate(JAVA_FLOAT);
+      beta = arena.allocate(JAVA_FLOAT);
+    }
+
+    /** Column-major C(m x n) = alpha * op(A) * op(B) + beta * C, all pointers device addresses. */
+    void sgemm(int transA, int transB, int m, int n, int k, float a, long aPtr, int lda, long bPtr, int ldb,
+               float b, long cPtr, int ldc) {
+      if (closed) {
+        throw new IllegalStateException("cuBLAS handle closed");
+      }
+      alpha.set(JAVA_FLOAT, 0, a);
+      beta.set(JAVA_FLOAT, 0, b);
+      check("cublasSgemm_v2", invoke(sgemm, handle, transA, transB, m, n, k, alpha, MemorySegment.ofAddress(aPtr), lda,
+          MemorySegment.ofAddress(bPtr), ldb, beta, MemorySegment.ofAddress(cPtr), ldc));
+    }
+
+    @Override
+    public void close() {
+      if (!closed) {
+        closed = true;
+        try {
+          check("cublasDestroy_v2", invoke(destroy, handle));
+        } finally {
+          arena.close();
+        }
+      }
+    }
+  }
+}

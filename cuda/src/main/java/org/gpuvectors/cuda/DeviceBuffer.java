@@ -1,0 +1,52 @@
+package org.gpuvectors.cuda;
+
+/**
+ * A block of device memory taken from a {@link GpuDevice}'s pool. Closing returns it to the pool
+ * (it is reused for a later request of the same size class); the pool frees it on device close.
+ *
+ * <p>Not thread-safe; one owner. Use only while holding the device's lock ({@link GpuDevice#lock()}).
+ */
+public final class DeviceBuffer implements AutoCloseable {
+  private final DeviceMemoryPool pool;
+  private final long address;
+  private final long capacity;
+  private final long bytes;
+  private boolean closed;
+
+  DeviceBuffer(DeviceMemoryPool pool, long address, long capacity, long bytes) {
+    this.pool = pool;
+    this.address = address;
+    this.capacity = capacity;
+    this.bytes = bytes;
+  }
+
+  /** The raw device address. */
+  public long address() {
+    ensureOpen();
+    return address;
+  }
+
+  /** The bytes asked for. */
+  public long bytes() {
+    return bytes;
+  }
+
+  /** The bytes reserved (the size class). */
+  long capacity() {
+    return capacity;
+  }
+
+  void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("device buffer already closed");
+    }
+  }
+
+  @Override
+  public void close() {
+    if (!closed) {
+      closed = true;
+      pool.release(address, capacity);
+    }
+  }
+}

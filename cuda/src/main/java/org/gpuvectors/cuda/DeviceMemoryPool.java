@@ -1,0 +1,108 @@
+package org.gpuvectors.cuda;
+
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUresult;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * Device-memory pool of one {@link GpuDevice}: requests are rounded up to a size class (256 B
+ * minimum, then quarter steps between powers of two, at most 25% waste) and freed blocks are kept
+ * per size class for reuse. When cuMemAlloc runs out of memory, cached blocks are freed and the
+ * allocation retried once.
+ *
+ * <p>Threading: called only under the owning device's lock.
+ */
+final class DeviceMemoryPool implements AutoCloseable {
+  private final Map<Long, ArrayDeque<Long>> free = new HashMap<>();
+  private long bytesInUse;
+  private long bytesCached;
+  private long liveBlocks;
+  private boolean closed;
+
+  static long sizeClass(long bytes) {
+    if (bytes <= 256) {
+      return 256;
+    }
+    long high = Long.highestOneBit(bytes - 1) << 1; // next power of two >= bytes
+    long step = Math.max(256, high / 8);             // quarter steps of the lower power of two
+    return (bytes + step - 1) / step * step;
+  }
+
+  DeviceBuffer allocate(long bytes) {
+    if (closed) {
+      throw new IllegalStateException("device memory pool closed");
+    }
+    if (bytes < 0) {
+      throw new IllegalArgumentException("bytes < 0: " + bytes);
+    }
+    long cls = sizeClass(Math.max(1, bytes));
+    ArrayDeque<Long> q = free.get(cls);
+    long address;
+    if (q != null && !q.isEmpty()) {
+      address = q.pop();
+      bytesCached -= cls;
+    } else {
+      address = cuMemAlloc(cls);
+    }
+    bytesInUse += cls;
+    liveBlocks++;
+    return new DeviceBuffer(this, address, cls, bytes);
+  }
+
+  private long cuMemAlloc(long cls) {
+    CUdeviceptr p = new CUdeviceptr();
+    int rc = JCudaDriver.cuMemAlloc(p, cls);
+    if (rc == CUresult.CUDA_ERROR_OUT_OF_MEMORY && bytesCached > 0) {
+      trim();
+      rc = JCudaDriver.cuMemAlloc(p, cls);
+    }
+    Driver.check("cuMemAlloc(" + cls + " bytes)", rc);
+    return Driver.address(p);
+  }
+
+  void release(long address, long cls) {
+    bytesInUse -= cls;
+    liveBlocks--;
+    if (closed) {
+      JCudaDriver.cuMemFree(Driver.deviceptr(address)); // late close after the device: best effort
+      return;
+    }
+    free.computeIfAbsent(cls, c -> new ArrayDeque<>()).push(address);
+    bytesCached += cls;
+  }
+
+  /** Frees every cached (unused) block. */
+  void trim() {
+    for (ArrayDeque<Long> q : free.values()) {
+      for (Long a : q) {
+        Driver.check("cuMemFree", JCudaDriver.cuMemFree(Driver.deviceptr(a)));
+      }
+      q.clear();
+    }
+    bytesCached = 0;
+  }
+
+  long bytesInUse() {
+    return bytesInUse;
+  }
+
+  long bytesCached() {
+    return bytesCached;
+  }
+
+  long liveBlocks() {
+    return liveBlocks;
+  }
+
+  /** Frees the cached blocks; blocks still lent out are freed when their buffers close. */
+  @Override
+  public void close() {
+    if (!closed) {
+      trim();
+      closed = true;
+    }
+  }
+}

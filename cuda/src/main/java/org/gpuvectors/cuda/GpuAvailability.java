@@ -1,0 +1,160 @@
+package org.gpuvectors.cuda;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.SymbolLookup;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import jcuda.driver.CUdevice;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * Whether this JVM can run the GPU kernels, and if not, why: "no CUDA driver (libcuda.so.1 not
+ * found)", "no CUDA device", "compute capability 7.0 < 7.5", "GPU kernels were not built (nvcc was
+ * not found at build time)". Probing never crashes the JVM: libcuda.so.1 is looked up through FFM
+ * before any JCuda class loads, and every later failure is caught and reported.
+ *
+ * <p>Thread-safe: the probe runs once per JVM ({@link #get()}) and the result is immutable.
+ */
+public final class GpuAvailability {
+  /** Oldest compute capability the kernels support (CUDA 13 targets sm_75 and newer). */
+  public static final int MIN_COMPUTE_CAPABILITY = 75;
+
+  static final String FATBIN_RESOURCE = "gpu-vectors.fatbin";
+
+  /** One CUDA device as seen by the probe. */
+  public record DeviceInfo(int ordinal, String name, int computeCapability, long totalMemoryBytes, int multiprocessors) {}
+
+  private static volatile GpuAvailability instance;
+
+  private final boolean available;
+  private final String reason;
+  private final List<DeviceInfo> devices;
+
+  private GpuAvailability(boolean available, String reason, List<DeviceInfo> devices) {
+    this.available = available;
+    this.reason = reason;
+    this.devices = List.copyOf(devices);
+  }
+
+  /** The probe result for this JVM (probed once). */
+  public static GpuAvailability get() {
+    GpuAvailability a = instance;
+    if (a == null) {
+      synchronized (GpuAvailability.class) {
+        if (instance == null) {
+          instance = probe(kernelsMissingReason());
+        }
+        a = instance;
+      }
+    }
+    return a;
+  }
+
+  /** True when at least one device is usable and the kernels were built. */
+  public boolean available() {
+    return available;
+  }
+
+  /** Why the GPU is not usable, or "available: ..." with the devices when it is. */
+  public String reason() {
+    return reason;
+  }
+
+  /** Usable devices (compute capability at least {@link #MIN_COMPUTE_CAPABILITY}). */
+  public List<DeviceInfo> devices() {
+    return devices;
+  }
+
+  @Override
+  public String toString() {
+    return "GpuAvailability[" + reason + "]";
+  }
+
+  /** Null when the fatbin resource is on the classpath, else the reason it is not. */
+  static String kernelsMissingReason() {
+    if (GpuAvailability.class.getResource(FATBIN_RESOURCE) != null) {
+      return null;
+    }
+    try (InputStream in = GpuAvailability.class.getResourceAsStream(FATBIN_RESOURCE + ".missing")) {
+      if (in != null) {
+        return new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
+      }
+    } catch (IOException e) {
+      // fall through
+    }
+    return "GPU kernels were not built (no " + FATBIN_RESOURCE + " resource on the classpath)";
+  }
+
+  /** Visible for tests: the probe with a given kernels-missing reason (null = kernels present). */
+  static GpuAvailability probe(String kernelsMissing) {
+    if (!driverLibraryPresent()) {
+      return new GpuAvailability(false, "no CUDA driver (libcuda.so.1 not found)", List.of());
+    }
+    List<DeviceInfo> usable = new ArrayList<>();
+    List<String> tooOld = new ArrayList<>();
+    try {
+      Driver.init();
+      int[] count = new int[1];
+      Driver.check("cuDeviceGetCount", JCudaDriver.cuDeviceGetCount(count));
+      if (count[0] == 0) {
+        return new GpuAvailability(false, "no CUDA device", List.of());
+      }
+      for (int i = 0; i < count[0]; i++) {
+        DeviceInfo info = describe(i);
+        if (info.computeCapability() < MIN_COMPUTE_CAPABILITY) {
+          tooOld.add(String.format("compute capability %d.%d < %d.%d (%s)", info.computeCapability() / 10,
+              info.computeCapability() % 10, MIN_COMPUTE_CAPABILITY / 10, MIN_COMPUTE_CAPABILITY % 10, info.name()));
+        } else {
+          usable.add(info);
+        }
+      }
+    } catch (LinkageError e) {
+      return new GpuAvailability(false, "JCuda natives could not be loaded: " + e, List.of());
+    } catch (RuntimeException e) {
+      return new GpuAvailability(false, "CUDA initialisation failed: " + e.getMessage(), List.of());
+    }
+    if (usable.isEmpty()) {
+      return new GpuAvailability(false, String.join("; ", tooOld), List.of());
+    }
+    if (kernelsMissing != null) {
+      return new GpuAvailability(false, kernelsMissing, usable);
+    }
+    return new GpuAvailability(true, "available: " + usable, usable);
+  }
+
+  static DeviceInfo describe(int ordinal) {
+    CUdevice dev = new CUdevice();
+    Driver.check("cuDeviceGet", JCudaDriver.cuDeviceGet(dev, ordinal));
+    byte[] name = new byte[256];
+    Driver.check("cuDeviceGetName", JCudaDriver.cuDeviceGetName(name, name.length, dev));
+    int n = 0;
+    while (n < name.length && name[n] != 0) {
+      n++;
+    }
+    int major = attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    int minor = attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    int sms = attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    long[] mem = new long[1];
+    Driver.check("cuDeviceTotalMem", JCudaDriver.cuDeviceTotalMem(mem, dev));
+    return new DeviceInfo(ordinal, new String(name, 0, n, StandardCharsets.UTF_8), major * 10 + minor, mem[0], sms);
+  }
+
+  static int attribute(CUdevice dev, int attribute) {
+    int[] v = new int[1];
+    Driver.check("cuDeviceGetAttribute", JCudaDriver.cuDeviceGetAttribute(v, attribute, dev));
+    return v[0];
+  }
+
+  /** Looks libcuda.so.1 up with the system loader (FFM) without loading any JCuda native. */
+  static boolean driverLibraryPresent() {
+    try (Arena arena = Arena.ofConfined()) {
+      SymbolLookup.libraryLookup("libcuda.so.1", arena);
+      return true;
+    } catch (IllegalArgumentException | UnsatisfiedLinkError e) {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,277 @@
+package org.gpuvectors.cuda;
+
+import java.util.concurrent.locks.ReentrantLock;
+import jcuda.Pointer;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUstream;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * One CUDA device: its primary context, one stream, the kernel module, a device-memory pool and a
+ * cuBLAS handle (created on first use). Every native resource here is created and destroyed by this
+ * class; {@link #close()} releases them in reverse order.
+ *
+ * <p>Threading rule: all GPU work on a device runs under its lock. Callers wrap enqueue + sync in
+ * {@code try (GpuDevice.Scope s = device.lock()) { ... }}; the scope makes the context current on
+ * the calling thread. The lock is reentrant, so library methods ({@link GpuFlatIndex}, {@link
+ * KSelect}) take it themselves and may be called from any thread; work from two threads is
+ * serialised, never interleaved.
+ */
+public final class GpuDevice implements AutoCloseable {
+  private final GpuAvailability.DeviceInfo info;
+  private final CUdevice device = new CUdevice();
+  private final CUcontext context = new CUcontext();
+  private final CUstream stream = new CUstream();
+  private final ReentrantLock lock = new ReentrantLock();
+  private final DeviceMemoryPool pool;
+  private final KernelModule module;
+  private Cublas.Handle cublas;
+  private boolean closed;
+
+  private GpuDevice(int ordinal) {
+    GpuAvailability a = GpuAvailability.get();
+    if (!a.available()) {
+      throw new IllegalStateException("GPU not usable: " + a.reason());
+    }
+    this.info = a.devices().stream().filter(d -> d.ordinal() == ordinal).findFirst()
+        .orElseThrow(() -> new IllegalArgumentException("no usable CUDA device " + ordinal + ": " + a.reason()));
+    Driver.check("cuDeviceGet", JCudaDriver.cuDeviceGet(device, ordinal));
+    Driver.check("cuDevicePrimaryCtxRetain", JCudaDriver.cuDevicePrimaryCtxRetain(context, device));
+    boolean ok = false;
+    DeviceMemoryPool p = null;
+    KernelModule m = null;
+    try {
+      Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
+      // a blocking stream: synchronous copies on the legacy default stream are ordered after it
+      Driver.check("cuStreamCreate", JCudaDriver.cuStreamCreate(stream, 0));
+      p = new DeviceMemoryPool();
+      m = new KernelModule();
+      ok = true;
+    } finally {
+      if (!ok) {
+        if (p != null) {
+          p.close();
+        }
+        JCudaDriver.cuDevicePrimaryCtxRelease(device);
+      }
+    }
+    this.pool = p;
+    this.module = m;
+  }
+
+  /** Opens device {@code ordinal}; throws IllegalStateException with the reason when the GPU is unusable. */
+  public static GpuDevice open(int ordinal) {
+    return new GpuDevice(ordinal);
+  }
+
+  /** Holds the device lock with the context current on this thread. */
+  public final class Scope implements AutoCloseable {
+    private boolean released;
+
+    private Scope() {}
+
+    @Override
+    public void close() {
+      if (!released) {
+        released = true;
+        lock.unlock();
+      }
+    }
+  }
+
+  /** Takes the device lock (reentrant) and makes the context current; close the scope to release. */
+  public Scope lock() {
+    lock.lock();
+    try {
+      ensureOpen();
+      Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
+    } catch (RuntimeException e) {
+      lock.unlock();
+      throw e;
+    }
+    return new Scope();
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("GPU device closed");
+    }
+  }
+
+  void checkLocked() {
+    if (!lock.isHeldByCurrentThread()) {
+      throw new IllegalStateException("GPU device used without holding its lock (GpuDevice.lock())");
+    }
+    ensureOpen();
+  }
+
+  public String name() {
+    return info.name();
+  }
+
+  public int ordinal() {
+    return info.ordinal();
+  }
+
+  /** major * 10 + minor, e.g. 90 for an H100. */
+  public int computeCapability() {
+    return info.computeCapability();
+  }
+
+  public int multiprocessorCount() {
+    return info.multiprocessors();
+  }
+
+  public long totalMemoryBytes() {
+    return info.totalMemoryBytes();
+  }
+
+  /** Device bytes lent out by the pool (size classes of live buffers). */
+  public long bytesInUse() {
+    try (Scope s = lock()) {
+      return pool.bytesInUse();
+    }
+  }
+
+  /** Device bytes held by the pool for reuse. */
+  public long bytesCached() {
+    try (Scope s = lock()) {
+      return pool.bytesCached();
+    }
+  }
+
+  /** Allocates device memory from the pool; caller must hold the lock. */
+  public DeviceBuffer allocate(long bytes) {
+    checkLocked();
+    return pool.allocate(bytes);
+  }
+
+  /** Copies host floats to device (synchronous). */
+  public void upload(float[] src, int srcOffset, int count, DeviceBuffer dst, long dstByteOffset) {
+    checkLocked();
+    check(dst, dstByteOffset, 4L * count);
+    Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(Driver.deviceptr(dst.address() + dstByteOffset),
+        Pointer.to(src).withByteOffset(4L * srcOffset), 4L * count));
+  }
+
+  public void upload(long[] src, DeviceBuffer dst) {
+    checkLocked();
+    check(dst, 0, 8L * src.length);
+    Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(Driver.deviceptr(dst.address()), Pointer.to(src), 8L * src.length));
+  }
+
+  /** Copies device floats to host (synchronous; waits for the stream's work). */
+  public void download(DeviceBuffer src, long srcByteOffset, float[] dst, int dstOffset, int count) {
+    checkLocked();
+    check(src, srcByteOffset, 4L * count);
+    Driver.check("cuMemcpyDtoH", JCudaDriver.cuMemcpyDtoH(Pointer.to(dst).withByteOffset(4L * dstOffset),
+        Driver.deviceptr(src.address() + srcByteOffset), 4L * count));
+  }
+
+  public void download(DeviceBuffer src, long srcByteOffset, int[] dst, int dstOffset, int count) {
+    checkLocked();
+    check(src, srcByteOffset, 4L * count);
+    Driver.check("cuMemcpyDtoH", JCudaDriver.cuMemcpyDtoH(Pointer.to(dst).withByteOffset(4L * dstOffset),
+        Driver.deviceptr(src.address() + srcByteOffset), 4L * count));
+  }
+
+  /** Device-to-device copy on the stream (used by the bandwidth benchmark). */
+  public void copy(DeviceBuffer src, DeviceBuffer dst, long bytes) {
+    checkLocked();
+    check(src, 0, bytes);
+    check(dst, 0, bytes);
+    Driver.check("cuMemcpyDtoDAsync", JCudaDriver.cuMemcpyDtoDAsync(Driver.deviceptr(dst.address()),
+        Driver.deviceptr(src.address()), bytes, stream));
+  }
+
+  private static void check(DeviceBuffer b, long offset, long bytes) {
+    if (offset < 0 || bytes < 0 || offset + bytes > b.bytes()) {
+      throw new IndexOutOfBoundsException("device buffer of " + b.bytes() + " bytes, access [" + offset + ", "
+          + (offset + bytes) + ")");
+    }
+  }
+
+  /** Waits for all work queued on the device's stream. */
+  public void synchronize() {
+    checkLocked();
+    Driver.check("cuStreamSynchronize", JCudaDriver.cuStreamSynchronize(stream));
+  }
+
+  /** Times {@code work} with CUDA events on the stream; returns milliseconds. Caller holds the lock. */
+  public float time(Runnable work) {
+    checkLocked();
+    jcuda.driver.CUevent start = new jcuda.driver.CUevent();
+    jcuda.driver.CUevent stop = new jcuda.driver.CUevent();
+    Driver.check("cuEventCreate", JCudaDriver.cuEventCreate(start, 0));
+    try {
+      Driver.check("cuEventCreate", JCudaDriver.cuEventCreate(stop, 0));
+      try {
+        Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(start, stream));
+        work.run();
+        Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(stop, stream));
+        Driver.check("cuEventSynchronize", JCudaDriver.cuEventSynchronize(stop));
+        float[] ms = new float[1];
+        Driver.check("cuEventElapsedTime", JCudaDriver.cuEventElapsedTime(ms, start, stop));
+        return ms[0];
+      } finally {
+        JCudaDriver.cuEventDestroy(stop);
+      }
+    } finally {
+      JCudaDriver.cuEventDestroy(start);
+    }
+  }
+
+  CUstream stream() {
+    return stream;
+  }
+
+  KernelModule module() {
+    return module;
+  }
+
+  /** The device's cuBLAS handle, created on first use; caller holds the lock. */
+  Cublas.Handle cublas() {
+    checkLocked();
+    if (cublas == null) {
+      cublas = Cublas.get().new Handle(Driver.address(stream));
+    }
+    return cublas;
+  }
+
+  @Override
+  public void close() {
+    lock.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
+      JCudaDriver.cuStreamSynchronize(stream);
+      try {
+        if (cublas != null) {
+          cublas.close();
+        }
+      } finally {
+        try {
+          module.close();
+        } finally {
+          try {
+            pool.close();
+          } finally {
+            closed = true;
+            JCudaDriver.cuStreamDestroy(stream);
+            JCudaDriver.cuDevicePrimaryCtxRelease(device);
+          }
+        }
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "GpuDevice[" + info.ordinal() + ": " + info.name() + ", cc " + info.computeCapability() + "]";
+  }
+}

@@ -1,0 +1,297 @@
+package org.gpuvectors.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import jcuda.Pointer;
+
+/**
+ * Exact (brute-force) float32 k-NN over vectors resident in GPU memory: squared L2, inner product
+ * or cosine (inner product over vectors normalised at upload; queries normalised per search).
+ *
+ * <p>Two strategies, chosen by batch size ({@link Strategy#AUTO}):
+ * <ul>
+ *   <li>{@link Strategy#FUSED} (small batches): one kernel computes distances and keeps a
+ *       BlockSelect queue per (query, chunk of vectors); the chunks' k-lists are merged after.
+ *   <li>{@link Strategy#GEMM} (large batches): cuBLAS SGEMM on tiles of vectors (never the whole
+ *       queries x vectors matrix), L2 as ||x||^2 - 2 x.q + ||q||^2 with precomputed norms, k-select
+ *       per tile, then the tiles' k-lists are merged.
+ * </ul>
+ * An optional accept bitmask (bit {@code id % 64} of word {@code id / 64}) excludes vectors inside
+ * the kernels (filters, deletions).
+ *
+ * <p>Owns its device buffers; {@link #close()} returns them to the device pool. Threading: every
+ * method takes the device lock, so one index may be searched from several threads (searches run one
+ * after another on the GPU).
+ */
+public final class GpuFlatIndex implements AutoCloseable {
+  /** How {@link #search} computes distances. */
+  public enum Strategy { AUTO, FUSED, GEMM }
+
+  /**
+   * Batches up to this many queries use the fused kernel under {@link Strategy#AUTO}. Measured on an
+   * H100 (cuda/GPU_RESULTS.md), tiled GEMM + select was as fast at batch 1 (1M x 128: 0.40 vs 0.46
+   * ms) and 3-7x faster from batch 16, so AUTO uses GEMM for every batch until the fused kernel
+   * reads vectors coalesced and shares them across queries.
+   */
+  public static final int FUSED_MAX_QUERIES = 0;
+  /** Bytes of one tile of the GEMM distance matrix (package-private so tests can force many tiles). */
+  static volatile long tileBudgetBytes = 256L << 20;
+  private static final int MAX_QUERY_BLOCK = 4096;
+  private static final long UPLOAD_SLAB_FLOATS = 4L << 20;
+
+  private final GpuDevice device;
+  private final int n;
+  private final int dims;
+  private final Metric metric;
+  private final DeviceBuffer vectors;
+  private final DeviceBuffer norms; // L2 only
+  private boolean closed;
+
+  private GpuFlatIndex(GpuDevice device, int n, int dims, Metric metric, DeviceBuffer vectors, DeviceBuffer norms) {
+    this.device = device;
+    this.n = n;
+    this.dims = dims;
+    this.metric = metric;
+    this.vectors = vectors;
+    this.norms = norms;
+  }
+
+  /** Uploads {@code n} row-major vectors of {@code dims} floats (cosine: normalised on the way). */
+  public static GpuFlatIndex upload(GpuDevice device, float[] vectorsRowMajor, int n, int dims, Metric metric) {
+    if (n < 0 || dims < 1 || (long) n * dims > vectorsRowMajor.length) {
+      throw new IllegalArgumentException("need n * dims floats: n=" + n + " dims=" + dims + " length=" + vectorsRowMajor.length);
+    }
+    try (GpuDevice.Scope s = device.lock()) {
+      DeviceBuffer v = device.allocate(4L * n * dims);
+      DeviceBuffer norms = null;
+      boolean ok = false;
+      try {
+        int slabRows = (int) Math.max(1, UPLOAD_SLAB_FLOATS / dims);
+        float[] slab = metric == Metric.COSINE ? new float[Math.min(n, slabRows) * dims] : null;
+        for (int r = 0; r < n; r += slabRows) {
+          int rows = Math.min(slabRows, n - r);
+          if (slab != null) {
+            System.arraycopy(vectorsRowMajor, r * dims, slab, 0, rows * dims);
+            normalize(slab, rows, dims);
+            device.upload(slab, 0, rows * dims, v, 4L * r * dims);
+          } else {
+            device.upload(vectorsRowMajor, r * dims, rows * dims, v, 4L * r * dims);
+          }
+        }
+        if (metric == Metric.L2) {
+          norms = device.allocate(4L * Math.max(1, n));
+          rowNorms(device, v, n, dims, norms);
+        }
+        device.synchronize();
+        ok = true;
+        return new GpuFlatIndex(device, n, dims, metric, v, norms);
+      } finally {
+        if (!ok) {
+          v.close();
+          if (norms != null) {
+            norms.close();
+          }
+        }
+      }
+    }
+  }
+
+  static void normalize(float[] x, int rows, int dims) {
+    for (int r = 0; r < rows; r++) {
+      double s = 0;
+      for (int d = 0; d < dims; d++) {
+        s += (double) x[r * dims + d] * x[r * dims + d];
+      }
+      if (s > 0) {
+        float inv = (float) (1.0 / Math.sqrt(s));
+        for (int d = 0; d < dims; d++) {
+          x[r * dims + d] *= inv;
+        }
+      }
+    }
+  }
+
+  private static void rowNorms(GpuDevice device, DeviceBuffer x, long rows, int dims, DeviceBuffer out) {
+    if (rows == 0) {
+      return;
+    }
+    device.module().launch("gv_row_norms", (int) ((rows + 7) / 8), 1, 256, 0, device.stream(),
+        Pointer.to(new long[] {x.address()}), Pointer.to(new long[] {rows}), Pointer.to(new int[] {dims}),
+        Pointer.to(new long[] {out.address()}));
+  }
+
+  public int size() {
+    return n;
+  }
+
+  public int dims() {
+    return dims;
+  }
+
+  public Metric metric() {
+    return metric;
+  }
+
+  /** Device memory held by this index (vectors and norms). */
+  public long deviceBytes() {
+    return vectors.bytes() + (norms == null ? 0 : norms.bytes());
+  }
+
+  /** The k best vectors per query; {@code acceptBits} null = all vectors. Synchronous. */
+  public SearchResult search(float[] queriesRowMajor, int numQueries, int k, long[] acceptBits) {
+    return search(queriesRowMajor, numQueries, k, acceptBits, Strategy.AUTO);
+  }
+
+  public SearchResult search(float[] queriesRowMajor, int numQueries, int k, long[] acceptBits, Strategy strategy) {
+    if (k < 1 || k > KSelect.MAX_K) {
+      throw new IllegalArgumentException("k must be in [1, " + KSelect.MAX_K + "]: " + k);
+    }
+    if (numQueries < 0 || (long) numQueries * dims > queriesRowMajor.length) {
+      throw new IllegalArgumentException("need numQueries * dims query floats");
+    }
+    if (acceptBits != null && acceptBits.length < (n + 63) / 64) {
+      throw new IllegalArgumentException("acceptBits needs " + (n + 63) / 64 + " words, got " + acceptBits.length);
+    }
+    int[] ids = new int[numQueries * k];
+    float[] dist = new float[numQueries * k];
+    if (numQueries == 0) {
+      return new SearchResult(0, k, ids, dist);
+    }
+    float[] queries = queriesRowMajor;
+    if (metric == Metric.COSINE) {
+      queries = java.util.Arrays.copyOf(queriesRowMajor, numQueries * dims);
+      normalize(queries, numQueries, dims);
+    }
+    boolean fused = strategy == Strategy.FUSED || (strategy == Strategy.AUTO && numQueries <= FUSED_MAX_QUERIES);
+    try (GpuDevice.Scope s = device.lock()) {
+      ensureOpen();
+      DeviceBuffer bits = null;
+      try {
+        if (acceptBits != null && n > 0) {
+          bits = device.allocate(8L * ((n + 63) / 64));
+          device.upload(java.util.Arrays.copyOf(acceptBits, (n + 63) / 64), bits);
+        }
+        int qBlock = fused ? numQueries : Math.min(numQueries, MAX_QUERY_BLOCK);
+        try (DeviceBuffer q = device.allocate(4L * qBlock * dims);
+             DeviceBuffer outV = device.allocate(4L * qBlock * k);
+             DeviceBuffer outI = device.allocate(4L * qBlock * k)) {
+          for (int q0 = 0; q0 < numQueries; q0 += qBlock) {
+            int nq = Math.min(qBlock, numQueries - q0);
+            device.upload(queries, q0 * dims, nq * dims, q, 0);
+            if (n == 0) {
+              java.util.Arrays.fill(ids, -1);
+              continue;
+            }
+            if (fused) {
+              searchFused(q, nq, k, bits, outV, outI);
+            } else {
+              searchGemm(q, nq, k, bits, outV, outI);
+            }
+            device.download(outV, 0, dist, q0 * k, nq * k);
+            device.download(outI, 0, ids, q0 * k, nq * k);
+          }
+        }
+      } finally {
+        if (bits != null) {
+          bits.close();
+        }
+      }
+    }
+    return new SearchResult(numQueries, k, ids, dist);
+  }
+
+  private void searchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {
+    int kb = KSelect.bucket(k);
+    long target = 4L * device.multiprocessorCount();
+    long maxByLen = Math.max(1, n / Math.max(1024, 4L * kb));
+    int chunks = (int) Math.max(1, Math.min(Math.min((target + nq - 1) / nq, maxByLen), 65535));
+    int chunkLen = (int) ((n + (long) chunks - 1) / chunks);
+    chunks = (int) ((n + (long) chunkLen - 1) / chunkLen);
+    boolean ip = metric != Metric.L2;
+    if (chunks == 1) {
+      launchFused(q, nq, k, bits, outV.address(), outI.address(), k, 1, chunkLen, ip);
+      return;
+    }
+    long width = (long) chunks * k;
+    try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
+      launchFused(q, nq, k, bits, tv.address(), ti.address(), width, chunks, chunkLen, ip);
+      KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, new SelectParams().input(tv, nq, (int) width, width)
+          .inputIds(ti).k(k).largest(ip).output(outV, outI, k));
+    }
+  }
+
+  private void launchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, long outV, long outI, long outStride,
+                           int chunks, int chunkLen, boolean ip) {
+    ByteBuffer b = ByteBuffer.allocate(80).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(vectors.address()).putLong(q.address()).putLong(bits == null ? 0 : bits.address()).putLong(outV)
+        .putLong(outI).putLong(n).putLong(outStride);
+    b.putInt(dims).putInt(nq).putInt(k).putInt(chunks).putInt(chunkLen).putInt(ip ? 1 : 0);
+    int threads = KSelect.blockSelectThreads(k);
+    int shared = 4 * ((dims + 3) / 4 * 4);
+    device.module().launch("gv_fused_search_k" + KSelect.bucket(k), nq, chunks, threads, shared, device.stream(),
+        Pointer.to(b.array()));
+  }
+
+  private void searchGemm(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {
+    boolean l2 = metric == Metric.L2;
+    long tileN = Math.min(n, Math.max(1024, tileBudgetBytes / (4L * nq)));
+    if (tileN < n) {
+      tileN = tileN / 128 * 128;
+    }
+    int tiles = (int) ((n + tileN - 1) / tileN);
+    int chunksPerTile = KSelect.chunksFor(device, KSelect.Algorithm.BLOCK_SELECT, nq, (int) tileN, k);
+    long width = (long) tiles * chunksPerTile * k;
+    DeviceBuffer qNorms = null;
+    try (DeviceBuffer tile = device.allocate(4L * nq * tileN);
+         DeviceBuffer cv = device.allocate(4L * nq * width);
+         DeviceBuffer ci = device.allocate(4L * nq * width)) {
+      if (l2) {
+        qNorms = device.allocate(4L * nq);
+        rowNorms(device, q, nq, dims, qNorms);
+      }
+      Cublas.Handle blas = device.cublas();
+      for (int t = 0; t < tiles; t++) {
+        long start = t * tileN;
+        int len = (int) Math.min(tileN, n - start);
+        // column-major: C(len x nq) = X_tile^T(len x dims) * Q(dims x nq); column q of C = row q of the tile
+        blas.sgemm(Cublas.OP_T, Cublas.OP_N, len, nq, dims, 1f, vectors.address() + 4L * start * dims, dims,
+            q.address(), dims, 0f, tile.address(), len);
+        int chunkLen = ((len + chunksPerTile - 1) / chunksPerTile + 3) / 4 * 4;
+        SelectParams p = new SelectParams().input(tile, nq, len, len).idOffset(start).k(k).acceptBits(bits)
+            .output(cv, ci, width, (long) t * chunksPerTile * k).chunks(chunksPerTile, Math.max(1, chunkLen));
+        if (l2) {
+          p.scales(-2f, 1f).norms(norms, qNorms).clampZero(true);
+        } else {
+          p.largest(true);
+        }
+        KSelect.runBlockSelect(device, p);
+      }
+      KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, new SelectParams().input(cv, nq, (int) width, width)
+          .inputIds(ci).k(k).largest(!l2).output(outV, outI, k));
+    } finally {
+      if (qNorms != null) {
+        qNorms.close();
+      }
+    }
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("GpuFlatIndex closed");
+    }
+  }
+
+  /** Returns the index's device memory to the pool. */
+  @Override
+  public void close() {
+    try (GpuDevice.Scope s = device.lock()) {
+      if (!closed) {
+        closed = true;
+        vectors.close();
+        if (norms != null) {
+          norms.close();
+        }
+      }
+    }
+  }
+}

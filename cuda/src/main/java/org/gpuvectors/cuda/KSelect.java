@@ -1,0 +1,160 @@
+package org.gpuvectors.cuda;
+
+import jcuda.Pointer;
+
+/**
+ * k-selection on the GPU over the rows of a row-major float matrix: per row, the k smallest (or
+ * largest) values and their ids, best first; NaN never selected; fewer than k when the row has
+ * fewer candidates (empty slots: id -1).
+ *
+ * <ul>
+ *   <li>{@link #runWarpSelect}, {@link #runBlockSelect}, {@link #runTangSelect}: one kernel launch,
+ *       exactly as the {@link SelectParams} say.
+ *   <li>{@link #select(GpuDevice, Algorithm, SelectParams)}: the whole selection, with a
+ *       hierarchical partition when there are too few rows to fill the GPU (rows cut into chunks,
+ *       each chunk selects k, then the chunks' k-lists are merged by further passes).
+ * </ul>
+ *
+ * <p>k is rounded up to a compile-time bucket (32, 64, ..., 2048). Threading: every method takes
+ * the device lock; launches are asynchronous on the device stream unless stated.
+ */
+public final class KSelect {
+  public static final int MAX_K = 2048;
+
+  /** The k-selection algorithms. */
+  public enum Algorithm {
+    /** Faiss WarpSelect: one warp per row (chunk). */
+    WARP_SELECT,
+    /** Faiss BlockSelect: one block per row (chunk), warp queues merged in shared memory. */
+    BLOCK_SELECT,
+    /** Tang et al.: buffered search into a shared-memory merge queue, one block per row (chunk). */
+    TANG
+  }
+
+  private KSelect() {}
+
+  /** The compile-time k bucket for k: the next power of two, at least 32. */
+  static int bucket(int k) {
+    if (k < 1 || k > MAX_K) {
+      throw new IllegalArgumentException("k must be in [1, " + MAX_K + "]: " + k);
+    }
+    int b = 32;
+    while (b < k) {
+      b <<= 1;
+    }
+    return b;
+  }
+
+  static int blockSelectThreads(int k) {
+    return bucket(k) == 2048 ? 64 : 128;
+  }
+
+  public static void runWarpSelect(GpuDevice device, SelectParams p) {
+    launch(device, p, "gv_warp_select_k", 128, true);
+  }
+
+  public static void runBlockSelect(GpuDevice device, SelectParams p) {
+    launch(device, p, "gv_block_select_k", blockSelectThreads(p.k), false);
+  }
+
+  public static void runTangSelect(GpuDevice device, SelectParams p) {
+    launch(device, p, "gv_tang_select_k", 256, false);
+  }
+
+  public static void run(GpuDevice device, Algorithm a, SelectParams p) {
+    switch (a) {
+      case WARP_SELECT -> runWarpSelect(device, p);
+      case BLOCK_SELECT -> runBlockSelect(device, p);
+      case TANG -> runTangSelect(device, p);
+    }
+  }
+
+  private static void launch(GpuDevice device, SelectParams p, String prefix, int threads, boolean warpPerRow) {
+    if (p.chunkLen == 0 && p.chunksPerRow == 1) {
+      p.chunkLen = p.len;
+    }
+    p.validate();
+    long vrows = (long) p.rows * p.chunksPerRow;
+    if (vrows == 0) {
+      return;
+    }
+    long grid = warpPerRow ? (vrows + threads / 32 - 1) / (threads / 32) : vrows;
+    if (grid > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("too many rows: " + vrows);
+    }
+    try (GpuDevice.Scope s = device.lock()) {
+      device.module().launch(prefix + bucket(p.k), (int) grid, 1, threads, 0, device.stream(), Pointer.to(p.encode()));
+    }
+  }
+
+  /**
+   * The whole selection described by {@code p} (input, epilogue, k, output; its chunking is
+   * replaced). Temporary buffers come from the device pool. Asynchronous.
+   */
+  public static void select(GpuDevice device, Algorithm algorithm, SelectParams p) {
+    try (GpuDevice.Scope s = device.lock()) {
+      selectLevel(device, algorithm, p.copy());
+    }
+  }
+
+  private static void selectLevel(GpuDevice device, Algorithm algorithm, SelectParams p) {
+    int chunks = chunksFor(device, algorithm, p.rows, p.len, p.k);
+    if (chunks <= 1) {
+      p.chunks(1, p.len);
+      run(device, algorithm, p);
+      return;
+    }
+    // chunk starts stay 16-byte aligned (multiples of 4 floats) for the kernels' float4 loads
+    int chunkLen = (int) (((p.len + (long) chunks - 1) / chunks + 3) / 4 * 4);
+    chunks = (int) ((p.len + (long) chunkLen - 1) / chunkLen);
+    long width = (long) chunks * p.k;
+    try (DeviceBuffer tmpV = device.allocate(4L * p.rows * width);
+         DeviceBuffer tmpI = device.allocate(4L * p.rows * width)) {
+      SelectParams first = p.copy().chunks(chunks, chunkLen).output(tmpV, tmpI, width);
+      run(device, algorithm, first);
+      SelectParams merge = new SelectParams().input(tmpV, p.rows, (int) width, width).inputIds(tmpI).k(p.k)
+          .scales(p.outScale, p.outScale);
+      merge.outK = p.outK;
+      merge.outIdx = p.outIdx;
+      merge.outRowStride = p.outRowStride;
+      // buffers return to the pool now: reuse is ordered on the same stream
+      selectLevel(device, algorithm == Algorithm.WARP_SELECT ? Algorithm.BLOCK_SELECT : algorithm, merge);
+    }
+  }
+
+  /** Chunks per row so that rows * chunks fills the GPU, each chunk at least max(1024, 8 * bucket). */
+  static int chunksFor(GpuDevice device, Algorithm algorithm, int rows, int len, int k) {
+    int sms = device.multiprocessorCount();
+    long target = algorithm == Algorithm.WARP_SELECT ? 16L * sms : 2L * sms;
+    if (rows >= target) {
+      return 1;
+    }
+    long minChunk = Math.max(1024, 8L * bucket(k));
+    long byLen = len / minChunk;
+    long want = (target + rows - 1) / rows;
+    return (int) Math.max(1, Math.min(want, byLen));
+  }
+
+  /** Host-to-host convenience (tests, benchmarks): uploads, selects, downloads. Synchronous. */
+  public static Result select(GpuDevice device, Algorithm algorithm, float[] data, int rows, int len, int k,
+                              boolean largest) {
+    if ((long) rows * len > data.length) {
+      throw new IllegalArgumentException("data shorter than rows * len");
+    }
+    try (GpuDevice.Scope s = device.lock();
+         DeviceBuffer in = device.allocate(4L * rows * len);
+         DeviceBuffer outV = device.allocate(4L * rows * k);
+         DeviceBuffer outI = device.allocate(4L * rows * k)) {
+      device.upload(data, 0, rows * len, in, 0);
+      select(device, algorithm, new SelectParams().input(in, rows, len, len).k(k).largest(largest).output(outV, outI, k));
+      float[] v = new float[rows * k];
+      int[] ids = new int[rows * k];
+      device.download(outV, 0, v, 0, v.length);
+      device.download(outI, 0, ids, 0, ids.length);
+      return new Result(rows, k, v, ids);
+    }
+  }
+
+  /** Per row k values and ids, best first; id -1 marks an empty slot (fewer candidates than k). */
+  public record Result(int rows, int k, float[] values, int[] ids) {}
+}

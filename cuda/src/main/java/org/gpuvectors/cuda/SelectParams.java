@@ -1,0 +1,149 @@
+package org.gpuvectors.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * Parameters of one k-selection launch over the rows of a row-major float matrix in device memory
+ * (mirrors {@code gv::SelectParams} in common.cuh, 112 bytes). Defaults: smallest k, ids = column,
+ * one chunk per row, no filter. Each (row, chunk) writes k (value, id) pairs best first at
+ * {@code out + row * outRowStride + chunk * k}; empty slots have id -1.
+ *
+ * <p>Value selected for column c of row r: {@code inScale * in[r][c] + colNorms[id] + rowNorms[r]}
+ * (norms optional), clamped at 0 when {@code clampZero}; NaN, +inf (after the scale) and ids whose
+ * accept bit is 0 are never selected. "Largest" uses inScale = outScale = -1.
+ *
+ * <p>Not thread-safe (a plain value object).
+ */
+public final class SelectParams {
+  static final int BYTES = 112;
+
+  long in;
+  long inIdx;
+  long colNorms;
+  long rowNorms;
+  long acceptBits;
+  long outK;
+  long outIdx;
+  long inRowStride;
+  long idxOffset;
+  long outRowStride;
+  int rows;
+  int len;
+  int k;
+  int chunksPerRow = 1;
+  int chunkLen;
+  float inScale = 1f;
+  float outScale = 1f;
+  boolean clampZero;
+
+  public SelectParams() {}
+
+  /** Input matrix: {@code rows} x {@code len} values, row stride {@code rowStride} elements. */
+  public SelectParams input(DeviceBuffer values, int rows, int len, long rowStride) {
+    this.in = values.address();
+    this.rows = rows;
+    this.len = len;
+    this.inRowStride = rowStride;
+    return this;
+  }
+
+  /** Ids of the input values (same layout as the values); default: id = idOffset + column. */
+  public SelectParams inputIds(DeviceBuffer ids) {
+    this.inIdx = ids == null ? 0 : ids.address();
+    return this;
+  }
+
+  public SelectParams idOffset(long offset) {
+    this.idxOffset = offset;
+    return this;
+  }
+
+  public SelectParams output(DeviceBuffer values, DeviceBuffer ids, long rowStride) {
+    this.outK = values.address();
+    this.outIdx = ids.address();
+    this.outRowStride = rowStride;
+    return this;
+  }
+
+  /** Output at a byte offset into the buffers (a tile's slot in a candidate matrix). */
+  public SelectParams output(DeviceBuffer values, DeviceBuffer ids, long rowStride, long elementOffset) {
+    this.outK = values.address() + 4 * elementOffset;
+    this.outIdx = ids.address() + 4 * elementOffset;
+    this.outRowStride = rowStride;
+    return this;
+  }
+
+  public SelectParams k(int k) {
+    this.k = k;
+    return this;
+  }
+
+  /** Select the largest values instead of the smallest. */
+  public SelectParams largest(boolean largest) {
+    this.inScale = largest ? -1f : 1f;
+    this.outScale = largest ? -1f : 1f;
+    return this;
+  }
+
+  public SelectParams scales(float inScale, float outScale) {
+    this.inScale = inScale;
+    this.outScale = outScale;
+    return this;
+  }
+
+  public SelectParams norms(DeviceBuffer colNorms, DeviceBuffer rowNorms) {
+    this.colNorms = colNorms == null ? 0 : colNorms.address();
+    this.rowNorms = rowNorms == null ? 0 : rowNorms.address();
+    return this;
+  }
+
+  public SelectParams clampZero(boolean clamp) {
+    this.clampZero = clamp;
+    return this;
+  }
+
+  /** One bit per id (bit id % 64 of word id / 64); null = accept all. */
+  public SelectParams acceptBits(DeviceBuffer bits) {
+    this.acceptBits = bits == null ? 0 : bits.address();
+    return this;
+  }
+
+  /** Hierarchical partition: split each row into chunks of {@code chunkLen} columns. */
+  public SelectParams chunks(int chunksPerRow, int chunkLen) {
+    this.chunksPerRow = chunksPerRow;
+    this.chunkLen = chunkLen;
+    return this;
+  }
+
+  SelectParams copy() {
+    SelectParams p = new SelectParams();
+    p.in = in; p.inIdx = inIdx; p.colNorms = colNorms; p.rowNorms = rowNorms; p.acceptBits = acceptBits;
+    p.outK = outK; p.outIdx = outIdx; p.inRowStride = inRowStride; p.idxOffset = idxOffset;
+    p.outRowStride = outRowStride; p.rows = rows; p.len = len; p.k = k; p.chunksPerRow = chunksPerRow;
+    p.chunkLen = chunkLen; p.inScale = inScale; p.outScale = outScale; p.clampZero = clampZero;
+    return p;
+  }
+
+  void validate() {
+    if (k < 1 || k > KSelect.MAX_K) {
+      throw new IllegalArgumentException("k must be in [1, " + KSelect.MAX_K + "]: " + k);
+    }
+    if (rows < 0 || len < 0 || chunksPerRow < 1 || (long) chunksPerRow * chunkLen < len) {
+      throw new IllegalArgumentException("bad shape: rows=" + rows + " len=" + len + " chunks=" + chunksPerRow
+          + " chunkLen=" + chunkLen);
+    }
+    if (in == 0 || outK == 0 || outIdx == 0) {
+      throw new IllegalArgumentException("input and output buffers are required");
+    }
+  }
+
+  byte[] encode() {
+    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(in).putLong(inIdx).putLong(colNorms).putLong(rowNorms).putLong(acceptBits).putLong(outK).putLong(outIdx);
+    b.putLong(inRowStride).putLong(idxOffset).putLong(outRowStride);
+    b.putInt(rows).putInt(len).putInt(k).putInt(chunksPerRow).putInt(chunkLen);
+    b.putFloat(inScale).putFloat(outScale).putInt(clampZero ? 1 : 0);
+    return b.array();
+  }
+}

@@ -1,0 +1,172 @@
+package org.gpuvectors.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Exact search (fused and GEMM) on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
+class GpuFlatIndexGpuTest {
+  static GpuDevice device;
+
+  @BeforeAll
+  static void open() {
+    if (GpuAvailability.get().available()) {
+      device = GpuDevice.open(0);
+    }
+  }
+
+  @BeforeEach
+  void needsGpu() {
+    GpuAvailability a = GpuAvailability.get();
+    assumeTrue(a.available(), "GPU test skipped: " + a.reason());
+  }
+
+  @AfterAll
+  static void close() {
+    if (device != null) {
+      device.close();
+    }
+  }
+
+  static float[] random(int count, Random r) {
+    float[] x = new float[count];
+    for (int i = 0; i < x.length; i++) {
+      x[i] = (float) r.nextGaussian();
+    }
+    return x;
+  }
+
+  @Test
+  void matchesOracle() {
+    Random r = new Random(7);
+    List<String> failures = new ArrayList<>();
+    int cases = 0;
+    long savedBudget = GpuFlatIndex.tileBudgetBytes;
+    try {
+      for (int[] shape : new int[][] {{5000, 64}, {3001, 37}, {20, 16}}) {
+        int n = shape[0], dims = shape[1];
+        float[] vectors = random(n * dims, r);
+        for (Metric m : Metric.values()) {
+          try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+            assertEquals(4L * n * dims + (m == Metric.L2 ? 4L * n : 0), index.deviceBytes());
+            for (int nq : new int[] {1, 7, 50}) {
+              float[] queries = random(nq * dims, r);
+              for (int k : new int[] {1, 10, 100, 1000}) {
+                for (int filter = 0; filter < 3; filter++) {
+                  long[] bits = filter == 0 ? null : bits(n, filter == 1 ? 0.3 : 5.0 / n, r);
+                  for (GpuFlatIndex.Strategy st : new GpuFlatIndex.Strategy[] {GpuFlatIndex.Strategy.FUSED,
+                      GpuFlatIndex.Strategy.GEMM}) {
+                    // small tiles for the GEMM path so the tile merge is exercised
+                    GpuFlatIndex.tileBudgetBytes = (nq == 50) ? 4L * nq * 1024 : savedBudget;
+                    cases++;
+                    SearchResult res = index.search(queries, nq, k, bits, st);
+                    String f = compare(res, vectors, n, dims, m, queries, nq, k, bits);
+                    if (f != null) {
+                      failures.add(m + " " + st + " n=" + n + " dims=" + dims + " nq=" + nq + " k=" + k + " filter="
+                          + filter + ": " + f);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      GpuFlatIndex.tileBudgetBytes = savedBudget;
+    }
+    System.out.println("[gpu-vectors] exact search: " + cases + " cases, " + failures.size() + " failures");
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  static long[] bits(int n, double p, Random r) {
+    long[] b = new long[(n + 63) / 64];
+    for (int i = 0; i < n; i++) {
+      if (r.nextDouble() < p) {
+        b[i >> 6] |= 1L << (i & 63);
+      }
+    }
+    return b;
+  }
+
+  static String compare(SearchResult res, float[] vectors, int n, int dims, Metric m, float[] queries, int nq, int k,
+                        long[] bits) {
+    int[] ids = new int[nq * k];
+    float[] vals = new float[nq * k];
+    for (int q = 0; q < nq; q++) {
+      for (int i = 0; i < k; i++) {
+        ids[q * k + i] = res.id(q, i);
+        vals[q * k + i] = res.distance(q, i);
+      }
+    }
+    for (int q = 0; q < nq; q++) {
+      final int qq = q;
+      List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, m, queries, q, k, bits);
+      String f = CpuOracle.compare(exp, ids, vals, q * k, k, 1e-3,
+          id -> CpuOracle.distance(vectors, id * dims, queries, qq * dims, dims, m));
+      if (f != null) {
+        return "query " + q + ": " + f;
+      }
+      if (res.count(q) != exp.size()) {
+        return "count " + res.count(q);
+      }
+    }
+    return null;
+  }
+
+  @Test
+  void concurrentSearchesAreSerialisedAndCorrect() throws Exception {
+    Random r = new Random(3);
+    int n = 20_000, dims = 96;
+    float[] vectors = random(n * dims, r);
+    float[] queries = random(64 * dims, r);
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
+      SearchResult ref = index.search(queries, 64, 10, null);
+      ExecutorService pool = Executors.newFixedThreadPool(4);
+      try {
+        List<Future<SearchResult>> fs = new ArrayList<>();
+        for (int t = 0; t < 16; t++) {
+          fs.add(pool.submit(() -> index.search(queries, 64, 10, null)));
+        }
+        for (Future<SearchResult> f : fs) {
+          SearchResult s = f.get();
+          for (int q = 0; q < 64; q++) {
+            for (int i = 0; i < 10; i++) {
+              assertEquals(ref.distance(q, i), s.distance(q, i));
+            }
+          }
+        }
+      } finally {
+        pool.shutdown();
+      }
+    }
+  }
+
+  @Test
+  void closedIndexAndBadArgumentsAreRefused() {
+    float[] v = random(100 * 8, new Random(1));
+    GpuFlatIndex index = GpuFlatIndex.upload(device, v, 100, 8, Metric.INNER_PRODUCT);
+    assertThrows(IllegalArgumentException.class, () -> index.search(v, 1, 0, null));
+    assertThrows(IllegalArgumentException.class, () -> index.search(v, 1, 2049, null));
+    assertThrows(IllegalArgumentException.class, () -> index.search(v, 1, 5, new long[0]));
+    index.close();
+    index.close();
+    assertThrows(IllegalStateException.class, () -> index.search(v, 1, 5, null));
+    assertTrue(device.bytesInUse() >= 0);
+  }
+}

@@ -1,0 +1,115 @@
+package org.gpuvectors.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** WarpSelect / BlockSelect / Tang on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
+class KSelectGpuTest {
+  static GpuDevice device;
+
+  @BeforeAll
+  static void open() {
+    if (GpuAvailability.get().available()) {
+      device = GpuDevice.open(0);
+    }
+  }
+
+  @BeforeEach
+  void needsGpu() {
+    GpuAvailability a = GpuAvailability.get();
+    assumeTrue(a.available(), "GPU test skipped: " + a.reason());
+  }
+
+  @AfterAll
+  static void close() {
+    if (device != null) {
+      device.close();
+    }
+  }
+
+  enum Shape { RANDOM, TIES, ALL_EQUAL, SORTED, REVERSE, NANS, INFS }
+
+  static float[] data(Shape s, int rows, int len, Random r) {
+    float[] d = new float[rows * len];
+    for (int i = 0; i < d.length; i++) {
+      int c = i % Math.max(1, len);
+      d[i] = switch (s) {
+        case RANDOM -> r.nextFloat() * 2 - 1;
+        case TIES -> r.nextInt(7);
+        case ALL_EQUAL -> 0.5f;
+        case SORTED -> c * 0.25f - 3;
+        case REVERSE -> -c * 0.25f + 3;
+        case NANS -> r.nextInt(3) == 0 ? Float.NaN : r.nextFloat();
+        case INFS -> r.nextInt(5) == 0 ? (r.nextBoolean() ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY)
+            : r.nextInt(4) == 0 ? Float.NaN : r.nextFloat();
+      };
+    }
+    return d;
+  }
+
+  @ParameterizedTest
+  @EnumSource(KSelect.Algorithm.class)
+  void matchesOracle(KSelect.Algorithm alg) {
+    Random r = new Random(42 + alg.ordinal());
+    int[][] shapes = {{1, 10}, {5, 100}, {37, 5000}, {300, 3000}, {1, 200_000}, {3, 70_000}, {1000, 64}};
+    int[] ks = {1, 10, 32, 100, 1000, 2048};
+    List<String> failures = new ArrayList<>();
+    int cases = 0;
+    for (int[] sh : shapes) {
+      for (int k : ks) {
+        for (Shape s : Shape.values()) {
+          if (sh[0] * (long) sh[1] > 1_000_000 && s != Shape.RANDOM && s != Shape.TIES && s != Shape.NANS) {
+            continue;
+          }
+          for (boolean largest : new boolean[] {false, true}) {
+            cases++;
+            String f = check(alg, s, sh[0], sh[1], k, largest, r);
+            if (f != null) {
+              failures.add(f);
+            }
+          }
+        }
+      }
+    }
+    // k == n and k > n
+    for (int n : new int[] {1, 31, 32, 33, 100, 2048}) {
+      cases++;
+      String f = check(alg, Shape.RANDOM, 3, n, Math.min(2048, n), false, r);
+      if (f != null) {
+        failures.add(f);
+      }
+      cases++;
+      f = check(alg, Shape.TIES, 2, n, 2048, true, r);
+      if (f != null) {
+        failures.add(f);
+      }
+    }
+    System.out.println("[gpu-vectors] " + alg + ": " + cases + " cases, " + failures.size() + " failures");
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+  }
+
+  static String check(KSelect.Algorithm alg, Shape s, int rows, int len, int k, boolean largest, Random r) {
+    float[] d = data(s, rows, len, r);
+    KSelect.Result res = KSelect.select(device, alg, d, rows, len, k, largest);
+    for (int row = 0; row < rows; row++) {
+      List<CpuOracle.Entry> exp = CpuOracle.select(d, (long) row * len, len, k, largest);
+      final int base = row * len;
+      String f = CpuOracle.compare(exp, res.ids(), res.values(), row * k, k, 1e-6, id -> d[base + id]);
+      if (f != null) {
+        return alg + " " + s + " rows=" + rows + " len=" + len + " k=" + k + (largest ? " largest" : " smallest")
+            + " row " + row + ": " + f;
+      }
+    }
+    return null;
+  }
+}

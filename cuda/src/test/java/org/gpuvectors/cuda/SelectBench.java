@@ -1,0 +1,66 @@
+package org.gpuvectors.cuda;
+
+import java.io.PrintWriter;
+
+/**
+ * k-selection throughput: GB/s of input read and fraction of the device's measured copy bandwidth,
+ * WarpSelect vs BlockSelect vs Tang, smallest k per row. Input: uniform random floats; each timed
+ * run reads a different region of a 1e8-float buffer when the input is smaller (no L2 replay).
+ * Writes $OUT/select_bench.csv. Usage: SelectBench [maxFloats]
+ */
+public final class SelectBench {
+  public static void main(String[] args) throws Exception {
+    long maxFloats = args.length > 0 ? Long.parseLong(args[0]) : 100_000_000L;
+    long[][] shapes = {{1, 1_000_000}, {1, 10_000_000}, {1, 100_000_000}, {100, 100_000}, {1000, 100_000},
+        {10_000, 10_000}, {100_000, 1000}};
+    int[] ks = {1, 10, 100, 1000, 2048};
+    try (GpuDevice d = GpuDevice.open(0)) {
+      double copy = BenchUtil.copyBandwidth(d, 2L << 30);
+      System.out.printf("GPU %s, %d SMs; device-to-device copy %.0f GB/s (read+write)%n", d.name(),
+          d.multiprocessorCount(), copy);
+      float[] host = BenchUtil.randomFloats(maxFloats, 1);
+      try (PrintWriter csv = BenchUtil.csv("select_bench.csv", "rows,len,k,algorithm,ms,gbps,fraction_of_copy_bw");
+           GpuDevice.Scope s = d.lock();
+           DeviceBuffer in = d.allocate(4L * maxFloats)) {
+        d.upload(host, 0, host.length, in, 0);
+        host = null;
+        System.out.printf("%-14s %5s %18s %18s %18s%n", "rows x len", "k", "warp GB/s (%bw)", "block GB/s (%bw)",
+            "tang GB/s (%bw)");
+        for (long[] sh : shapes) {
+          int rows = (int) sh[0], len = (int) sh[1];
+          long total = (long) rows * len;
+          if (total > maxFloats) {
+            continue;
+          }
+          int regions = (int) Math.max(1, maxFloats / total);
+          for (int k : ks) {
+            if (k > len) {
+              continue;
+            }
+            StringBuilder line = new StringBuilder(String.format("%-14s %5d", rows + "x" + len, k));
+            try (DeviceBuffer outV = d.allocate(4L * rows * k); DeviceBuffer outI = d.allocate(4L * rows * k)) {
+              for (KSelect.Algorithm a : KSelect.Algorithm.values()) {
+                int reps = total >= 50_000_000 ? 7 : 15;
+                double[] t = new double[reps];
+                for (int r = -2; r < reps; r++) {
+                  long off = (long) ((r + 2) % regions) * total;
+                  SelectParams p = new SelectParams().input(in, rows, len, len).k(k).output(outV, outI, k);
+                  p.in = in.address() + 4 * off;
+                  float ms = d.time(() -> KSelect.select(d, a, p));
+                  if (r >= 0) {
+                    t[r] = ms;
+                  }
+                }
+                double ms = BenchUtil.median(t);
+                double gbps = 4.0 * total / (ms * 1e-3) / 1e9;
+                csv.printf("%d,%d,%d,%s,%.4f,%.1f,%.4f%n", rows, len, k, a, ms, gbps, gbps / copy);
+                line.append(String.format(" %11.0f (%3.0f%%)", gbps, 100 * gbps / copy));
+              }
+            }
+            System.out.println(line);
+          }
+        }
+      }
+    }
+  }
+}
