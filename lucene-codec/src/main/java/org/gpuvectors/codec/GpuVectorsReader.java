@@ -149,11 +149,36 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
   @Override
   public void search(String field, float[] target, KnnCollector knnCollector, AcceptDocs acceptDocs)
       throws IOException {
-    FieldEntry entry = searchable(field, VectorEncoding.FLOAT32, knnCollector);
-    if (entry != null) {
-      searcher(field, entry)
-          .search(flatVectorsReader.getFloatVectorValues(field), target, knnCollector, acceptDocs);
+    searchBatch(field, new float[][] {target}, new KnnCollector[] {knnCollector}, acceptDocs);
+  }
+
+  /**
+   * Searches a batch of float queries in one pass; {@code collectors[i]} receives the hits of query
+   * i. On the GPU when one can serve it (one kernel call for the whole batch), else on the CPU.
+   */
+  void searchBatch(
+      String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
+      throws IOException {
+    if (targets.length == 0) {
+      return;
     }
+    FieldEntry entry = searchable(field, VectorEncoding.FLOAT32, collectors[0]);
+    if (entry == null) {
+      return;
+    }
+    FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
+    if (GpuExactSearcher.search(
+        GpuFlatSearchService.get(),
+        this,
+        field,
+        vectors,
+        entry.similarityFunction(),
+        targets,
+        collectors,
+        acceptDocs)) {
+      return;
+    }
+    searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
   }
 
   @Override
@@ -206,7 +231,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
 
   @Override
   public void close() throws IOException {
-    IOUtils.close(flatVectorsReader, data);
+    try {
+      GpuFlatSearchService.releaseSegment(this);
+    } finally {
+      IOUtils.close(flatVectorsReader, data);
+    }
   }
 
   /** One field's entry of the meta file. */

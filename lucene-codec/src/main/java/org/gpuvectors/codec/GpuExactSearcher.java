@@ -1,0 +1,104 @@
+package org.gpuvectors.codec;
+
+import java.io.IOException;
+import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.AcceptDocs;
+import org.apache.lucene.search.KnnCollector;
+import org.apache.lucene.util.Bits;
+import org.apache.lucene.util.VectorUtil;
+import org.gpuvectors.cuda.SearchResult;
+
+/**
+ * Exact k-NN search of one segment field on the GPU: the GPU counterpart of {@link
+ * FlatExactSearcher}, with the same inputs and the same scores (Lucene's similarity formulas
+ * applied to the distances the kernels return).
+ *
+ * <p>Accepted documents (filters, deletions) become a bitmask over vector ordinals that the kernels
+ * apply. A collector whose visit limit is below the number of accepted vectors is left to the CPU
+ * path, which terminates early exactly as Lucene expects (Lucene then runs its own exact search).
+ */
+final class GpuExactSearcher {
+
+  private GpuExactSearcher() {}
+
+  /**
+   * Searches a batch of queries on the GPU.
+   *
+   * @return false when the CPU must run this search instead (nothing was collected)
+   */
+  static boolean search(
+      GpuFlatSearchService service,
+      Object segment,
+      String field,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      float[][] queries,
+      KnnCollector[] collectors,
+      AcceptDocs accept)
+      throws IOException {
+    AcceptedOrds accepted = AcceptedOrds.of(accept, vectors);
+    int k = 0;
+    for (KnnCollector collector : collectors) {
+      if (accepted.count() > collector.visitLimit()) {
+        return false;
+      }
+      k = Math.max(k, collector.k());
+    }
+    k = Math.min(k, accepted.count());
+    if (k == 0) {
+      return true; // nothing accepted, or nothing asked for: no hits
+    }
+    int dims = vectors.dimension();
+    float[] rows = new float[queries.length * dims];
+    for (int q = 0; q < queries.length; q++) {
+      System.arraycopy(queries[q], 0, rows, q * dims, dims);
+    }
+    SearchResult result =
+        service.search(
+            segment, field, vectors, similarity, rows, queries.length, k, accepted.bits());
+    if (result == null) {
+      return false;
+    }
+    for (int q = 0; q < queries.length; q++) {
+      KnnCollector collector = collectors[q];
+      collector.incVisitedCount(accepted.count());
+      int hits = Math.min(result.count(q), collector.k());
+      for (int i = 0; i < hits; i++) {
+        int doc = vectors.ordToDoc(result.id(q, i));
+        collector.collect(doc, score(similarity, result.distance(q, i)));
+      }
+    }
+    return true;
+  }
+
+  /** Lucene's score for a raw kernel distance (squared L2, or inner product). */
+  static float score(VectorSimilarityFunction similarity, float distance) {
+    return switch (similarity) {
+      case EUCLIDEAN -> 1 / (1 + Math.max(distance, 0f));
+      case DOT_PRODUCT, COSINE -> Math.max((1 + distance) / 2, 0);
+      case MAXIMUM_INNER_PRODUCT -> VectorUtil.scaleMaxInnerProductScore(distance);
+    };
+  }
+
+  /** Accepted vector ordinals as a bitmask (null: all) and their number. */
+  record AcceptedOrds(long[] bits, int count) {
+
+    static AcceptedOrds of(AcceptDocs accept, FloatVectorValues vectors) throws IOException {
+      Bits acceptDocs = accept == null ? null : accept.bits();
+      int size = vectors.size();
+      if (acceptDocs == null) {
+        return new AcceptedOrds(null, size);
+      }
+      long[] bits = new long[(size + 63) >>> 6];
+      int count = 0;
+      for (int ord = 0; ord < size; ord++) {
+        if (acceptDocs.get(vectors.ordToDoc(ord))) {
+          bits[ord >>> 6] |= 1L << ord;
+          count++;
+        }
+      }
+      return new AcceptedOrds(bits, count);
+    }
+  }
+}
