@@ -1,0 +1,306 @@
+package org.gpuvectors.plugin;
+
+import org.apache.lucene.document.FieldType;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.document.NumericDocValuesField;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.elasticsearch.index.IndexVersion;
+import org.elasticsearch.index.mapper.DocumentParserContext;
+import org.elasticsearch.index.mapper.FieldMapper;
+import org.elasticsearch.index.mapper.MapperBuilderContext;
+import org.elasticsearch.index.mapper.MapperParsingException;
+import org.elasticsearch.index.mapper.MappingParserContext;
+import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper;
+import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.DenseVectorFieldType;
+import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.ElementType;
+import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.VectorSimilarity;
+import org.elasticsearch.xcontent.XContentBuilder;
+import org.elasticsearch.xcontent.XContentParser.Token;
+import org.gpuvectors.codec.GpuVectorsFormat;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The {@code gpu_vector} field: a dense float vector indexed by the gpu-vectors Lucene format.
+ *
+ * <p>Its {@link #fieldType()} is Elasticsearch's own {@link DenseVectorFieldType} with no index options, so the
+ * {@code knn} search section and the {@code knn} query work unchanged and reach our format's
+ * {@code KnnVectorsReader.search}. The Lucene field carries the {@link GpuVectorsFormat#INDEX_TYPE_ATTRIBUTE}
+ * attribute, by which the codec installed by {@link GpuVectorsEngineFactory} routes it to our format.
+ */
+public final class GpuVectorFieldMapper extends FieldMapper {
+
+    public static final String CONTENT_TYPE = "gpu_vector";
+
+    /** Element types this release indexes; Elasticsearch's other names are refused with this list. */
+    private static final List<String> SUPPORTED_ELEMENT_TYPES = List.of("float");
+
+    public static final TypeParser PARSER = new TypeParser(
+        (name, context) -> new Builder(name, context.indexVersionCreated()),
+        List.of(notInMultiFields(CONTENT_TYPE), GpuVectorFieldMapper::checkIndexUsesOurFormat)
+    );
+
+    /**
+     * Refuses a gpu_vector field on an index whose engine does not use our format: without this, Elasticsearch
+     * would silently write the field with its own HNSW format.
+     */
+    private static void checkIndexUsesOurFormat(String field, MappingParserContext context) {
+        if (context.getIndexSettings() != null && GpuVectorsSettings.INDEX_ENABLED.get(context.getIndexSettings().getSettings()) == false) {
+            throw new MapperParsingException(
+                "field ["
+                    + field
+                    + "] of type ["
+                    + CONTENT_TYPE
+                    + "] cannot be added to index ["
+                    + context.getIndexSettings().getIndex().getName()
+                    + "]: this index was not created with a ["
+                    + CONTENT_TYPE
+                    + "] field, so it does not use the gpu-vectors format (["
+                    + GpuVectorsSettings.INDEX_ENABLED.getKey()
+                    + "] is false). Create a new index with the field in its mappings or in a matching index template, "
+                    + "then reindex into it"
+            );
+        }
+    }
+
+    private static GpuVectorFieldMapper toType(FieldMapper in) {
+        return (GpuVectorFieldMapper) in;
+    }
+
+    public static final class Builder extends FieldMapper.Builder {
+
+        private final Parameter<String> elementType = new Parameter<>("element_type", false, () -> "float", (n, c, o) -> {
+            String value = Objects.toString(o);
+            if (SUPPORTED_ELEMENT_TYPES.contains(value) == false) {
+                boolean known = DenseVectorFieldMapper.namesToElementType.containsKey(value);
+                throw new MapperParsingException(
+                    (known ? "element_type [" + value + "] is not supported yet" : "invalid element_type [" + value + "]")
+                        + " for field ["
+                        + n
+                        + "] of type ["
+                        + CONTENT_TYPE
+                        + "]; supported element types are "
+                        + SUPPORTED_ELEMENT_TYPES
+                );
+            }
+            return value;
+        }, m -> toType(m).elementType, XContentBuilder::field, Objects::toString);
+
+        private final Parameter<Integer> dims = new Parameter<>("dims", false, () -> null, (n, c, o) -> {
+            if (o instanceof Integer == false) {
+                throw new MapperParsingException("[dims] on field [" + n + "] must be an integer but got [" + o + "]");
+            }
+            int value = (Integer) o;
+            if (value < 1 || value > DenseVectorFieldMapper.MAX_DIMS_COUNT) {
+                throw new MapperParsingException(
+                    "[dims] on field [" + n + "] must be in [1, " + DenseVectorFieldMapper.MAX_DIMS_COUNT + "] but was [" + value + "]"
+                );
+            }
+            return value;
+        }, m -> toType(m).fieldType().getVectorDimensions(), XContentBuilder::field, Objects::toString).setSerializerCheck(
+            (includeDefaults, isConfigured, value) -> value != null
+        );
+
+        private final Parameter<VectorSimilarity> similarity = new Parameter<>(
+            "similarity",
+            false,
+            () -> VectorSimilarity.COSINE,
+            (n, c, o) -> parseSimilarity(n, o),
+            m -> toType(m).fieldType().getSimilarity(),
+            (b, n, v) -> b.field(n, v.toString()),
+            Objects::toString
+        ).alwaysSerialize();
+
+        private final Parameter<GpuIndexOptions> indexOptions = new Parameter<>(
+            "index_options",
+            false,
+            () -> GpuIndexOptions.DEFAULT,
+            (n, c, o) -> GpuIndexOptions.parse(n, o),
+            m -> toType(m).indexOptions,
+            XContentBuilder::field,
+            Objects::toString
+        ).alwaysSerialize();
+
+        private final Parameter<Map<String, String>> meta = Parameter.metaParam();
+
+        private final IndexVersion indexVersionCreated;
+
+        public Builder(String name, IndexVersion indexVersionCreated) {
+            super(name);
+            this.indexVersionCreated = indexVersionCreated;
+        }
+
+        @Override
+        protected Parameter<?>[] getParameters() {
+            return new Parameter<?>[] { elementType, dims, similarity, indexOptions, meta };
+        }
+
+        @Override
+        public String contentType() {
+            return CONTENT_TYPE;
+        }
+
+        @Override
+        public GpuVectorFieldMapper build(MapperBuilderContext context) {
+            if (dims.getValue() == null) {
+                throw new MapperParsingException("Missing required parameter [dims] for field [" + leafName() + "] of type [" + CONTENT_TYPE + "]");
+            }
+            DenseVectorFieldType fieldType = new DenseVectorFieldType(
+                context.buildFullName(leafName()),
+                indexVersionCreated,
+                ElementType.FLOAT,
+                dims.getValue(),
+                true,
+                similarity.getValue(),
+                null, // no Elasticsearch index options: the knn query then calls our reader's search()
+                meta.getValue(),
+                context.isSourceSynthetic()
+            );
+            return new GpuVectorFieldMapper(leafName(), fieldType, builderParams(this, context), this);
+        }
+    }
+
+    private static VectorSimilarity parseSimilarity(String field, Object value) {
+        String name = Objects.toString(value).toLowerCase(Locale.ROOT);
+        for (VectorSimilarity similarity : VectorSimilarity.values()) {
+            if (similarity.toString().equals(name)) {
+                return similarity;
+            }
+        }
+        throw new MapperParsingException(
+            "unknown similarity [" + value + "] for field [" + field + "]; valid similarities are " + Arrays.toString(VectorSimilarity.values())
+        );
+    }
+
+    private final String elementType;
+    private final GpuIndexOptions indexOptions;
+    private final IndexVersion indexVersionCreated;
+    private final FieldType luceneFieldType;
+
+    private GpuVectorFieldMapper(String simpleName, DenseVectorFieldType fieldType, BuilderParams params, Builder builder) {
+        super(simpleName, fieldType, params);
+        this.elementType = builder.elementType.getValue();
+        this.indexOptions = builder.indexOptions.getValue();
+        this.indexVersionCreated = builder.indexVersionCreated;
+        VectorSimilarityFunction function = fieldType.getSimilarity().vectorSimilarityFunction(indexVersionCreated, ElementType.FLOAT);
+        FieldType luceneType = new FieldType(KnnFloatVectorField.createFieldType(fieldType.getVectorDimensions(), function));
+        luceneType.putAttribute(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, indexOptions.type().typeName());
+        luceneType.freeze();
+        this.luceneFieldType = luceneType;
+    }
+
+    @Override
+    public DenseVectorFieldType fieldType() {
+        return (DenseVectorFieldType) super.fieldType();
+    }
+
+    @Override
+    protected String contentType() {
+        return CONTENT_TYPE;
+    }
+
+    /** Our type name in error messages; the field type's own name is fixed to {@code dense_vector}. */
+    @Override
+    public String typeName() {
+        return CONTENT_TYPE;
+    }
+
+    @Override
+    public boolean parsesArrayValue() {
+        return true;
+    }
+
+    @Override
+    public FieldMapper.Builder getMergeBuilder() {
+        return new Builder(leafName(), indexVersionCreated).init(this);
+    }
+
+    @Override
+    protected void parseCreateField(DocumentParserContext context) throws IOException {
+        if (context.parser().currentToken() == Token.VALUE_NULL) {
+            return;
+        }
+        String name = fieldType().name();
+        if (context.doc().getByKey(name) != null) {
+            throw new IllegalArgumentException(
+                "field [" + name + "] of type [" + CONTENT_TYPE + "] does not support indexing multiple values for the same field in the same document"
+            );
+        }
+        float[] vector = parseVector(context);
+        DenseVectorFieldMapper.FLOAT_ELEMENT.checkVectorBounds(vector); // NaN / Infinity, with Elasticsearch's message
+        float squaredMagnitude = squaredMagnitude(vector);
+        VectorSimilarity similarity = fieldType().getSimilarity();
+        if ((similarity == VectorSimilarity.COSINE || similarity == VectorSimilarity.DOT_PRODUCT) && squaredMagnitude == 0f) {
+            throw new IllegalArgumentException("The [" + similarity + "] similarity does not support vectors with zero magnitude.");
+        }
+        if (similarity == VectorSimilarity.DOT_PRODUCT && DenseVectorFieldMapper.FLOAT_ELEMENT.isUnitVector(squaredMagnitude) == false) {
+            throw new IllegalArgumentException(
+                "The [dot_product] similarity can only be used with unit-length vectors (squared magnitude was ["
+                    + squaredMagnitude
+                    + "]); normalize the vectors or use [cosine]"
+            );
+        }
+        if (fieldType().isNormalized() && DenseVectorFieldMapper.FLOAT_ELEMENT.isUnitVector(squaredMagnitude) == false) {
+            // Elasticsearch searches cosine fields of new indices with DOT_PRODUCT on unit vectors; keep the
+            // magnitude the way it does so that scripts can restore the original vector.
+            float magnitude = (float) Math.sqrt(squaredMagnitude);
+            for (int i = 0; i < vector.length; i++) {
+                vector[i] /= magnitude;
+            }
+            context.doc().add(new NumericDocValuesField(name + DenseVectorFieldMapper.COSINE_MAGNITUDE_FIELD_SUFFIX, Float.floatToIntBits(magnitude)));
+        }
+        context.doc().addWithKey(name, new KnnFloatVectorField(name, vector, luceneFieldType));
+    }
+
+    private float[] parseVector(DocumentParserContext context) throws IOException {
+        var parser = context.parser();
+        int dims = fieldType().getVectorDimensions();
+        if (parser.currentToken() != Token.START_ARRAY) {
+            throw new IllegalArgumentException(
+                "field [" + fieldType().name() + "] of type [" + CONTENT_TYPE + "] expects an array of " + dims + " numbers but got [" + parser.currentToken() + "]"
+            );
+        }
+        float[] vector = new float[dims];
+        int index = 0;
+        for (Token token = parser.nextToken(); token != Token.END_ARRAY; token = parser.nextToken()) {
+            if (token != Token.VALUE_NUMBER) {
+                throw new IllegalArgumentException(
+                    "field [" + fieldType().name() + "] of type [" + CONTENT_TYPE + "] expects numbers but found [" + token + "] at dim [" + index + "]"
+                );
+            }
+            if (index < dims) {
+                vector[index] = parser.floatValue();
+            }
+            index++;
+        }
+        if (index != dims) {
+            throw new IllegalArgumentException(
+                "The ["
+                    + CONTENT_TYPE
+                    + "] field ["
+                    + fieldType().name()
+                    + "] in doc ["
+                    + context.documentDescription()
+                    + "] has a different number of dimensions ["
+                    + index
+                    + "] than defined in the mapping ["
+                    + dims
+                    + "]"
+            );
+        }
+        return vector;
+    }
+
+    private static float squaredMagnitude(float[] vector) {
+        double sum = 0;
+        for (float v : vector) {
+            sum += (double) v * v;
+        }
+        return (float) sum;
+    }
+}
