@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds (on a build machine with JDK + Maven + nvcc) the self-contained GPU bundle .device/ at the
-# repository root: a jlinked JRE, the cuda module jar (with the fatbin), its test classes, JCuda and
-# the JUnit console launcher, the torch benchmark scripts and run-gpu.sh. Keep it under ~60 MB.
+# repository root: a jlinked JRE, the cuda and lucene-codec module jars (with the fatbin), their test
+# classes, JCuda, lucene-core and the JUnit console launcher, the torch benchmark scripts and
+# run-gpu.sh. Keep it under ~60 MB. The fatbin is built for GV_CUDA_ARCHS (default here: sm90, the
+# H100/H200 of our GPU machine, to keep the build short).
 # On the GPU machine (device tool): run with carry [".device"] and command `bash .device/run-gpu.sh`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -10,8 +12,8 @@ export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 mvn=${MVN:-mvn}
 dev="$root/.device"
 grep -qxF '/.device/' .git/info/exclude 2>/dev/null || echo /.device/ >> .git/info/exclude
-"$mvn" -o -q -B -pl cuda package -DskipTests -Dgv.nvcc.skip="${GV_NVCC_SKIP:-false}"
-"$mvn" -o -q -B -pl cuda dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$root/cuda/target/bundle-deps"
+GV_CUDA_ARCHS=${GV_CUDA_ARCHS:-sm90} "$mvn" -o -q -B -pl cuda,lucene-codec install -DskipTests -Dgv.nvcc.skip="${GV_NVCC_SKIP:-false}"
+"$mvn" -o -q -B -pl lucene-codec dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$root/cuda/target/bundle-deps"
 "$mvn" -o -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 \
   -DoutputDirectory="$root/cuda/target/bundle-deps" -Dmdep.stripVersion=true
 rm -rf "$dev/lib" "$dev/bench"
@@ -19,10 +21,13 @@ mkdir -p "$dev/lib" "$dev/bench"
 [ -f "$dev/jre.tgz" ] || "$root/../shared/device/make-jre.sh" "$dev"
 cp cuda/target/gpu-vectors-cuda-*.jar "$dev/lib/gpu-vectors-cuda.jar"
 "$JAVA_HOME/bin/jar" cf "$dev/lib/gpu-vectors-cuda-tests.jar" -C cuda/target/test-classes .
-cp cuda/target/bundle-deps/jcuda-*.jar cuda/target/bundle-deps/junit-platform-console-standalone.jar "$dev/lib/"
-cp cuda/bench/*.py "$dev/bench/"
+cp lucene-codec/target/gpu-vectors-lucene-codec-*.jar "$dev/lib/gpu-vectors-lucene-codec.jar"
+"$JAVA_HOME/bin/jar" cf "$dev/lib/gpu-vectors-lucene-codec-tests.jar" -C lucene-codec/target/test-classes .
+cp cuda/target/bundle-deps/jcuda-*.jar cuda/target/bundle-deps/lucene-core-*.jar cuda/target/bundle-deps/junit-platform-console-standalone.jar "$dev/lib/"
+cp cuda/bench/*.py lucene-codec/bench/*.py "$dev/bench/"
 cp cuda/gpu-bundle/run-gpu.sh "$dev/run-gpu.sh"
-if ! unzip -l "$dev/lib/gpu-vectors-cuda.jar" | grep -q 'gpu-vectors.fatbin$'; then
+listing=$(unzip -Z1 "$dev/lib/gpu-vectors-cuda.jar") # not piped into grep -q: pipefail + SIGPIPE
+if ! grep -qx 'org/gpuvectors/cuda/gpu-vectors.fatbin' <<<"$listing"; then
   echo "WARNING: the jar has no fatbin (nvcc missing?): GPU tests will skip" >&2
 fi
 du -sh "$dev"; ls -la "$dev" "$dev/lib"

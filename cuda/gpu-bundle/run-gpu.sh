@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|torch|all] [select-max-floats] [exact-n]
+#   bash .device/run-gpu.sh [tests|select|exact|torch|codec|all] [select-max-floats] [exact-n]
+# codec: the Lucene codec's GPU-vs-CPU tests, then FlatSearchBenchmark (GPU path vs CPU path through
+# the codec) and torch_flat.py on the same data, for exact-n x 128 and exact-n x 768.
 # Unpacks the JRE into /tmp, runs the GPU tests (JUnit console, reports under $OUT/junit) and the
 # benchmarks (tables on stdout, CSVs and logs under $OUT). Test classes are selected by name: the
 # jlinked JRE has no jdk.zipfs, which JUnit's package scan of jars would need.
@@ -28,5 +30,17 @@ fi
 if [ "$mode" = torch ] || [ "$mode" = all ]; then
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_topk.py" "$sel_max" 2>&1 | tee "$OUT/torch_topk.log"
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_exact.py" "$exact_n" 2>&1 | tee "$OUT/torch_exact.log"
+fi
+if [ "$mode" = codec ] || [ "$mode" = all ]; then
+  "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner --details=summary \
+    --disable-ansi-colors --select-class org.gpuvectors.codec.GpuSearchPathTests \
+    --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
+  grep -E 'tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected|gpu-vectors' "$OUT/codec-tests.log" | head -40
+  for dims in 128 768; do
+    "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FlatSearchBenchmark "$exact_n" "$dims" "$OUT" 16 2>&1 \
+      | grep -v '^WARNING' | tee "$OUT/flat-bench-$dims.log" || rc=1
+    PYTHONUNBUFFERED=1 python3 "$here/bench/torch_flat.py" "$exact_n" "$dims" "$OUT" 2>&1 | tee "$OUT/torch-flat-$dims.log"
+    rm -f /tmp/gv-bench-"$exact_n"-"$dims".*.f32
+  done
 fi
 exit $rc
