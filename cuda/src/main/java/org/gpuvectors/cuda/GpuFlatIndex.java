@@ -29,7 +29,7 @@ public final class GpuFlatIndex implements AutoCloseable {
 
   /**
    * Batches up to this many queries use the fused kernel under {@link Strategy#AUTO}. Measured on an
-   * H100 (cuda/GPU_RESULTS.md), tiled GEMM + select was as fast at batch 1 (1M x 128: 0.40 vs 0.46
+   * H100 (docs/BENCHMARKS.md), tiled GEMM + select was as fast at batch 1 (1M x 128: 0.40 vs 0.46
    * ms) and 3-7x faster from batch 16, so AUTO uses GEMM for every batch until the fused kernel
    * reads vectors coalesced and shares them across queries.
    */

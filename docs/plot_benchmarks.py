@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Plots the benchmark results under docs/results/ into docs/*.png (matplotlib; Debian: python3-matplotlib).
+
+    python3 docs/plot_benchmarks.py
+
+- exact-search-<n>-<dims>.png: left, recall@k against queries/s (ann-benchmarks style; exact search sits at
+  recall 1.0, each point one batch size); right, queries/s against batch size. GPU path through the Lucene codec,
+  the codec's CPU path, and PyTorch FP32 matmul + topk on the same data and GPU.
+- kselect.png: k-selection throughput (GB/s read) against k, WarpSelect / BlockSelect / Tang / torch.topk.
+"""
+import csv
+import os
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+here = os.path.dirname(os.path.abspath(__file__))
+results = os.path.join(here, "results")
+
+
+def rows(name):
+    with open(os.path.join(results, name)) as f:
+        return list(csv.DictReader(f))
+
+
+def exact_search(n, dims):
+    ours = rows(f"flat-{n}-{dims}.csv")
+    torch = rows(f"torch-flat-{n}-{dims}.csv")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for k, marker in (("10", "o"), ("100", "s")):
+        for label, data, color in (("GPU (codec)", ours, "tab:green"), ("PyTorch FP32", torch, "tab:orange")):
+            path = "gpu-codec" if data is ours else "torch-fp32"
+            pts = [r for r in data if r["k"] == k and r["path"] == path and r["queries_per_s"] != "nan"]
+            batches = [int(r["batch"]) for r in pts]
+            qps = [float(r["queries_per_s"]) for r in pts]
+            recall = [float(r.get("recall_vs_cpu") or 1.0) if r.get("recall_vs_cpu", "nan") != "nan" else 1.0 for r in pts]
+            right.plot(batches, qps, marker=marker, color=color, label=f"{label} k={k}")
+            left.scatter(qps, recall, marker=marker, color=color, label=f"{label} k={k}")
+        cpu = [r for r in ours if r["k"] == k and r["path"] == "cpu-codec"]
+        for r in cpu:
+            right.scatter([int(r["batch"])], [float(r["queries_per_s"])], marker=marker, color="tab:blue",
+                          label=f"CPU path (codec, 1 thread) k={k}")
+            left.scatter([float(r["queries_per_s"])], [1.0], marker=marker, color="tab:blue",
+                         label=f"CPU path (codec, 1 thread) k={k}")
+    right.set_xscale("log"); right.set_yscale("log")
+    right.set_xlabel("queries per batch"); right.set_ylabel("queries/s"); right.grid(True, which="both", alpha=0.3)
+    right.set_title(f"exact k-NN, {n // 1000}k x {dims}, H100")
+    left.set_xscale("log"); left.set_ylim(0.9, 1.01)
+    left.set_xlabel("queries/s"); left.set_ylabel("recall@k"); left.grid(True, which="both", alpha=0.3)
+    left.set_title("recall vs queries/s (exact search: recall 1.0)")
+    handles, labels = right.get_legend_handles_labels()
+    right.legend(handles, labels, fontsize=7, loc="lower right")
+    fig.tight_layout()
+    out = os.path.join(here, f"exact-search-{n}-{dims}.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
+def kselect():
+    ours = rows("select_bench.csv")
+    torch = {}
+    with open(os.path.join(results, "torch_peers.txt")) as f:
+        for line in f:
+            m = re.match(r"^(\d+)x(\d+)\s+(\d+)\s+(\d+)\s+\(", line)
+            if m:
+                torch[(m.group(1), m.group(2), m.group(3))] = float(m.group(4))
+    shapes = [("1", "100000000"), ("1000", "100000"), ("10000", "10000")]
+    fig, axes = plt.subplots(1, len(shapes), figsize=(14, 4), sharey=True)
+    for ax, (r, length) in zip(axes, shapes):
+        for algo, color in (("WARP_SELECT", "tab:green"), ("BLOCK_SELECT", "tab:blue"), ("TANG", "tab:purple")):
+            pts = sorted((int(x["k"]), float(x["gbps"])) for x in ours if x["rows"] == r and x["len"] == length and x["algorithm"] == algo)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=color, label=algo)
+        tp = sorted((int(k), v) for (rr, ll, k), v in torch.items() if rr == r and ll == length)
+        ax.plot([p[0] for p in tp], [p[1] for p in tp], marker="s", color="tab:orange", label="torch.topk")
+        ax.axhline(2986 * 0.55, color="grey", linestyle=":", label="55% of copy bandwidth (Faiss paper)")
+        ax.set_xscale("log"); ax.set_yscale("log"); ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"{r} x {length} floats"); ax.set_xlabel("k")
+    axes[0].set_ylabel("GB/s read (H100)")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    out = os.path.join(here, "kselect.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    exact_search(1000000, 128)
+    exact_search(1000000, 768)
+    kselect()
