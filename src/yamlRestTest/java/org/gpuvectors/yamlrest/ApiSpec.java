@@ -48,17 +48,20 @@ public final class ApiSpec {
         this.commonParams = commonParams;
     }
 
-    /** Loads the specs from a directory of api/*.json files. */
-    public static ApiSpec load(Path dir) throws IOException {
+    /** Loads the specs from directories of api/*.json files (Elasticsearch's, then the plugin's own APIs). */
+    public static ApiSpec load(Path... dirs) throws IOException {
         ObjectMapper json = new ObjectMapper();
         Map<String, Api> apis = new HashMap<>();
         Set<String> common = new LinkedHashSet<>(List.of("pretty", "human", "error_trace", "source", "filter_path"));
-        List<Path> files;
-        try (Stream<Path> s = Files.list(dir)) {
-            files = s.filter(p -> p.getFileName().toString().endsWith(".json")).sorted().toList();
-        }
-        if (files.isEmpty()) {
-            throw new IllegalStateException("no REST API specs in " + dir);
+        List<Path> files = new ArrayList<>();
+        for (Path dir : dirs) {
+            try (Stream<Path> s = Files.list(dir)) {
+                List<Path> found = s.filter(p -> p.getFileName().toString().endsWith(".json")).sorted().toList();
+                if (found.isEmpty()) {
+                    throw new IllegalStateException("no REST API specs in " + dir);
+                }
+                files.addAll(found);
+            }
         }
         for (Path f : files) {
             try (InputStream in = Files.newInputStream(f)) {

@@ -38,7 +38,10 @@ class YamlRestIT {
     static void startNode() throws Exception {
         classStart = System.nanoTime();
         assumeRunByFailsafe();
-        ApiSpec spec = ApiSpec.load(Path.of(required("tests.rest.api.spec")));
+        ApiSpec spec = ApiSpec.load(
+            Path.of(required("tests.rest.api.spec")),
+            Path.of(required("tests.yaml.dir")).resolveSibling("api") // the plugin's own APIs
+        );
         node = EsNode.fromSystemProperties();
         node.start();
         runner = new YamlRunner(new RestClient(node.baseUri()), spec);

@@ -165,6 +165,11 @@ public final class GpuFlatSearchService implements Closeable {
     return device == null ? null : device.name();
   }
 
+  /** Device memory that resident segment fields may take (0 without a GPU). */
+  public long budgetBytes() {
+    return budgetBytes;
+  }
+
   /** Device memory taken by resident segment fields. */
   public synchronized long residentBytes() {
     return residentBytes;

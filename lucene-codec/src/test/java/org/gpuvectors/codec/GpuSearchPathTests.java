@@ -38,6 +38,7 @@ import org.apache.lucene.store.FSDirectory;
 import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -57,6 +58,15 @@ class GpuSearchPathTests {
 
   @TempDir Path tempDir;
   private final Random random = new Random(0x5eed);
+
+  @BeforeAll
+  static void sayWhichPath() {
+    GpuAvailability availability = GpuAvailability.get();
+    System.out.println(
+        availability.available()
+            ? "[gpu-vectors] codec GPU tests run on " + availability.devices()
+            : "[gpu-vectors] codec GPU tests skipped: " + availability.reason());
+  }
 
   @AfterEach
   void gpuBackOn() {

@@ -1,29 +1,35 @@
 package org.gpuvectors.plugin;
 
 import org.elasticsearch.bootstrap.BootstrapCheck;
+import org.elasticsearch.cluster.node.DiscoveryNodes;
 import org.elasticsearch.common.settings.Setting;
 import org.elasticsearch.common.settings.Settings;
 import org.elasticsearch.index.IndexSettingProvider;
 import org.elasticsearch.index.IndexSettings;
 import org.elasticsearch.index.engine.EngineFactory;
 import org.elasticsearch.index.mapper.Mapper;
+import org.elasticsearch.features.NodeFeature;
+import org.elasticsearch.plugins.ActionPlugin;
 import org.elasticsearch.plugins.EnginePlugin;
 import org.elasticsearch.plugins.MapperPlugin;
 import org.elasticsearch.plugins.Plugin;
+import org.elasticsearch.rest.RestHandler;
 import org.gpuvectors.codec.GpuFlatSearchService;
 
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Predicate;
+import java.util.function.Supplier;
 
 /**
  * The gpu-vectors Elasticsearch plugin. It only wires: the {@code gpu_vector} field type, the index setting
  * that turns our vector format on for an index, the provider that sets it automatically, and the engine
  * factory that puts our format under Elasticsearch's own codec for those indices; and the node's GPU settings
- * into the process-wide {@link GpuFlatSearchService}.
+ * into the process-wide {@link GpuFlatSearchService}, whose statistics {@code GET _gpu_vectors/stats} returns.
  */
-public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlugin {
+public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlugin, ActionPlugin {
 
     private final Settings nodeSettings;
 
@@ -36,6 +42,15 @@ public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlug
     @Override
     public List<BootstrapCheck> getBootstrapChecks() {
         return List.of(new GpuModeBootstrapCheck());
+    }
+
+    @Override
+    public Collection<RestHandler> getRestHandlers(
+        RestHandlersServices services,
+        Supplier<DiscoveryNodes> nodesInCluster,
+        Predicate<NodeFeature> clusterSupportsFeature
+    ) {
+        return List.of(new RestGpuVectorsStatsAction());
     }
 
     @Override

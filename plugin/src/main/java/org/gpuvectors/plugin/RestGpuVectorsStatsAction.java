@@ -1,0 +1,66 @@
+package org.gpuvectors.plugin;
+
+import org.elasticsearch.client.internal.node.NodeClient;
+import org.elasticsearch.rest.BaseRestHandler;
+import org.elasticsearch.rest.RestRequest;
+import org.elasticsearch.rest.RestResponse;
+import org.elasticsearch.rest.RestStatus;
+import org.elasticsearch.xcontent.XContentBuilder;
+import org.gpuvectors.codec.GpuFlatSearchService;
+import org.gpuvectors.codec.GpuSearchStats;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code GET _gpu_vectors/stats}: the GPU search statistics of the node that receives the request — whether a GPU
+ * is in use (or why not), device memory used and budgeted, resident segment fields, searches that ran on the GPU,
+ * and searches that fell back to the CPU, by reason.
+ */
+final class RestGpuVectorsStatsAction extends BaseRestHandler {
+
+    @Override
+    public String getName() {
+        return "gpu_vectors_stats";
+    }
+
+    @Override
+    public List<Route> routes() {
+        return List.of(new Route(RestRequest.Method.GET, "/_gpu_vectors/stats"));
+    }
+
+    @Override
+    protected RestChannelConsumer prepareRequest(RestRequest request, NodeClient client) {
+        GpuFlatSearchService service = GpuFlatSearchService.get();
+        return channel -> {
+            XContentBuilder builder = channel.newBuilder();
+            GpuSearchStats stats = service.stats();
+            builder.startObject();
+            builder.startObject("gpu");
+            builder.field("active", service.gpuActive());
+            builder.field("device", service.deviceName());
+            builder.field("unusable_reason", service.unusableReason());
+            builder.endObject();
+            builder.startObject("memory");
+            builder.field("resident_bytes", service.residentBytes());
+            builder.field("budget_bytes", service.budgetBytes());
+            builder.field("resident_segment_fields", service.residentCount());
+            builder.field("uploads", stats.uploads());
+            builder.field("evictions", stats.evictions());
+            builder.endObject();
+            builder.startObject("searches");
+            builder.field("gpu", stats.gpuSearches());
+            builder.field("gpu_queries", stats.gpuQueries());
+            builder.field("gpu_time_in_millis", stats.gpuNanos() / 1_000_000);
+            builder.field("cpu_fallbacks", stats.cpuFallbacks());
+            builder.startObject("cpu_fallbacks_by_reason");
+            for (Map.Entry<String, Long> entry : stats.cpuFallbacksByReason().entrySet()) {
+                builder.field(entry.getKey(), entry.getValue());
+            }
+            builder.endObject();
+            builder.endObject();
+            builder.endObject();
+            channel.sendResponse(new RestResponse(RestStatus.OK, builder));
+        };
+    }
+}
