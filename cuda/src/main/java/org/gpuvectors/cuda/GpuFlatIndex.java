@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import jcuda.Pointer;
@@ -56,27 +57,48 @@ public final class GpuFlatIndex implements AutoCloseable {
     this.norms = norms;
   }
 
+  /** Supplies the vectors to upload, a slab of consecutive rows at a time. */
+  @FunctionalInterface
+  public interface RowSource {
+    /** Writes rows {@code [first, first + count)}, row-major, into {@code dst} from index 0. */
+    void read(int first, int count, float[] dst) throws IOException;
+  }
+
   /** Uploads {@code n} row-major vectors of {@code dims} floats (cosine: normalised on the way). */
   public static GpuFlatIndex upload(GpuDevice device, float[] vectorsRowMajor, int n, int dims, Metric metric) {
     if (n < 0 || dims < 1 || (long) n * dims > vectorsRowMajor.length) {
       throw new IllegalArgumentException("need n * dims floats: n=" + n + " dims=" + dims + " length=" + vectorsRowMajor.length);
     }
+    try {
+      return upload(device, n, dims, metric,
+          (first, count, dst) -> System.arraycopy(vectorsRowMajor, first * dims, dst, 0, count * dims));
+    } catch (IOException e) {
+      throw new AssertionError("copying from an array does no I/O", e);
+    }
+  }
+
+  /**
+   * Uploads {@code n} vectors of {@code dims} floats read from {@code source} in slabs of a few MB, so
+   * the host never holds more than one slab (a segment's vectors need not fit the Java heap).
+   */
+  public static GpuFlatIndex upload(GpuDevice device, int n, int dims, Metric metric, RowSource source) throws IOException {
+    if (n < 0 || dims < 1) {
+      throw new IllegalArgumentException("n=" + n + " dims=" + dims);
+    }
     try (GpuDevice.Scope s = device.lock()) {
-      DeviceBuffer v = device.allocate(4L * n * dims);
+      DeviceBuffer v = device.allocate(4L * Math.max(1, n) * dims);
       DeviceBuffer norms = null;
       boolean ok = false;
       try {
-        int slabRows = (int) Math.max(1, UPLOAD_SLAB_FLOATS / dims);
-        float[] slab = metric == Metric.COSINE ? new float[Math.min(n, slabRows) * dims] : null;
+        int slabRows = (int) Math.max(1, Math.min(n, UPLOAD_SLAB_FLOATS / dims));
+        float[] slab = new float[slabRows * dims];
         for (int r = 0; r < n; r += slabRows) {
           int rows = Math.min(slabRows, n - r);
-          if (slab != null) {
-            System.arraycopy(vectorsRowMajor, r * dims, slab, 0, rows * dims);
+          source.read(r, rows, slab);
+          if (metric == Metric.COSINE) {
             normalize(slab, rows, dims);
-            device.upload(slab, 0, rows * dims, v, 4L * r * dims);
-          } else {
-            device.upload(vectorsRowMajor, r * dims, rows * dims, v, 4L * r * dims);
           }
+          device.upload(slab, 0, rows * dims, v, 4L * r * dims); // synchronous: the slab can be reused
         }
         if (metric == Metric.L2) {
           norms = device.allocate(4L * Math.max(1, n));

@@ -262,10 +262,6 @@ public final class GpuFlatSearchService implements Closeable {
       fallback("segment larger than the GPU memory budget", null);
       return null;
     }
-    if ((long) size * dims > Integer.MAX_VALUE - 16) {
-      fallback("segment field has more than 2^31 vector values", null);
-      return null;
-    }
     while (residentBytes + bytes > budgetBytes && resident.isEmpty() == false) {
       Iterator<Map.Entry<ResidentKey, GpuFlatIndex>> eldest = resident.entrySet().iterator();
       GpuFlatIndex evicted = eldest.next().getValue();
@@ -274,11 +270,18 @@ public final class GpuFlatSearchService implements Closeable {
       evicted.close();
       stats.recordEviction();
     }
-    float[] rows = new float[size * dims];
-    for (int ord = 0; ord < size; ord++) {
-      System.arraycopy(vectors.vectorValue(ord), 0, rows, ord * dims, dims);
-    }
-    GpuFlatIndex index = GpuFlatIndex.upload(device, rows, size, dims, metric);
+    // streamed a slab at a time: the segment's vectors never sit whole on the Java heap
+    GpuFlatIndex index =
+        GpuFlatIndex.upload(
+            device,
+            size,
+            dims,
+            metric,
+            (first, count, dst) -> {
+              for (int i = 0; i < count; i++) {
+                System.arraycopy(vectors.vectorValue(first + i), 0, dst, i * dims, dims);
+              }
+            });
     resident.put(key, index);
     residentBytes += index.deviceBytes();
     stats.recordUpload();

@@ -250,4 +250,33 @@ class GpuSearchPathTests {
       assertEquals(0, service.residentBytes());
     }
   }
+
+  @Test
+  void segmentOverTheGpuMemoryBudgetIsSearchedOnTheCpu() throws IOException {
+    GpuAvailability availability = GpuAvailability.get();
+    assumeTrue(availability.available(), () -> "no GPU: " + availability.reason());
+    // a budget of a few hundred bytes: no segment fits, every search must fall back without an error
+    GpuFlatSearchService.configure(new GpuFlatSearchService.Settings("auto", 0, 1e-8));
+    try {
+      GpuFlatSearchService service = GpuFlatSearchService.get();
+      VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+      try (Directory dir = FSDirectory.open(tempDir.resolve("budget"))) {
+        List<float[]> vectors = index(dir, sim);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          float[][] queries = queries(4, sim);
+          TopDocs[] results = KnnBatchSearcher.search(searcher, "vec", queries, 10, null);
+          for (int q = 0; q < queries.length; q++) {
+            assertEquivalent(oracleTopK(vectors, queries[q], sim, 10, id -> true), hits(searcher, results[q]), vectors, queries[q], sim);
+          }
+        }
+      }
+      assertEquals(0, service.stats().gpuSearches(), () -> "nothing ran on the GPU: " + service.stats());
+      assertTrue(
+          service.stats().cpuFallbacksByReason().containsKey("segment larger than the GPU memory budget"),
+          () -> "fallback counted with its reason: " + service.stats());
+    } finally {
+      GpuFlatSearchService.configure(GpuFlatSearchService.Settings.fromSystemProperties());
+    }
+  }
 }
