@@ -99,6 +99,13 @@ __device__ __forceinline__ void warpMergeInto(float (&wk)[W], int (&wv)[W], cons
   bitonicCascade<W, 0, W * kWarpSize / 2>(wk, wv, lane);
 }
 
+// Float <-> int with the same order (for atomicMin on a float threshold); never given NaN.
+__device__ __forceinline__ int orderedInt(float f) {
+  const int i = __float_as_int(f);
+  return i >= 0 ? i : i ^ 0x7fffffff;
+}
+__device__ __forceinline__ float orderedFloat(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
+
 // k-selection state of one warp. K: warp queue length (power of two >= 32); T: thread queue length.
 template <int K, int T>
 struct WarpQueue {
@@ -109,10 +116,17 @@ struct WarpQueue {
   float wk[W]; int wv[W];                   // warp queue, sorted ascending across the warp
   float tk[T]; int tv[T];                   // thread queue, unsorted (newest first)
   int num;                                  // values in this lane's thread queue
-  float kth;                                // current k-th smallest (the warp queue's last value)
+  float kth;                                // rejection threshold: the queue's k-th smallest (or lower,
+                                            // from a shared block threshold); +inf until k are in
+  int kpos;                                 // k - 1: the queue position that defines kth
+  int* blockThr;                            // optional shared-memory threshold of the block (ordered int)
   int lane;
 
-  __device__ __forceinline__ void init() {
+  // All lanes. k: the values wanted (1..K); values not below the k-th smallest seen so far can
+  // never be output, so the threshold is the k-th queue entry, not the K-th.
+  __device__ __forceinline__ void init(int k = K, int* sharedThr = nullptr) {
+    kpos = k - 1;
+    blockThr = sharedThr;
     lane = threadIdx.x & (kWarpSize - 1);
 #pragma unroll
     for (int r = 0; r < W; ++r) { wk[r] = GV_INF; wv[r] = -1; }
@@ -141,7 +155,23 @@ struct WarpQueue {
 #pragma unroll
     for (int i = 0; i < T; ++i) { tk[i] = GV_INF; tv[i] = -1; }
     num = 0;
-    kth = __shfl_sync(kFullMask, wk[W - 1], kWarpSize - 1);
+    // register kpos / 32 of lane kpos % 32; a bit-test select chain (an index compare would let
+    // nvcc turn it into a dynamically indexed local-memory array)
+    const unsigned long long regBit = 1ull << (kpos / kWarpSize);  // W <= 64
+    float x = wk[0];
+#pragma unroll
+    for (int r = 1; r < W; ++r) x = (regBit & (1ull << r)) ? wk[r] : x;
+    kth = __shfl_sync(kFullMask, x, kpos % kWarpSize);
+    if (blockThr != nullptr) {
+      // any warp's k-th value bounds the block's k-th value: publish ours, take the block's best
+      if (lane == 0) atomicMin(blockThr, orderedInt(kth));
+      kth = fminf(kth, orderedFloat(*(volatile int*)blockThr));
+    }
+  }
+
+  // All lanes: lower kth to the block's shared threshold (another warp may have published).
+  __device__ __forceinline__ void refreshThreshold() {
+    if (blockThr != nullptr) kth = fminf(kth, orderedFloat(*(volatile int*)blockThr));
   }
 
   // All lanes: merge when any thread queue is full. Call after each add.
@@ -213,47 +243,71 @@ __device__ __forceinline__ float epilogue(const SelectParams& p, float x, const 
   return v;
 }
 
-constexpr int kScanPerLane = 8;  // values each lane has in flight per step (two float4)
+// Values each lane has in flight per step (float4 loads): 16 for small queues, 8 for K >= 256
+// (register budget of the 32- and 64-register warp queues).
+template <int K> struct ScanPerLane { static constexpr int value = K >= 256 ? 8 : 16; };
 
 // Feeds columns [begin, end) of one row to a warp queue. Each step the warp covers a tile of
-// 8 * 32 * numWarps columns: with a 16-byte aligned row and no input ids, lane l of warp w loads two
-// float4 (columns tile + (w*32+l)*4 + [0,4) and the same 4*stride further); otherwise 8 strided
-// scalars. The adds then run in a non-unrolled loop over a shifting register window, so the (large)
-// merge network is instantiated once here and once in flush(), which keeps nvcc time bounded.
+// S * 32 * numWarps columns (S = scanPerLane): with a 16-byte aligned row and no input ids, lane l of
+// warp w loads S/4 float4 (columns tile + j*4*stride + (w*32+l)*4 + [0,4)); otherwise S strided
+// scalars. The whole tile is tested against the threshold first and the warp skips it with one
+// ballot when no lane has a candidate (the common case once the queue is full); otherwise the
+// warp loops only over the passing values (as many rounds as the busiest lane has), one add +
+// check per round. The (large) merge network is instantiated once here and once in flush(), which
+// keeps nvcc time bounded.
 template <int K, int T>
 __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& p, int row, int begin,
                                         int end, int warpIdx, int numWarps) {
+  constexpr int S = ScanPerLane<K>::value;
   const float* inRow = p.in + (long long)row * p.inRowStride;
   const int* idxRow = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
   const int stride = numWarps * kWarpSize;
   const bool vec = idxRow == nullptr && ((reinterpret_cast<uintptr_t>(inRow + begin) & 15) == 0);
+  // plain: the value is inScale * x and the id idxOffset + col (no ids, filter, norms or clamp)
+  const bool plain = idxRow == nullptr && p.acceptBits == nullptr && p.colNorms == nullptr &&
+                     p.rowNorms == nullptr && !p.clampZero && p.idxOffset >= 0;
   const int t = warpIdx * kWarpSize + q.lane;
-  for (int tile = begin; tile < end; tile += kScanPerLane * stride) {  // uniform across the block
-    float v[kScanPerLane]; int id[kScanPerLane];
-    int col[kScanPerLane];
+  for (int tile = begin; tile < end; tile += S * stride) {  // uniform across the block
+    float v[S];
+    const bool full = vec && tile + (S / 4 - 1) * 4 * stride + t * 4 + 3 < end;
+    if (full) {
 #pragma unroll
-    for (int u = 0; u < kScanPerLane; ++u) {
-      col[u] = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
-    }
-    if (vec && col[3] < end && col[7] < end) {
-      const float4 a = *reinterpret_cast<const float4*>(inRow + col[0]);
-      const float4 b = *reinterpret_cast<const float4*>(inRow + col[4]);
-      v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+      for (int j = 0; j < S / 4; ++j) {
+        const float4 a = __ldg(reinterpret_cast<const float4*>(inRow + tile + j * 4 * stride + t * 4));
+        v[4 * j] = a.x; v[4 * j + 1] = a.y; v[4 * j + 2] = a.z; v[4 * j + 3] = a.w;
+      }
     } else {
 #pragma unroll
-      for (int u = 0; u < kScanPerLane; ++u) v[u] = col[u] < end ? inRow[col[u]] : GV_INF;
+      for (int u = 0; u < S; ++u) {
+        const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
+        v[u] = col < end ? inRow[col] : 0.0f;
+      }
     }
+    // epilogue; columns past the end become +inf AFTER the scale (inScale = -1 must not make -inf)
 #pragma unroll
-    for (int u = 0; u < kScanPerLane; ++u) {
-      id[u] = -1;
-      if (col[u] < end) v[u] = epilogue(p, v[u], idxRow, row, col[u], id[u]); else v[u] = GV_INF;
+    for (int u = 0; u < S; ++u) {
+      const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
+      int id;
+      const float x = plain ? p.inScale * v[u] : epilogue(p, v[u], idxRow, row, col, id);
+      v[u] = (full || col < end) ? x : GV_INF;
     }
-#pragma unroll 1
-    for (int u = 0; u < kScanPerLane; ++u) {
-      q.add(v[0], id[0]);
+    q.refreshThreshold();
+    unsigned m = 0;
+#pragma unroll
+    for (int u = 0; u < S; ++u) m |= (v[u] < q.kth ? 1u : 0u) << u;  // NaN and +inf never pass
+    while (__any_sync(kFullMask, m != 0)) {
+      if (m != 0) {
+        const int u = __ffs(m) - 1;
+        const unsigned low = m & (0u - m);  // lowest pending value (bit-test select, see above)
+        m &= m - 1;
+        float key = v[0];
+#pragma unroll
+        for (int i = 1; i < S; ++i) key = (low & (1u << i)) ? v[i] : key;
+        const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
+        const int id = idxRow != nullptr ? idxRow[col] : (int)(p.idxOffset + col);
+        q.add(key, id);  // re-tests against kth, which a merge in this loop may have lowered
+      }
       q.check();
-#pragma unroll
-      for (int s = 0; s < kScanPerLane - 1; ++s) { v[s] = v[s + 1]; id[s] = id[s + 1]; }
     }
   }
 }

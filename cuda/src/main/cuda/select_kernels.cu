@@ -22,7 +22,7 @@ __device__ __forceinline__ void warpSelect(const SelectParams& p) {
   int row, chunk, begin, end;
   rowChunk(p, vrow, row, chunk, begin, end);
   WarpQueue<K, Bucket<K>::T> q;
-  q.init();
+  q.init(p.k);
   scanRow(q, p, row, begin, end, 0, 1);
   q.flush();
   const long long o = (long long)row * p.outRowStride + (long long)chunk * p.k;
@@ -30,17 +30,21 @@ __device__ __forceinline__ void warpSelect(const SelectParams& p) {
 }
 
 // BlockSelect: each block handles one (row, chunk); each warp keeps its own queue over a strided
-// share of the columns, then warps 1.. are merged into warp 0 through shared memory.
+// share of the columns, then warps 1.. are merged into warp 0 through shared memory. The warps share
+// one rejection threshold (the lowest k-th value any of them has reached) in shared memory.
 template <int K>
 __device__ __forceinline__ void blockSelect(const SelectParams& p) {
   constexpr int NW = Bucket<K>::Warps;
   __shared__ float sk[(NW - 1) * K];
   __shared__ int sv[(NW - 1) * K];
+  __shared__ int sThr;  // the lowest k-th value any warp has reached (orderedInt)
   int row, chunk, begin, end;
   rowChunk(p, blockIdx.x, row, chunk, begin, end);
   const int warp = threadIdx.x / kWarpSize;
+  if (threadIdx.x == 0) sThr = orderedInt(GV_INF);
+  __syncthreads();
   WarpQueue<K, Bucket<K>::T> q;
-  q.init();
+  q.init(p.k, &sThr);
   scanRow(q, p, row, begin, end, warp, NW);
   q.flush();
   if (warp > 0) q.store(sk + (warp - 1) * K, sv + (warp - 1) * K);

@@ -20,6 +20,9 @@ import jcuda.Pointer;
  */
 public final class KSelect {
   public static final int MAX_K = 2048;
+  /** Hierarchical partition targets: (row, chunk) pairs per SM for WarpSelect (warps) and BlockSelect (blocks). */
+  static final int WARP_ROWS_PER_SM = Integer.getInteger("gv.select.warpRowsPerSm", 16);
+  static final int BLOCK_ROWS_PER_SM = Integer.getInteger("gv.select.blockRowsPerSm", 2);
 
   /** The k-selection algorithms. */
   public enum Algorithm {
@@ -125,7 +128,7 @@ public final class KSelect {
   /** Chunks per row so that rows * chunks fills the GPU, each chunk at least max(1024, 8 * bucket). */
   static int chunksFor(GpuDevice device, Algorithm algorithm, int rows, int len, int k) {
     int sms = device.multiprocessorCount();
-    long target = algorithm == Algorithm.WARP_SELECT ? 16L * sms : 2L * sms;
+    long target = algorithm == Algorithm.WARP_SELECT ? (long) WARP_ROWS_PER_SM * sms : (long) BLOCK_ROWS_PER_SM * sms;
     if (rows >= target) {
       return 1;
     }
