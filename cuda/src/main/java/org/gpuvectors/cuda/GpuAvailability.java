@@ -45,7 +45,7 @@ public final class GpuAvailability {
     if (a == null) {
       synchronized (GpuAvailability.class) {
         if (instance == null) {
-          instance = probe(kernelsMissingReason());
+          instance = probeNeverThrowing();
         }
         a = instance;
       }
@@ -86,6 +86,18 @@ public final class GpuAvailability {
       // fall through
     }
     return "GPU kernels were not built (no " + FATBIN_RESOURCE + " resource on the classpath)";
+  }
+
+  /**
+   * The probe, turning anything unexpected into a reason (a security manager or Elasticsearch's
+   * entitlements refusing a native lookup, say): asking whether there is a GPU must never fail.
+   */
+  private static GpuAvailability probeNeverThrowing() {
+    try {
+      return probe(kernelsMissingReason());
+    } catch (RuntimeException | LinkageError e) {
+      return new GpuAvailability(false, "GPU probe failed: " + e, List.of());
+    }
   }
 
   /** Visible for tests: the probe with a given kernels-missing reason (null = kernels present). */

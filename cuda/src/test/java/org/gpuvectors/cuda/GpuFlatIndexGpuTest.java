@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -12,35 +11,10 @@ import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** Exact search (fused and GEMM) on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
-class GpuFlatIndexGpuTest {
-  static GpuDevice device;
-
-  @BeforeAll
-  static void open() {
-    if (GpuAvailability.get().available()) {
-      device = GpuDevice.open(0);
-    }
-  }
-
-  @BeforeEach
-  void needsGpu() {
-    GpuAvailability a = GpuAvailability.get();
-    assumeTrue(a.available(), "GPU test skipped: " + a.reason());
-  }
-
-  @AfterAll
-  static void close() {
-    if (device != null) {
-      device.close();
-    }
-  }
-
+class GpuFlatIndexGpuTest extends GpuTestCase {
   static float[] random(int count, Random r) {
     float[] x = new float[count];
     for (int i = 0; i < x.length; i++) {

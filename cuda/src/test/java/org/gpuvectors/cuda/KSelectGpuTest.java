@@ -1,41 +1,15 @@
 package org.gpuvectors.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** WarpSelect / BlockSelect / Tang on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
-class KSelectGpuTest {
-  static GpuDevice device;
-
-  @BeforeAll
-  static void open() {
-    if (GpuAvailability.get().available()) {
-      device = GpuDevice.open(0);
-    }
-  }
-
-  @BeforeEach
-  void needsGpu() {
-    GpuAvailability a = GpuAvailability.get();
-    assumeTrue(a.available(), "GPU test skipped: " + a.reason());
-  }
-
-  @AfterAll
-  static void close() {
-    if (device != null) {
-      device.close();
-    }
-  }
-
+class KSelectGpuTest extends GpuTestCase {
   enum Shape { RANDOM, TIES, ALL_EQUAL, SORTED, REVERSE, NANS, INFS }
 
   static float[] data(Shape s, int rows, int len, Random r) {
