@@ -39,12 +39,14 @@ public final class GpuDevice implements AutoCloseable {
     Driver.check("cuDeviceGet", JCudaDriver.cuDeviceGet(device, ordinal));
     Driver.check("cuDevicePrimaryCtxRetain", JCudaDriver.cuDevicePrimaryCtxRetain(context, device));
     boolean ok = false;
+    boolean streamCreated = false;
     DeviceMemoryPool p = null;
     KernelModule m = null;
     try {
       Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
       // a blocking stream: synchronous copies on the legacy default stream are ordered after it
       Driver.check("cuStreamCreate", JCudaDriver.cuStreamCreate(stream, 0));
+      streamCreated = true;
       p = new DeviceMemoryPool();
       m = new KernelModule();
       ok = true;
@@ -52,6 +54,9 @@ public final class GpuDevice implements AutoCloseable {
       if (!ok) {
         if (p != null) {
           p.close();
+        }
+        if (streamCreated) {
+          JCudaDriver.cuStreamDestroy(stream);
         }
         JCudaDriver.cuDevicePrimaryCtxRelease(device);
       }
