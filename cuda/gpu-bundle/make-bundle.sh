@@ -9,12 +9,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
-mvn=${MVN:-mvn}
+# the project's wrapper (JDK 22+ selection, pinned Maven); MVN_OFFLINE=-o once the dependencies are cached
+mvn=${MVN:-"$root/mvnw"}
+offline=${MVN_OFFLINE:-}
 dev="$root/.device"
 grep -qxF '/.device/' .git/info/exclude 2>/dev/null || echo /.device/ >> .git/info/exclude
-GV_CUDA_ARCHS=${GV_CUDA_ARCHS:-sm90} "$mvn" -o -q -B -pl cuda,lucene-codec install -DskipTests -Dgv.nvcc.skip="${GV_NVCC_SKIP:-false}"
-"$mvn" -o -q -B -pl lucene-codec dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$root/cuda/target/bundle-deps"
-"$mvn" -o -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 \
+GV_CUDA_ARCHS=${GV_CUDA_ARCHS:-sm90} "$mvn" $offline -q -B -pl cuda,lucene-codec install -DskipTests -Dgv.nvcc.skip="${GV_NVCC_SKIP:-false}"
+"$mvn" $offline -q -B -pl lucene-codec dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$root/cuda/target/bundle-deps"
+"$mvn" $offline -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 \
   -DoutputDirectory="$root/cuda/target/bundle-deps" -Dmdep.stripVersion=true
 rm -rf "$dev/lib" "$dev/bench"
 mkdir -p "$dev/lib" "$dev/bench"
