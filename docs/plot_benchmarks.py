@@ -7,6 +7,8 @@
   recall 1.0, each point one batch size); right, queries/s against batch size. GPU path through the Lucene codec,
   the codec's CPU path, and PyTorch FP32 matmul + topk on the same data and GPU.
 - kselect.png: k-selection throughput (GB/s read) against k, WarpSelect / BlockSelect / Tang / torch.topk.
+- fashion-mnist.png: recall@10 against queries/s on fashion-mnist-784-euclidean: GPU exact search (one point
+  per batch size), the CPU exact path, Lucene HNSW (one point per search width), as ann-benchmarks draws it.
 """
 import csv
 import os
@@ -86,7 +88,35 @@ def kselect():
     print("wrote", out)
 
 
+def fashion_mnist():
+    path = os.path.join(results, "fashion-mnist.csv")
+    if not os.path.exists(path):
+        return
+    data = rows("fashion-mnist.csv")
+    fig, ax = plt.subplots(figsize=(7, 5))
+    colors = {"gpu-exact": "tab:green", "cpu-exact-1-thread": "tab:blue"}
+    for system in dict.fromkeys(r["system"] for r in data):
+        pts = [r for r in data if r["system"] == system]
+        x = [float(r["recall"]) for r in pts]
+        y = [float(r["queries_per_s"]) for r in pts]
+        color = colors.get(system, "tab:orange")
+        ax.plot(x, y, marker="o", color=color, label=system, linestyle="-" if len(pts) > 1 else "none")
+        for r, xi, yi in zip(pts, x, y):
+            ax.annotate(r["parameter"], (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_yscale("log")
+    ax.set_xlabel("recall@10")
+    ax.set_ylabel("queries/s")
+    ax.set_title("fashion-mnist-784-euclidean, k=10 (H100; HNSW on 16 CPU threads)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = os.path.join(here, "fashion-mnist.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 if __name__ == "__main__":
     exact_search(1000000, 128)
     exact_search(1000000, 768)
     kselect()
+    fashion_mnist()

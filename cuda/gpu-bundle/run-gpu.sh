@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|torch|codec|all] [select-max-floats] [exact-n]
+#   bash .device/run-gpu.sh [tests|select|exact|torch|codec|fmnist|all] [select-max-floats] [exact-n]
 # codec: the Lucene codec's GPU-vs-CPU tests, then FlatSearchBenchmark (GPU path vs CPU path through
 # the codec) and torch_flat.py on the same data, for exact-n x 128 and exact-n x 768.
+# fmnist: Fashion-MNIST (ann-benchmarks' fashion-mnist-784-euclidean), GPU exact vs CPU exact vs
+# Lucene HNSW; needs Debian's dataset-fashion-mnist .gz files in $FMNIST_DIR (default /tmp/fmnist,
+# staged by an earlier call: they do not fit in one transfer with the bundle).
 # Unpacks the JRE into /tmp, runs the GPU tests (JUnit console, reports under $OUT/junit) and the
 # benchmarks (tables on stdout, CSVs and logs under $OUT). Test classes are selected by name: the
 # jlinked JRE has no jdk.zipfs, which JUnit's package scan of jars would need.
@@ -42,5 +45,9 @@ if [ "$mode" = codec ] || [ "$mode" = all ]; then
     PYTHONUNBUFFERED=1 python3 "$here/bench/torch_flat.py" "$exact_n" "$dims" "$OUT" 2>&1 | tee "$OUT/torch-flat-$dims.log"
     rm -f /tmp/gv-bench-"$exact_n"-"$dims".*.f32
   done
+fi
+if [ "$mode" = fmnist ]; then
+  "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FashionMnistBenchmark "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 \
+    | grep -v '^WARNING' | tee "$OUT/fashion-mnist.log" || rc=1
 fi
 exit $rc

@@ -1,0 +1,262 @@
+package org.gpuvectors.codec;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.IntStream;
+import java.util.zip.GZIPInputStream;
+import org.apache.lucene.codecs.Codec;
+import org.apache.lucene.codecs.KnnVectorsFormat;
+import org.apache.lucene.codecs.lucene104.Lucene104Codec;
+import org.apache.lucene.codecs.lucene99.Lucene99HnswVectorsFormat;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.FieldType;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.KnnFloatVectorQuery;
+import org.apache.lucene.search.ScoreDoc;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.util.IOUtils;
+import org.apache.lucene.util.VectorUtil;
+
+/**
+ * The ann-benchmarks {@code fashion-mnist-784-euclidean} set (60k train x 784, 10k test queries,
+ * k = 10) through Lucene, side by side in one run: our {@code flat} field searched exactly on the
+ * GPU (batches of queries through {@link KnnBatchSearcher}) and on the CPU path, and Lucene's HNSW
+ * (m = 16, beam width 100, as Elasticsearch's defaults) at several search widths on all cores.
+ * Recall@10 against a brute-force ground truth; queries/s; build times. Not a test: a program
+ * whose output goes into docs/BENCHMARKS.md and the recall-vs-queries/s plot.
+ *
+ * <pre>
+ * java ... org.gpuvectors.codec.FashionMnistBenchmark DATA_DIR OUT_DIR [TRAIN_LIMIT QUERY_LIMIT]
+ * </pre>
+ *
+ * DATA_DIR holds Debian's dataset-fashion-mnist files (train-images-idx3-ubyte.gz,
+ * t10k-images-idx3-ubyte.gz); pixels become float values 0..255, as in ann-benchmarks.
+ */
+public final class FashionMnistBenchmark {
+
+  private static final int K = 10;
+
+  public static void main(String[] args) throws Exception {
+    Path data = Path.of(args[0]);
+    Path out = Path.of(args[1]);
+    Files.createDirectories(out);
+    int threads = Runtime.getRuntime().availableProcessors();
+    float[][] train = readImages(data.resolve("train-images-idx3-ubyte.gz"));
+    float[][] test = readImages(data.resolve("t10k-images-idx3-ubyte.gz"));
+    if (args.length > 3) { // a smaller run, for a smoke test
+      train = Arrays.copyOf(train, Integer.parseInt(args[2]));
+      test = Arrays.copyOf(test, Integer.parseInt(args[3]));
+    }
+    System.out.printf(Locale.ROOT, "fashion-mnist: %d x %d train, %d queries, %d threads%n", train.length, train[0].length, test.length, threads);
+
+    long t0 = System.nanoTime();
+    int[][] truth = groundTruth(train, test);
+    System.out.printf(Locale.ROOT, "ground truth (brute force, %d threads): %.1f s%n", threads, seconds(t0));
+
+    List<String> rows = new ArrayList<>();
+    rows.add("system,parameter,recall,queries_per_s,build_s");
+    GpuFlatSearchService service = GpuFlatSearchService.get();
+    System.out.println("GPU: " + (service.gpuActive() ? service.deviceName() : service.unusableReason()));
+
+    // flat field: exact search, GPU path (batches) and CPU path
+    Path flatPath = Files.createTempDirectory("gv-fmnist-flat");
+    try (Directory dir = FSDirectory.open(flatPath)) {
+      FieldType type =
+          GpuVectorsFormat.markField(
+              KnnFloatVectorField.createFieldType(train[0].length, VectorSimilarityFunction.EUCLIDEAN), IndexType.FLAT);
+      double build = build(dir, new GpuVectorsCodec(), type, train);
+      System.out.printf(Locale.ROOT, "flat index build: %.1f s%n", build);
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IndexSearcher searcher = new IndexSearcher(reader);
+        if (service.gpuActive()) {
+          KnnBatchSearcher.search(searcher, "vec", Arrays.copyOf(test, 1), K, null); // upload + warm-up
+          for (int batch : new int[] {1, 100, 1000, 10_000}) {
+            long s = System.nanoTime();
+            TopDocs[] all = new TopDocs[test.length];
+            for (int from = 0; from < test.length; from += batch) {
+              TopDocs[] part = KnnBatchSearcher.search(searcher, "vec", Arrays.copyOfRange(test, from, Math.min(test.length, from + batch)), K, null);
+              System.arraycopy(part, 0, all, from, part.length);
+            }
+            double qps = test.length / seconds(s);
+            rows.add(row("gpu-exact", "batch=" + batch, recall(all, truth), qps, build));
+          }
+        }
+        service.setEnabled(false);
+        int cpuQueries = Math.min(200, test.length);
+        long s = System.nanoTime();
+        TopDocs[] cpu = KnnBatchSearcher.search(searcher, "vec", Arrays.copyOf(test, cpuQueries), K, null);
+        rows.add(row("cpu-exact-1-thread", "batch=" + cpuQueries, recall(cpu, Arrays.copyOf(truth, cpuQueries)), cpuQueries / seconds(s), build));
+        service.setEnabled(true);
+      }
+    } finally {
+      IOUtils.rm(flatPath);
+    }
+
+    // Lucene HNSW, m=16, beam width 100, built with all cores, one segment; queries on all cores
+    Path hnswPath = Files.createTempDirectory("gv-fmnist-hnsw");
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try (Directory dir = FSDirectory.open(hnswPath)) {
+      KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
+      Codec codec =
+          new Lucene104Codec() {
+            @Override
+            public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
+              return hnsw;
+            }
+          };
+      FieldType type = KnnFloatVectorField.createFieldType(train[0].length, VectorSimilarityFunction.EUCLIDEAN);
+      double build = build(dir, codec, type, train);
+      System.out.printf(Locale.ROOT, "Lucene HNSW build + force-merge (%d threads): %.1f s%n", threads, build);
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IndexSearcher searcher = new IndexSearcher(reader);
+        for (int ef : new int[] {10, 20, 40, 80, 120, 200, 400}) {
+          searchHnsw(searcher, test, ef, pool); // warm-up
+          long s = System.nanoTime();
+          TopDocs[] all = searchHnsw(searcher, test, ef, pool);
+          rows.add(row("lucene-hnsw-" + threads + "-threads", "ef=" + ef, recall(all, truth), test.length / seconds(s), build));
+        }
+      }
+    } finally {
+      pool.shutdown();
+      IOUtils.rm(hnswPath);
+    }
+
+    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("fashion-mnist.csv")))) {
+      rows.forEach(w::println);
+    }
+    System.out.printf(Locale.ROOT, "%n%-24s %-12s %8s %14s %9s%n", "system", "parameter", "recall", "queries/s", "build s");
+    for (String r : rows.subList(1, rows.size())) {
+      String[] c = r.split(",");
+      System.out.printf(Locale.ROOT, "%-24s %-12s %8s %14.0f %9s%n", c[0], c[1], c[2], Double.parseDouble(c[3]), c[4]);
+    }
+    GpuFlatSearchService.shutdown();
+  }
+
+  private static TopDocs[] searchHnsw(IndexSearcher searcher, float[][] queries, int ef, ExecutorService pool) throws Exception {
+    TopDocs[] results = new TopDocs[queries.length];
+    List<Future<?>> futures = new ArrayList<>();
+    int threads = Runtime.getRuntime().availableProcessors();
+    for (int t = 0; t < threads; t++) {
+      int first = t;
+      futures.add(pool.submit(() -> {
+        for (int q = first; q < queries.length; q += threads) {
+          TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", queries[q], Math.max(K, ef)), K);
+          results[q] = td;
+        }
+        return null;
+      }));
+    }
+    for (Future<?> f : futures) {
+      f.get();
+    }
+    return results;
+  }
+
+  private static double build(Directory dir, Codec codec, FieldType type, float[][] vectors) throws IOException {
+    long start = System.nanoTime();
+    IndexWriterConfig config = new IndexWriterConfig().setCodec(codec).setRAMBufferSizeMB(512);
+    try (IndexWriter writer = new IndexWriter(dir, config)) {
+      for (int i = 0; i < vectors.length; i++) {
+        Document doc = new Document();
+        doc.add(new KnnFloatVectorField("vec", vectors[i], type));
+        writer.addDocument(doc);
+        if ((i + 1) % 20_000 == 0) {
+          System.out.printf(Locale.ROOT, "  indexed %d / %d (%.0f s)%n", i + 1, vectors.length, seconds(start));
+        }
+      }
+      writer.forceMerge(1);
+    }
+    return seconds(start);
+  }
+
+  /** Exact top-K ids per query (squared L2), all cores; ties broken by id. */
+  private static int[][] groundTruth(float[][] base, float[][] queries) {
+    return IntStream.range(0, queries.length)
+        .parallel()
+        .mapToObj(
+            q -> {
+              float[] best = new float[K];
+              int[] ids = new int[K];
+              Arrays.fill(best, Float.POSITIVE_INFINITY);
+              Arrays.fill(ids, Integer.MAX_VALUE);
+              for (int i = 0; i < base.length; i++) {
+                float d = VectorUtil.squareDistance(base[i], queries[q]);
+                if (d < best[K - 1]) {
+                  int j = K - 1;
+                  while (j > 0 && best[j - 1] > d) {
+                    best[j] = best[j - 1];
+                    ids[j] = ids[j - 1];
+                    j--;
+                  }
+                  best[j] = d;
+                  ids[j] = i;
+                }
+              }
+              return ids;
+            })
+        .toArray(int[][]::new);
+  }
+
+  /** Recall@K: fraction of the true K nearest found among the K returned (one segment: doc = id). */
+  private static double recall(TopDocs[] results, int[][] truth) {
+    long found = 0;
+    for (int q = 0; q < truth.length; q++) {
+      int[] expected = truth[q].clone();
+      Arrays.sort(expected);
+      for (ScoreDoc sd : results[q].scoreDocs) {
+        if (Arrays.binarySearch(expected, sd.doc) >= 0) {
+          found++;
+        }
+      }
+    }
+    return (double) found / ((long) truth.length * K);
+  }
+
+  private static String row(String system, String parameter, double recall, double qps, double build) {
+    return String.format(Locale.ROOT, "%s,%s,%.4f,%.1f,%.1f", system, parameter, recall, qps, build);
+  }
+
+  /** IDX3 images (gzip): magic, count, rows, cols, then unsigned bytes. */
+  static float[][] readImages(Path file) throws IOException {
+    try (InputStream raw = Files.newInputStream(file);
+        DataInputStream in = new DataInputStream(new GZIPInputStream(raw, 1 << 16))) {
+      int magic = in.readInt();
+      if (magic != 2051) {
+        throw new IOException(file + ": not an IDX3 image file (magic " + magic + ")");
+      }
+      int count = in.readInt();
+      int dims = in.readInt() * in.readInt();
+      byte[] pixels = new byte[dims];
+      float[][] images = new float[count][dims];
+      for (int i = 0; i < count; i++) {
+        in.readFully(pixels);
+        for (int d = 0; d < dims; d++) {
+          images[i][d] = pixels[d] & 0xFF;
+        }
+      }
+      return images;
+    }
+  }
+
+  private static double seconds(long startNanos) {
+    return (System.nanoTime() - startNanos) / 1e9;
+  }
+}
