@@ -4,6 +4,9 @@
 // pairs. A value enters a thread queue only when it beats the warp queue's k-th value; when any
 // thread queue is full, the warp sorts all thread queues together (bitonic network over 32*T
 // elements, T padded to a power of two with sentinels) and merges them into the warp queue.
+// The selection kernels' scan (scanRow) stages candidates warp-wide in shared memory instead of the
+// per-lane thread queues (mergeBuffer: same 32*P sort + merge, 4-5x fewer merges at k = 100); the
+// fused search kernel still uses add / check / flush.
 //
 // Odd-size merge (Faiss's BitonicMergeStep for lists of unequal length): merging a sorted list B of
 // 32*P elements (any P) into the sorted warp queue A of 32*W elements keeps
@@ -155,6 +158,28 @@ struct WarpQueue {
 #pragma unroll
     for (int i = 0; i < T; ++i) { tk[i] = GV_INF; tv[i] = -1; }
     num = 0;
+    updateKth();
+  }
+
+  // All lanes: sorts the n (warp-uniform, <= 32*P) pairs staged in a warp's shared-memory buffer
+  // (bk, bv), merges them into the warp queue and updates kth. Used by scanRow instead of the
+  // per-lane thread queues: the buffer is filled warp-wide (ballot + popc), so a merge takes
+  // ~32*P - 32 .. 32*P values instead of firing when the first lane's T slots are full.
+  __device__ __forceinline__ void mergeBuffer(const float* bk, const int* bv, int n) {
+    float sk[P]; int sv[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const int e = i * kWarpSize + lane;
+      sk[i] = e < n ? bk[e] : GV_INF;
+      sv[i] = e < n ? bv[e] : -1;
+    }
+    __syncwarp();  // the buffer may be refilled
+    warpSort<P>(sk, sv, lane);
+    warpMergeInto<W, P>(wk, wv, sk, sv, lane);
+    updateKth();
+  }
+
+  __device__ __forceinline__ void updateKth() {
     // register kpos / 32 of lane kpos % 32; a bit-test select chain (an index compare would let
     // nvcc turn it into a dynamically indexed local-memory array)
     const unsigned long long regBit = 1ull << (kpos / kWarpSize);  // W <= 64
@@ -250,15 +275,21 @@ template <int K> struct ScanPerLane { static constexpr int value = K >= 256 ? 8 
 // Feeds columns [begin, end) of one row to a warp queue. Each step the warp covers a tile of
 // S * 32 * numWarps columns (S = scanPerLane): with a 16-byte aligned row and no input ids, lane l of
 // warp w loads S/4 float4 (columns tile + j*4*stride + (w*32+l)*4 + [0,4)); otherwise S strided
-// scalars. The whole tile is tested against the threshold first and the warp skips it with one
-// ballot when no lane has a candidate (the common case once the queue is full); otherwise the
-// warp loops only over the passing values (as many rounds as the busiest lane has), one add +
-// check per round. The (large) merge network is instantiated once here and once in flush(), which
-// keeps nvcc time bounded.
+// scalars. For K < 2048 the next tile's float4 loads are issued before the current tile is tested
+// (software pipelining: the loads stay in flight across the merges). The whole tile is tested
+// against the threshold first and the warp skips it with one ballot when no lane has a candidate
+// (the common case once the queue is full); otherwise the warp loops over the passing values (as
+// many rounds as the busiest lane has), each round appending one value per passing lane to the
+// warp's shared staging buffer (bk, bv: 32 * P pairs) at ballot-prefix positions; the buffer is
+// sorted and merged into the warp queue when it could not take another round. The thread queues
+// of WarpQueue stay unused here. The (large) merge network is instantiated twice (loop + tail),
+// which keeps nvcc time bounded.
 template <int K, int T>
 __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& p, int row, int begin,
-                                        int end, int warpIdx, int numWarps) {
+                                        int end, int warpIdx, int numWarps, float* bk, int* bv) {
   constexpr int S = ScanPerLane<K>::value;
+  constexpr bool kPrefetch = K >= 256 && K < 2048;  // registers: S = 16 below, K = 2048 at the limit
+  constexpr int kCap = WarpQueue<K, T>::P * kWarpSize;
   const float* inRow = p.in + (long long)row * p.inRowStride;
   const int* idxRow = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
   const int stride = numWarps * kWarpSize;
@@ -267,16 +298,49 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
   const bool plain = idxRow == nullptr && p.acceptBits == nullptr && p.colNorms == nullptr &&
                      p.rowNorms == nullptr && !p.clampZero && p.idxOffset >= 0;
   const int t = warpIdx * kWarpSize + q.lane;
-  for (int tile = begin; tile < end; tile += S * stride) {  // uniform across the block
-    float v[S];
-    const bool full = vec && tile + (S / 4 - 1) * 4 * stride + t * 4 + 3 < end;
-    if (full) {
+  const unsigned lowerLanes = (1u << q.lane) - 1u;
+  int n = 0;  // pairs staged in the buffer (warp-uniform)
+  float nv[S];
+  bool nfull = false;
+  if constexpr (kPrefetch) {
+    nfull = vec && begin + (S / 4 - 1) * 4 * stride + t * 4 + 3 < end;
+    if (nfull) {
 #pragma unroll
       for (int j = 0; j < S / 4; ++j) {
-        const float4 a = __ldg(reinterpret_cast<const float4*>(inRow + tile + j * 4 * stride + t * 4));
-        v[4 * j] = a.x; v[4 * j + 1] = a.y; v[4 * j + 2] = a.z; v[4 * j + 3] = a.w;
+        const float4 a = __ldg(reinterpret_cast<const float4*>(inRow + begin + j * 4 * stride + t * 4));
+        nv[4 * j] = a.x; nv[4 * j + 1] = a.y; nv[4 * j + 2] = a.z; nv[4 * j + 3] = a.w;
+      }
+    }
+  }
+  for (int tile = begin; tile < end; tile += S * stride) {  // uniform across the block
+    float v[S];
+    bool full;
+    if constexpr (kPrefetch) {
+      full = nfull;
+      if (full) {
+#pragma unroll
+        for (int u = 0; u < S; ++u) v[u] = nv[u];
+      }
+      const int next = tile + S * stride;
+      nfull = vec && next < end && next + (S / 4 - 1) * 4 * stride + t * 4 + 3 < end;
+      if (nfull) {
+#pragma unroll
+        for (int j = 0; j < S / 4; ++j) {
+          const float4 a = __ldg(reinterpret_cast<const float4*>(inRow + next + j * 4 * stride + t * 4));
+          nv[4 * j] = a.x; nv[4 * j + 1] = a.y; nv[4 * j + 2] = a.z; nv[4 * j + 3] = a.w;
+        }
       }
     } else {
+      full = vec && tile + (S / 4 - 1) * 4 * stride + t * 4 + 3 < end;
+      if (full) {
+#pragma unroll
+        for (int j = 0; j < S / 4; ++j) {
+          const float4 a = __ldg(reinterpret_cast<const float4*>(inRow + tile + j * 4 * stride + t * 4));
+          v[4 * j] = a.x; v[4 * j + 1] = a.y; v[4 * j + 2] = a.z; v[4 * j + 3] = a.w;
+        }
+      }
+    }
+    if (!full) {
 #pragma unroll
       for (int u = 0; u < S; ++u) {
         const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
@@ -296,19 +360,38 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
 #pragma unroll
     for (int u = 0; u < S; ++u) m |= (v[u] < q.kth ? 1u : 0u) << u;  // NaN and +inf never pass
     while (__any_sync(kFullMask, m != 0)) {
+      bool pass = false;
+      float key = GV_INF;
+      int id = -1;
       if (m != 0) {
         const int u = __ffs(m) - 1;
         const unsigned low = m & (0u - m);  // lowest pending value (bit-test select, see above)
         m &= m - 1;
-        float key = v[0];
+        key = v[0];
 #pragma unroll
         for (int i = 1; i < S; ++i) key = (low & (1u << i)) ? v[i] : key;
-        const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
-        const int id = idxRow != nullptr ? idxRow[col] : (int)(p.idxOffset + col);
-        q.add(key, id);  // re-tests against kth, which a merge in this loop may have lowered
+        pass = key < q.kth;  // re-test: a merge in this loop may have lowered kth
+        if (pass) {
+          const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
+          id = idxRow != nullptr ? idxRow[col] : (int)(p.idxOffset + col);
+        }
       }
-      q.check();
+      const unsigned b = __ballot_sync(kFullMask, pass);
+      if (pass) {
+        const int pos = n + __popc(b & lowerLanes);
+        bk[pos] = key; bv[pos] = id;
+      }
+      n += __popc(b);
+      if (n > kCap - kWarpSize) {  // the next round might not fit
+        __syncwarp();
+        q.mergeBuffer(bk, bv, n);
+        n = 0;
+      }
     }
+  }
+  if (n > 0) {
+    __syncwarp();
+    q.mergeBuffer(bk, bv, n);
   }
 }
 

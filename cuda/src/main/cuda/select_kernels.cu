@@ -21,10 +21,13 @@ __device__ __forceinline__ void warpSelect(const SelectParams& p) {
   if (vrow >= p.rows * p.chunksPerRow) return;  // whole warp leaves together
   int row, chunk, begin, end;
   rowChunk(p, vrow, row, chunk, begin, end);
-  WarpQueue<K, Bucket<K>::T> q;
+  using Q = WarpQueue<K, Bucket<K>::T>;
+  __shared__ float bk[4][Q::P * kWarpSize];  // staging buffers of scanRow, one per warp
+  __shared__ int bv[4][Q::P * kWarpSize];
+  const int warp = threadIdx.x / kWarpSize;
+  Q q;
   q.init(p.k);
-  scanRow(q, p, row, begin, end, 0, 1);
-  q.flush();
+  scanRow(q, p, row, begin, end, 0, 1, bk[warp], bv[warp]);
   const long long o = (long long)row * p.outRowStride + (long long)chunk * p.k;
   q.write(p.outK + o, p.outIdx + o, p.k, p.outScale);
 }
@@ -43,10 +46,12 @@ __device__ __forceinline__ void blockSelect(const SelectParams& p) {
   const int warp = threadIdx.x / kWarpSize;
   if (threadIdx.x == 0) sThr = orderedInt(GV_INF);
   __syncthreads();
-  WarpQueue<K, Bucket<K>::T> q;
+  using Q = WarpQueue<K, Bucket<K>::T>;
+  __shared__ float bk[NW][Q::P * kWarpSize];  // staging buffers of scanRow, one per warp
+  __shared__ int bv[NW][Q::P * kWarpSize];
+  Q q;
   q.init(p.k, &sThr);
-  scanRow(q, p, row, begin, end, warp, NW);
-  q.flush();
+  scanRow(q, p, row, begin, end, warp, NW, bk[warp], bv[warp]);
   if (warp > 0) q.store(sk + (warp - 1) * K, sv + (warp - 1) * K);
   __syncthreads();
   if (warp == 0) {

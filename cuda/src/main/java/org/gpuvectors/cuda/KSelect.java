@@ -1,6 +1,7 @@
 package org.gpuvectors.cuda;
 
 import jcuda.Pointer;
+import jcuda.driver.JCudaDriver;
 
 /**
  * k-selection on the GPU over the rows of a row-major float matrix: per row, the k smallest (or
@@ -23,6 +24,8 @@ public final class KSelect {
   /** Hierarchical partition targets: (row, chunk) pairs per SM for WarpSelect (warps) and BlockSelect (blocks). */
   static final int WARP_ROWS_PER_SM = Integer.getInteger("gv.select.warpRowsPerSm", 16);
   static final int BLOCK_ROWS_PER_SM = Integer.getInteger("gv.select.blockRowsPerSm", 2);
+  /** BlockSelect (and Tang) target of {@link #select} for k <= 32 (measured better at 4 than 2). */
+  static final int BLOCK_ROWS_PER_SM_SELECT = Integer.getInteger("gv.select.blockRowsPerSmSelect", 4);
 
   /** The k-selection algorithms. */
   public enum Algorithm {
@@ -101,7 +104,7 @@ public final class KSelect {
   }
 
   private static void selectLevel(GpuDevice device, Algorithm algorithm, SelectParams p) {
-    int chunks = chunksFor(device, algorithm, p.rows, p.len, p.k);
+    int chunks = selectChunks(device, algorithm, p.rows, p.len, p.k);
     if (chunks <= 1) {
       p.chunks(1, p.len);
       run(device, algorithm, p);
@@ -125,10 +128,31 @@ public final class KSelect {
     }
   }
 
-  /** Chunks per row so that rows * chunks fills the GPU, each chunk at least max(1024, 8 * bucket). */
+  /**
+   * Chunks per row so that rows * chunks fills the GPU, each chunk at least max(1024, 8 * bucket).
+   * WarpSelect aims at one wave: at most as many warps per SM as can be resident (the k1024 and k2048
+   * kernels have 12 and 8 per SM on sm_90, fewer than WARP_ROWS_PER_SM; a second, partial wave costs
+   * nearly a whole wave's time).
+   */
   static int chunksFor(GpuDevice device, Algorithm algorithm, int rows, int len, int k) {
+    return chunksFor(device, algorithm, rows, len, k, BLOCK_ROWS_PER_SM);
+  }
+
+  /**
+   * The partition of {@link #select}: as {@link #chunksFor}, but BlockSelect and Tang aim at
+   * BLOCK_ROWS_PER_SM_SELECT blocks per SM for k <= 32 (H100, BlockSelect: 1x1e8 k = 10 1454 -> 1952
+   * GB/s, 1x1e7 528 -> 586; at k = 100 4 blocks won on 1x1e8 but lost on 1x1e7 and 100x1e5, at
+   * k = 1000 it lost: NOTES-kselect.md).
+   */
+  static int selectChunks(GpuDevice device, Algorithm algorithm, int rows, int len, int k) {
+    int blockTarget = bucket(k) == 32 ? BLOCK_ROWS_PER_SM_SELECT : BLOCK_ROWS_PER_SM;
+    return chunksFor(device, algorithm, rows, len, k, blockTarget);
+  }
+
+  private static int chunksFor(GpuDevice device, Algorithm algorithm, int rows, int len, int k, int blockRowsPerSm) {
     int sms = device.multiprocessorCount();
-    long target = algorithm == Algorithm.WARP_SELECT ? (long) WARP_ROWS_PER_SM * sms : (long) BLOCK_ROWS_PER_SM * sms;
+    long target = algorithm == Algorithm.WARP_SELECT ? (long) Math.min(WARP_ROWS_PER_SM, residentWarps(device, k)) * sms
+        : (long) blockRowsPerSm * sms;
     if (rows >= target) {
       return 1;
     }
@@ -136,6 +160,14 @@ public final class KSelect {
     long byLen = len / minChunk;
     long want = (target + rows - 1) / rows;
     return (int) Math.max(1, Math.min(want, byLen));
+  }
+
+  /** WarpSelect warps that fit on one SM at once for k's bucket (occupancy API; call under the device lock). */
+  static int residentWarps(GpuDevice device, int k) {
+    int[] blocks = new int[1];
+    Driver.check("cuOccupancyMaxActiveBlocksPerMultiprocessor", JCudaDriver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        blocks, device.module().function("gv_warp_select_k" + bucket(k)), 128, 0));
+    return Math.max(1, blocks[0] * 4);
   }
 
   /** Host-to-host convenience (tests, benchmarks): uploads, selects, downloads. Synchronous. */

@@ -6,7 +6,8 @@ import java.io.PrintWriter;
  * k-selection throughput: GB/s of input read and fraction of the device's measured copy bandwidth,
  * WarpSelect vs BlockSelect vs Tang, smallest k per row. Input: uniform random floats; each timed
  * run reads a different region of a 1e8-float buffer when the input is smaller (no L2 replay).
- * Writes $OUT/select_bench.csv. Usage: SelectBench [maxFloats]
+ * Writes $OUT/select_bench.csv. Usage: SelectBench [maxFloats] [levels]; "levels" prints instead, for a
+ * few shapes, the time of the first (chunked) pass alone next to the whole selection.
  */
 public final class SelectBench {
   public static void main(String[] args) throws Exception {
@@ -14,6 +15,10 @@ public final class SelectBench {
     long[][] shapes = {{1, 1_000_000}, {1, 10_000_000}, {1, 100_000_000}, {100, 100_000}, {1000, 100_000},
         {10_000, 10_000}, {100_000, 1000}};
     int[] ks = {1, 10, 100, 1000, 2048};
+    if (args.length > 1 && args[1].equals("levels")) {
+      levels(maxFloats);
+      return;
+    }
     try (GpuDevice d = GpuDevice.open(0)) {
       double copy = BenchUtil.copyBandwidth(d, 2L << 30);
       System.out.printf("GPU %s, %d SMs; device-to-device copy %.0f GB/s (read+write)%n", d.name(),
@@ -58,6 +63,47 @@ public final class SelectBench {
               }
             }
             System.out.println(line);
+          }
+        }
+      }
+    }
+  }
+
+  /** First pass alone vs the whole selection (ms), WarpSelect and BlockSelect. */
+  static void levels(long maxFloats) {
+    long[][] shapes = {{1, 100_000_000}, {1000, 100_000}, {10_000, 10_000}};
+    try (GpuDevice d = GpuDevice.open(0)) {
+      float[] host = BenchUtil.randomFloats(maxFloats, 1);
+      try (GpuDevice.Scope s = d.lock(); DeviceBuffer in = d.allocate(4L * maxFloats)) {
+        d.upload(host, 0, host.length, in, 0);
+        System.out.printf("%-14s %5s %-12s %6s %10s %10s%n", "rows x len", "k", "algorithm", "chunks", "pass1 ms",
+            "total ms");
+        for (long[] sh : shapes) {
+          int rows = (int) sh[0], len = (int) sh[1];
+          for (int k : new int[] {10, 100, 1000, 2048}) {
+            for (KSelect.Algorithm a : new KSelect.Algorithm[] {KSelect.Algorithm.WARP_SELECT,
+                KSelect.Algorithm.BLOCK_SELECT}) {
+              int chunks = KSelect.selectChunks(d, a, rows, len, k);
+              int chunkLen = chunks <= 1 ? len : (int) (((len + (long) chunks - 1) / chunks + 3) / 4 * 4);
+              chunks = chunks <= 1 ? 1 : (int) ((len + (long) chunkLen - 1) / chunkLen);
+              long width = (long) chunks * k;
+              try (DeviceBuffer outV = d.allocate(4L * rows * width); DeviceBuffer outI = d.allocate(4L * rows * width)) {
+                double[] t1 = new double[7], t2 = new double[7];
+                for (int r = -2; r < 7; r++) {
+                  final int c = chunks, cl = chunkLen;
+                  SelectParams p1 = new SelectParams().input(in, rows, len, len).k(k).output(outV, outI, width).chunks(c, cl);
+                  float ms1 = d.time(() -> KSelect.run(d, a, p1));
+                  SelectParams p2 = new SelectParams().input(in, rows, len, len).k(k).output(outV, outI, k);
+                  float ms2 = d.time(() -> KSelect.select(d, a, p2));
+                  if (r >= 0) {
+                    t1[r] = ms1;
+                    t2[r] = ms2;
+                  }
+                }
+                System.out.printf("%-14s %5d %-12s %6d %10.4f %10.4f%n", rows + "x" + len, k, a, chunks,
+                    BenchUtil.median(t1), BenchUtil.median(t2));
+              }
+            }
           }
         }
       }
