@@ -3,8 +3,6 @@ package org.gpuvectors.yamlrest;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -21,28 +19,14 @@ import java.util.Random;
  *
  * <p>With {@code -Dtests.plugin.zip=none} (vanilla node, harness check only) the field is a {@code dense_vector}.
  */
-class RestartIT {
+class RestartIT extends SingleNodeIT {
 
     private static final int DIMS = 8;
-    private static EsNode node;
-    private static RestClient client;
     private static String fieldType;
 
     @BeforeAll
-    static void startNode() throws Exception {
-        YamlRestIT.assumeRunByFailsafe();
-        node = EsNode.fromSystemProperties();
-        node.start();
-        client = new RestClient(node.baseUri());
-        fieldType = "none".equals(EsNode.prop("tests.plugin.zip", "")) ? "dense_vector" : "gpu_vector";
-    }
-
-    @AfterAll
-    static void stopNode() {
-        if (node != null) {
-            node.close();
-            node = null;
-        }
+    static void chooseFieldType() {
+        fieldType = vanillaNode() ? "dense_vector" : "gpu_vector";
     }
 
     @Test

@@ -3,7 +3,6 @@ package org.gpuvectors.yamlrest;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -22,26 +21,11 @@ import java.util.stream.Stream;
  * file names listed inside compound files) are inspected: the {@code gpu_vector} field is written by our
  * GpuVectorsFormat and the {@code dense_vector} keeps Elasticsearch's own quantized HNSW format.
  */
-class SegmentFormatsIT {
-
-    private static EsNode node;
-    private static RestClient client;
+class SegmentFormatsIT extends SingleNodeIT {
 
     @BeforeAll
-    static void startNode() throws Exception {
-        YamlRestIT.assumeRunByFailsafe();
-        Assumptions.assumeFalse("none".equals(EsNode.prop("tests.plugin.zip", "")), "needs the plugin");
-        node = EsNode.fromSystemProperties();
-        node.start();
-        client = new RestClient(node.baseUri());
-    }
-
-    @AfterAll
-    static void stopNode() {
-        if (node != null) {
-            node.close();
-            node = null;
-        }
+    static void needsPlugin() {
+        Assumptions.assumeFalse(vanillaNode(), "needs the plugin");
     }
 
     @Test
