@@ -37,6 +37,9 @@ final class GpuExactSearcher {
       KnnCollector[] collectors,
       AcceptDocs accept)
       throws IOException {
+    if (service.gpuAvailableOrCountFallback() == false) {
+      return false; // before the bitmask: without a GPU, building it would be wasted work
+    }
     AcceptedOrds accepted = AcceptedOrds.of(accept, vectors);
     int k = 0;
     for (KnnCollector collector : collectors) {

@@ -237,6 +237,19 @@ public final class GpuFlatSearchService implements Closeable {
     }
   }
 
+  /**
+   * Whether the GPU is on at all; if not, counts (and logs once) the fallback. Callers ask before
+   * preparing a GPU search, so that a CPU-only search does no GPU-only work.
+   */
+  boolean gpuAvailableOrCountFallback() {
+    String reason = unsupported(0);
+    if (reason != null) {
+      fallback(reason, null);
+      return false;
+    }
+    return true;
+  }
+
   private String unsupported(int k) {
     if (device == null) {
       return unusableReason;
