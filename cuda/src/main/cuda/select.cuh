@@ -161,10 +161,10 @@ struct WarpQueue {
     updateKth();
   }
 
-  // All lanes: sorts the n (warp-uniform, <= 32*P) pairs staged in a warp's shared-memory buffer
-  // (bk, bv), merges them into the warp queue and updates kth. Used by scanRow instead of the
-  // per-lane thread queues: the buffer is filled warp-wide (ballot + popc), so a merge takes
-  // ~32*P - 32 .. 32*P values instead of firing when the first lane's T slots are full.
+  // All lanes: sorts the n (warp-uniform, <= 32*P) pairs at (bk, bv) in a warp's shared-memory
+  // candidate buffer, merges them into the warp queue and updates kth. Used by scanRow instead of
+  // the per-lane thread queues: the buffer is filled warp-wide (prefix sums), so a merge takes a
+  // full 32*P batch instead of firing when the first lane's T slots are full.
   __device__ __forceinline__ void mergeBuffer(const float* bk, const int* bv, int n) {
     float sk[P]; int sv[P];
 #pragma unroll
@@ -268,131 +268,239 @@ __device__ __forceinline__ float epilogue(const SelectParams& p, float x, const 
   return v;
 }
 
-// Values each lane has in flight per step (float4 loads): 16 for small queues, 8 for K >= 256
-// (register budget of the 32- and 64-register warp queues).
+// Values each lane tests per tile: 16 for small queues, 8 for K >= 256 (register budget of the 32-
+// and 64-register warp queues).
 template <int K> struct ScanPerLane { static constexpr int value = K >= 256 ? 8 : 16; };
 
+// Tiles of a warp's scan in flight at once (kScanStages - 1 ahead of the one being tested). The loads
+// go global -> shared memory with cp.async (sm_80+), so the tiles ahead cost shared memory, not
+// registers: one warp keeps kScanStages * S * 32 floats (6 KB at S = 16) of staging.
+// GV_SCAN_STAGES: for variant builds (cuda/bench/kselect-variants.sh) only.
+#ifndef GV_SCAN_STAGES
+#define GV_SCAN_STAGES 3
+#endif
+constexpr int kScanStages = GV_SCAN_STAGES;
+
+// Shared memory of one warp's scan: the load ring (kScanStages tiles of S / 4 float4 per lane) and
+// the candidate buffer (pairs). The buffer holds a whole tile's candidates (the first tiles of a
+// chunk pass entirely) and at least two merges' worth.
+template <int K>
+struct ScanShared {
+  static constexpr int S = ScanPerLane<K>::value;
+  static constexpr int kMerge = pow2Ceil(Bucket<K>::T) * kWarpSize;  // pairs per merge (WarpQueue 32*P)
+  static constexpr int kBuf = S * kWarpSize > 2 * kMerge ? S * kWarpSize : 2 * kMerge;
+  float4 stage[kScanStages * (S / 4) * kWarpSize];
+  float bk[kBuf];
+  int bv[kBuf];
+};
+
+// cp.async (Ampere+): 16 bytes global -> shared, cached in L2 only (the input is read once).
+__device__ __forceinline__ void copyAsync16(float4* smem, const float* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void commitAsync() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void waitAsync() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// Exclusive prefix sum of c over the warp's lanes; returns the warp total (all lanes).
+__device__ __forceinline__ int warpExclusiveSum(int c, int lane, int& exclusive) {
+  int incl = c;
+#pragma unroll
+  for (int o = 1; o < kWarpSize; o <<= 1) {
+    const int y = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += y;
+  }
+  exclusive = incl - c;
+  return __shfl_sync(kFullMask, incl, kWarpSize - 1);
+}
+
+// Drops the buffered pairs that no longer beat kth (a merge lowered it), in place, keeping the
+// others in order; returns how many remain. Pays for itself at the start of a chunk, where a whole
+// tile is buffered before the first merge and most of it is beaten by then.
+__device__ __forceinline__ int compactBelow(float* bk, int* bv, int n, float kth, int lane) {
+  const unsigned lowerLanes = (1u << lane) - 1u;
+  int out = 0;
+  for (int base = 0; base < n; base += kWarpSize) {  // uniform
+    const int e = base + lane;
+    const float key = e < n ? bk[e] : GV_INF;
+    const int id = e < n ? bv[e] : -1;
+    const bool keep = key < kth;
+    const unsigned b = __ballot_sync(kFullMask, keep);
+    __syncwarp();  // this group of 32 is read before any of it is overwritten (targets are <= e)
+    if (keep) {
+      const int pos = out + __popc(b & lowerLanes);
+      bk[pos] = key; bv[pos] = id;
+    }
+    out += __popc(b);
+    __syncwarp();
+  }
+  return out;
+}
+
+// Bit u set: this lane's value u of the tile (in its scratch slots) is below kth. NaN and +inf never pass.
+template <int J>
+__device__ __forceinline__ unsigned candidateMask(const float4* mine, float kth) {
+  unsigned m = 0;
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const float4 a = mine[j * kWarpSize];
+    m |= (a.x < kth ? 1u : 0u) << (4 * j) | (a.y < kth ? 1u : 0u) << (4 * j + 1) |
+         (a.z < kth ? 1u : 0u) << (4 * j + 2) | (a.w < kth ? 1u : 0u) << (4 * j + 3);
+  }
+  return m;
+}
+
 // Feeds columns [begin, end) of one row to a warp queue. Each step the warp covers a tile of
-// S * 32 * numWarps columns (S = scanPerLane): with a 16-byte aligned row and no input ids, lane l of
-// warp w loads S/4 float4 (columns tile + j*4*stride + (w*32+l)*4 + [0,4)); otherwise S strided
-// scalars. For K < 2048 the next tile's float4 loads are issued before the current tile is tested
-// (software pipelining: the loads stay in flight across the merges). The whole tile is tested
-// against the threshold first and the warp skips it with one ballot when no lane has a candidate
-// (the common case once the queue is full); otherwise the warp loops over the passing values (as
-// many rounds as the busiest lane has), each round appending one value per passing lane to the
-// warp's shared staging buffer (bk, bv: 32 * P pairs) at ballot-prefix positions; the buffer is
-// sorted and merged into the warp queue when it could not take another round. The thread queues
-// of WarpQueue stay unused here. The (large) merge network is instantiated twice (loop + tail),
-// which keeps nvcc time bounded.
+// S * 32 * numWarps columns (S = scanPerLane). With a 16-byte aligned row and no input ids, lane l
+// of warp w owns columns tile + j*4*stride + (w*32+l)*4 + [0,4) for j < S/4 and copies them with
+// cp.async into its own slots of the warp's load ring, kScanStages - 1 tiles ahead of the tile it
+// tests, so the loads stay in flight while the warp tests values and merges; a lane whose share of
+// a tile runs past the end (the last tile) and rows that are not aligned or have input ids read S
+// strided scalars instead. Each lane reads back only what it copied itself, so waiting for its own
+// copy groups is enough (no warp barrier).
+// The tile is tested against the threshold and skipped with one vote when no lane has a candidate
+// (the common case once the queue is full). Otherwise the lanes write their (epilogued) values back
+// to their slots of the ring (a scratch copy that a dynamic index can read: a register array cannot
+// be indexed without going to local memory), and every lane appends its candidates to the warp's
+// candidate buffer at its prefix-sum offset: one pass per tile, however the candidates are spread
+// over the lanes. Buffered pairs are sorted and merged into the warp queue 32 * P at a time, from
+// one call site (the merge network is large: one instantiation keeps code size and nvcc time down):
+// when a full batch is buffered, when the next tile's candidates would not fit, and at the end.
+// After a merge the rest of the buffer and the tile are re-tested against the lowered threshold. The thread queues of WarpQueue stay unused here.
 template <int K, int T>
 __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& p, int row, int begin,
-                                        int end, int warpIdx, int numWarps, float* bk, int* bv) {
+                                        int end, int warpIdx, int numWarps, ScanShared<K>& sh) {
   constexpr int S = ScanPerLane<K>::value;
-  constexpr bool kPrefetch = K >= 256 && K < 2048;  // registers: S = 16 below, K = 2048 at the limit
-  constexpr int kCap = WarpQueue<K, T>::P * kWarpSize;
+  constexpr int J = S / 4;  // float4 per lane per tile
+  constexpr int kMerge = ScanShared<K>::kMerge;
+  constexpr int kBuf = ScanShared<K>::kBuf;
+  static_assert(kMerge == WarpQueue<K, T>::P * kWarpSize, "merge batch = the warp queue's sort width");
   const float* inRow = p.in + (long long)row * p.inRowStride;
   const int* idxRow = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
   const int stride = numWarps * kWarpSize;
+  const int tileStep = S * stride;
   const bool vec = idxRow == nullptr && ((reinterpret_cast<uintptr_t>(inRow + begin) & 15) == 0);
   // plain: the value is inScale * x and the id idxOffset + col (no ids, filter, norms or clamp)
   const bool plain = idxRow == nullptr && p.acceptBits == nullptr && p.colNorms == nullptr &&
                      p.rowNorms == nullptr && !p.clampZero && p.idxOffset >= 0;
+  const float inScale = p.inScale;
   const int t = warpIdx * kWarpSize + q.lane;
-  const unsigned lowerLanes = (1u << q.lane) - 1u;
-  int n = 0;  // pairs staged in the buffer (warp-uniform)
-  float nv[S];
-  bool nfull = false;
-  if constexpr (kPrefetch) {
-    nfull = vec && begin + (S / 4 - 1) * 4 * stride + t * 4 + 3 < end;
-    if (nfull) {
+  // (vec) this lane's share of the tile at `tile` lies inside the row iff tile <= laneLimit, every
+  // lane's iff tile <= warpLimit (lane 31 reaches furthest); no int overflow near INT_MAX
+  const int laneLimit = end - ((J - 1) * 4 * stride + t * 4 + 4);
+  const int warpLimit = end - ((J - 1) * 4 * stride + (warpIdx * kWarpSize + kWarpSize - 1) * 4 + 4);
+  constexpr int kAhead = kScanStages - 1;  // tiles in flight ahead of the current one
+  // column of this lane's value u in the tile at `tile`
+  const auto colOf = [&](int tile, int u) {
+    return vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
+  };
+  // copies this lane's share of the tile `ahead` tiles after `tile` into ring slot `slot`
+  const auto issue = [&](int tile, int ahead, int slot) {
+    if (tile <= laneLimit - ahead * tileStep) {
+      const float* src = inRow + (long long)tile + (long long)ahead * tileStep + t * 4;
 #pragma unroll
-      for (int j = 0; j < S / 4; ++j) {
-        const float4 a = __ldg(reinterpret_cast<const float4*>(inRow + begin + j * 4 * stride + t * 4));
-        nv[4 * j] = a.x; nv[4 * j + 1] = a.y; nv[4 * j + 2] = a.z; nv[4 * j + 3] = a.w;
-      }
+      for (int j = 0; j < J; ++j) copyAsync16(sh.stage + (slot * J + j) * kWarpSize + q.lane, src + j * 4 * stride);
     }
+    commitAsync();  // every lane commits every step (possibly an empty group): the counts stay aligned
+  };
+  if (vec) {
+#pragma unroll
+    for (int s = 0; s < kAhead; ++s) issue(begin, s, s);
   }
-  for (int tile = begin; tile < end; tile += S * stride) {  // uniform across the block
-    float v[S];
-    bool full;
-    if constexpr (kPrefetch) {
-      full = nfull;
-      if (full) {
-#pragma unroll
-        for (int u = 0; u < S; ++u) v[u] = nv[u];
-      }
-      const int next = tile + S * stride;
-      nfull = vec && next < end && next + (S / 4 - 1) * 4 * stride + t * 4 + 3 < end;
-      if (nfull) {
-#pragma unroll
-        for (int j = 0; j < S / 4; ++j) {
-          const float4 a = __ldg(reinterpret_cast<const float4*>(inRow + next + j * 4 * stride + t * 4));
-          nv[4 * j] = a.x; nv[4 * j + 1] = a.y; nv[4 * j + 2] = a.z; nv[4 * j + 3] = a.w;
-        }
-      }
-    } else {
-      full = vec && tile + (S / 4 - 1) * 4 * stride + t * 4 + 3 < end;
-      if (full) {
-#pragma unroll
-        for (int j = 0; j < S / 4; ++j) {
-          const float4 a = __ldg(reinterpret_cast<const float4*>(inRow + tile + j * 4 * stride + t * 4));
-          v[4 * j] = a.x; v[4 * j + 1] = a.y; v[4 * j + 2] = a.z; v[4 * j + 3] = a.w;
-        }
-      }
-    }
-    if (!full) {
-#pragma unroll
-      for (int u = 0; u < S; ++u) {
-        const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
-        v[u] = col < end ? inRow[col] : 0.0f;
-      }
-    }
-    // epilogue; columns past the end become +inf AFTER the scale (inScale = -1 must not make -inf)
-#pragma unroll
-    for (int u = 0; u < S; ++u) {
-      const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
-      int id;
-      const float x = plain ? p.inScale * v[u] : epilogue(p, v[u], idxRow, row, col, id);
-      v[u] = (full || col < end) ? x : GV_INF;
-    }
-    q.refreshThreshold();
+  int n = 0;     // pairs in the candidate buffer (warp-uniform)
+  int slot = 0;  // ring slot of the current tile
+  for (int tile = begin;;) {  // uniform across the block
+    const bool done = tile >= end;
+    float4* mine = sh.stage + slot * J * kWarpSize + q.lane;  // this lane's slots of the current tile
     unsigned m = 0;
+    if (!done) {
+      float v[S];
+      if (vec) {
+        // the slot refilled here was read in the previous step
+        issue(tile, kAhead, slot == 0 ? kScanStages - 1 : slot - 1);
+        waitAsync<kAhead>();
+      }
+      if (vec && plain && tile <= warpLimit) {
+        // fast path (almost every tile): the whole tile is in the ring and needs only the scale
 #pragma unroll
-    for (int u = 0; u < S; ++u) m |= (v[u] < q.kth ? 1u : 0u) << u;  // NaN and +inf never pass
-    while (__any_sync(kFullMask, m != 0)) {
-      bool pass = false;
-      float key = GV_INF;
-      int id = -1;
-      if (m != 0) {
-        const int u = __ffs(m) - 1;
-        const unsigned low = m & (0u - m);  // lowest pending value (bit-test select, see above)
-        m &= m - 1;
-        key = v[0];
+        for (int j = 0; j < J; ++j) {
+          const float4 a = mine[j * kWarpSize];
+          v[4 * j] = inScale * a.x; v[4 * j + 1] = inScale * a.y; v[4 * j + 2] = inScale * a.z; v[4 * j + 3] = inScale * a.w;
+        }
+      } else {
+        const bool full = vec && tile <= laneLimit;
+        if (full) {
 #pragma unroll
-        for (int i = 1; i < S; ++i) key = (low & (1u << i)) ? v[i] : key;
-        pass = key < q.kth;  // re-test: a merge in this loop may have lowered kth
-        if (pass) {
-          const int col = vec ? tile + (u / 4) * 4 * stride + t * 4 + (u % 4) : tile + u * stride + t;
-          id = idxRow != nullptr ? idxRow[col] : (int)(p.idxOffset + col);
+          for (int j = 0; j < J; ++j) {
+            const float4 a = mine[j * kWarpSize];
+            v[4 * j] = a.x; v[4 * j + 1] = a.y; v[4 * j + 2] = a.z; v[4 * j + 3] = a.w;
+          }
+        } else {
+#pragma unroll
+          for (int u = 0; u < S; ++u) {
+            const int col = colOf(tile, u);
+            v[u] = col < end ? inRow[col] : 0.0f;
+          }
+        }
+        // epilogue; columns past the end become +inf AFTER the scale (inScale = -1 must not make -inf)
+#pragma unroll
+        for (int u = 0; u < S; ++u) {
+          const int col = colOf(tile, u);
+          int id;
+          const float x = plain ? inScale * v[u] : epilogue(p, v[u], idxRow, row, col, id);
+          v[u] = (full || col < end) ? x : GV_INF;
         }
       }
-      const unsigned b = __ballot_sync(kFullMask, pass);
-      if (pass) {
-        const int pos = n + __popc(b & lowerLanes);
-        bk[pos] = key; bv[pos] = id;
-      }
-      n += __popc(b);
-      if (n > kCap - kWarpSize) {  // the next round might not fit
-        __syncwarp();
-        q.mergeBuffer(bk, bv, n);
-        n = 0;
+      if (vec) slot = slot == kScanStages - 1 ? 0 : slot + 1;
+      q.refreshThreshold();
+      // reject the tile with one vote when no lane holds a value below kth (fminf skips NaN; NaN and
+      // +inf never pass)
+      float lo = v[0];
+#pragma unroll
+      for (int u = 1; u < S; ++u) lo = fminf(lo, v[u]);
+      if (__any_sync(kFullMask, lo < q.kth)) {
+#pragma unroll
+        for (int u = 0; u < S; ++u) m |= (v[u] < q.kth ? 1u : 0u) << u;
+        // keep the values where a dynamic index can reach them (the slot is not refilled before the
+        // next step)
+#pragma unroll
+        for (int j = 0; j < J; ++j) mine[j * kWarpSize] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
       }
     }
+    int off = 0;
+    int total = __any_sync(kFullMask, m != 0) ? warpExclusiveSum(__popc(m), q.lane, off) : 0;
+    bool merged = false;
+    while (n >= kMerge || (n > 0 && (done || n + total > kBuf))) {
+      const int cnt = n < kMerge ? n : kMerge;
+      q.mergeBuffer(sh.bk + n - cnt, sh.bv + n - cnt, cnt);  // ends with __syncwarp
+      n -= cnt;
+      merged = true;
+      if (n > 0) n = compactBelow(sh.bk, sh.bv, n, q.kth, q.lane);
+    }
+    if (done) break;
+    if (merged && total > 0) {  // the threshold dropped: re-test the tile
+      m = candidateMask<J>(mine, q.kth);
+      total = __any_sync(kFullMask, m != 0) ? warpExclusiveSum(__popc(m), q.lane, off) : 0;
+    }
+    if (total > 0) {
+      const float* vals = reinterpret_cast<const float*>(mine);
+      int pos = n + off;
+      while (m != 0) {
+        const int u = __ffs(m) - 1;
+        m &= m - 1;
+        const int col = colOf(tile, u);
+        sh.bk[pos] = vals[(u / 4) * 4 * kWarpSize + (u % 4)];
+        sh.bv[pos] = idxRow != nullptr ? idxRow[col] : (int)(p.idxOffset + col);
+        ++pos;
+      }
+      n += total;
+      __syncwarp();  // the buffer is read by all lanes at the next merge
+    }
+    tile = end - tile > tileStep ? tile + tileStep : end;  // no int overflow near INT_MAX
   }
-  if (n > 0) {
-    __syncwarp();
-    q.mergeBuffer(bk, bv, n);
-  }
+  if (vec) waitAsync<0>();  // no copy may still target the ring when the caller reuses the memory
 }
 
 }  // namespace gv

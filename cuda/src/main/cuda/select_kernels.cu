@@ -21,13 +21,11 @@ __device__ __forceinline__ void warpSelect(const SelectParams& p) {
   if (vrow >= p.rows * p.chunksPerRow) return;  // whole warp leaves together
   int row, chunk, begin, end;
   rowChunk(p, vrow, row, chunk, begin, end);
-  using Q = WarpQueue<K, Bucket<K>::T>;
-  __shared__ float bk[4][Q::P * kWarpSize];  // staging buffers of scanRow, one per warp
-  __shared__ int bv[4][Q::P * kWarpSize];
+  __shared__ ScanShared<K> sh[4];  // scanRow's load ring and candidate buffer, one per warp
   const int warp = threadIdx.x / kWarpSize;
-  Q q;
+  WarpQueue<K, Bucket<K>::T> q;
   q.init(p.k);
-  scanRow(q, p, row, begin, end, 0, 1, bk[warp], bv[warp]);
+  scanRow(q, p, row, begin, end, 0, 1, sh[warp]);
   const long long o = (long long)row * p.outRowStride + (long long)chunk * p.k;
   q.write(p.outK + o, p.outIdx + o, p.k, p.outScale);
 }
@@ -38,24 +36,27 @@ __device__ __forceinline__ void warpSelect(const SelectParams& p) {
 template <int K>
 __device__ __forceinline__ void blockSelect(const SelectParams& p) {
   constexpr int NW = Bucket<K>::Warps;
-  __shared__ float sk[(NW - 1) * K];
-  __shared__ int sv[(NW - 1) * K];
+  // the warps' scan buffers, and once every warp has scanned, the queues of warps 1.. (aliased: at
+  // K = 1024 both together would pass the 48 KB of static shared memory)
+  union Shared {
+    ScanShared<K> scan[NW];
+    struct { float k[(NW - 1) * K]; int v[(NW - 1) * K]; } queues;
+  };
+  __shared__ Shared sh;
   __shared__ int sThr;  // the lowest k-th value any warp has reached (orderedInt)
   int row, chunk, begin, end;
   rowChunk(p, blockIdx.x, row, chunk, begin, end);
   const int warp = threadIdx.x / kWarpSize;
   if (threadIdx.x == 0) sThr = orderedInt(GV_INF);
   __syncthreads();
-  using Q = WarpQueue<K, Bucket<K>::T>;
-  __shared__ float bk[NW][Q::P * kWarpSize];  // staging buffers of scanRow, one per warp
-  __shared__ int bv[NW][Q::P * kWarpSize];
-  Q q;
+  WarpQueue<K, Bucket<K>::T> q;
   q.init(p.k, &sThr);
-  scanRow(q, p, row, begin, end, warp, NW, bk[warp], bv[warp]);
-  if (warp > 0) q.store(sk + (warp - 1) * K, sv + (warp - 1) * K);
+  scanRow(q, p, row, begin, end, warp, NW, sh.scan[warp]);
+  __syncthreads();  // every warp is done with its scan buffers before they are reused
+  if (warp > 0) q.store(sh.queues.k + (warp - 1) * K, sh.queues.v + (warp - 1) * K);
   __syncthreads();
   if (warp == 0) {
-    for (int w = 1; w < NW; ++w) q.mergeShared(sk + (w - 1) * K, sv + (w - 1) * K);
+    for (int w = 1; w < NW; ++w) q.mergeShared(sh.queues.k + (w - 1) * K, sh.queues.v + (w - 1) * K);
     const long long o = (long long)row * p.outRowStride + (long long)chunk * p.k;
     q.write(p.outK + o, p.outIdx + o, p.k, p.outScale);
   }
