@@ -1,7 +1,6 @@
 package org.gpuvectors.cuda;
 
 import jcuda.Pointer;
-import jcuda.driver.JCudaDriver;
 
 /**
  * k-selection on the GPU over the rows of a row-major float matrix: per row, the k smallest (or
@@ -21,8 +20,13 @@ import jcuda.driver.JCudaDriver;
  */
 public final class KSelect {
   public static final int MAX_K = 2048;
-  /** Hierarchical partition targets: (row, chunk) pairs per SM for WarpSelect (warps) and BlockSelect (blocks). */
-  static final int WARP_ROWS_PER_SM = Integer.getInteger("gv.select.warpRowsPerSm", 16);
+  /**
+   * Hierarchical partition targets: (row, chunk) pairs per SM for WarpSelect (warps) and BlockSelect
+   * (blocks). WarpSelect 8: with the cp.async scan, 8 warps per SM keep the loads in flight, and fewer
+   * chunks mean fewer inserts and a smaller merge pass (H100, pass 1: 1x1e8 k = 1000 0.93 -> 0.71 ms,
+   * 1000x1e5 k = 100 0.245 -> 0.225 ms against 16; NOTES-kselect.md round 3).
+   */
+  static final int WARP_ROWS_PER_SM = Integer.getInteger("gv.select.warpRowsPerSm", 8);
   static final int BLOCK_ROWS_PER_SM = Integer.getInteger("gv.select.blockRowsPerSm", 2);
   /** BlockSelect (and Tang) target of {@link #select} for k <= 32 (measured better at 4 than 2). */
   static final int BLOCK_ROWS_PER_SM_SELECT = Integer.getInteger("gv.select.blockRowsPerSmSelect", 4);
@@ -129,10 +133,11 @@ public final class KSelect {
   }
 
   /**
-   * Chunks per row so that rows * chunks fills the GPU, each chunk at least max(1024, 8 * bucket).
-   * WarpSelect aims at one wave: at most as many warps per SM as can be resident (the k1024 and k2048
-   * kernels have 12 and 8 per SM on sm_90, fewer than WARP_ROWS_PER_SM; a second, partial wave costs
-   * nearly a whole wave's time).
+   * Chunks per row so that rows * chunks comes nearest to filling the GPU (rounded: a row count just
+   * past half the target runs unchunked rather than paying a merge pass), each chunk at least
+   * max(1024, 8 * bucket).
+   * WarpSelect aims at one wave: at most as many warps per SM as can be resident (occupancy API; a
+   * second, partial wave costs nearly a whole wave's time).
    */
   static int chunksFor(GpuDevice device, Algorithm algorithm, int rows, int len, int k) {
     return chunksFor(device, algorithm, rows, len, k, BLOCK_ROWS_PER_SM);
@@ -158,16 +163,13 @@ public final class KSelect {
     }
     long minChunk = Math.max(1024, 8L * bucket(k));
     long byLen = len / minChunk;
-    long want = (target + rows - 1) / rows;
+    long want = (target + rows / 2) / rows;
     return (int) Math.max(1, Math.min(want, byLen));
   }
 
   /** WarpSelect warps that fit on one SM at once for k's bucket (occupancy API; call under the device lock). */
   static int residentWarps(GpuDevice device, int k) {
-    int[] blocks = new int[1];
-    Driver.check("cuOccupancyMaxActiveBlocksPerMultiprocessor", JCudaDriver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        blocks, device.module().function("gv_warp_select_k" + bucket(k)), 128, 0));
-    return Math.max(1, blocks[0] * 4);
+    return Math.max(1, device.module().maxBlocksPerSm("gv_warp_select_k" + bucket(k), 128) * 4);
   }
 
   /** Host-to-host convenience (tests, benchmarks): uploads, selects, downloads. Synchronous. */
