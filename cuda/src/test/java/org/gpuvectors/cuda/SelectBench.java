@@ -8,9 +8,15 @@ import java.io.PrintWriter;
  * run reads a different region of a 1e8-float buffer when the input is smaller (no L2 replay).
  * Writes $OUT/select_bench.csv. Usage: SelectBench [maxFloats] [levels]; "levels" prints instead, for a
  * few shapes, the time of the first (chunked) pass alone next to the whole selection.
+ * {@code SelectBench one ROWS LEN K ALGORITHM} runs that one selection 5 times (for a profiler).
  */
 public final class SelectBench {
   public static void main(String[] args) throws Exception {
+    if (args.length == 5 && args[0].equals("one")) {
+      one(Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]),
+          KSelect.Algorithm.valueOf(args[4]));
+      return;
+    }
     long maxFloats = args.length > 0 ? Long.parseLong(args[0]) : 100_000_000L;
     long[][] shapes = {{1, 1_000_000}, {1, 10_000_000}, {1, 100_000_000}, {100, 100_000}, {1000, 100_000},
         {10_000, 10_000}, {100_000, 1000}};
@@ -69,15 +75,35 @@ public final class SelectBench {
     }
   }
 
-  /** First pass alone vs the whole selection (ms), WarpSelect and BlockSelect. */
+  /** One selection, 5 times, times printed: the shape to put under a profiler. */
+  static void one(int rows, int len, int k, KSelect.Algorithm a) {
+    try (GpuDevice d = GpuDevice.open(0)) {
+      float[] host = BenchUtil.randomFloats((long) rows * len, 1);
+      try (GpuDevice.Scope s = d.lock();
+           DeviceBuffer in = d.allocate(4L * rows * len);
+           DeviceBuffer outV = d.allocate(4L * rows * k);
+           DeviceBuffer outI = d.allocate(4L * rows * k)) {
+        d.upload(host, 0, host.length, in, 0);
+        for (int r = 0; r < 5; r++) {
+          SelectParams p = new SelectParams().input(in, rows, len, len).k(k).output(outV, outI, k);
+          System.out.printf("%dx%d k=%d %s: %.4f ms%n", rows, len, k, a, d.time(() -> KSelect.select(d, a, p)));
+        }
+      }
+    }
+  }
+
+  /**
+   * First pass alone vs the whole selection (ms, GPU time between events), WarpSelect and BlockSelect,
+   * and the host time to enqueue the whole selection (asynchronous launches; us).
+   */
   static void levels(long maxFloats) {
-    long[][] shapes = {{1, 100_000_000}, {1000, 100_000}, {10_000, 10_000}};
+    long[][] shapes = {{1, 10_000_000}, {1, 100_000_000}, {100, 100_000}, {1000, 100_000}, {10_000, 10_000}};
     try (GpuDevice d = GpuDevice.open(0)) {
       float[] host = BenchUtil.randomFloats(maxFloats, 1);
       try (GpuDevice.Scope s = d.lock(); DeviceBuffer in = d.allocate(4L * maxFloats)) {
         d.upload(host, 0, host.length, in, 0);
-        System.out.printf("%-14s %5s %-12s %6s %10s %10s%n", "rows x len", "k", "algorithm", "chunks", "pass1 ms",
-            "total ms");
+        System.out.printf("%-14s %5s %-12s %6s %10s %10s %10s%n", "rows x len", "k", "algorithm", "chunks", "pass1 ms",
+            "total ms", "host us");
         for (long[] sh : shapes) {
           int rows = (int) sh[0], len = (int) sh[1];
           for (int k : new int[] {10, 100, 1000, 2048}) {
@@ -88,20 +114,26 @@ public final class SelectBench {
               chunks = chunks <= 1 ? 1 : (int) ((len + (long) chunkLen - 1) / chunkLen);
               long width = (long) chunks * k;
               try (DeviceBuffer outV = d.allocate(4L * rows * width); DeviceBuffer outI = d.allocate(4L * rows * width)) {
-                double[] t1 = new double[7], t2 = new double[7];
+                double[] t1 = new double[7], t2 = new double[7], enqueueUs = new double[7];
                 for (int r = -2; r < 7; r++) {
                   final int c = chunks, cl = chunkLen;
                   SelectParams p1 = new SelectParams().input(in, rows, len, len).k(k).output(outV, outI, width).chunks(c, cl);
                   float ms1 = d.time(() -> KSelect.run(d, a, p1));
                   SelectParams p2 = new SelectParams().input(in, rows, len, len).k(k).output(outV, outI, k);
-                  float ms2 = d.time(() -> KSelect.select(d, a, p2));
+                  long[] enqueueNs = new long[1];
+                  float ms2 = d.time(() -> {
+                    long t0 = System.nanoTime();
+                    KSelect.select(d, a, p2);
+                    enqueueNs[0] = System.nanoTime() - t0;
+                  });
                   if (r >= 0) {
                     t1[r] = ms1;
                     t2[r] = ms2;
+                    enqueueUs[r] = enqueueNs[0] / 1e3;
                   }
                 }
-                System.out.printf("%-14s %5d %-12s %6d %10.4f %10.4f%n", rows + "x" + len, k, a, chunks,
-                    BenchUtil.median(t1), BenchUtil.median(t2));
+                System.out.printf("%-14s %5d %-12s %6d %10.4f %10.4f %10.1f%n", rows + "x" + len, k, a, chunks,
+                    BenchUtil.median(t1), BenchUtil.median(t2), BenchUtil.median(enqueueUs));
               }
             }
           }
