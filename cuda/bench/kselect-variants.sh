@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# k-selection experiments on the GPU machine (it has nvcc but no Java build): compiles variants of
-# the selection kernels there and runs `SelectBench <maxFloats> levels` (first pass vs whole
-# selection, WarpSelect and BlockSelect) once per variant, in one call, so the variants are compared
-# on the same machine and data. Run from the repository root after cuda/gpu-bundle/make-bundle.sh:
+# Kernel experiments on the GPU machine (it has nvcc but no Java build): compiles variants of the
+# kernels there (all .cu files of a source directory, one translation unit) and runs a benchmark once
+# per variant, in one call, so the variants are compared on the same machine and data. The benchmark
+# is `SelectBench <maxFloats> levels` (first pass vs whole selection, WarpSelect and BlockSelect), or
+# the class and arguments in $BENCH (e.g. BENCH="org.gpuvectors.cuda.ExactSearchBench 1000000").
+# Run from the repository root after cuda/gpu-bundle/make-bundle.sh:
 #   bash cuda/bench/kselect-variants.sh [maxFloats] VARIANT...
 # VARIANT = name|sourceDir|nvccDefines|javaProps, e.g.
 #   "stages2|cuda/src/main/cuda|-DGV_SCAN_STAGES=2|"   "rows8|||-Dgv.select.warpRowsPerSm=8"
@@ -18,9 +20,11 @@ work=/tmp/gv-variants; mkdir -p "$work"
 for v in "$@"; do  # compile all variants in parallel (one sm_90 translation unit each)
   IFS='|' read -r name src defs props <<<"$v"
   if [ -n "$src" ]; then
+    src=$(cd "$src" && pwd)
+    for f in "$src"/*.cu; do echo "#include \"$f\""; done > "$work/$name.cu"
     # shellcheck disable=SC2086
     "$nvcc" -std=c++17 -O3 -lineinfo -gencode=arch=compute_90,code=sm_90 $defs -I"$src" -fatbin \
-      -o "$work/$name.fatbin" "$src/select_kernels.cu" > "$work/$name.nvcc.log" 2>&1 &
+      -o "$work/$name.fatbin" "$work/$name.cu" > "$work/$name.nvcc.log" 2>&1 &
   fi
 done
 wait
@@ -34,5 +38,5 @@ for v in "$@"; do
   echo "== $name ($src $defs $props)"
   # shellcheck disable=SC2086
   /tmp/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx16g "${fat[@]}" $props -cp "$root/.device/lib/*" \
-    org.gpuvectors.cuda.SelectBench "$max" levels 2>&1 | tee "$OUT/variants-$name.log"
+    ${BENCH:-org.gpuvectors.cuda.SelectBench "$max" levels} 2>&1 | tee "$OUT/variants-$name.log"
 done

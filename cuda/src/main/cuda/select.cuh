@@ -272,24 +272,30 @@ __device__ __forceinline__ float epilogue(const SelectParams& p, float x, const 
 // and 64-register warp queues).
 template <int K> struct ScanPerLane { static constexpr int value = K >= 256 ? 8 : 16; };
 
-// Tiles of a warp's scan in flight at once (kScanStages - 1 ahead of the one being tested). The loads
-// go global -> shared memory with cp.async (sm_80+), so the tiles ahead cost shared memory, not
-// registers: one warp keeps kScanStages * S * 32 floats (6 KB at S = 16) of staging.
-// GV_SCAN_STAGES: for variant builds (cuda/bench/kselect-variants.sh) only.
-#ifndef GV_SCAN_STAGES
-#define GV_SCAN_STAGES 3
+// Tiles of a warp's scan in flight at once (Stages - 1 ahead of the one being tested). The loads go
+// global -> shared memory with cp.async (sm_80+), so the tiles ahead cost shared memory, not
+// registers: Stages * S * 32 floats per warp (6 KB at 3 stages, S = 16). WarpSelect keeps 3;
+// BlockSelect 2, so that 8 blocks of k <= 32 fit on an SM (the exact-search GEMM path launches one
+// block per query: 1024 queries are one wave at 8 blocks per SM, two at 5).
+// GV_SCAN_STAGES overrides both, for variant builds (cuda/bench/kselect-variants.sh) only.
+#ifdef GV_SCAN_STAGES
+constexpr int kWarpSelectStages = GV_SCAN_STAGES;
+constexpr int kBlockSelectStages = GV_SCAN_STAGES;
+#else
+constexpr int kWarpSelectStages = 3;
+constexpr int kBlockSelectStages = 2;
 #endif
-constexpr int kScanStages = GV_SCAN_STAGES;
 
-// Shared memory of one warp's scan: the load ring (kScanStages tiles of S / 4 float4 per lane) and
-// the candidate buffer (pairs). The buffer holds a whole tile's candidates (the first tiles of a
-// chunk pass entirely) and at least two merges' worth.
-template <int K>
+// Shared memory of one warp's scan: the load ring (Stages tiles of S / 4 float4 per lane) and the
+// candidate buffer (pairs): two merges' worth (a tile whose candidates do not fit is appended in
+// parts, with merges in between).
+template <int K, int Stages>
 struct ScanShared {
+  static constexpr int kStages = Stages;
   static constexpr int S = ScanPerLane<K>::value;
   static constexpr int kMerge = pow2Ceil(Bucket<K>::T) * kWarpSize;  // pairs per merge (WarpQueue 32*P)
-  static constexpr int kBuf = S * kWarpSize > 2 * kMerge ? S * kWarpSize : 2 * kMerge;
-  float4 stage[kScanStages * (S / 4) * kWarpSize];
+  static constexpr int kBuf = 2 * kMerge;
+  float4 stage[Stages * (S / 4) * kWarpSize];
   float bk[kBuf];
   int bv[kBuf];
 };
@@ -369,13 +375,14 @@ __device__ __forceinline__ unsigned candidateMask(const float4* mine, float kth)
 // one call site (the merge network is large: one instantiation keeps code size and nvcc time down):
 // when a full batch is buffered, when the next tile's candidates would not fit, and at the end.
 // After a merge the rest of the buffer and the tile are re-tested against the lowered threshold. The thread queues of WarpQueue stay unused here.
-template <int K, int T>
+template <int K, int T, int Stages>
 __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& p, int row, int begin,
-                                        int end, int warpIdx, int numWarps, ScanShared<K>& sh) {
+                                        int end, int warpIdx, int numWarps, ScanShared<K, Stages>& sh) {
   constexpr int S = ScanPerLane<K>::value;
   constexpr int J = S / 4;  // float4 per lane per tile
-  constexpr int kMerge = ScanShared<K>::kMerge;
-  constexpr int kBuf = ScanShared<K>::kBuf;
+  constexpr int kMerge = ScanShared<K, Stages>::kMerge;
+  constexpr int kBuf = ScanShared<K, Stages>::kBuf;
+  constexpr int kScanStages = Stages;
   static_assert(kMerge == WarpQueue<K, T>::P * kWarpSize, "merge batch = the warp queue's sort width");
   const float* inRow = p.in + (long long)row * p.inRowStride;
   const int* idxRow = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
@@ -409,13 +416,19 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
 #pragma unroll
     for (int s = 0; s < kAhead; ++s) issue(begin, s, s);
   }
-  int n = 0;     // pairs in the candidate buffer (warp-uniform)
-  int slot = 0;  // ring slot of the current tile
+  int n = 0;             // pairs in the candidate buffer (warp-uniform)
+  int slot = 0;          // ring slot of the next tile
+  int cur = 0;           // ring slot of the current tile
+  unsigned m = 0;        // this lane's candidates of the current tile not yet appended
+  bool resume = false;   // (uniform) the current tile's candidates did not all fit: merge, append the rest
   for (int tile = begin;;) {  // uniform across the block
     const bool done = tile >= end;
-    float4* mine = sh.stage + slot * J * kWarpSize + q.lane;  // this lane's slots of the current tile
-    unsigned m = 0;
-    if (!done) {
+    if (!resume) {
+      cur = slot;
+      m = 0;
+    }
+    float4* mine = sh.stage + cur * J * kWarpSize + q.lane;  // this lane's slots of the current tile
+    if (!done && !resume) {
       float v[S];
       if (vec) {
         // the slot refilled here was read in the previous step
@@ -444,13 +457,17 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
             v[u] = col < end ? inRow[col] : 0.0f;
           }
         }
-        // epilogue; columns past the end become +inf AFTER the scale (inScale = -1 must not make -inf)
+        // epilogue, only inside the row (it reads ids, filter bits and norms by column); columns past
+        // the end become +inf AFTER the scale (inScale = -1 must not make -inf)
 #pragma unroll
         for (int u = 0; u < S; ++u) {
           const int col = colOf(tile, u);
           int id;
-          const float x = plain ? inScale * v[u] : epilogue(p, v[u], idxRow, row, col, id);
-          v[u] = (full || col < end) ? x : GV_INF;
+          if (full || col < end) {
+            v[u] = plain ? inScale * v[u] : epilogue(p, v[u], idxRow, row, col, id);
+          } else {
+            v[u] = GV_INF;
+          }
         }
       }
       if (vec) slot = slot == kScanStages - 1 ? 0 : slot + 1;
@@ -464,7 +481,7 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
 #pragma unroll
         for (int u = 0; u < S; ++u) m |= (v[u] < q.kth ? 1u : 0u) << u;
         // keep the values where a dynamic index can reach them (the slot is not refilled before the
-        // next step)
+        // next tile)
 #pragma unroll
         for (int j = 0; j < J; ++j) mine[j * kWarpSize] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
       }
@@ -472,7 +489,7 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
     int off = 0;
     int total = __any_sync(kFullMask, m != 0) ? warpExclusiveSum(__popc(m), q.lane, off) : 0;
     bool merged = false;
-    while (n >= kMerge || (n > 0 && (done || n + total > kBuf))) {
+    while (n >= kMerge || (done && n > 0)) {
       const int cnt = n < kMerge ? n : kMerge;
       q.mergeBuffer(sh.bk + n - cnt, sh.bv + n - cnt, cnt);  // ends with __syncwarp
       n -= cnt;
@@ -480,14 +497,14 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
       if (n > 0) n = compactBelow(sh.bk, sh.bv, n, q.kth, q.lane);
     }
     if (done) break;
-    if (merged && total > 0) {  // the threshold dropped: re-test the tile
-      m = candidateMask<J>(mine, q.kth);
+    if (merged && total > 0) {  // the threshold dropped: re-test what is left of the tile
+      m &= candidateMask<J>(mine, q.kth);
       total = __any_sync(kFullMask, m != 0) ? warpExclusiveSum(__popc(m), q.lane, off) : 0;
     }
     if (total > 0) {
       const float* vals = reinterpret_cast<const float*>(mine);
       int pos = n + off;
-      while (m != 0) {
+      while (m != 0 && pos < kBuf) {  // what does not fit stays in m for the next pass
         const int u = __ffs(m) - 1;
         m &= m - 1;
         const int col = colOf(tile, u);
@@ -495,10 +512,11 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
         sh.bv[pos] = idxRow != nullptr ? idxRow[col] : (int)(p.idxOffset + col);
         ++pos;
       }
-      n += total;
+      n = n + total < kBuf ? n + total : kBuf;
       __syncwarp();  // the buffer is read by all lanes at the next merge
     }
-    tile = end - tile > tileStep ? tile + tileStep : end;  // no int overflow near INT_MAX
+    resume = __any_sync(kFullMask, m != 0);  // only when the buffer is full, so the next pass merges
+    if (!resume) tile = end - tile > tileStep ? tile + tileStep : end;  // no int overflow near INT_MAX
   }
   if (vec) waitAsync<0>();  // no copy may still target the ring when the caller reuses the memory
 }

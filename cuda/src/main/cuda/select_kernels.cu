@@ -21,7 +21,7 @@ __device__ __forceinline__ void warpSelect(const SelectParams& p) {
   if (vrow >= p.rows * p.chunksPerRow) return;  // whole warp leaves together
   int row, chunk, begin, end;
   rowChunk(p, vrow, row, chunk, begin, end);
-  __shared__ ScanShared<K> sh[4];  // scanRow's load ring and candidate buffer, one per warp
+  __shared__ ScanShared<K, kWarpSelectStages> sh[4];  // scanRow's load ring and candidate buffer, one per warp
   const int warp = threadIdx.x / kWarpSize;
   WarpQueue<K, Bucket<K>::T> q;
   q.init(p.k);
@@ -39,7 +39,7 @@ __device__ __forceinline__ void blockSelect(const SelectParams& p) {
   // the warps' scan buffers, and once every warp has scanned, the queues of warps 1.. (aliased: at
   // K = 1024 both together would pass the 48 KB of static shared memory)
   union Shared {
-    ScanShared<K> scan[NW];
+    ScanShared<K, kBlockSelectStages> scan[NW];
     struct { float k[(NW - 1) * K]; int v[(NW - 1) * K]; } queues;
   };
   __shared__ Shared sh;
