@@ -291,7 +291,6 @@ constexpr int kBlockSelectStages = 2;
 // parts, with merges in between).
 template <int K, int Stages>
 struct ScanShared {
-  static constexpr int kStages = Stages;
   static constexpr int S = ScanPerLane<K>::value;
   static constexpr int kMerge = pow2Ceil(Bucket<K>::T) * kWarpSize;  // pairs per merge (WarpQueue 32*P)
   static constexpr int kBuf = 2 * kMerge;
@@ -323,8 +322,8 @@ __device__ __forceinline__ int warpExclusiveSum(int c, int lane, int& exclusive)
 }
 
 // Drops the buffered pairs that no longer beat kth (a merge lowered it), in place, keeping the
-// others in order; returns how many remain. Pays for itself at the start of a chunk, where a whole
-// tile is buffered before the first merge and most of it is beaten by then.
+// others in order; returns how many remain. Pays for itself at the start of a chunk, where the
+// buffer fills faster than the threshold falls and most of what waits is beaten by the first merges.
 __device__ __forceinline__ int compactBelow(float* bk, int* bv, int n, float kth, int lane) {
   const unsigned lowerLanes = (1u << lane) - 1u;
   int out = 0;
@@ -373,8 +372,10 @@ __device__ __forceinline__ unsigned candidateMask(const float4* mine, float kth)
 // candidate buffer at its prefix-sum offset: one pass per tile, however the candidates are spread
 // over the lanes. Buffered pairs are sorted and merged into the warp queue 32 * P at a time, from
 // one call site (the merge network is large: one instantiation keeps code size and nvcc time down):
-// when a full batch is buffered, when the next tile's candidates would not fit, and at the end.
-// After a merge the rest of the buffer and the tile are re-tested against the lowered threshold. The thread queues of WarpQueue stay unused here.
+// whenever a full batch is buffered, and at the end. A tile with more candidates than the buffer
+// has room for (the first tiles of a chunk pass entirely) is appended over several passes of the
+// loop, with merges in between. After a merge the rest of the buffer and the tile are re-tested
+// against the lowered threshold. The thread queues of WarpQueue stay unused here.
 template <int K, int T, int Stages>
 __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& p, int row, int begin,
                                         int end, int warpIdx, int numWarps, ScanShared<K, Stages>& sh) {
