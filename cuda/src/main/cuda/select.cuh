@@ -394,6 +394,12 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
   const bool plain = idxRow == nullptr && p.acceptBits == nullptr && p.colNorms == nullptr &&
                      p.rowNorms == nullptr && !p.clampZero && p.idxOffset >= 0;
   const float inScale = p.inScale;
+  // affine (the GEMM path of exact search): value = inScale * x + colNorms[id] + rowNorms[row], clamped
+  // at 0 if asked; no input ids or filter, and the norms of the row's columns 16-byte aligned like the row
+  const float* colNormsRow = p.colNorms != nullptr && p.idxOffset >= 0 ? p.colNorms + p.idxOffset : nullptr;
+  const bool affine = idxRow == nullptr && p.acceptBits == nullptr && p.idxOffset >= 0 &&
+                      (p.colNorms == nullptr || (reinterpret_cast<uintptr_t>(colNormsRow + begin) & 15) == 0);
+  const float rowTerm = p.rowNorms != nullptr ? p.rowNorms[row] : 0.0f;
   const int t = warpIdx * kWarpSize + q.lane;
   // (vec) this lane's share of the tile at `tile` lies inside the row iff tile <= laneLimit, every
   // lane's iff tile <= warpLimit (lane 31 reaches furthest); no int overflow near INT_MAX
@@ -442,6 +448,22 @@ __device__ __forceinline__ void scanRow(WarpQueue<K, T>& q, const SelectParams& 
         for (int j = 0; j < J; ++j) {
           const float4 a = mine[j * kWarpSize];
           v[4 * j] = inScale * a.x; v[4 * j + 1] = inScale * a.y; v[4 * j + 2] = inScale * a.z; v[4 * j + 3] = inScale * a.w;
+        }
+      } else if (vec && affine && tile <= warpLimit) {
+        // fast path of the GEMM epilogue: column norms as float4 (L2-resident: every row reads them),
+        // the same operations in the same order as epilogue()
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+          const float4 a = mine[j * kWarpSize];
+          const float4 c = colNormsRow != nullptr
+              ? __ldg(reinterpret_cast<const float4*>(colNormsRow + tile + j * 4 * stride + t * 4))
+              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          v[4 * j] = inScale * a.x + c.x + rowTerm; v[4 * j + 1] = inScale * a.y + c.y + rowTerm;
+          v[4 * j + 2] = inScale * a.z + c.z + rowTerm; v[4 * j + 3] = inScale * a.w + c.w + rowTerm;
+        }
+        if (p.clampZero) {
+#pragma unroll
+          for (int u = 0; u < S; ++u) v[u] = fmaxf(v[u], 0.0f);
         }
       } else {
         const bool full = vec && tile <= laneLimit;
