@@ -261,7 +261,13 @@ public final class GpuFlatIndex implements AutoCloseable {
       tileN = tileN / 128 * 128;
     }
     int tiles = (int) ((n + tileN - 1) / tileN);
-    int chunksPerTile = KSelect.chunksFor(device, KSelect.Algorithm.BLOCK_SELECT, nq, (int) tileN, k);
+    // Per tile: WarpSelect once the queries alone fill a wave of warps (one warp keeps one queue over
+    // a whole tile row, where BlockSelect's four warps each pay a queue's start-up on a quarter: H100,
+    // 1M x 128, batch 10k, k = 100: 70k -> 91k q/s), BlockSelect below that (its shared threshold did
+    // better on the codec benchmark's clustered data at batches 16 and 1024); NOTES-kselect.md round 3
+    KSelect.Algorithm tileSelect = KSelect.warpsFillGpu(device, nq, k) ? KSelect.Algorithm.WARP_SELECT
+        : KSelect.Algorithm.BLOCK_SELECT;
+    int chunksPerTile = KSelect.chunksFor(device, tileSelect, nq, (int) tileN, k);
     long width = (long) tiles * chunksPerTile * k;
     DeviceBuffer qNorms = null;
     try (DeviceBuffer tile = device.allocate(4L * nq * tileN);
@@ -286,7 +292,7 @@ public final class GpuFlatIndex implements AutoCloseable {
         } else {
           p.largest(true);
         }
-        KSelect.runBlockSelect(device, p);
+        KSelect.run(device, tileSelect, p);
       }
       KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, new SelectParams().input(cv, nq, (int) width, width)
           .inputIds(ci).k(k).largest(!l2).output(outV, outI, k));

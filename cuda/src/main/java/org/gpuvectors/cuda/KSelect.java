@@ -167,6 +167,11 @@ public final class KSelect {
     return (int) Math.max(1, Math.min(want, byLen));
   }
 
+  /** Whether {@code rows} WarpSelect warps (one per row) fill the GPU's WarpSelect target without chunking. */
+  static boolean warpsFillGpu(GpuDevice device, int rows, int k) {
+    return rows >= (long) Math.min(WARP_ROWS_PER_SM, residentWarps(device, k)) * device.multiprocessorCount();
+  }
+
   /** WarpSelect warps that fit on one SM at once for k's bucket (occupancy API; call under the device lock). */
   static int residentWarps(GpuDevice device, int k) {
     return Math.max(1, device.module().maxBlocksPerSm("gv_warp_select_k" + bucket(k), 128) * 4);

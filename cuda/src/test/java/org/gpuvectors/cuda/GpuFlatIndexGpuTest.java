@@ -68,6 +68,44 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 
+  /**
+   * Batches large enough for the GEMM path's WarpSelect tiles (KSelect.warpsFillGpu), which the
+   * batches of {@link #matchesOracle} never reach: all metrics, with and without a filter, several
+   * tiles, rows not 16-byte aligned (n = 3001).
+   */
+  @Test
+  void largeBatchesMatchOracle() {
+    Random r = new Random(11);
+    int n = 3001, dims = 37;
+    float[] vectors = random(n * dims, r);
+    int nq = 8 * device.multiprocessorCount() + 3;
+    List<String> failures = new ArrayList<>();
+    long savedBudget = GpuFlatIndex.tileBudgetBytes;
+    try {
+      GpuFlatIndex.tileBudgetBytes = 4L * nq * 1024;  // tiles of 1024 vectors: 3 tiles + a short one
+      for (Metric m : Metric.values()) {
+        try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+          float[] queries = random(nq * dims, r);
+          for (int k : new int[] {1, 10, 100}) {
+            assertTrue(KSelect.warpsFillGpu(device, nq, k), "the batch must take the WarpSelect tile path");
+            for (int filter = 0; filter < 2; filter++) {
+              long[] bits = filter == 0 ? null : bits(n, 0.3, r);
+              SearchResult res = index.search(queries, nq, k, bits, GpuFlatIndex.Strategy.GEMM);
+              String f = compare(res, vectors, n, dims, m, queries, nq, k, bits);
+              if (f != null) {
+                failures.add(m + " nq=" + nq + " k=" + k + " filter=" + filter + ": " + f);
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      GpuFlatIndex.tileBudgetBytes = savedBudget;
+    }
+    assertNull(failures.isEmpty() ? null : failures.toString());
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
   static long[] bits(int n, double p, Random r) {
     long[] b = new long[(n + 63) / 64];
     for (int i = 0; i < n; i++) {
