@@ -2,7 +2,7 @@
 // chunk), BlockSelect (one block per row chunk, warps merged in shared memory) and a Tang-style
 // buffered selection. Every kernel takes one SelectParams; the Java launchers (KSelect.java) pick
 // the k bucket, the grid and the hierarchical partition (chunksPerRow).
-#include "select.cuh"
+#include "scan.cuh"
 
 namespace gv {
 
