@@ -14,7 +14,7 @@ __device__ __forceinline__ float sentinel() { return GV_INF; }
 
 // Parameter block shared by every selection kernel (WarpSelect, BlockSelect, Tang) and by the
 // fused exact-search kernel. The Java side (SelectParams.java) writes exactly this layout:
-// 8-byte fields first, then 4-byte fields; 112 bytes, little-endian.
+// 8-byte fields first, then 4-byte fields; 120 bytes, little-endian.
 struct SelectParams {
   const float* in;              // row-major input values (or inner products for the GEMM path)
   const int* inIdx;             // optional: ids of the input values (merge passes); else id = idxOffset + col
@@ -26,6 +26,7 @@ struct SelectParams {
   long long inRowStride;        // elements between input rows
   long long idxOffset;          // id of column 0 when inIdx == null
   long long outRowStride;       // elements between output rows (each row holds chunksPerRow * k)
+  long long acceptRowWords;     // 64-bit words between the accept masks of consecutive rows (0: one mask for all)
   int rows;                     // input rows
   int len;                      // input columns per row
   int k;                        // values wanted per (row, chunk), 1..2048
@@ -35,7 +36,7 @@ struct SelectParams {
   float outScale;               // stored value = outScale * selected value
   int clampZero;                // 1: clamp value at 0 before selection (squared L2 from GEMM)
 };
-static_assert(sizeof(SelectParams) == 112, "SelectParams layout is shared with Java");
+static_assert(sizeof(SelectParams) == 120, "SelectParams layout is shared with Java");
 
 // Parameters of the fused distance + select kernel (FusedSearch.java writes this layout, 80 bytes).
 struct FusedParams {

@@ -13,7 +13,10 @@ __device__ __forceinline__ float epilogue(const SelectParams& p, float x, const 
   const long long gid = idxRow != nullptr ? (long long)idxRow[col] : p.idxOffset + col;
   id = (int)gid;
   if (gid < 0) return GV_INF;
-  if (idxRow == nullptr && !accepted(p.acceptBits, gid)) return GV_INF;
+  // one accept mask per row (queries of a batch with their own filters) or one for all rows
+  if (idxRow == nullptr && p.acceptBits != nullptr && !accepted(p.acceptBits + row * p.acceptRowWords, gid)) {
+    return GV_INF;
+  }
   float v = p.inScale * x;
   if (p.colNorms != nullptr) v += p.colNorms[gid];
   if (p.rowNorms != nullptr) v += p.rowNorms[row];

@@ -86,7 +86,7 @@ final class Cublas {
 
   static void check(String call, int status) {
     if (status != 0) {
-      throw new CudaException(call, status, statusName(status));
+      throw CudaException.cublas(call, status, statusName(status));
     }
   }
 

@@ -27,7 +27,7 @@ final class Driver {
 
   static void check(String call, int result) {
     if (result != CUresult.CUDA_SUCCESS) {
-      throw new CudaException(call, result, CUresult.stringFor(result));
+      throw CudaException.driver(call, result, CUresult.stringFor(result));
     }
   }
 

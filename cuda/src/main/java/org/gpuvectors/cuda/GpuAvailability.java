@@ -12,15 +12,19 @@ import jcuda.driver.JCudaDriver;
 
 /**
  * Whether this JVM can run the GPU kernels, and if not, why: "no CUDA driver (libcuda.so.1 not
- * found)", "no CUDA device", "compute capability 7.0 < 7.5", "GPU kernels were not built (nvcc was
+ * found)", "no CUDA device", "compute capability 7.5 < 8.0", "GPU kernels were not built (nvcc was
  * not found at build time)". Probing never crashes the JVM: libcuda.so.1 is looked up through FFM
  * before any JCuda class loads, and every later failure is caught and reported.
  *
  * <p>Thread-safe: the probe runs once per JVM ({@link #get()}) and the result is immutable.
  */
 public final class GpuAvailability {
-  /** Oldest compute capability the kernels support (CUDA 13 targets sm_75 and newer). */
-  public static final int MIN_COMPUTE_CAPABILITY = 75;
+  /**
+   * Oldest compute capability the fatbin carries code for: its lowest SASS target is sm_80 (and its
+   * PTX, compute_90, only JIT-compiles for 9.0 and newer), so a 7.5 GPU could open a context but not
+   * load our kernels (build-fatbin.sh lists the targets).
+   */
+  public static final int MIN_COMPUTE_CAPABILITY = 80;
 
   static final String FATBIN_RESOURCE = "gpu-vectors.fatbin";
 

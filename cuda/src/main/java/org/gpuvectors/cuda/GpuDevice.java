@@ -104,6 +104,16 @@ public final class GpuDevice implements AutoCloseable {
     }
   }
 
+  /** Whether {@link #close()} ran. */
+  public boolean isClosed() {
+    lock.lock();
+    try {
+      return closed;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   void checkLocked() {
     if (!lock.isHeldByCurrentThread()) {
       throw new IllegalStateException("GPU device used without holding its lock (GpuDevice.lock())");

@@ -22,9 +22,11 @@ import jcuda.Pointer;
  *
  * <p>Owns its device buffers; {@link #close()} returns them to the device pool. Threading: every
  * method takes the device lock, so one index may be searched from several threads (searches run one
- * after another on the GPU).
+ * after another on the GPU). An upload takes the lock one slab at a time, so searches of other
+ * indexes go on while a segment is being uploaded. Many queries over many indexes run as one pass
+ * through {@link BatchSearch}.
  */
-public final class GpuFlatIndex implements AutoCloseable {
+public final class GpuFlatIndex implements DeviceIndex {
   /** How {@link #search} computes distances. */
   public enum Strategy { AUTO, FUSED, GEMM }
 
@@ -85,30 +87,38 @@ public final class GpuFlatIndex implements AutoCloseable {
     if (n < 0 || dims < 1) {
       throw new IllegalArgumentException("n=" + n + " dims=" + dims);
     }
+    DeviceBuffer v;
     try (GpuDevice.Scope s = device.lock()) {
-      DeviceBuffer v = device.allocate(4L * Math.max(1, n) * dims);
-      DeviceBuffer norms = null;
-      boolean ok = false;
-      try {
-        int slabRows = (int) Math.max(1, Math.min(n, UPLOAD_SLAB_FLOATS / dims));
-        float[] slab = new float[slabRows * dims];
-        for (int r = 0; r < n; r += slabRows) {
-          int rows = Math.min(slabRows, n - r);
-          source.read(r, rows, slab);
-          if (metric == Metric.COSINE) {
-            normalize(slab, rows, dims);
-          }
+      v = device.allocate(4L * Math.max(1, n) * dims);
+    }
+    DeviceBuffer norms = null;
+    boolean ok = false;
+    try {
+      int slabRows = (int) Math.max(1, Math.min(n, UPLOAD_SLAB_FLOATS / dims));
+      float[] slab = new float[slabRows * dims];
+      for (int r = 0; r < n; r += slabRows) {
+        int rows = Math.min(slabRows, n - r);
+        source.read(r, rows, slab); // reading and normalising happen outside the device lock
+        if (metric == Metric.COSINE) {
+          normalize(slab, rows, dims);
+        }
+        // the lock is held for one slab's copy only: searches of other indexes run in between
+        try (GpuDevice.Scope s = device.lock()) {
           device.upload(slab, 0, rows * dims, v, 4L * r * dims); // synchronous: the slab can be reused
         }
+      }
+      try (GpuDevice.Scope s = device.lock()) {
         if (metric == Metric.L2) {
           norms = device.allocate(4L * Math.max(1, n));
-          rowNorms(device, v, n, dims, norms);
+          rowNorms(device, v.address(), n, dims, norms.address());
         }
         device.synchronize();
         ok = true;
         return new GpuFlatIndex(device, n, dims, metric, v, norms);
-      } finally {
-        if (!ok) {
+      }
+    } finally {
+      if (!ok) {
+        try (GpuDevice.Scope s = device.lock()) {
           v.close();
           if (norms != null) {
             norms.close();
@@ -119,42 +129,51 @@ public final class GpuFlatIndex implements AutoCloseable {
   }
 
   static void normalize(float[] x, int rows, int dims) {
+    normalizeRange(x, 0, rows, dims);
+  }
+
+  /** Normalises {@code rows} rows of {@code dims} floats starting at {@code x[from]} (zero rows stay zero). */
+  static void normalizeRange(float[] x, int from, int rows, int dims) {
     for (int r = 0; r < rows; r++) {
       double s = 0;
       for (int d = 0; d < dims; d++) {
-        s += (double) x[r * dims + d] * x[r * dims + d];
+        s += (double) x[from + r * dims + d] * x[from + r * dims + d];
       }
       if (s > 0) {
         float inv = (float) (1.0 / Math.sqrt(s));
         for (int d = 0; d < dims; d++) {
-          x[r * dims + d] *= inv;
+          x[from + r * dims + d] *= inv;
         }
       }
     }
   }
 
-  private static void rowNorms(GpuDevice device, DeviceBuffer x, long rows, int dims, DeviceBuffer out) {
+  private static void rowNorms(GpuDevice device, long x, long rows, int dims, long out) {
     if (rows == 0) {
       return;
     }
     device.module().launch("gv_row_norms", (int) ((rows + 7) / 8), 1, 256, 0, device.stream(),
-        Pointer.to(new long[] {x.address()}), Pointer.to(new long[] {rows}), Pointer.to(new int[] {dims}),
-        Pointer.to(new long[] {out.address()}));
+        Pointer.to(new long[] {x}), Pointer.to(new long[] {rows}), Pointer.to(new int[] {dims}),
+        Pointer.to(new long[] {out}));
   }
 
+  @Override
   public int size() {
     return n;
   }
 
+  @Override
   public int dims() {
     return dims;
   }
 
+  @Override
   public Metric metric() {
     return metric;
   }
 
   /** Device memory held by this index (vectors and norms). */
+  @Override
   public long deviceBytes() {
     return vectors.bytes() + (norms == null ? 0 : norms.bytes());
   }
@@ -174,6 +193,14 @@ public final class GpuFlatIndex implements AutoCloseable {
     if (acceptBits != null && acceptBits.length < (n + 63) / 64) {
       throw new IllegalArgumentException("acceptBits needs " + (n + 63) / 64 + " words, got " + acceptBits.length);
     }
+    boolean fused = strategy == Strategy.FUSED || (strategy == Strategy.AUTO && numQueries <= FUSED_MAX_QUERIES);
+    if (!fused) {
+      try (GpuDevice.Scope s = device.lock()) {
+        ensureOpen();
+        return BatchSearch.run(device, java.util.List.of(
+            new SearchGroup(this, queriesRowMajor, numQueries, k, acceptBits, null)))[0];
+      }
+    }
     int[] ids = new int[numQueries * k];
     float[] dist = new float[numQueries * k];
     if (numQueries == 0) {
@@ -184,7 +211,6 @@ public final class GpuFlatIndex implements AutoCloseable {
       queries = java.util.Arrays.copyOf(queriesRowMajor, numQueries * dims);
       normalize(queries, numQueries, dims);
     }
-    boolean fused = strategy == Strategy.FUSED || (strategy == Strategy.AUTO && numQueries <= FUSED_MAX_QUERIES);
     try (GpuDevice.Scope s = device.lock()) {
       ensureOpen();
       DeviceBuffer bits = null;
@@ -193,24 +219,16 @@ public final class GpuFlatIndex implements AutoCloseable {
           bits = device.allocate(8L * ((n + 63) / 64));
           device.upload(java.util.Arrays.copyOf(acceptBits, (n + 63) / 64), bits);
         }
-        int qBlock = fused ? numQueries : Math.min(numQueries, MAX_QUERY_BLOCK);
-        try (DeviceBuffer q = device.allocate(4L * qBlock * dims);
-             DeviceBuffer outV = device.allocate(4L * qBlock * k);
-             DeviceBuffer outI = device.allocate(4L * qBlock * k)) {
-          for (int q0 = 0; q0 < numQueries; q0 += qBlock) {
-            int nq = Math.min(qBlock, numQueries - q0);
-            device.upload(queries, q0 * dims, nq * dims, q, 0);
-            if (n == 0) {
-              java.util.Arrays.fill(ids, -1);
-              continue;
-            }
-            if (fused) {
-              searchFused(q, nq, k, bits, outV, outI);
-            } else {
-              searchGemm(q, nq, k, bits, outV, outI);
-            }
-            device.download(outV, 0, dist, q0 * k, nq * k);
-            device.download(outI, 0, ids, q0 * k, nq * k);
+        try (DeviceBuffer q = device.allocate(4L * numQueries * dims);
+             DeviceBuffer outV = device.allocate(4L * numQueries * k);
+             DeviceBuffer outI = device.allocate(4L * numQueries * k)) {
+          device.upload(queries, 0, numQueries * dims, q, 0);
+          if (n == 0) {
+            java.util.Arrays.fill(ids, -1);
+          } else {
+            searchFused(q, numQueries, k, bits, outV, outI);
+            device.download(outV, 0, dist, 0, numQueries * k);
+            device.download(outI, 0, ids, 0, numQueries * k);
           }
         }
       } finally {
@@ -220,6 +238,22 @@ public final class GpuFlatIndex implements AutoCloseable {
       }
     }
     return new SearchResult(numQueries, k, ids, dist);
+  }
+
+  /**
+   * Enqueues the GEMM-path search of {@code nq} queries at device address {@code queries} (row-major,
+   * already normalised for cosine) without waiting: per query the k best (distance, id) pairs at
+   * {@code out + 4 * (outElement + q * k)}. Accept masks: see {@link SelectParams#acceptBits(long, long)}.
+   * Caller holds the device lock; temporaries return to the pool, reused in stream order.
+   */
+  void enqueueSearch(long queries, int nq, int k, long acceptAddress, long acceptRowWords,
+                     DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    ensureOpen();
+    for (int q0 = 0; q0 < nq; q0 += MAX_QUERY_BLOCK) {
+      int block = Math.min(MAX_QUERY_BLOCK, nq - q0);
+      long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
+      searchGemm(queries + 4L * q0 * dims, block, k, accept, acceptRowWords, outV, outI, outElement + (long) q0 * k);
+    }
   }
 
   private void searchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {
@@ -254,7 +288,8 @@ public final class GpuFlatIndex implements AutoCloseable {
         Pointer.to(b.array()));
   }
 
-  private void searchGemm(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {
+  private void searchGemm(long q, int nq, int k, long accept, long acceptRowWords, DeviceBuffer outV,
+                          DeviceBuffer outI, long outElement) {
     boolean l2 = metric == Metric.L2;
     long tileN = Math.min(n, Math.max(1024, tileBudgetBytes / (4L * nq)));
     if (tileN < n) {
@@ -275,7 +310,7 @@ public final class GpuFlatIndex implements AutoCloseable {
          DeviceBuffer ci = device.allocate(4L * nq * width)) {
       if (l2) {
         qNorms = device.allocate(4L * nq);
-        rowNorms(device, q, nq, dims, qNorms);
+        rowNorms(device, q, nq, dims, qNorms.address());
       }
       Cublas.Handle blas = device.cublas();
       for (int t = 0; t < tiles; t++) {
@@ -283,9 +318,10 @@ public final class GpuFlatIndex implements AutoCloseable {
         int len = (int) Math.min(tileN, n - start);
         // column-major: C(len x nq) = X_tile^T(len x dims) * Q(dims x nq); column q of C = row q of the tile
         blas.sgemm(Cublas.OP_T, Cublas.OP_N, len, nq, dims, 1f, vectors.address() + 4L * start * dims, dims,
-            q.address(), dims, 0f, tile.address(), len);
+            q, dims, 0f, tile.address(), len);
         int chunkLen = ((len + chunksPerTile - 1) / chunksPerTile + 3) / 4 * 4;
-        SelectParams p = new SelectParams().input(tile, nq, len, len).idOffset(start).k(k).acceptBits(bits)
+        SelectParams p = new SelectParams().input(tile, nq, len, len).idOffset(start).k(k)
+            .acceptBits(accept, acceptRowWords)
             .output(cv, ci, width, (long) t * chunksPerTile * k).chunks(chunksPerTile, Math.max(1, chunkLen));
         if (l2) {
           p.scales(-2f, 1f).norms(norms, qNorms).clampZero(true);
@@ -295,7 +331,7 @@ public final class GpuFlatIndex implements AutoCloseable {
         KSelect.run(device, tileSelect, p);
       }
       KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, new SelectParams().input(cv, nq, (int) width, width)
-          .inputIds(ci).k(k).largest(!l2).output(outV, outI, k));
+          .inputIds(ci).k(k).largest(!l2).output(outV, outI, k, outElement));
     } finally {
       if (qNorms != null) {
         qNorms.close();
@@ -312,6 +348,10 @@ public final class GpuFlatIndex implements AutoCloseable {
   /** Returns the index's device memory to the pool. */
   @Override
   public void close() {
+    if (device.isClosed()) {
+      closed = true; // the device went first (node shutdown): its context took the memory with it
+      return;
+    }
     try (GpuDevice.Scope s = device.lock()) {
       if (!closed) {
         closed = true;

@@ -12,7 +12,8 @@ public final class SearchResult {
   private final float[] distances;
   private final int[] counts;
 
-  SearchResult(int numQueries, int k, int[] ids, float[] distances) {
+  /** Wraps per-query (id, distance) rows of k entries each; unfilled slots have id -1. */
+  public SearchResult(int numQueries, int k, int[] ids, float[] distances) {
     this.numQueries = numQueries;
     this.k = k;
     this.ids = ids;

@@ -5,7 +5,7 @@ import java.nio.ByteOrder;
 
 /**
  * Parameters of one k-selection launch over the rows of a row-major float matrix in device memory
- * (mirrors {@code gv::SelectParams} in common.cuh, 112 bytes). Defaults: smallest k, ids = column,
+ * (mirrors {@code gv::SelectParams} in common.cuh, 120 bytes). Defaults: smallest k, ids = column,
  * one chunk per row, no filter. Each (row, chunk) writes k (value, id) pairs best first at
  * {@code out + row * outRowStride + chunk * k}; empty slots have id -1.
  *
@@ -16,7 +16,7 @@ import java.nio.ByteOrder;
  * <p>Not thread-safe (a plain value object).
  */
 public final class SelectParams {
-  static final int BYTES = 112;
+  static final int BYTES = 120;
 
   long in;
   long inIdx;
@@ -28,6 +28,7 @@ public final class SelectParams {
   long inRowStride;
   long idxOffset;
   long outRowStride;
+  long acceptRowWords;
   int rows;
   int len;
   int k;
@@ -103,9 +104,20 @@ public final class SelectParams {
     return this;
   }
 
-  /** One bit per id (bit id % 64 of word id / 64); null = accept all. */
+  /** One bit per id (bit id % 64 of word id / 64), the same mask for every row; null = accept all. */
   public SelectParams acceptBits(DeviceBuffer bits) {
     this.acceptBits = bits == null ? 0 : bits.address();
+    this.acceptRowWords = 0;
+    return this;
+  }
+
+  /**
+   * Accept masks at a device address: row r's mask starts {@code r * rowWords} 64-bit words after
+   * {@code address} (rowWords 0: one mask for all rows; address 0: accept all).
+   */
+  SelectParams acceptBits(long address, long rowWords) {
+    this.acceptBits = address;
+    this.acceptRowWords = rowWords;
     return this;
   }
 
@@ -120,7 +132,7 @@ public final class SelectParams {
     SelectParams p = new SelectParams();
     p.in = in; p.inIdx = inIdx; p.colNorms = colNorms; p.rowNorms = rowNorms; p.acceptBits = acceptBits;
     p.outK = outK; p.outIdx = outIdx; p.inRowStride = inRowStride; p.idxOffset = idxOffset;
-    p.outRowStride = outRowStride; p.rows = rows; p.len = len; p.k = k; p.chunksPerRow = chunksPerRow;
+    p.outRowStride = outRowStride; p.acceptRowWords = acceptRowWords; p.rows = rows; p.len = len; p.k = k; p.chunksPerRow = chunksPerRow;
     p.chunkLen = chunkLen; p.inScale = inScale; p.outScale = outScale; p.clampZero = clampZero;
     return p;
   }
@@ -141,7 +153,7 @@ public final class SelectParams {
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(in).putLong(inIdx).putLong(colNorms).putLong(rowNorms).putLong(acceptBits).putLong(outK).putLong(outIdx);
-    b.putLong(inRowStride).putLong(idxOffset).putLong(outRowStride);
+    b.putLong(inRowStride).putLong(idxOffset).putLong(outRowStride).putLong(acceptRowWords);
     b.putInt(rows).putInt(len).putInt(k).putInt(chunksPerRow).putInt(chunkLen);
     b.putFloat(inScale).putFloat(outScale).putInt(clampZero ? 1 : 0);
     return b.array();

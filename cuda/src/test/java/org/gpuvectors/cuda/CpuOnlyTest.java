@@ -71,11 +71,6 @@ class CpuOnlyTest {
   }
 
   @Test
-  void paramLayoutMatchesCuda() {
-    assertEquals(112, new SelectParams().encode().length);
-  }
-
-  @Test
   void oracleSelectsExcludingNaN() {
     float[] row = {3, Float.NaN, 1, 2, Float.POSITIVE_INFINITY, 1};
     List<CpuOracle.Entry> s = CpuOracle.select(row, 0, row.length, 10, false);

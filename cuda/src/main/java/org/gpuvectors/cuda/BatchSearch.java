@@ -1,0 +1,122 @@
+package org.gpuvectors.cuda;
+
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Runs a batch of searches, over one or many {@link DeviceIndex}es, as one GPU pass: every group's
+ * queries and accept masks go to the device in one copy each, every group's kernels are enqueued
+ * back to back on the device stream, and all results come back in one copy per array. The host
+ * waits once per batch, not once per index: what makes many segments cost about what one does.
+ *
+ * <p>Threading: takes the device lock for the whole pass (the GPU runs one batch at a time).
+ */
+public final class BatchSearch {
+
+  private BatchSearch() {}
+
+  /** Per group, per query the group's k best (id, distance) pairs, best first; in group order. */
+  public static SearchResult[] run(GpuDevice device, List<SearchGroup> groups) {
+    int count = groups.size();
+    long[] queryAt = new long[count]; // float offset of the group's queries in the packed array
+    long[] maskAt = new long[count]; // word offset of the group's masks, -1 when none
+    long[] maskRowWords = new long[count];
+    long[] outAt = new long[count]; // element offset of the group's results
+    long queryFloats = 0;
+    long maskWords = 0;
+    long outElements = 0;
+    for (int g = 0; g < count; g++) {
+      SearchGroup group = groups.get(g);
+      int words = SearchGroup.maskWords(group.index().size());
+      queryAt[g] = queryFloats;
+      queryFloats += (long) group.numQueries() * group.index().dims();
+      maskAt[g] = -1;
+      if (group.sharedMask() != null) {
+        maskAt[g] = maskWords;
+        maskWords += words;
+      } else if (group.queryMasks() != null) {
+        maskAt[g] = maskWords;
+        maskRowWords[g] = words;
+        maskWords += (long) words * group.numQueries();
+      }
+      outAt[g] = outElements;
+      outElements += (long) group.numQueries() * group.k();
+    }
+    if (queryFloats > Integer.MAX_VALUE - 8 || maskWords > Integer.MAX_VALUE - 8 || outElements > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException("batch too large: " + queryFloats + " query floats, " + maskWords
+          + " mask words, " + outElements + " results");
+    }
+    float[] queries = new float[(int) queryFloats];
+    long[] masks = new long[(int) maskWords];
+    for (int g = 0; g < count; g++) {
+      pack(groups.get(g), queries, (int) queryAt[g], masks, (int) maskAt[g]);
+    }
+    float[] distances = new float[(int) outElements];
+    int[] ids = new int[(int) outElements];
+    Arrays.fill(ids, -1);
+    try (GpuDevice.Scope s = device.lock();
+         DeviceBuffer dq = device.allocate(4L * Math.max(1, queryFloats));
+         DeviceBuffer dm = device.allocate(8L * Math.max(1, maskWords));
+         DeviceBuffer outV = device.allocate(4L * Math.max(1, outElements));
+         DeviceBuffer outI = device.allocate(4L * Math.max(1, outElements))) {
+      device.upload(queries, 0, queries.length, dq, 0);
+      if (masks.length > 0) {
+        device.upload(masks, dm);
+      }
+      boolean any = false;
+      for (int g = 0; g < count; g++) {
+        SearchGroup group = groups.get(g);
+        if (group.numQueries() == 0 || group.index().size() == 0) {
+          continue; // nothing to search: the slots keep id -1
+        }
+        long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
+        flat(group.index()).enqueueSearch(dq.address() + 4L * queryAt[g], group.numQueries(), group.k(), accept,
+            maskRowWords[g], outV, outI, outAt[g]);
+        any = true;
+      }
+      if (any) {
+        device.download(outV, 0, distances, 0, distances.length);
+        device.download(outI, 0, ids, 0, ids.length);
+      }
+    }
+    SearchResult[] results = new SearchResult[count];
+    for (int g = 0; g < count; g++) {
+      SearchGroup group = groups.get(g);
+      int n = group.numQueries() * group.k();
+      int from = (int) outAt[g];
+      results[g] = new SearchResult(group.numQueries(), group.k(), Arrays.copyOfRange(ids, from, from + n),
+          Arrays.copyOfRange(distances, from, from + n));
+    }
+    return results;
+  }
+
+  /** Copies a group's queries (normalised for cosine) and masks into the packed host arrays. */
+  private static void pack(SearchGroup group, float[] queries, int queryAt, long[] masks, int maskAt) {
+    int dims = group.index().dims();
+    int floats = group.numQueries() * dims;
+    System.arraycopy(group.queries(), 0, queries, queryAt, floats);
+    if (group.index().metric() == Metric.COSINE) {
+      GpuFlatIndex.normalizeRange(queries, queryAt, group.numQueries(), dims);
+    }
+    int words = SearchGroup.maskWords(group.index().size());
+    if (group.sharedMask() != null) {
+      System.arraycopy(group.sharedMask(), 0, masks, maskAt, words);
+    } else if (group.queryMasks() != null) {
+      for (int q = 0; q < group.numQueries(); q++) {
+        long[] mask = group.queryMasks()[q];
+        if (mask == null) {
+          Arrays.fill(masks, maskAt + q * words, maskAt + (q + 1) * words, -1L);
+        } else {
+          System.arraycopy(mask, 0, masks, maskAt + q * words, words);
+        }
+      }
+    }
+  }
+
+  private static GpuFlatIndex flat(DeviceIndex index) {
+    if (index instanceof GpuFlatIndex flat) {
+      return flat;
+    }
+    throw new IllegalArgumentException("no batched search for " + index.getClass().getSimpleName());
+  }
+}

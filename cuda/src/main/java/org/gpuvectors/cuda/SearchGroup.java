@@ -1,0 +1,51 @@
+package org.gpuvectors.cuda;
+
+import java.util.Objects;
+
+/**
+ * The queries of a batch that search one {@link DeviceIndex}: {@code numQueries} row-major query
+ * vectors, the k wanted (per query the k best, best first; callers wanting fewer take a prefix), and
+ * which vectors each query may return.
+ *
+ * <p>Accepted vectors: {@code sharedMask} applies to every query (null: all vectors), unless {@code
+ * queryMasks} is given, which holds one mask per query (a null entry accepts all). Masks are bit
+ * {@code ord % 64} of word {@code ord / 64}, at least {@code (size + 63) / 64} words.
+ */
+public record SearchGroup(
+    DeviceIndex index, float[] queries, int numQueries, int k, long[] sharedMask, long[][] queryMasks) {
+
+  public SearchGroup {
+    Objects.requireNonNull(index, "index");
+    Objects.requireNonNull(queries, "queries");
+    if (numQueries < 0 || (long) numQueries * index.dims() > queries.length) {
+      throw new IllegalArgumentException(
+          "need numQueries * dims query floats: numQueries=" + numQueries + " dims=" + index.dims()
+              + " length=" + queries.length);
+    }
+    if (k < 1 || k > KSelect.MAX_K) {
+      throw new IllegalArgumentException("k must be in [1, " + KSelect.MAX_K + "]: " + k);
+    }
+    if (sharedMask != null && queryMasks != null) {
+      throw new IllegalArgumentException("a shared mask or per-query masks, not both");
+    }
+    int words = maskWords(index.size());
+    if (sharedMask != null && sharedMask.length < words) {
+      throw new IllegalArgumentException("mask needs " + words + " words, got " + sharedMask.length);
+    }
+    if (queryMasks != null) {
+      if (queryMasks.length != numQueries) {
+        throw new IllegalArgumentException("one mask per query: " + queryMasks.length + " != " + numQueries);
+      }
+      for (long[] mask : queryMasks) {
+        if (mask != null && mask.length < words) {
+          throw new IllegalArgumentException("mask needs " + words + " words, got " + mask.length);
+        }
+      }
+    }
+  }
+
+  /** 64-bit words of an accept mask over {@code size} vectors. */
+  public static int maskWords(int size) {
+    return (size + 63) >>> 6;
+  }
+}

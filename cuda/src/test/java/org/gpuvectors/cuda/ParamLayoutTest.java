@@ -1,0 +1,91 @@
+package org.gpuvectors.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Java encoding of {@link SelectParams} against the CUDA struct it mirrors, read from
+ * {@code common.cuh} itself: every struct member has a Java field of the same name, and a value set
+ * in that field lands at the member's offset (natural alignment, as nvcc lays it out) with its size.
+ * Adding a member on one side only, or reordering, fails here and not on a GPU.
+ */
+class ParamLayoutTest {
+
+  private record Member(String name, int size, int offset) {}
+
+  private static final Pattern MEMBER =
+      Pattern.compile("^\\s*(?:const\\s+)?([A-Za-z_][A-Za-z0-9_ ]*?)\\s*(\\*?)\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*;");
+
+  private static List<Member> struct(String name) throws IOException {
+    String header = Files.readString(Path.of("src/main/cuda/common.cuh"));
+    int start = header.indexOf("struct " + name + " {");
+    assertTrue(start >= 0, "struct " + name + " in common.cuh");
+    int end = header.indexOf("};", start);
+    List<Member> members = new ArrayList<>();
+    int offset = 0;
+    for (String line : header.substring(header.indexOf('{', start) + 1, end).split("\n")) {
+      Matcher m = MEMBER.matcher(line);
+      if (m.find() == false) {
+        continue;
+      }
+      String type = m.group(1).trim();
+      int size = m.group(2).isEmpty() == false || type.equals("long long") ? 8 : 4;
+      assertTrue(size == 8 || type.equals("int") || type.equals("float"), "known type: " + line);
+      offset = (offset + size - 1) / size * size;
+      members.add(new Member(m.group(3), size, offset));
+      offset += size;
+    }
+    return members;
+  }
+
+  @Test
+  void selectParamsMatchesCommonCuh() throws Exception {
+    List<Member> members = struct("SelectParams");
+    SelectParams params = new SelectParams();
+    int expectedBytes = 0;
+    for (int i = 0; i < members.size(); i++) {
+      Member member = members.get(i);
+      Field field = SelectParams.class.getDeclaredField(member.name());
+      long marker = 1000 + i;
+      if (field.getType() == long.class) {
+        field.setLong(params, marker);
+      } else if (field.getType() == int.class) {
+        field.setInt(params, (int) marker);
+      } else if (field.getType() == float.class) {
+        field.setFloat(params, marker);
+      } else if (field.getType() == boolean.class) {
+        field.setBoolean(params, true);
+      }
+      expectedBytes = Math.max(expectedBytes, member.offset() + member.size());
+    }
+    ByteBuffer b = ByteBuffer.wrap(params.encode()).order(ByteOrder.LITTLE_ENDIAN);
+    assertEquals(expectedBytes, b.capacity(), "encoded size = the struct's size");
+    assertEquals(SelectParams.BYTES, b.capacity());
+    for (int i = 0; i < members.size(); i++) {
+      Member member = members.get(i);
+      Field field = SelectParams.class.getDeclaredField(member.name());
+      long marker = 1000 + i;
+      if (field.getType() == long.class) {
+        assertEquals(marker, b.getLong(member.offset()), member.name());
+      } else if (field.getType() == int.class) {
+        assertEquals((int) marker, b.getInt(member.offset()), member.name());
+      } else if (field.getType() == float.class) {
+        assertEquals((float) marker, b.getFloat(member.offset()), member.name());
+      } else {
+        assertEquals(1, b.getInt(member.offset()), member.name() + " (boolean as int 1)");
+      }
+    }
+  }
+}
