@@ -5,8 +5,9 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
-import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.VectorUtil;
+import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -14,52 +15,61 @@ import org.gpuvectors.cuda.SearchResult;
  * FlatExactSearcher}, with the same inputs and the same scores (Lucene's similarity formulas
  * applied to the distances the kernels return).
  *
- * <p>Accepted documents (filters, deletions) become a bitmask over vector ordinals that the kernels
- * apply. A collector whose visit limit is below the number of accepted vectors is left to the CPU
- * path, which terminates early exactly as Lucene expects (Lucene then runs its own exact search).
+ * <p>Accepted documents (filters, deletions) become an accept mask over vector ordinals that the
+ * kernels apply ({@link AcceptMasks}). A collector whose visit limit is below the number of accepted
+ * vectors is left to the CPU path, which terminates early exactly as Lucene expects (Lucene then
+ * runs its own exact search).
  */
 final class GpuExactSearcher {
 
   private GpuExactSearcher() {}
 
   /**
-   * Searches a batch of queries on the GPU.
+   * Searches a batch of queries on the GPU (batched there with concurrent searches).
    *
    * @return false when the CPU must run this search instead (nothing was collected)
    */
   static boolean search(
-      GpuFlatSearchService service,
+      GpuSearchService service,
       Object segment,
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
       float[][] queries,
       KnnCollector[] collectors,
-      AcceptDocs accept)
+      AcceptDocs accept,
+      AcceptMasks masks)
       throws IOException {
-    if (service.gpuAvailableOrCountFallback() == false) {
-      return false; // before the bitmask: without a GPU, building it would be wasted work
-    }
-    AcceptedOrds accepted = AcceptedOrds.of(accept, vectors);
     int k = 0;
     for (KnnCollector collector : collectors) {
+      k = Math.max(k, collector.k());
+    }
+    if (service.canServe(k) == false) {
+      return false; // before the mask: without a GPU, building it would be wasted work
+    }
+    AcceptMasks.Mask accepted = masks.of(field, accept, vectors);
+    for (KnnCollector collector : collectors) {
       if (accepted.count() > collector.visitLimit()) {
+        service.countFallback(FallbackReason.VISIT_LIMIT);
         return false;
       }
-      k = Math.max(k, collector.k());
     }
     k = Math.min(k, accepted.count());
     if (k == 0) {
       return true; // nothing accepted, or nothing asked for: no hits
     }
     int dims = vectors.dimension();
-    float[] rows = new float[queries.length * dims];
-    for (int q = 0; q < queries.length; q++) {
-      System.arraycopy(queries[q], 0, rows, q * dims, dims);
+    float[] rows;
+    if (queries.length == 1) {
+      rows = queries[0]; // read, never written: the batch copies what it sends
+    } else {
+      rows = new float[queries.length * dims];
+      for (int q = 0; q < queries.length; q++) {
+        System.arraycopy(queries[q], 0, rows, q * dims, dims);
+      }
     }
     SearchResult result =
-        service.search(
-            segment, field, vectors, similarity, rows, queries.length, k, accepted.bits());
+        service.search(segment, field, vectors, similarity, rows, queries.length, k, accepted.bits());
     if (result == null) {
       return false;
     }
@@ -82,26 +92,5 @@ final class GpuExactSearcher {
       case DOT_PRODUCT, COSINE -> Math.max((1 + distance) / 2, 0);
       case MAXIMUM_INNER_PRODUCT -> VectorUtil.scaleMaxInnerProductScore(distance);
     };
-  }
-
-  /** Accepted vector ordinals as a bitmask (null: all) and their number. */
-  record AcceptedOrds(long[] bits, int count) {
-
-    static AcceptedOrds of(AcceptDocs accept, FloatVectorValues vectors) throws IOException {
-      Bits acceptDocs = accept == null ? null : accept.bits();
-      int size = vectors.size();
-      if (acceptDocs == null) {
-        return new AcceptedOrds(null, size);
-      }
-      long[] bits = new long[(size + 63) >>> 6];
-      int count = 0;
-      for (int ord = 0; ord < size; ord++) {
-        if (acceptDocs.get(vectors.ordToDoc(ord))) {
-          bits[ord >>> 6] |= 1L << ord;
-          count++;
-        }
-      }
-      return new AcceptedOrds(bits, count);
-    }
   }
 }

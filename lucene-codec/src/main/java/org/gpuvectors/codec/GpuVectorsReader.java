@@ -22,6 +22,8 @@ import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.util.Accountable;
 import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
 
 /**
  * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
@@ -35,6 +37,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
   private final FlatVectorsReader flatVectorsReader;
   private final Map<String, FieldEntry> fields = new HashMap<>();
   private final IndexInput data;
+  /** Accept masks of this segment's fields (the live-docs mask is built once per deletion generation). */
+  private final AcceptMasks acceptMasks = new AcceptMasks();
 
   GpuVectorsReader(SegmentReadState state, FlatVectorsReader flatVectorsReader)
       throws IOException {
@@ -168,17 +172,32 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
     }
     FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
     if (GpuExactSearcher.search(
-        GpuFlatSearchService.get(),
+        GpuSearchServices.current(),
         this,
         field,
         vectors,
         entry.similarityFunction(),
         targets,
         collectors,
-        acceptDocs)) {
+        acceptDocs,
+        acceptMasks)) {
       return;
     }
     searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
+  }
+
+  /**
+   * Makes {@code field}'s vectors resident on the service's GPU ahead of the first search.
+   *
+   * @return whether the field is resident (false: not ours, empty, byte vectors, or no GPU room)
+   */
+  boolean warm(String field, GpuSearchService service) throws IOException {
+    FieldEntry entry = fields.get(field);
+    if (entry == null || entry.size() == 0 || entry.vectorEncoding() != VectorEncoding.FLOAT32) {
+      return false;
+    }
+    return service.warm(
+        this, field, flatVectorsReader.getFloatVectorValues(field), entry.similarityFunction());
   }
 
   @Override
@@ -232,7 +251,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
   @Override
   public void close() throws IOException {
     try {
-      GpuFlatSearchService.releaseSegment(this);
+      GpuSearchServices.releaseSegment(this);
     } finally {
       IOUtils.close(flatVectorsReader, data);
     }

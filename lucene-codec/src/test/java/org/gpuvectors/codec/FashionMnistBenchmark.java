@@ -1,5 +1,7 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -73,7 +75,7 @@ public final class FashionMnistBenchmark {
 
     List<String> rows = new ArrayList<>();
     rows.add("system,parameter,recall,queries_per_s,build_s");
-    GpuFlatSearchService service = GpuFlatSearchService.get();
+    GpuSearchService service = GpuSearchServices.current();
     System.out.println("GPU: " + (service.gpuActive() ? service.deviceName() : service.unusableReason()));
 
     // flat field: exact search, GPU path (batches) and CPU path
@@ -147,7 +149,7 @@ public final class FashionMnistBenchmark {
       String[] c = r.split(",");
       System.out.printf(Locale.ROOT, "%-24s %-12s %8s %14.0f %9s%n", c[0], c[1], c[2], Double.parseDouble(c[3]), c[4]);
     }
-    GpuFlatSearchService.shutdown();
+    GpuSearchServices.closeDefault();
   }
 
   private static TopDocs[] searchHnsw(IndexSearcher searcher, float[][] queries, int ef, ExecutorService pool) throws Exception {

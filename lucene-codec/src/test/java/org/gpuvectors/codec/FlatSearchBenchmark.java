@@ -1,5 +1,7 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
@@ -65,7 +67,7 @@ public final class FlatSearchBenchmark {
     System.out.printf(Locale.ROOT, "data %s: %.1f s%n", name, seconds(t0));
 
     Path indexPath = Files.createTempDirectory("gv-bench-index");
-    GpuFlatSearchService service = GpuFlatSearchService.get();
+    GpuSearchService service = GpuSearchServices.current();
     System.out.println("GPU: " + (service.gpuActive() ? service.deviceName() : service.unusableReason()));
     List<String> rows = new ArrayList<>();
     rows.add("dataset,k,batch,path,queries_per_s,median_ms,recall_vs_cpu");
@@ -126,7 +128,7 @@ public final class FlatSearchBenchmark {
       System.out.printf(
           Locale.ROOT, "%-12s %4s %6s %-10s %14.0f %12.3f %8s%n", c[0], c[1], c[2], c[3], Double.parseDouble(c[4]), Double.parseDouble(c[5]), c[6]);
     }
-    GpuFlatSearchService.shutdown();
+    GpuSearchServices.closeDefault();
   }
 
   private static String row(String name, int k, int batch, String path, double qps, double ms, double recall) {

@@ -1,20 +1,26 @@
 package org.gpuvectors.plugin;
 
+import org.apache.lucene.util.SetOnce;
 import org.elasticsearch.bootstrap.BootstrapCheck;
+import org.elasticsearch.cluster.metadata.IndexNameExpressionResolver;
 import org.elasticsearch.cluster.node.DiscoveryNodes;
+import org.elasticsearch.cluster.service.ClusterService;
 import org.elasticsearch.common.settings.Setting;
 import org.elasticsearch.common.settings.Settings;
+import org.elasticsearch.features.NodeFeature;
 import org.elasticsearch.index.IndexSettingProvider;
 import org.elasticsearch.index.IndexSettings;
 import org.elasticsearch.index.engine.EngineFactory;
 import org.elasticsearch.index.mapper.Mapper;
-import org.elasticsearch.features.NodeFeature;
+import org.elasticsearch.indices.IndicesService;
 import org.elasticsearch.plugins.ActionPlugin;
 import org.elasticsearch.plugins.EnginePlugin;
 import org.elasticsearch.plugins.MapperPlugin;
 import org.elasticsearch.plugins.Plugin;
 import org.elasticsearch.rest.RestHandler;
-import org.gpuvectors.codec.GpuFlatSearchService;
+import org.elasticsearch.threadpool.ThreadPool;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
 
 import java.util.Collection;
 import java.util.List;
@@ -24,24 +30,41 @@ import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 /**
- * The gpu-vectors Elasticsearch plugin. It only wires: the {@code gpu_vector} field type, the index setting
- * that turns our vector format on for an index, the provider that sets it automatically, and the engine
- * factory that puts our format under Elasticsearch's own codec for those indices; and the node's GPU settings
- * into the process-wide {@link GpuFlatSearchService}, whose statistics {@code GET _gpu_vectors/stats} returns.
+ * The gpu-vectors Elasticsearch plugin. It only wires: the {@code gpu_vector} field type, the index settings (our
+ * vector format on, warm-up on refresh) and the provider that sets the first automatically, the engine factory that
+ * puts our format under Elasticsearch's own codec for those indices, and the node's {@link GpuSearchService} (made
+ * in {@link #createComponents} from the node's GPU settings, closed with the node), whose statistics
+ * {@code GET _gpu_vectors/stats} returns and which {@code POST <index>/_gpu_vectors/warmup} fills.
  */
 public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlugin, ActionPlugin {
 
     private final Settings nodeSettings;
+    private final SetOnce<GpuSearchService> service = new SetOnce<>();
+    private final SetOnce<IndicesService> indicesService = new SetOnce<>();
+    private final SetOnce<ClusterService> clusterService = new SetOnce<>();
+    private final SetOnce<ThreadPool> threadPool = new SetOnce<>();
+    private final SetOnce<IndexNameExpressionResolver> resolver = new SetOnce<>();
 
     public GpuVectorsPlugin(Settings nodeSettings) {
         this.nodeSettings = nodeSettings;
-        // before any search: the process-wide GPU search service takes the node's GPU settings
-        GpuFlatSearchService.configure(GpuVectorsSettings.gpuSettings(nodeSettings));
+    }
+
+    @Override
+    public Collection<?> createComponents(PluginServices services) {
+        GpuSearchService gpu = GpuSearchService.create(GpuVectorsSettings.gpuSettings(nodeSettings));
+        service.set(gpu);
+        // our segment readers are made by Lucene through SPI: this is how they find the node's service
+        GpuSearchServices.install(gpu);
+        indicesService.set(services.indicesService());
+        clusterService.set(services.clusterService());
+        threadPool.set(services.threadPool());
+        resolver.set(services.indexNameExpressionResolver());
+        return List.of(gpu);
     }
 
     @Override
     public List<BootstrapCheck> getBootstrapChecks() {
-        return List.of(new GpuModeBootstrapCheck());
+        return List.of(new GpuModeBootstrapCheck(service::get));
     }
 
     @Override
@@ -50,12 +73,20 @@ public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlug
         Supplier<DiscoveryNodes> nodesInCluster,
         Predicate<NodeFeature> clusterSupportsFeature
     ) {
-        return List.of(new RestGpuVectorsStatsAction());
+        Supplier<GpuSearchService> gpu = service::get;
+        return List.of(
+            new RestGpuVectorsStatsAction(gpu),
+            new RestGpuVectorsWarmupAction(gpu, indicesService::get, clusterService::get, threadPool::get, resolver::get)
+        );
     }
 
     @Override
     public void close() {
-        GpuFlatSearchService.shutdown(); // frees all GPU memory of this node
+        GpuSearchService gpu = service.get();
+        if (gpu != null) {
+            GpuSearchServices.uninstall(gpu);
+            gpu.close(); // frees all GPU memory of this node
+        }
     }
 
     @Override
@@ -76,7 +107,7 @@ public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlug
     @Override
     public Optional<EngineFactory> getEngineFactory(IndexSettings indexSettings) {
         if (GpuVectorsSettings.INDEX_ENABLED.get(indexSettings.getSettings())) {
-            return Optional.of(new GpuVectorsEngineFactory());
+            return Optional.of(new GpuVectorsEngineFactory(service::get));
         }
         return Optional.empty();
     }

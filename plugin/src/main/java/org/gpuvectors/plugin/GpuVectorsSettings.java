@@ -2,7 +2,7 @@ package org.gpuvectors.plugin;
 
 import org.elasticsearch.common.settings.Setting;
 import org.elasticsearch.common.settings.Settings;
-import org.gpuvectors.codec.GpuFlatSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchService;
 
 import java.util.List;
 import java.util.Set;
@@ -46,16 +46,40 @@ public final class GpuVectorsSettings {
         Setting.Property.NodeScope
     );
 
+    /**
+     * Node setting: the most queries one GPU pass takes. Concurrent knn searches are gathered while the GPU is busy
+     * and run together; a larger cap means fewer, longer passes (throughput), a smaller one shorter waits.
+     */
+    public static final Setting<Integer> GPU_MAX_BATCH_QUERIES = Setting.intSetting(
+        "gpu_vectors.gpu.max_batch_queries",
+        GpuSearchService.Settings.DEFAULT_MAX_BATCH_QUERIES,
+        1,
+        65536,
+        Setting.Property.NodeScope
+    );
+
+    /**
+     * Index setting: make the index's {@code gpu_vector} segments resident on the GPU as soon as a refresh (or the
+     * shard's opening) makes them searchable, instead of on their first query. Dynamic.
+     */
+    public static final Setting<Boolean> INDEX_WARMUP_ON_REFRESH = Setting.boolSetting(
+        "index.gpu_vectors.warmup_on_refresh",
+        false,
+        Setting.Property.IndexScope,
+        Setting.Property.Dynamic
+    );
+
     static List<Setting<?>> all() {
-        return List.of(INDEX_ENABLED, GPU_MODE, GPU_DEVICE, GPU_MEMORY_BUDGET);
+        return List.of(INDEX_ENABLED, INDEX_WARMUP_ON_REFRESH, GPU_MODE, GPU_DEVICE, GPU_MEMORY_BUDGET, GPU_MAX_BATCH_QUERIES);
     }
 
     /** The GPU search service's settings from the node's settings. */
-    static GpuFlatSearchService.Settings gpuSettings(Settings nodeSettings) {
-        return new GpuFlatSearchService.Settings(
-            GPU_MODE.get(nodeSettings),
+    static GpuSearchService.Settings gpuSettings(Settings nodeSettings) {
+        return new GpuSearchService.Settings(
+            GpuSearchService.Mode.parse(GPU_MODE.get(nodeSettings)),
             GPU_DEVICE.get(nodeSettings),
-            GPU_MEMORY_BUDGET.get(nodeSettings)
+            GPU_MEMORY_BUDGET.get(nodeSettings),
+            GPU_MAX_BATCH_QUERIES.get(nodeSettings)
         );
     }
 

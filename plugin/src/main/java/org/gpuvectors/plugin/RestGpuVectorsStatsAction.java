@@ -6,11 +6,13 @@ import org.elasticsearch.rest.RestRequest;
 import org.elasticsearch.rest.RestResponse;
 import org.elasticsearch.rest.RestStatus;
 import org.elasticsearch.xcontent.XContentBuilder;
-import org.gpuvectors.codec.GpuFlatSearchService;
-import org.gpuvectors.codec.GpuSearchStats;
+import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchStats;
 
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * {@code GET _gpu_vectors/stats}: the GPU search statistics of the node that receives the request — whether a GPU
@@ -18,6 +20,12 @@ import java.util.Map;
  * and searches that fell back to the CPU, by reason.
  */
 final class RestGpuVectorsStatsAction extends BaseRestHandler {
+
+    private final Supplier<GpuSearchService> service;
+
+    RestGpuVectorsStatsAction(Supplier<GpuSearchService> service) {
+        this.service = service;
+    }
 
     @Override
     public String getName() {
@@ -31,7 +39,7 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
 
     @Override
     protected RestChannelConsumer prepareRequest(RestRequest request, NodeClient client) {
-        GpuFlatSearchService service = GpuFlatSearchService.get();
+        GpuSearchService service = this.service.get();
         return channel -> {
             XContentBuilder builder = channel.newBuilder();
             GpuSearchStats stats = service.stats();
@@ -46,16 +54,23 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("budget_bytes", service.budgetBytes());
             builder.field("resident_segment_fields", service.residentCount());
             builder.field("uploads", stats.uploads());
+            builder.field("upload_time_in_millis", stats.uploadNanos() / 1_000_000);
             builder.field("evictions", stats.evictions());
+            builder.field("warmups", stats.warmups());
             builder.endObject();
             builder.startObject("searches");
             builder.field("gpu", stats.gpuSearches());
             builder.field("gpu_queries", stats.gpuQueries());
             builder.field("gpu_time_in_millis", stats.gpuNanos() / 1_000_000);
+            builder.startObject("batches");
+            builder.field("count", stats.batches());
+            builder.field("searches", stats.batchSearches());
+            builder.field("segment_groups", stats.batchGroups());
+            builder.endObject();
             builder.field("cpu_fallbacks", stats.cpuFallbacks());
             builder.startObject("cpu_fallbacks_by_reason");
-            for (Map.Entry<String, Long> entry : stats.cpuFallbacksByReason().entrySet()) {
-                builder.field(entry.getKey(), entry.getValue());
+            for (Map.Entry<FallbackReason, Long> entry : stats.cpuFallbacksByReason().entrySet()) {
+                builder.field(entry.getKey().key(), entry.getValue());
             }
             builder.endObject();
             builder.endObject();

@@ -1,24 +1,35 @@
-package org.gpuvectors.codec;
+package org.gpuvectors.codec.gpu;
 
+import java.util.EnumMap;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Counters of the GPU search path: what ran on the GPU, what fell back to the CPU and why, and what
- * is resident. Thread-safe; read by monitoring (the Elasticsearch plugin's stats) and by tests.
+ * Counters of the GPU search path: what ran on the GPU (searches, queries, batches), what fell back
+ * to the CPU and why, residency and warm-up. Thread-safe; read by monitoring (the Elasticsearch
+ * plugin's stats) and by tests, which count GPU searches exactly.
  */
 public final class GpuSearchStats {
 
   private final LongAdder gpuSearches = new LongAdder();
   private final LongAdder gpuQueries = new LongAdder();
+  private final LongAdder batches = new LongAdder();
+  private final LongAdder batchSearches = new LongAdder();
+  private final LongAdder batchGroups = new LongAdder();
   private final LongAdder gpuNanos = new LongAdder();
   private final LongAdder uploads = new LongAdder();
+  private final LongAdder uploadNanos = new LongAdder();
   private final LongAdder evictions = new LongAdder();
-  private final Map<String, LongAdder> cpuFallbacks = new ConcurrentHashMap<>();
+  private final LongAdder warmups = new LongAdder();
+  private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
 
-  /** Calls that ran on the GPU (a batch of queries counts once). */
+  public GpuSearchStats() {
+    for (FallbackReason reason : FallbackReason.values()) {
+      cpuFallbacks.put(reason, new LongAdder());
+    }
+  }
+
+  /** Segment searches answered on the GPU (one per segment and call; a call may hold many queries). */
   public long gpuSearches() {
     return gpuSearches.sum();
   }
@@ -28,7 +39,22 @@ public final class GpuSearchStats {
     return gpuQueries.sum();
   }
 
-  /** Wall time spent in GPU searches, uploads excluded. */
+  /** GPU passes run: each serves one or more searches, over one or more segments. */
+  public long batches() {
+    return batches.sum();
+  }
+
+  /** Searches served by those passes (batchSearches / batches = the mean batch size). */
+  public long batchSearches() {
+    return batchSearches.sum();
+  }
+
+  /** (pass, segment field) pairs: batchGroups / batches = segments searched per pass. */
+  public long batchGroups() {
+    return batchGroups.sum();
+  }
+
+  /** Wall time of the GPU passes (uploads excluded). */
   public long gpuNanos() {
     return gpuNanos.sum();
   }
@@ -38,9 +64,19 @@ public final class GpuSearchStats {
     return uploads.sum();
   }
 
+  /** Wall time of those uploads. */
+  public long uploadNanos() {
+    return uploadNanos.sum();
+  }
+
   /** Segment fields evicted to make room under the memory budget. */
   public long evictions() {
     return evictions.sum();
+  }
+
+  /** Segment fields made resident by a warm-up rather than by a search. */
+  public long warmups() {
+    return warmups.sum();
   }
 
   /** Searches that ran on the CPU instead, in total. */
@@ -48,39 +84,55 @@ public final class GpuSearchStats {
     return cpuFallbacks.values().stream().mapToLong(LongAdder::sum).sum();
   }
 
-  /** Searches that ran on the CPU instead, by reason. */
-  public Map<String, Long> cpuFallbacksByReason() {
-    Map<String, Long> out = new TreeMap<>();
-    cpuFallbacks.forEach((reason, count) -> out.put(reason, count.sum()));
+  /** Searches that ran on the CPU for this reason. */
+  public long cpuFallbacks(FallbackReason reason) {
+    return cpuFallbacks.get(reason).sum();
+  }
+
+  /** Searches that ran on the CPU instead, by reason (reasons never seen are left out). */
+  public Map<FallbackReason, Long> cpuFallbacksByReason() {
+    Map<FallbackReason, Long> out = new EnumMap<>(FallbackReason.class);
+    cpuFallbacks.forEach(
+        (reason, count) -> {
+          long n = count.sum();
+          if (n > 0) {
+            out.put(reason, n);
+          }
+        });
     return out;
   }
 
-  void recordGpuSearch(int queries, long nanos) {
+  void recordGpuSearch(int queries) {
     gpuSearches.increment();
     gpuQueries.add(queries);
+  }
+
+  void recordBatch(int searches, int groups, long nanos) {
+    batches.increment();
+    batchSearches.add(searches);
+    batchGroups.add(groups);
     gpuNanos.add(nanos);
   }
 
-  void recordUpload() {
+  void recordUpload(long nanos) {
     uploads.increment();
+    uploadNanos.add(nanos);
   }
 
   void recordEviction() {
     evictions.increment();
   }
 
+  void recordWarmup() {
+    warmups.increment();
+  }
+
   /** Counts a fallback; returns true the first time this reason is seen (so it is logged once). */
-  boolean recordFallback(String reason) {
-    boolean[] first = {false};
-    cpuFallbacks
-        .computeIfAbsent(
-            reason,
-            r -> {
-              first[0] = true;
-              return new LongAdder();
-            })
-        .increment();
-    return first[0];
+  boolean recordFallback(FallbackReason reason) {
+    LongAdder count = cpuFallbacks.get(reason);
+    boolean first = count.sum() == 0;
+    count.increment();
+    return first;
   }
 
   @Override
@@ -89,6 +141,8 @@ public final class GpuSearchStats {
         + gpuSearches()
         + ", gpuQueries="
         + gpuQueries()
+        + ", batches="
+        + batches()
         + ", uploads="
         + uploads()
         + ", evictions="

@@ -1,0 +1,367 @@
+package org.gpuvectors.codec.gpu;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.util.Locale;
+import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.gpuvectors.cuda.CudaException;
+import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.KSelect;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchResult;
+
+/**
+ * Searches segment fields on one GPU: the owner of the device ({@link GpuBackend}), of what is
+ * resident there ({@link Residency}) and of the batching of concurrent searches ({@link
+ * SearchBatcher}). One per node (the Elasticsearch plugin makes it in {@code createComponents} and
+ * closes it with the node) or per process for plain Lucene ({@link GpuSearchServices}).
+ *
+ * <p>A search never fails because of the GPU: when the GPU cannot serve it, {@link #search} returns
+ * null, the caller runs the CPU path, and the {@link FallbackReason} is counted (and logged once). A
+ * sticky CUDA error (one that poisons the context) switches the GPU path off for good, logged and
+ * counted, rather than failing every later search. Anything else thrown on the way (argument checks,
+ * index bounds, null pointers) is a bug and propagates.
+ */
+public final class GpuSearchService implements Closeable {
+
+  /** Largest k the GPU k-selection serves. */
+  public static final int MAX_GPU_K = KSelect.MAX_K;
+
+  private static final System.Logger LOG = System.getLogger(GpuSearchService.class.getName());
+
+  /** When to use the GPU. */
+  public enum Mode {
+    /** A GPU when one is usable, else the CPU. */
+    AUTO,
+    /** A GPU is required (the Elasticsearch plugin refuses to start without one). */
+    TRUE,
+    /** Never the GPU. */
+    FALSE;
+
+    public static Mode parse(String value) {
+      return switch (value.toLowerCase(Locale.ROOT)) {
+        case "auto" -> AUTO;
+        case "true" -> TRUE;
+        case "false" -> FALSE;
+        default -> throw new IllegalArgumentException(
+            "GPU mode must be [auto], [true] or [false] but was [" + value + "]");
+      };
+    }
+  }
+
+  /**
+   * How the service is set up.
+   *
+   * @param memoryBudget fraction of the device's memory that resident segment fields may take
+   * @param maxBatchQueries queries one GPU pass takes at most (a search with more runs alone)
+   */
+  public record Settings(Mode mode, int deviceOrdinal, double memoryBudget, int maxBatchQueries) {
+    public static final String MODE_PROPERTY = "gpuvectors.gpu";
+    public static final String DEVICE_PROPERTY = "gpuvectors.gpu.device";
+    public static final String BUDGET_PROPERTY = "gpuvectors.gpu.memory_budget";
+    public static final String MAX_BATCH_PROPERTY = "gpuvectors.gpu.max_batch_queries";
+    public static final int DEFAULT_MAX_BATCH_QUERIES = 1024;
+
+    public Settings {
+      if (deviceOrdinal < 0) {
+        throw new IllegalArgumentException("GPU device ordinal must be >= 0 but was [" + deviceOrdinal + "]");
+      }
+      if (memoryBudget <= 0 || memoryBudget > 1) {
+        throw new IllegalArgumentException("GPU memory budget must be in (0, 1] but was [" + memoryBudget + "]");
+      }
+      if (maxBatchQueries < 1) {
+        throw new IllegalArgumentException("max batch queries must be >= 1 but was [" + maxBatchQueries + "]");
+      }
+    }
+
+    /** Settings from the system properties (plain Lucene): see the constants. */
+    public static Settings fromSystemProperties() {
+      return new Settings(
+          Mode.parse(System.getProperty(MODE_PROPERTY, "auto")),
+          Integer.getInteger(DEVICE_PROPERTY, 0),
+          Double.parseDouble(System.getProperty(BUDGET_PROPERTY, "0.8")),
+          Integer.getInteger(MAX_BATCH_PROPERTY, DEFAULT_MAX_BATCH_QUERIES));
+    }
+  }
+
+  private final GpuSearchStats stats = new GpuSearchStats();
+  private final GpuBackend backend; // null when no GPU is usable
+  private final String unusableReason; // why backend is null
+  private final Residency residency;
+  private final SearchBatcher batcher;
+  private volatile boolean enabled;
+  private volatile String failure; // the sticky error that switched the GPU off
+  private volatile boolean closed;
+
+  private GpuSearchService(GpuBackend backend, String unusableReason, Settings settings) {
+    this.backend = backend;
+    this.unusableReason = unusableReason;
+    long budget = backend == null ? 0 : (long) (backend.totalMemoryBytes() * settings.memoryBudget());
+    this.residency = new Residency(budget, stats);
+    this.batcher =
+        backend == null ? null : new SearchBatcher(backend::search, settings.maxBatchQueries(), stats);
+    this.enabled = backend != null;
+  }
+
+  /** Opens the GPU the settings name (or none: mode false, no usable GPU, the device fails to open). */
+  public static GpuSearchService create(Settings settings) {
+    if (settings.mode() == Mode.FALSE) {
+      return new GpuSearchService(null, "GPU disabled (mode=false)", settings);
+    }
+    GpuAvailability availability = GpuAvailability.get();
+    if (availability.available() == false) {
+      return new GpuSearchService(null, "no usable GPU: " + availability.reason(), settings);
+    }
+    int ordinal = settings.deviceOrdinal();
+    GpuDevice device;
+    try {
+      device = GpuDevice.open(ordinal);
+    } catch (RuntimeException e) {
+      return new GpuSearchService(
+          null, "no usable GPU: GPU " + ordinal + " could not be opened: " + e.getMessage(), settings);
+    }
+    LOG.log(
+        System.Logger.Level.INFO,
+        "gpu-vectors: searching on GPU {0} ({1}), memory budget {2} MB, batches of up to {3} queries",
+        ordinal,
+        device.name(),
+        (long) (device.totalMemoryBytes() * settings.memoryBudget()) >> 20,
+        settings.maxBatchQueries());
+    return new GpuSearchService(new CudaBackend(device), null, settings);
+  }
+
+  /** A service on a given backend (tests: doubles that inject faults). */
+  public static GpuSearchService withBackend(GpuBackend backend, Settings settings) {
+    return new GpuSearchService(backend, null, settings);
+  }
+
+  /** Counters of GPU searches, batches, fallbacks and residency. */
+  public GpuSearchStats stats() {
+    return stats;
+  }
+
+  /** Whether searches currently go to the GPU. */
+  public boolean gpuActive() {
+    return backend != null && enabled && failure == null && closed == false;
+  }
+
+  /** Why there is no GPU (or why it was switched off after a failure), or null while it serves. */
+  public String unusableReason() {
+    if (backend == null) {
+      return unusableReason;
+    }
+    return failure;
+  }
+
+  /** Name of the GPU in use, or null. */
+  public String deviceName() {
+    return backend == null ? null : backend.deviceName();
+  }
+
+  /** Device memory that resident segment fields may take (0 without a GPU). */
+  public long budgetBytes() {
+    return residency.budgetBytes();
+  }
+
+  /** Device memory held by resident segment fields. */
+  public long residentBytes() {
+    return residency.heldBytes();
+  }
+
+  /** Resident segment fields. */
+  public int residentCount() {
+    return residency.size();
+  }
+
+  /** Whether a segment field is resident now. */
+  public boolean isResident(Object segment, String field) {
+    return residency.isResident(new Residency.Key(segment, field));
+  }
+
+  /**
+   * Turns the GPU path on or off at run time (when a GPU is usable); with it off every search runs
+   * on the CPU and counts as a fallback. Used to compare both paths on the same index.
+   */
+  public void setEnabled(boolean enabled) {
+    this.enabled = enabled;
+  }
+
+  /**
+   * Whether the GPU can take a search asking for k results; if not, counts (and logs once) the
+   * fallback. Callers ask before preparing a GPU search, so a CPU search does no GPU-only work.
+   */
+  public boolean canServe(int k) {
+    FallbackReason reason = refusal(k);
+    if (reason != null) {
+      fallback(reason, null);
+      return false;
+    }
+    return true;
+  }
+
+  private FallbackReason refusal(int k) {
+    if (closed) {
+      return FallbackReason.CLOSED;
+    }
+    if (backend == null) {
+      return FallbackReason.NO_GPU;
+    }
+    if (failure != null) {
+      return FallbackReason.GPU_FAILED;
+    }
+    if (enabled == false) {
+      return FallbackReason.GPU_OFF;
+    }
+    if (k > MAX_GPU_K) {
+      return FallbackReason.K_TOO_LARGE;
+    }
+    return null;
+  }
+
+  /** Counts a fallback the caller decided on (e.g. a collector's visit limit). */
+  public void countFallback(FallbackReason reason) {
+    fallback(reason, null);
+  }
+
+  /**
+   * Searches {@code numQueries} row-major queries against one segment field, batched with concurrent
+   * searches.
+   *
+   * @param segment the key of the segment (its vectors reader); {@link #releaseSegment} frees it
+   * @param mask accepted ordinals (bit {@code ord % 64} of word {@code ord / 64}), or null for all
+   * @return per query the k best (ordinal, raw distance) pairs, or null when the CPU must do it
+   */
+  public SearchResult search(
+      Object segment,
+      String field,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      float[] queries,
+      int numQueries,
+      int k,
+      long[] mask)
+      throws IOException {
+    if (canServe(k) == false) {
+      return null;
+    }
+    try (Residency.Handle handle = acquire(segment, field, vectors, similarity)) {
+      if (handle == null) {
+        return null;
+      }
+      SearchBatcher.Search search = new SearchBatcher.Search(handle.index(), queries, numQueries, k, mask);
+      batcher.run(search);
+      if (search.error() != null) {
+        gpuError(search.error());
+        return null;
+      }
+      stats.recordGpuSearch(numQueries);
+      return search.result();
+    }
+  }
+
+  /**
+   * Makes a segment field resident ahead of its first search (a warm-up).
+   *
+   * @return whether it is resident (false: no GPU, does not fit, or the upload failed: counted)
+   */
+  public boolean warm(Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity)
+      throws IOException {
+    if (refusal(0) != null || vectors.size() == 0) {
+      return false;
+    }
+    boolean resident = isResident(segment, field);
+    try (Residency.Handle handle = acquire(segment, field, vectors, similarity)) {
+      if (handle != null && resident == false) {
+        stats.recordWarmup();
+      }
+      return handle != null;
+    }
+  }
+
+  /** A handle on the segment field's device index (uploaded if needed), or null (fallback counted). */
+  private Residency.Handle acquire(
+      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity)
+      throws IOException {
+    Metric metric = metric(similarity);
+    long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric);
+    Residency.Acquired acquired;
+    try {
+      acquired =
+          residency.acquire(
+              new Residency.Key(segment, field), bytes, () -> backend.upload(vectors.copy(), metric));
+    } catch (CudaException e) {
+      gpuError(e);
+      return null;
+    }
+    if (acquired.refused() != null) {
+      fallback(acquired.refused(), null);
+      return null;
+    }
+    return acquired.handle();
+  }
+
+  /** A GPU pass or upload failed: CUDA errors fall back (sticky ones switch the GPU off); bugs propagate. */
+  private void gpuError(Throwable error) {
+    if (error instanceof CudaException cuda) {
+      if (cuda.sticky()) {
+        if (failure == null) {
+          failure = "GPU switched off after a sticky CUDA error: " + cuda.getMessage();
+          LOG.log(System.Logger.Level.ERROR, "gpu-vectors: " + failure + "; searching on the CPU from now on", cuda);
+        }
+        fallback(FallbackReason.GPU_FAILED, null);
+      } else if (cuda.code() == 2) { // CUDA_ERROR_OUT_OF_MEMORY
+        fallback(FallbackReason.DEVICE_OUT_OF_MEMORY, cuda);
+      } else {
+        fallback(FallbackReason.CUDA_ERROR, cuda);
+      }
+      return;
+    }
+    if (error instanceof RuntimeException re) {
+      throw re;
+    }
+    if (error instanceof Error err) {
+      throw err;
+    }
+    throw new IllegalStateException(error);
+  }
+
+  /** Frees a closing segment's resident fields (now, or when the last search on them ends). */
+  public void releaseSegment(Object segment) {
+    residency.releaseSegment(segment);
+  }
+
+  private void fallback(FallbackReason reason, Throwable cause) {
+    if (stats.recordFallback(reason)) {
+      String detail = reason == FallbackReason.NO_GPU || reason == FallbackReason.GPU_FAILED
+          ? ": " + unusableReason() : "";
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "gpu-vectors: searching on the CPU instead of the GPU: " + reason.description() + detail,
+          cause);
+    }
+  }
+
+  /** The GPU distance for a Lucene similarity (cosine: the kernels normalise vectors). */
+  public static Metric metric(VectorSimilarityFunction similarity) {
+    return switch (similarity) {
+      case EUCLIDEAN -> Metric.L2;
+      case DOT_PRODUCT, MAXIMUM_INNER_PRODUCT -> Metric.INNER_PRODUCT;
+      case COSINE -> Metric.COSINE;
+    };
+  }
+
+  /** Frees every resident field no search holds, then the device (after the last search ends). */
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    residency.close();
+    if (backend != null) {
+      backend.close();
+    }
+  }
+}

@@ -1,0 +1,287 @@
+package org.gpuvectors.codec.gpu;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import org.gpuvectors.cuda.DeviceIndex;
+
+/**
+ * Segment fields resident on the device, under a memory budget.
+ *
+ * <p>Searches hold a {@link Handle} (a reference count) on what they search: a segment whose reader
+ * closes mid-search, or that eviction picks, is freed when its last search ends, never under it.
+ * {@link #acquire} is memory-gated: it reserves a field's bytes before uploading, evicting the least
+ * recently used fields that no search holds; when the budget is held by fields in use it says so
+ * (the caller searches on the CPU) instead of waiting. Uploads run outside this object's lock, so
+ * searches of resident fields go on while another field uploads; two searches of the same missing
+ * field share one upload.
+ *
+ * <p>Threading: thread-safe. Lock order: this object's lock is never held while waiting for the
+ * device; indexes are closed outside it.
+ */
+public final class Residency {
+
+  /** A segment field: the segment's reader (Lucene shares it across reopens) and the field name. */
+  public record Key(Object segment, String field) {}
+
+  /** Produces a field's device index; called at most once per residency of the field. */
+  @FunctionalInterface
+  public interface Upload {
+    DeviceIndex upload() throws IOException;
+  }
+
+  /** The outcome of {@link #acquire}: a handle, or the reason the field is not resident. */
+  public record Acquired(Handle handle, FallbackReason refused) {}
+
+  private final long budgetBytes;
+  private final GpuSearchStats stats;
+  private final LinkedHashMap<Key, Entry> entries = new LinkedHashMap<>(16, 0.75f, true); // LRU first
+  private long heldBytes; // reserved by entries loading, resident, or removed but still in use
+  private boolean closed;
+
+  public Residency(long budgetBytes, GpuSearchStats stats) {
+    this.budgetBytes = budgetBytes;
+    this.stats = stats;
+  }
+
+  /** One segment field's residency. Guarded by the Residency lock, except the immutable fields. */
+  private final class Entry {
+    final Key key;
+    final long reservedBytes;
+    final CompletableFuture<DeviceIndex> loaded = new CompletableFuture<>();
+    DeviceIndex index; // set once loaded
+    int refs;
+    boolean removed; // out of the map (segment closed, evicted, failed): close at the last release
+
+    Entry(Key key, long reservedBytes) {
+      this.key = key;
+      this.reservedBytes = reservedBytes;
+    }
+  }
+
+  /** A search's reference on a resident field; close it when the search ends (exactly once). */
+  public final class Handle implements AutoCloseable {
+    private final Entry entry;
+    private boolean released;
+
+    private Handle(Entry entry) {
+      this.entry = entry;
+    }
+
+    public DeviceIndex index() {
+      return entry.index;
+    }
+
+    @Override
+    public void close() {
+      if (released == false) {
+        released = true;
+        release(entry);
+      }
+    }
+  }
+
+  /**
+   * A handle on {@code key}'s device index, uploading it first if needed. The upload runs on this
+   * thread outside the lock; a concurrent acquire of the same key waits for it. Errors of the upload
+   * propagate (the reservation is undone).
+   *
+   * @param bytes device bytes the upload will take (reserved before it starts)
+   */
+  public Acquired acquire(Key key, long bytes, Upload upload) throws IOException {
+    Entry entry;
+    boolean mine = false;
+    List<DeviceIndex> toClose = new ArrayList<>();
+    synchronized (this) {
+      if (closed) {
+        return new Acquired(null, FallbackReason.CLOSED);
+      }
+      entry = entries.get(key);
+      if (entry == null) {
+        if (bytes > budgetBytes) {
+          return new Acquired(null, FallbackReason.SEGMENT_OVER_BUDGET);
+        }
+        evictFor(bytes, toClose);
+        if (heldBytes + bytes > budgetBytes) {
+          closeAll(toClose);
+          return new Acquired(null, FallbackReason.BUDGET_IN_USE);
+        }
+        entry = new Entry(key, bytes);
+        entries.put(key, entry);
+        heldBytes += bytes;
+        mine = true;
+      }
+      entry.refs++;
+    }
+    closeAll(toClose);
+    if (mine) {
+      load(entry, upload);
+    } else {
+      awaitLoad(entry);
+    }
+    return new Acquired(new Handle(entry), null);
+  }
+
+  private void load(Entry entry, Upload upload) throws IOException {
+    long start = System.nanoTime();
+    DeviceIndex index;
+    try {
+      index = upload.upload();
+    } catch (Throwable t) {
+      synchronized (this) {
+        entry.refs--;
+        drop(entry);
+        heldBytes -= entry.reservedBytes;
+      }
+      entry.loaded.completeExceptionally(t);
+      throw t;
+    }
+    stats.recordUpload(System.nanoTime() - start);
+    synchronized (this) {
+      entry.index = index;
+    }
+    entry.loaded.complete(index);
+  }
+
+  private void awaitLoad(Entry entry) throws IOException {
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          entry.loaded.get();
+          return;
+        } catch (InterruptedException e) {
+          interrupted = true; // the search goes on; the caller sees the flag
+        } catch (ExecutionException e) {
+          synchronized (this) {
+            entry.refs--;
+          }
+          Throwable cause = e.getCause();
+          if (cause instanceof IOException io) {
+            throw io;
+          }
+          if (cause instanceof RuntimeException re) {
+            throw re;
+          }
+          if (cause instanceof Error err) {
+            throw err;
+          }
+          throw new IllegalStateException(cause);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Evicts least recently used entries that no search holds until {@code bytes} more fit. */
+  private void evictFor(long bytes, List<DeviceIndex> toClose) {
+    Iterator<Map.Entry<Key, Entry>> it = entries.entrySet().iterator();
+    while (heldBytes + bytes > budgetBytes && it.hasNext()) {
+      Entry candidate = it.next().getValue();
+      if (candidate.refs == 0 && candidate.index != null) {
+        it.remove();
+        candidate.removed = true;
+        heldBytes -= candidate.reservedBytes;
+        toClose.add(candidate.index);
+        stats.recordEviction();
+      }
+    }
+  }
+
+  private void release(Entry entry) {
+    DeviceIndex toClose = null;
+    synchronized (this) {
+      entry.refs--;
+      assert entry.refs >= 0 : entry.key;
+      if (entry.refs == 0 && entry.removed && entry.index != null) {
+        heldBytes -= entry.reservedBytes;
+        toClose = entry.index;
+      }
+    }
+    if (toClose != null) {
+      toClose.close();
+    }
+  }
+
+  /** Takes an entry out of the map (its memory is accounted until its last release). */
+  private void drop(Entry entry) {
+    if (entries.get(entry.key) == entry) {
+      entries.remove(entry.key);
+    }
+    entry.removed = true;
+  }
+
+  /**
+   * Frees every field of a closing segment: at once when no search holds it, else when the last
+   * search holding it ends.
+   */
+  public void releaseSegment(Object segment) {
+    List<DeviceIndex> toClose = new ArrayList<>();
+    synchronized (this) {
+      Iterator<Map.Entry<Key, Entry>> it = entries.entrySet().iterator();
+      while (it.hasNext()) {
+        Entry entry = it.next().getValue();
+        if (entry.key.segment() == segment) {
+          it.remove();
+          entry.removed = true;
+          if (entry.refs == 0 && entry.index != null) {
+            heldBytes -= entry.reservedBytes;
+            toClose.add(entry.index);
+          }
+        }
+      }
+    }
+    closeAll(toClose);
+  }
+
+  /** Whether {@code key} is resident now (loaded and not removed). */
+  public synchronized boolean isResident(Key key) {
+    Entry entry = entries.get(key);
+    return entry != null && entry.index != null;
+  }
+
+  /** Device bytes held by resident fields (and by removed ones that searches still use). */
+  public synchronized long heldBytes() {
+    return heldBytes;
+  }
+
+  /** Resident (or loading) segment fields. */
+  public synchronized int size() {
+    return entries.size();
+  }
+
+  public long budgetBytes() {
+    return budgetBytes;
+  }
+
+  /** Frees every field no search holds; the rest are freed by their last release. */
+  public void close() {
+    List<DeviceIndex> toClose = new ArrayList<>();
+    synchronized (this) {
+      closed = true;
+      for (Entry entry : entries.values()) {
+        entry.removed = true;
+        if (entry.refs == 0 && entry.index != null) {
+          heldBytes -= entry.reservedBytes;
+          toClose.add(entry.index);
+        }
+      }
+      entries.clear();
+    }
+    closeAll(toClose);
+  }
+
+  private static void closeAll(List<DeviceIndex> indexes) {
+    for (DeviceIndex index : indexes) {
+      index.close();
+    }
+  }
+}

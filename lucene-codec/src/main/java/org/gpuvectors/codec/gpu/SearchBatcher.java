@@ -1,0 +1,213 @@
+package org.gpuvectors.codec.gpu;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.SearchResult;
+
+/**
+ * Gathers concurrent searches into batches that the device runs as one pass.
+ *
+ * <p>Lucene calls a segment's reader once per query and leaf, on the searcher's worker threads, and
+ * each call must return its own hits. So the calling threads meet here: a thread that finds the
+ * device idle runs at once whatever is queued (its own search at least: a lone query never waits),
+ * and searches that arrive while a pass runs queue up and go together in the next one, run by one
+ * of their threads. Batches thus grow with the load, with no timer and no thread of our own. A pass
+ * takes queued searches in arrival order up to {@code maxBatchQueries} queries (at least one
+ * search), groups them by device index (many segments, one pass: see {@link
+ * org.gpuvectors.cuda.BatchSearch}), and hands each search exactly its own k results; each caller
+ * then fills its own collector on its own thread.
+ *
+ * <p>Threading: thread-safe; at most one pass runs at a time.
+ */
+public final class SearchBatcher {
+
+  /** Runs one pass over a list of groups (the backend). */
+  @FunctionalInterface
+  public interface Pass {
+    SearchResult[] run(List<SearchGroup> groups);
+  }
+
+  /**
+   * One caller's search of one resident index: its queries (row-major), its k, and its accepted
+   * vectors ({@code mask} for all its queries, null = all). Filled by the pass that runs it.
+   */
+  public static final class Search {
+    final DeviceIndex index;
+    final float[] queries;
+    final int numQueries;
+    final int k;
+    final long[] mask;
+    private SearchResult result;
+    private Throwable error;
+    private boolean done; // guarded by the batcher's lock
+
+    public Search(DeviceIndex index, float[] queries, int numQueries, int k, long[] mask) {
+      this.index = index;
+      this.queries = queries;
+      this.numQueries = numQueries;
+      this.k = k;
+      this.mask = mask;
+    }
+
+    /** The k best per query, once run without error. */
+    public SearchResult result() {
+      return result;
+    }
+
+    /** What failed the pass that ran this search, or null. */
+    public Throwable error() {
+      return error;
+    }
+  }
+
+  private final Pass pass;
+  private final int maxBatchQueries;
+  private final GpuSearchStats stats;
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition passEnded = lock.newCondition();
+  private final ArrayDeque<Search> queue = new ArrayDeque<>();
+  private boolean running; // a pass is on the device
+
+  public SearchBatcher(Pass pass, int maxBatchQueries, GpuSearchStats stats) {
+    if (maxBatchQueries < 1) {
+      throw new IllegalArgumentException("maxBatchQueries must be >= 1 but was [" + maxBatchQueries + "]");
+    }
+    this.pass = pass;
+    this.maxBatchQueries = maxBatchQueries;
+    this.stats = stats;
+  }
+
+  /** Runs {@code search} in the next pass (perhaps run by this thread) and returns when it is done. */
+  public void run(Search search) {
+    lock.lock();
+    try {
+      queue.add(search);
+      boolean interrupted = false;
+      while (search.done == false) {
+        if (running == false) {
+          running = true;
+          List<Search> batch = take();
+          lock.unlock();
+          try {
+            runPass(batch);
+          } finally {
+            lock.lock();
+            for (Search s : batch) {
+              s.done = true;
+            }
+            running = false;
+            passEnded.signalAll();
+          }
+        } else {
+          try {
+            passEnded.await();
+          } catch (InterruptedException e) {
+            interrupted = true; // our search is queued or running: wait for it, keep the flag
+          }
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Queued searches in arrival order, up to maxBatchQueries queries (at least one search). */
+  private List<Search> take() {
+    List<Search> batch = new ArrayList<>();
+    int queries = 0;
+    while (queue.isEmpty() == false) {
+      Search next = queue.peek();
+      if (batch.isEmpty() == false && queries + next.numQueries > maxBatchQueries) {
+        break;
+      }
+      batch.add(queue.poll());
+      queries += next.numQueries;
+    }
+    return batch;
+  }
+
+  private void runPass(List<Search> batch) {
+    long start = System.nanoTime();
+    // one group per device index, in order of first appearance
+    Map<DeviceIndex, List<Search>> byIndex = new IdentityHashMap<>();
+    List<DeviceIndex> order = new ArrayList<>();
+    for (Search s : batch) {
+      byIndex.computeIfAbsent(s.index, i -> {
+        order.add(i);
+        return new ArrayList<>();
+      }).add(s);
+    }
+    List<SearchGroup> groups = new ArrayList<>(order.size());
+    for (DeviceIndex index : order) {
+      groups.add(group(index, byIndex.get(index)));
+    }
+    SearchResult[] results;
+    try {
+      results = pass.run(groups);
+    } catch (Throwable t) {
+      for (Search s : batch) {
+        s.error = t; // each caller decides: CPU fallback for CUDA errors, rethrow for bugs
+      }
+      return;
+    }
+    for (int g = 0; g < order.size(); g++) {
+      int row = 0;
+      for (Search s : byIndex.get(order.get(g))) {
+        s.result = slice(results[g], row, s.numQueries, s.k);
+        row += s.numQueries;
+      }
+    }
+    stats.recordBatch(batch.size(), groups.size(), System.nanoTime() - start);
+  }
+
+  /** The searches of one index as one group: queries stacked, the largest k, masks shared if equal. */
+  private static SearchGroup group(DeviceIndex index, List<Search> searches) {
+    if (searches.size() == 1) {
+      Search s = searches.get(0);
+      return new SearchGroup(index, s.queries, s.numQueries, s.k, s.mask, null);
+    }
+    int dims = index.dims();
+    int numQueries = 0;
+    int k = 0;
+    boolean oneMask = true;
+    for (Search s : searches) {
+      numQueries += s.numQueries;
+      k = Math.max(k, s.k);
+      oneMask &= s.mask == searches.get(0).mask; // the same array: a segment's cached live docs, or none
+    }
+    float[] queries = new float[numQueries * dims];
+    long[][] masks = oneMask ? null : new long[numQueries][];
+    int row = 0;
+    for (Search s : searches) {
+      System.arraycopy(s.queries, 0, queries, row * dims, s.numQueries * dims);
+      for (int q = 0; masks != null && q < s.numQueries; q++) {
+        masks[row + q] = s.mask;
+      }
+      row += s.numQueries;
+    }
+    return new SearchGroup(index, queries, numQueries, k, oneMask ? searches.get(0).mask : null, masks);
+  }
+
+  /** Rows [from, from + count) of a group's result, cut to the first k of each row. */
+  private static SearchResult slice(SearchResult all, int from, int count, int k) {
+    int[] ids = new int[count * k];
+    float[] distances = new float[count * k];
+    for (int q = 0; q < count; q++) {
+      for (int i = 0; i < k; i++) {
+        ids[q * k + i] = all.id(from + q, i);
+        distances[q * k + i] = all.distance(from + q, i);
+      }
+    }
+    return new SearchResult(count, k, ids, distances);
+  }
+}

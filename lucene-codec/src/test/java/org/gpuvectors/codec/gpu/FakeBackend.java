@@ -1,0 +1,237 @@
+package org.gpuvectors.codec.gpu;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.cuda.CudaException;
+import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.SearchResult;
+
+/**
+ * A {@link GpuBackend} on the CPU for tests of the service on machines without a GPU: device
+ * memory is counted (live and peak), passes are brute force with the kernels' conventions (squared
+ * L2 or inner product, cosine normalised, masks per query), and faults can be injected.
+ */
+public final class FakeBackend implements GpuBackend {
+
+  /** A fault to throw from the next uploads or passes (null: none). */
+  public volatile Supplier<RuntimeException> uploadFault;
+  public volatile Supplier<RuntimeException> passFault;
+  /** Milliseconds each pass sleeps (lets concurrent searches queue up behind it). */
+  public volatile long passMillis;
+
+  public final AtomicLong liveBytes = new AtomicLong();
+  public final AtomicLong peakLiveBytes = new AtomicLong();
+  public final AtomicInteger uploads = new AtomicInteger();
+  public final AtomicInteger passes = new AtomicInteger();
+  public final AtomicInteger maxGroupsPerPass = new AtomicInteger();
+  /** Threads that ran passes, in order. */
+  public final List<Thread> passThreads = java.util.Collections.synchronizedList(new ArrayList<>());
+  /** Every index uploaded, in order. */
+  public final List<FakeIndex> indexes = java.util.Collections.synchronizedList(new ArrayList<>());
+  private final long totalMemoryBytes;
+  private volatile boolean closed;
+
+  public FakeBackend(long totalMemoryBytes) {
+    this.totalMemoryBytes = totalMemoryBytes;
+  }
+
+  /** A sticky CUDA error as the driver reports it (illegal address). */
+  public static CudaException sticky() {
+    return CudaException.driver("cuLaunchKernel(test)", 700, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  }
+
+  /** Device out of memory as cuMemAlloc reports it. */
+  public static CudaException outOfMemory() {
+    return CudaException.driver("cuMemAlloc(test)", 2, "CUDA_ERROR_OUT_OF_MEMORY");
+  }
+
+  /** A launch that fails without poisoning the context (invalid value). */
+  public static CudaException launchFailure() {
+    return CudaException.driver("cuLaunchKernel(test)", 1, "CUDA_ERROR_INVALID_VALUE");
+  }
+
+  @Override
+  public String deviceName() {
+    return "fake";
+  }
+
+  @Override
+  public long totalMemoryBytes() {
+    return totalMemoryBytes;
+  }
+
+  @Override
+  public long estimateBytes(int size, int dims, Metric metric) {
+    return 4L * Math.max(1, size) * dims;
+  }
+
+  @Override
+  public DeviceIndex upload(FloatVectorValues vectors, Metric metric) throws IOException {
+    check();
+    Supplier<RuntimeException> fault = uploadFault;
+    if (fault != null) {
+      throw fault.get();
+    }
+    int n = vectors.size();
+    int dims = vectors.dimension();
+    float[] data = new float[n * dims];
+    for (int i = 0; i < n; i++) {
+      float[] v = vectors.vectorValue(i);
+      System.arraycopy(v, 0, data, i * dims, dims);
+      if (metric == Metric.COSINE) {
+        normalize(data, i * dims, dims);
+      }
+    }
+    uploads.incrementAndGet();
+    FakeIndex index = new FakeIndex(data, n, dims, metric, estimateBytes(n, dims, metric));
+    indexes.add(index);
+    return index;
+  }
+
+  @Override
+  public SearchResult[] search(List<SearchGroup> groups) {
+    check();
+    passes.incrementAndGet();
+    passThreads.add(Thread.currentThread());
+    maxGroupsPerPass.accumulateAndGet(groups.size(), Math::max);
+    Supplier<RuntimeException> fault = passFault;
+    if (fault != null) {
+      throw fault.get();
+    }
+    if (passMillis > 0) {
+      try {
+        Thread.sleep(passMillis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    SearchResult[] out = new SearchResult[groups.size()];
+    for (int g = 0; g < groups.size(); g++) {
+      out[g] = search(groups.get(g));
+    }
+    return out;
+  }
+
+  private static SearchResult search(SearchGroup group) {
+    FakeIndex index = (FakeIndex) group.index();
+    if (index.closed) {
+      throw new IllegalStateException("searched a closed index");
+    }
+    int k = group.k();
+    int dims = index.dims;
+    int[] ids = new int[group.numQueries() * k];
+    float[] distances = new float[group.numQueries() * k];
+    Arrays.fill(ids, -1);
+    for (int q = 0; q < group.numQueries(); q++) {
+      float[] query = Arrays.copyOfRange(group.queries(), q * dims, (q + 1) * dims);
+      if (index.metric == Metric.COSINE) {
+        normalize(query, 0, dims);
+      }
+      long[] mask = group.queryMasks() != null ? group.queryMasks()[q] : group.sharedMask();
+      List<float[]> scored = new ArrayList<>(); // {distance, id}
+      for (int id = 0; id < index.n; id++) {
+        if (mask != null && ((mask[id >>> 6] >>> id) & 1) == 0) {
+          continue;
+        }
+        double acc = 0;
+        for (int d = 0; d < dims; d++) {
+          float x = index.data[id * dims + d];
+          acc += index.metric == Metric.L2 ? (x - query[d]) * (double) (x - query[d]) : (double) x * query[d];
+        }
+        scored.add(new float[] {(float) acc, id});
+      }
+      boolean largest = index.metric != Metric.L2;
+      scored.sort((a, b) -> a[0] != b[0] ? (largest ? Float.compare(b[0], a[0]) : Float.compare(a[0], b[0]))
+          : Float.compare(a[1], b[1]));
+      for (int i = 0; i < Math.min(k, scored.size()); i++) {
+        distances[q * k + i] = scored.get(i)[0];
+        ids[q * k + i] = (int) scored.get(i)[1];
+      }
+    }
+    return new SearchResult(group.numQueries(), k, ids, distances);
+  }
+
+  private static void normalize(float[] x, int from, int dims) {
+    double s = 0;
+    for (int d = 0; d < dims; d++) {
+      s += (double) x[from + d] * x[from + d];
+    }
+    if (s > 0) {
+      for (int d = 0; d < dims; d++) {
+        x[from + d] = (float) (x[from + d] / Math.sqrt(s));
+      }
+    }
+  }
+
+  private void check() {
+    if (closed) {
+      throw new IllegalStateException("fake device closed");
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+  }
+
+  /** A resident index of the fake device: vectors on the heap, bytes counted as device memory. */
+  public final class FakeIndex implements DeviceIndex {
+    final float[] data;
+    final int n;
+    final int dims;
+    final Metric metric;
+    final long bytes;
+    volatile boolean closed;
+
+    FakeIndex(float[] data, int n, int dims, Metric metric, long bytes) {
+      this.data = data;
+      this.n = n;
+      this.dims = dims;
+      this.metric = metric;
+      this.bytes = bytes;
+      long live = liveBytes.addAndGet(bytes);
+      peakLiveBytes.accumulateAndGet(live, Math::max);
+    }
+
+    @Override
+    public int size() {
+      return n;
+    }
+
+    @Override
+    public int dims() {
+      return dims;
+    }
+
+    @Override
+    public Metric metric() {
+      return metric;
+    }
+
+    @Override
+    public long deviceBytes() {
+      return bytes;
+    }
+
+    public boolean isClosed() {
+      return closed;
+    }
+
+    @Override
+    public void close() {
+      if (closed) {
+        throw new IllegalStateException("index closed twice");
+      }
+      closed = true;
+      liveBytes.addAndGet(-bytes);
+    }
+  }
+}

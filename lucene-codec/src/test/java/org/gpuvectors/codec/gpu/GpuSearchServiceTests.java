@@ -1,0 +1,315 @@
+package org.gpuvectors.codec.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.gpuvectors.cuda.SearchResult;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The search service's batching, residency and fault handling, on a {@link FakeBackend}: these run
+ * on every machine (CI has no GPU); the real device runs the same service in the GPU bundle.
+ */
+class GpuSearchServiceTests {
+
+  private static final int DIMS = 8;
+  private static final VectorSimilarityFunction SIM = VectorSimilarityFunction.EUCLIDEAN;
+
+  private final Random random = new Random(42);
+  private final List<GpuSearchService> services = new ArrayList<>();
+
+  @AfterEach
+  void closeServices() {
+    services.forEach(GpuSearchService::close);
+  }
+
+  private GpuSearchService service(FakeBackend backend, double budget) {
+    GpuSearchService service =
+        GpuSearchService.withBackend(backend, new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, budget, 1024));
+    services.add(service);
+    return service;
+  }
+
+  /** A segment: its key object and its vectors. */
+  private record Segment(Object key, List<float[]> vectors) {
+    FloatVectorValues values() {
+      return FloatVectorValues.fromFloats(vectors, DIMS);
+    }
+  }
+
+  private Segment segment(int size) {
+    List<float[]> vectors = new ArrayList<>();
+    for (int i = 0; i < size; i++) {
+      vectors.add(vector());
+    }
+    return new Segment(new Object(), vectors);
+  }
+
+  private float[] vector() {
+    float[] v = new float[DIMS];
+    for (int d = 0; d < DIMS; d++) {
+      v[d] = random.nextFloat() * 2 - 1;
+    }
+    return v;
+  }
+
+  private long[] randomMask(int size, Random r) {
+    long[] mask = new long[(size + 63) / 64];
+    for (int i = 0; i < size; i++) {
+      if (r.nextInt(3) == 0) {
+        mask[i >>> 6] |= 1L << i;
+      }
+    }
+    return mask;
+  }
+
+  private static SearchResult search(GpuSearchService service, Segment s, float[] query, int k, long[] mask)
+      throws IOException {
+    return service.search(s.key(), "vec", s.values(), SIM, query, 1, k, mask);
+  }
+
+  /** One planned search: its segment, query, k and mask. */
+  private record Planned(int segment, float[] query, int k, long[] mask) {}
+
+  @Test
+  void batchedSearchesGetExactlyTheirOwnResults() throws Exception {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    backend.passMillis = 3; // searches queue up behind a running pass
+    GpuSearchService service = service(backend, 1.0);
+    List<Segment> segments = new ArrayList<>();
+    List<long[]> liveMasks = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      segments.add(segment(150 + 40 * i));
+      liveMasks.add(randomMask(segments.get(i).vectors().size(), random));
+    }
+    List<Planned> plan = new ArrayList<>();
+    for (int i = 0; i < 240; i++) {
+      int seg = random.nextInt(segments.size());
+      int size = segments.get(seg).vectors().size();
+      long[] mask = switch (random.nextInt(3)) {
+        case 0 -> null;
+        case 1 -> liveMasks.get(seg); // shared by every search of the segment, like cached live docs
+        default -> randomMask(size, random); // a filter of its own
+      };
+      plan.add(new Planned(seg, vector(), new int[] {1, 5, 17, 40}[random.nextInt(4)], mask));
+    }
+    SearchResult[] batched = new SearchResult[plan.size()];
+    ExecutorService pool = Executors.newFixedThreadPool(16);
+    try {
+      List<Future<?>> futures = new ArrayList<>();
+      for (int i = 0; i < plan.size(); i++) {
+        int at = i;
+        futures.add(pool.submit(() -> {
+          Planned p = plan.get(at);
+          batched[at] = search(service, segments.get(p.segment()), p.query(), p.k(), p.mask());
+          return null;
+        }));
+      }
+      for (Future<?> f : futures) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    GpuSearchStats stats = service.stats();
+    assertEquals(plan.size(), stats.gpuSearches(), () -> "every search on the (fake) GPU: " + stats);
+    assertEquals(0, stats.cpuFallbacks());
+    assertTrue(stats.batches() < plan.size(), () -> "searches were batched: " + stats);
+    assertTrue(backend.maxGroupsPerPass.get() > 1, "a pass searched several segments");
+    backend.passMillis = 0;
+    for (int i = 0; i < plan.size(); i++) {
+      Planned p = plan.get(i);
+      SearchResult alone = search(service, segments.get(p.segment()), p.query(), p.k(), p.mask());
+      assertEquals(p.k(), batched[i].k(), "its own k");
+      assertEquals(alone.count(0), batched[i].count(0));
+      for (int j = 0; j < alone.count(0); j++) {
+        assertEquals(alone.id(0, j), batched[i].id(0, j), "search " + i + " rank " + j);
+        assertEquals(alone.distance(0, j), batched[i].distance(0, j));
+        int id = batched[i].id(0, j);
+        assertTrue(p.mask() == null || ((p.mask()[id >>> 6] >>> id) & 1) == 1, "id passes its own filter");
+      }
+    }
+  }
+
+  @Test
+  void aLoneSearchRunsAtOnceOnItsOwnThread() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    GpuSearchService service = service(backend, 1.0);
+    Segment s = segment(100);
+    assertNotNull(search(service, s, vector(), 3, null));
+    assertEquals(List.of(Thread.currentThread()), backend.passThreads, "no dispatcher thread, no waiting for one");
+    assertEquals(1, service.stats().batches());
+    assertEquals(1, service.stats().batchSearches());
+  }
+
+  @Test
+  void aSegmentClosedMidSearchIsFreedWhenTheSearchEnds() throws Exception {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    GpuSearchService service = service(backend, 1.0);
+    Segment s = segment(64);
+    assertTrue(service.warm(s.key(), "vec", s.values(), SIM));
+    FakeBackend.FakeIndex index = backend.indexes.get(0);
+    backend.passMillis = 300;
+    ExecutorService pool = Executors.newSingleThreadExecutor();
+    try {
+      Future<SearchResult> running = pool.submit(() -> search(service, s, vector(), 5, null));
+      while (backend.passes.get() == 0) {
+        Thread.sleep(1);
+      }
+      service.releaseSegment(s.key()); // the segment's reader closes while its search runs
+      assertFalse(index.isClosed(), "not freed under a running search");
+      assertFalse(service.isResident(s.key(), "vec"));
+      assertEquals(5, running.get(10, TimeUnit.SECONDS).count(0));
+    } finally {
+      pool.shutdownNow();
+    }
+    assertTrue(index.isClosed(), "freed when the search ended");
+    assertEquals(0, backend.liveBytes.get());
+    assertEquals(0, service.residentBytes());
+  }
+
+  @Test
+  void theBudgetHoldsUnderLoad() throws Exception {
+    FakeBackend backend = new FakeBackend(1L << 20);
+    List<Segment> segments = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      segments.add(segment(200)); // 6.4 KB each
+    }
+    double budget = 3.5 * 200 * DIMS * 4 / (1 << 20); // room for 3 segments
+    GpuSearchService service = service(backend, budget);
+    backend.passMillis = 1;
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    try {
+      List<Future<Boolean>> futures = new ArrayList<>();
+      for (int t = 0; t < 8; t++) {
+        long seed = t;
+        futures.add(pool.submit(() -> {
+          Random r = new Random(seed);
+          for (int i = 0; i < 40; i++) {
+            Segment s = segments.get(r.nextInt(segments.size()));
+            SearchResult result = search(service, s, s.vectors().get(0), 1, null);
+            if (result != null && result.id(0, 0) != 0) {
+              return false; // the nearest neighbour of a segment's vector 0 is itself
+            }
+          }
+          return true;
+        }));
+      }
+      for (Future<Boolean> f : futures) {
+        assertTrue(f.get(60, TimeUnit.SECONDS));
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    GpuSearchStats stats = service.stats();
+    assertEquals(320, stats.gpuSearches() + stats.cpuFallbacks(FallbackReason.BUDGET_IN_USE), stats::toString);
+    assertTrue(stats.evictions() > 0, stats::toString);
+    assertTrue(backend.peakLiveBytes.get() <= service.budgetBytes(),
+        () -> "device memory peak " + backend.peakLiveBytes + " within budget " + service.budgetBytes());
+    assertEquals(backend.liveBytes.get(), service.residentBytes(), "accounting matches the device");
+    for (Segment s : segments) {
+      service.releaseSegment(s.key());
+    }
+    assertEquals(0, backend.liveBytes.get());
+    assertEquals(0, service.residentBytes());
+  }
+
+  @Test
+  void deviceOutOfMemoryOnUploadFallsBackAndLeaksNothing() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    GpuSearchService service = service(backend, 1.0);
+    Segment s = segment(50);
+    backend.uploadFault = FakeBackend::outOfMemory;
+    assertNull(search(service, s, vector(), 3, null));
+    assertEquals(1, service.stats().cpuFallbacks(FallbackReason.DEVICE_OUT_OF_MEMORY));
+    assertEquals(0, service.residentBytes());
+    assertEquals(0, service.residentCount());
+    assertTrue(service.gpuActive(), "out of memory is not a reason to give up the GPU");
+    backend.uploadFault = null;
+    assertNotNull(search(service, s, vector(), 3, null), "the next search uploads and runs");
+  }
+
+  @Test
+  void aFailingLaunchFallsBackForThatBatchOnly() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    GpuSearchService service = service(backend, 1.0);
+    Segment s = segment(50);
+    backend.passFault = FakeBackend::launchFailure;
+    assertNull(search(service, s, vector(), 3, null));
+    assertEquals(1, service.stats().cpuFallbacks(FallbackReason.CUDA_ERROR));
+    backend.passFault = null;
+    assertNotNull(search(service, s, vector(), 3, null));
+    assertTrue(service.gpuActive());
+  }
+
+  @Test
+  void aStickyErrorSwitchesTheGpuOff() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    GpuSearchService service = service(backend, 1.0);
+    Segment s = segment(50);
+    backend.passFault = FakeBackend::sticky;
+    assertNull(search(service, s, vector(), 3, null));
+    assertFalse(service.gpuActive());
+    assertTrue(service.unusableReason().contains("sticky"), service.unusableReason());
+    int passes = backend.passes.get();
+    for (int i = 0; i < 5; i++) {
+      assertNull(search(service, s, vector(), 3, null));
+    }
+    assertEquals(passes, backend.passes.get(), "no retries on a poisoned context");
+    assertEquals(6, service.stats().cpuFallbacks(FallbackReason.GPU_FAILED));
+  }
+
+  @Test
+  void ourOwnBugsAreNotSwallowed() {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    GpuSearchService service = service(backend, 1.0);
+    Segment s = segment(50);
+    IllegalArgumentException bug = new IllegalArgumentException("a bug");
+    backend.passFault = () -> bug;
+    assertSame(bug, assertThrows(IllegalArgumentException.class, () -> search(service, s, vector(), 3, null)));
+    assertEquals(0, service.stats().cpuFallbacks());
+  }
+
+  @Test
+  void kOverTheGpuLimitAndClosedServiceFallBackWithTheirReasons() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    GpuSearchService service = service(backend, 1.0);
+    Segment s = segment(50);
+    assertNull(search(service, s, vector(), GpuSearchService.MAX_GPU_K + 1, null));
+    assertEquals(1, service.stats().cpuFallbacks(FallbackReason.K_TOO_LARGE));
+    service.close();
+    assertNull(search(service, s, vector(), 3, null));
+    assertEquals(1, service.stats().cpuFallbacks(FallbackReason.CLOSED));
+    assertEquals(0, backend.liveBytes.get());
+  }
+
+  @Test
+  void warmUpMakesSegmentsResidentOnce() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    GpuSearchService service = service(backend, 1.0);
+    Segment s = segment(50);
+    assertTrue(service.warm(s.key(), "vec", s.values(), SIM));
+    assertTrue(service.warm(s.key(), "vec", s.values(), SIM));
+    assertEquals(1, backend.uploads.get());
+    assertEquals(1, service.stats().warmups());
+    assertNotNull(search(service, s, vector(), 3, null));
+    assertEquals(1, backend.uploads.get(), "the search found it resident");
+    assertEquals(50L * DIMS * Float.BYTES, service.residentBytes(), "the segment's bytes are accounted");
+  }
+}
