@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -21,8 +22,8 @@ import java.util.stream.Stream;
 /**
  * Runs every YAML REST test under {@code tests.yaml.dir} (src/yamlRestTest/resources/rest-api-spec/test) against one
  * real Elasticsearch node with the plugin installed: one dynamic test per YAML test, grouped per file. Between tests all
- * non-system indices and templates are deleted. {@code -Dtests.yaml.filter=text} keeps files or tests whose relative
- * path or name contains the text.
+ * non-system indices and templates are deleted. {@code -Dtests.yaml.filter=text[,text...]} keeps files or tests whose
+ * relative path or name contains one of the texts.
  */
 class YamlRestIT {
 
@@ -67,7 +68,10 @@ class YamlRestIT {
     @TestFactory
     Stream<DynamicNode> yamlTests() throws IOException {
         Path dir = Path.of(required("tests.yaml.dir"));
-        String filter = EsNode.prop("tests.yaml.filter", null);
+        String filterProp = EsNode.prop("tests.yaml.filter", null);
+        // comma-separated alternatives: -Dtests.yaml.filter=50_,60_,70_
+        List<String> filters = filterProp == null ? null
+            : Arrays.stream(filterProp.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList();
         List<Path> files;
         try (Stream<Path> s = Files.walk(dir)) {
             files = s.filter(p -> p.toString().endsWith(".yml") || p.toString().endsWith(".yaml")).sorted().toList();
@@ -89,9 +93,9 @@ class YamlRestIT {
                 }));
                 continue;
             }
-            boolean fileMatches = filter == null || rel.contains(filter);
+            boolean fileMatches = filters == null || filters.stream().anyMatch(rel::contains);
             List<DynamicTest> tests = yf.tests().stream()
-                .filter(t -> fileMatches || t.name().contains(filter))
+                .filter(t -> fileMatches || filters.stream().anyMatch(x -> t.name().contains(x)))
                 .map(t -> DynamicTest.dynamicTest(t.name(), f.toUri(), () -> runOne(yf, t)))
                 .toList();
             if (!tests.isEmpty()) {

@@ -95,7 +95,7 @@ class CpuOnlyTest {
     assertEquals(1, cos.get(0).id());
     int[] ids = {1, 0, -1};
     float[] vals = {(float) l2.get(0).value(), (float) l2.get(1).value(), 0};
-    assertNull(CpuOracle.compare(l2, ids, vals, 0, 2, 1e-5, id -> CpuOracle.distance(v, id * 2, q, 0, 2, Metric.L2)));
+    assertNull(CpuOracle.compare(l2, ids, vals, 0, 2, CpuOracle.searchTruth(v, 4, 2, Metric.L2, q, 0, null)));
   }
 
   @Test

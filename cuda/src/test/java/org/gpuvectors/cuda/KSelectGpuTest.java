@@ -77,8 +77,8 @@ class KSelectGpuTest extends GpuTestCase {
     KSelect.Result res = KSelect.select(device, alg, d, rows, len, k, largest);
     for (int row = 0; row < rows; row++) {
       List<CpuOracle.Entry> exp = CpuOracle.select(d, (long) row * len, len, k, largest);
-      final int base = row * len;
-      String f = CpuOracle.compare(exp, res.ids(), res.values(), row * k, k, 1e-6, id -> d[base + id]);
+      String f = CpuOracle.compare(exp, res.ids(), res.values(), row * k, k,
+          CpuOracle.rowTruth(d, (long) row * len, len, largest));
       if (f != null) {
         return alg + " " + s + " rows=" + rows + " len=" + len + " k=" + k + (largest ? " largest" : " smallest")
             + " row " + row + ": " + f;
