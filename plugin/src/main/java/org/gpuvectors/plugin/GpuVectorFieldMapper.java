@@ -165,6 +165,11 @@ public final class GpuVectorFieldMapper extends FieldMapper {
             return this;
         }
 
+        Builder similarity(VectorSimilarity value) {
+            similarity.setValue(value);
+            return this;
+        }
+
         @Override
         protected Parameter<?>[] getParameters() {
             return new Parameter<?>[] { elementType, dims, similarity, indexOptions, meta };
