@@ -41,7 +41,7 @@ import java.util.Objects;
  * {@code index.mapping.exclude_source_vectors} (on by default for new indices) and a stored (not synthetic) source,
  * {@link #syntheticVectorsLoader()} is non-null, so Elasticsearch's {@code SourceFieldMapper} removes the field from
  * the stored {@code _source} at index time and patches it back from the vector format whenever the source is read
- * with its vectors ({@code _source.exclude_vectors: false}, {@code fields}, get, scroll, reindex, recovery). Both
+ * with its vectors ({@code _source.exclude_vectors: false}, {@code fields}, get, scroll, reindex). Both
  * sides key on {@code FieldMapper.syntheticVectorsLoader()} (public, not final), the same hook {@code dense_vector}
  * uses, so no Elasticsearch code is copied or bypassed.
  *
