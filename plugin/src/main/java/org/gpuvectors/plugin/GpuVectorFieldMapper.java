@@ -4,16 +4,20 @@ import org.apache.lucene.document.FieldType;
 import org.apache.lucene.document.KnnFloatVectorField;
 import org.apache.lucene.document.NumericDocValuesField;
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.elasticsearch.common.settings.Settings;
+import org.elasticsearch.index.IndexSettings;
 import org.elasticsearch.index.IndexVersion;
 import org.elasticsearch.index.mapper.DocumentParserContext;
 import org.elasticsearch.index.mapper.FieldMapper;
 import org.elasticsearch.index.mapper.MapperBuilderContext;
 import org.elasticsearch.index.mapper.MapperParsingException;
 import org.elasticsearch.index.mapper.MappingParserContext;
+import org.elasticsearch.index.mapper.SourceLoader;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.DenseVectorFieldType;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.ElementType;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.VectorSimilarity;
+import org.elasticsearch.index.mapper.vectors.SyntheticVectorsPatchFieldLoader;
 import org.elasticsearch.xcontent.XContentBuilder;
 import org.elasticsearch.xcontent.XContentParser.Token;
 import org.gpuvectors.codec.GpuVectorsFormat;
@@ -32,6 +36,17 @@ import java.util.Objects;
  * {@code knn} search section and the {@code knn} query work unchanged and reach our format's
  * {@code KnnVectorsReader.search}. The Lucene field carries the {@link GpuVectorsFormat#INDEX_TYPE_ATTRIBUTE}
  * attribute, by which the codec installed by {@link GpuVectorsEngineFactory} routes it to our format.
+ *
+ * <p>Vectors are stored once, like {@code dense_vector}'s: with the index setting
+ * {@code index.mapping.exclude_source_vectors} (on by default for new indices) and a stored (not synthetic) source,
+ * {@link #syntheticVectorsLoader()} is non-null, so Elasticsearch's {@code SourceFieldMapper} removes the field from
+ * the stored {@code _source} at index time and patches it back from the vector format whenever the source is read
+ * with its vectors ({@code _source.exclude_vectors: false}, {@code fields}, get, scroll, reindex). Both
+ * sides key on {@code FieldMapper.syntheticVectorsLoader()} (public, not final), the same hook {@code dense_vector}
+ * uses, so no Elasticsearch code is copied or bypassed.
+ *
+ * <p>{@code dims} may be left out: the first document's vector length is then added to the mapping by a dynamic
+ * mapping update (the document is parsed again with it), as {@code dense_vector} does.
  */
 public final class GpuVectorFieldMapper extends FieldMapper {
 
@@ -41,7 +56,7 @@ public final class GpuVectorFieldMapper extends FieldMapper {
     private static final List<String> SUPPORTED_ELEMENT_TYPES = List.of("float");
 
     public static final TypeParser PARSER = new TypeParser(
-        (name, context) -> new Builder(name, context.indexVersionCreated()),
+        (name, context) -> new Builder(name, context.indexVersionCreated(), excludeSourceVectorsSetting(context)),
         List.of(notInMultiFields(CONTENT_TYPE), GpuVectorFieldMapper::checkIndexUsesOurFormat)
     );
 
@@ -66,6 +81,12 @@ public final class GpuVectorFieldMapper extends FieldMapper {
                     + "then reindex into it"
             );
         }
+    }
+
+    /** {@code index.mapping.exclude_source_vectors} of the index, read as {@code dense_vector}'s type parser reads it. */
+    private static boolean excludeSourceVectorsSetting(MappingParserContext context) {
+        Settings settings = context.getIndexSettings() == null ? Settings.EMPTY : context.getIndexSettings().getSettings();
+        return IndexSettings.INDEX_MAPPING_EXCLUDE_SOURCE_VECTORS_SETTING.get(settings);
     }
 
     private static GpuVectorFieldMapper toType(FieldMapper in) {
@@ -102,9 +123,10 @@ public final class GpuVectorFieldMapper extends FieldMapper {
                 );
             }
             return value;
-        }, m -> toType(m).fieldType().getVectorDimensions(), XContentBuilder::field, Objects::toString).setSerializerCheck(
+        }, m -> toType(m).dims, XContentBuilder::field, Objects::toString).setSerializerCheck(
             (includeDefaults, isConfigured, value) -> value != null
-        );
+        ) // left out: set once by the first document (dynamic mapping update), then fixed, as for dense_vector
+            .setMergeValidator((previous, current, conflicts) -> previous == null || Objects.equals(previous, current));
 
         private final Parameter<VectorSimilarity> similarity = new Parameter<>(
             "similarity",
@@ -129,10 +151,23 @@ public final class GpuVectorFieldMapper extends FieldMapper {
         private final Parameter<Map<String, String>> meta = Parameter.metaParam();
 
         private final IndexVersion indexVersionCreated;
+        private final boolean excludeSourceVectorsSetting;
 
-        public Builder(String name, IndexVersion indexVersionCreated) {
+        public Builder(String name, IndexVersion indexVersionCreated, boolean excludeSourceVectorsSetting) {
             super(name);
             this.indexVersionCreated = indexVersionCreated;
+            this.excludeSourceVectorsSetting = excludeSourceVectorsSetting;
+        }
+
+        /** Sets {@code dims} (the dynamic mapping update that fixes the dims of a field mapped without them). */
+        Builder dimensions(int dimensions) {
+            dims.setValue(dimensions);
+            return this;
+        }
+
+        Builder similarity(VectorSimilarity value) {
+            similarity.setValue(value);
+            return this;
         }
 
         @Override
@@ -147,9 +182,6 @@ public final class GpuVectorFieldMapper extends FieldMapper {
 
         @Override
         public GpuVectorFieldMapper build(MapperBuilderContext context) {
-            if (dims.getValue() == null) {
-                throw new MapperParsingException("Missing required parameter [dims] for field [" + leafName() + "] of type [" + CONTENT_TYPE + "]");
-            }
             DenseVectorFieldType fieldType = new DenseVectorFieldType(
                 context.buildFullName(leafName()),
                 indexVersionCreated,
@@ -161,7 +193,9 @@ public final class GpuVectorFieldMapper extends FieldMapper {
                 meta.getValue(),
                 context.isSourceSynthetic()
             );
-            return new GpuVectorFieldMapper(leafName(), fieldType, builderParams(this, context), this);
+            // as dense_vector: the vector leaves the stored source unless the source is synthetic (then nothing is stored)
+            boolean excludeSourceVectors = context.isSourceSynthetic() == false && excludeSourceVectorsSetting;
+            return new GpuVectorFieldMapper(leafName(), fieldType, builderParams(this, context), this, excludeSourceVectors);
         }
     }
 
@@ -180,18 +214,36 @@ public final class GpuVectorFieldMapper extends FieldMapper {
     private final String elementType;
     private final GpuIndexOptions indexOptions;
     private final IndexVersion indexVersionCreated;
+    /** Null until the first document sets it (then the mapping update builds a new mapper). */
+    private final Integer dims;
+    private final boolean excludeSourceVectorsSetting;
+    private final boolean excludeSourceVectors;
+    /** Null while {@link #dims} is. */
     private final FieldType luceneFieldType;
 
-    private GpuVectorFieldMapper(String simpleName, DenseVectorFieldType fieldType, BuilderParams params, Builder builder) {
+    private GpuVectorFieldMapper(
+        String simpleName,
+        DenseVectorFieldType fieldType,
+        BuilderParams params,
+        Builder builder,
+        boolean excludeSourceVectors
+    ) {
         super(simpleName, fieldType, params);
         this.elementType = builder.elementType.getValue();
         this.indexOptions = builder.indexOptions.getValue();
         this.indexVersionCreated = builder.indexVersionCreated;
-        VectorSimilarityFunction function = fieldType.getSimilarity().vectorSimilarityFunction(indexVersionCreated, ElementType.FLOAT);
-        FieldType luceneType = new FieldType(KnnFloatVectorField.createFieldType(fieldType.getVectorDimensions(), function));
-        luceneType.putAttribute(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, indexOptions.type().typeName());
-        luceneType.freeze();
-        this.luceneFieldType = luceneType;
+        this.dims = builder.dims.getValue();
+        this.excludeSourceVectorsSetting = builder.excludeSourceVectorsSetting;
+        this.excludeSourceVectors = excludeSourceVectors;
+        if (dims == null) {
+            this.luceneFieldType = null;
+        } else {
+            VectorSimilarityFunction function = fieldType.getSimilarity().vectorSimilarityFunction(indexVersionCreated, ElementType.FLOAT);
+            FieldType luceneType = new FieldType(KnnFloatVectorField.createFieldType(dims, function));
+            luceneType.putAttribute(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, indexOptions.type().typeName());
+            luceneType.freeze();
+            this.luceneFieldType = luceneType;
+        }
     }
 
     @Override
@@ -217,7 +269,29 @@ public final class GpuVectorFieldMapper extends FieldMapper {
 
     @Override
     public FieldMapper.Builder getMergeBuilder() {
-        return new Builder(leafName(), indexVersionCreated).init(this);
+        return new Builder(leafName(), indexVersionCreated, excludeSourceVectorsSetting).init(this);
+    }
+
+    /**
+     * Non-null when the vector is kept out of the stored {@code _source} (see the class comment): Elasticsearch then
+     * strips this field from the source at index time and rebuilds it with this loader on read. The loader classes are
+     * Elasticsearch's public ones; the per-document reader is ours ({@link GpuVectorSourceLoader}), because
+     * {@code dense_vector}'s is a private inner class of its mapper.
+     */
+    @Override
+    public SourceLoader.SyntheticVectorsLoader syntheticVectorsLoader() {
+        if (excludeSourceVectors == false) {
+            return null;
+        }
+        return new SyntheticVectorsPatchFieldLoader<>(this::newSourceLoader, GpuVectorSourceLoader::copyVectorAsList);
+    }
+
+    GpuVectorSourceLoader newSourceLoader() {
+        return new GpuVectorSourceLoader(fullPath(), leafName(), fieldType().isNormalized());
+    }
+
+    boolean excludesSourceVectors() {
+        return excludeSourceVectors;
     }
 
     @Override
@@ -231,7 +305,34 @@ public final class GpuVectorFieldMapper extends FieldMapper {
                 "field [" + name + "] of type [" + CONTENT_TYPE + "] does not support indexing multiple values for the same field in the same document"
             );
         }
-        float[] vector = parseVector(context);
+        if (dims == null) {
+            // dense_vector's behaviour: the first vector fixes the dims through a dynamic mapping update. The document
+            // is not indexed now: a document that updates the mapping is parsed again once the update is applied.
+            float[] vector = parseVector(context, -1);
+            DenseVectorFieldMapper.FLOAT_ELEMENT.checkVectorBounds(vector);
+            if (vector.length > DenseVectorFieldMapper.MAX_DIMS_COUNT) {
+                throw new IllegalArgumentException(
+                    "The number of dimensions should be in the range [1, "
+                        + DenseVectorFieldMapper.MAX_DIMS_COUNT
+                        + "] but was ["
+                        + vector.length
+                        + "] for field ["
+                        + name
+                        + "] of type ["
+                        + CONTENT_TYPE
+                        + "]"
+                );
+            }
+            if (vector.length == 0) {
+                throw new IllegalArgumentException(
+                    "field [" + name + "] of type [" + CONTENT_TYPE + "] cannot set its dims from an empty vector"
+                );
+            }
+            Builder update = ((Builder) getMergeBuilder()).dimensions(vector.length);
+            context.addDynamicMapper(update, fullPath());
+            return;
+        }
+        float[] vector = parseVector(context, dims);
         DenseVectorFieldMapper.FLOAT_ELEMENT.checkVectorBounds(vector); // NaN / Infinity, with Elasticsearch's message
         float squaredMagnitude = squaredMagnitude(vector);
         VectorSimilarity similarity = fieldType().getSimilarity();
@@ -247,25 +348,31 @@ public final class GpuVectorFieldMapper extends FieldMapper {
         }
         if (fieldType().isNormalized() && DenseVectorFieldMapper.FLOAT_ELEMENT.isUnitVector(squaredMagnitude) == false) {
             // Elasticsearch searches cosine fields of new indices with DOT_PRODUCT on unit vectors; keep the
-            // magnitude the way it does so that scripts can restore the original vector.
-            float magnitude = (float) Math.sqrt(squaredMagnitude);
-            for (int i = 0; i < vector.length; i++) {
-                vector[i] /= magnitude;
-            }
+            // magnitude the way it does, so that scripts and the _source rebuilt from the vector format
+            // (GpuVectorSourceLoader: normalized[i] * magnitude) restore the original vector as dense_vector does.
+            float magnitude = normalizeInPlace(vector, squaredMagnitude);
             context.doc().add(new NumericDocValuesField(name + DenseVectorFieldMapper.COSINE_MAGNITUDE_FIELD_SUFFIX, Float.floatToIntBits(magnitude)));
         }
         context.doc().addWithKey(name, new KnnFloatVectorField(name, vector, luceneFieldType));
     }
 
-    private float[] parseVector(DocumentParserContext context) throws IOException {
+    /** Parses the array of numbers; {@code dims < 0}: any length (the dims are not known yet). */
+    private float[] parseVector(DocumentParserContext context, int dims) throws IOException {
         var parser = context.parser();
-        int dims = fieldType().getVectorDimensions();
         if (parser.currentToken() != Token.START_ARRAY) {
             throw new IllegalArgumentException(
-                "field [" + fieldType().name() + "] of type [" + CONTENT_TYPE + "] expects an array of " + dims + " numbers but got [" + parser.currentToken() + "]"
+                "field ["
+                    + fieldType().name()
+                    + "] of type ["
+                    + CONTENT_TYPE
+                    + "] expects an array of "
+                    + (dims < 0 ? "" : dims + " ")
+                    + "numbers but got ["
+                    + parser.currentToken()
+                    + "]"
             );
         }
-        float[] vector = new float[dims];
+        float[] vector = new float[dims < 0 ? 16 : dims];
         int index = 0;
         for (Token token = parser.nextToken(); token != Token.END_ARRAY; token = parser.nextToken()) {
             if (token != Token.VALUE_NUMBER) {
@@ -273,10 +380,16 @@ public final class GpuVectorFieldMapper extends FieldMapper {
                     "field [" + fieldType().name() + "] of type [" + CONTENT_TYPE + "] expects numbers but found [" + token + "] at dim [" + index + "]"
                 );
             }
-            if (index < dims) {
+            if (dims < 0 && index == vector.length && index <= DenseVectorFieldMapper.MAX_DIMS_COUNT) {
+                vector = Arrays.copyOf(vector, vector.length * 2);
+            }
+            if (index < vector.length) {
                 vector[index] = parser.floatValue();
             }
             index++;
+        }
+        if (dims < 0) {
+            return index <= vector.length ? Arrays.copyOf(vector, index) : new float[index]; // too long: refused by the caller
         }
         if (index != dims) {
             throw new IllegalArgumentException(
@@ -296,11 +409,25 @@ public final class GpuVectorFieldMapper extends FieldMapper {
         return vector;
     }
 
-    private static float squaredMagnitude(float[] vector) {
-        double sum = 0;
+    /**
+     * The squared magnitude exactly as {@code dense_vector} computes it while parsing (a float sum in dimension
+     * order), so that the unit-length test, the stored magnitude and the normalized vector are bit-identical to
+     * {@code dense_vector}'s, and so is the cosine vector rebuilt for {@code _source}.
+     */
+    static float squaredMagnitude(float[] vector) {
+        float sum = 0f;
         for (float v : vector) {
-            sum += (double) v * v;
+            sum += v * v;
         }
-        return (float) sum;
+        return sum;
+    }
+
+    /** Divides by the magnitude as {@code dense_vector} does (float sqrt of the float squared magnitude); returns it. */
+    static float normalizeInPlace(float[] vector, float squaredMagnitude) {
+        float magnitude = (float) Math.sqrt(squaredMagnitude);
+        for (int i = 0; i < vector.length; i++) {
+            vector[i] /= magnitude;
+        }
+        return magnitude;
     }
 }
