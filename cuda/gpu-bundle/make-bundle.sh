@@ -13,9 +13,14 @@ export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 mvn=${MVN:-"$root/mvnw"}
 offline=${MVN_OFFLINE:-}
 dev="$root/.device"
-grep -qxF '/.device/' .git/info/exclude 2>/dev/null || echo /.device/ >> .git/info/exclude
-GV_CUDA_ARCHS=${GV_CUDA_ARCHS:-sm90} "$mvn" $offline -q -B -pl cuda,lucene-codec install -DskipTests -Dgv.nvcc.skip="${GV_NVCC_SKIP:-false}"
-"$mvn" $offline -q -B -pl lucene-codec dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$root/cuda/target/bundle-deps"
+exclude=$(git rev-parse --git-path info/exclude)  # (a worktree's .git is a file)
+mkdir -p "$(dirname "$exclude")"
+grep -qxF '/.device/' "$exclude" 2>/dev/null || echo /.device/ >> "$exclude"
+# -am: the parent pom is installed too (a fresh clone has none in ~/.m2 for lucene-codec to resolve)
+GV_CUDA_ARCHS=${GV_CUDA_ARCHS:-sm90} "$mvn" $offline -q -B -pl cuda,lucene-codec -am install -DskipTests -Dgv.nvcc.skip="${GV_NVCC_SKIP:-false}"
+# test scope: Lucene's test framework and JUnit 4 run BaseKnnVectorsFormatTestCase on the GPU too
+rm -rf "$root/cuda/target/bundle-deps"
+"$mvn" $offline -q -B -pl lucene-codec dependency:copy-dependencies -DincludeScope=test -DoutputDirectory="$root/cuda/target/bundle-deps"
 "$mvn" $offline -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 \
   -DoutputDirectory="$root/cuda/target/bundle-deps" -Dmdep.stripVersion=true
 rm -rf "$dev/lib" "$dev/bench"
@@ -25,7 +30,10 @@ cp cuda/target/gpu-vectors-cuda-*.jar "$dev/lib/gpu-vectors-cuda.jar"
 "$JAVA_HOME/bin/jar" cf "$dev/lib/gpu-vectors-cuda-tests.jar" -C cuda/target/test-classes .
 cp lucene-codec/target/gpu-vectors-lucene-codec-*.jar "$dev/lib/gpu-vectors-lucene-codec.jar"
 "$JAVA_HOME/bin/jar" cf "$dev/lib/gpu-vectors-lucene-codec-tests.jar" -C lucene-codec/target/test-classes .
-cp cuda/target/bundle-deps/jcuda-*.jar cuda/target/bundle-deps/lucene-core-*.jar cuda/target/bundle-deps/junit-platform-console-standalone.jar "$dev/lib/"
+cp cuda/target/bundle-deps/jcuda-*.jar cuda/target/bundle-deps/lucene-core-*.jar cuda/target/bundle-deps/junit-platform-console-standalone.jar \
+  cuda/target/bundle-deps/lucene-test-framework-*.jar cuda/target/bundle-deps/lucene-codecs-*.jar \
+  cuda/target/bundle-deps/randomizedtesting-runner-*.jar cuda/target/bundle-deps/junit-4*.jar \
+  cuda/target/bundle-deps/hamcrest*.jar "$dev/lib/" 2>/dev/null || true
 cp cuda/bench/*.py lucene-codec/bench/*.py "$dev/bench/"
 cp cuda/gpu-bundle/run-gpu.sh "$dev/run-gpu.sh"
 listing=$(unzip -Z1 "$dev/lib/gpu-vectors-cuda.jar") # not piped into grep -q: pipefail + SIGPIPE

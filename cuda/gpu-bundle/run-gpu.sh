@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|torch|codec|fmnist|all] [select-max-floats] [exact-n]
-# codec: the Lucene codec's GPU-vs-CPU tests, then FlatSearchBenchmark (GPU path vs CPU path through
+#   bash .device/run-gpu.sh [tests|select|exact|torch|codec|fmnist|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
+# tests: the cuda and codec test suites on the GPU (any skipped test fails the run).
+# codec: FlatSearchBenchmark (GPU path vs CPU path through
 # the codec) and torch_flat.py on the same data, for exact-n x 128 and exact-n x 768.
 # fmnist: Fashion-MNIST (ann-benchmarks' fashion-mnist-784-euclidean), GPU exact vs CPU exact vs
 # Lucene HNSW; needs Debian's dataset-fashion-mnist .gz files in $FMNIST_DIR (default /tmp/fmnist,
@@ -18,13 +19,28 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee "$OUT/gpu.txt"
 # This is the GPU machine: a missing or broken GPU fails the GPU tests instead of skipping them.
 export GV_REQUIRE_GPU=${GV_REQUIRE_GPU:-1}
-java=(/tmp/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx48g -cp "$here/lib/*")
+java=(/tmp/jre/bin/java -ea --enable-native-access=ALL-UNNAMED -Xmx48g -cp "$here/lib/*")
+# A JUnit console summary with skipped or aborted tests fails the run: on the GPU machine every GPU test must run.
+check_summary() {
+  local log=$1
+  if grep -Eq '([1-9][0-9]*) tests (failed|aborted|skipped)' "$log"; then
+    echo "FAILED: $log reports failed, aborted or skipped tests:"; grep -E 'tests (failed|aborted|skipped)' "$log"; rc=1
+  fi
+}
 rc=0
 if [ "$mode" = tests ] || [ "$mode" = all ]; then
   "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner --details=summary \
     --disable-ansi-colors --select-class org.gpuvectors.cuda.CpuOnlyTest --select-class org.gpuvectors.cuda.CpuOracleTest \
     --select-class org.gpuvectors.cuda.KSelectGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60
+  check_summary "$OUT/tests.log"
+  # the codec on the GPU: Lucene's BaseKnnVectorsFormatTestCase, the format tests, the GPU-vs-oracle path, the service
+  "${java[@]}" --add-modules jdk.incubator.vector org.junit.platform.console.ConsoleLauncher execute --disable-banner \
+    --details=summary --disable-ansi-colors --select-class org.gpuvectors.codec.GpuSearchPathTests \
+    --select-class org.gpuvectors.codec.gpu.GpuSearchServiceTests --select-class org.gpuvectors.codec.GpuVectorsFormatTests \
+    --select-class org.gpuvectors.codec.TestGpuVectorsFormat --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
+  grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/codec-tests.log" | head -60
+  check_summary "$OUT/codec-tests.log"
 fi
 if [ "$mode" = select ] || [ "$mode" = all ]; then
   "${java[@]}" org.gpuvectors.cuda.SelectBench "$sel_max" 2>&1 | tee "$OUT/select_bench.log" || rc=1
@@ -37,16 +53,17 @@ if [ "$mode" = torch ] || [ "$mode" = all ]; then
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_exact.py" "$exact_n" 2>&1 | tee "$OUT/torch_exact.log"
 fi
 if [ "$mode" = codec ] || [ "$mode" = all ]; then
-  "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner --details=summary \
-    --disable-ansi-colors --select-class org.gpuvectors.codec.GpuSearchPathTests \
-    --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
-  grep -E 'tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected|gpu-vectors' "$OUT/codec-tests.log" | head -40
   for dims in 128 768; do
     "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FlatSearchBenchmark "$exact_n" "$dims" "$OUT" 16 2>&1 \
       | grep -v '^WARNING' | tee "$OUT/flat-bench-$dims.log" || rc=1
     PYTHONUNBUFFERED=1 python3 "$here/bench/torch_flat.py" "$exact_n" "$dims" "$OUT" 2>&1 | tee "$OUT/torch-flat-$dims.log"
     rm -f /tmp/gv-bench-"$exact_n"-"$dims".*.f32
   done
+fi
+if [ "$mode" = concurrent ]; then
+  # concurrent single-query searches through Lucene: natural segments vs force-merged (args: n dims segments seconds)
+  "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.ConcurrentSearchBenchmark "$exact_n" "${4:-128}" \
+    "${5:-12}" "$OUT" "${6:-3}" 2>&1 | grep -v '^WARNING' | tee "$OUT/concurrent-$exact_n-${4:-128}.log" || rc=1
 fi
 if [ "$mode" = fmnist ]; then
   "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FashionMnistBenchmark "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 \

@@ -19,6 +19,7 @@ public final class BatchSearch {
   public static SearchResult[] run(GpuDevice device, List<SearchGroup> groups) {
     int count = groups.size();
     long[] queryAt = new long[count]; // float offset of the group's queries in the packed array
+    long[] normsAt = new long[count]; // float offset of their squared norms (L2), -1 when none
     long[] maskAt = new long[count]; // word offset of the group's masks, -1 when none
     long[] maskRowWords = new long[count];
     long[] outAt = new long[count]; // element offset of the group's results
@@ -30,6 +31,12 @@ public final class BatchSearch {
       int words = SearchGroup.maskWords(group.index().size());
       queryAt[g] = queryFloats;
       queryFloats += (long) group.numQueries() * group.index().dims();
+      if (group.index().metric() == Metric.L2) {
+        normsAt[g] = queryFloats; // ||q||^2 right after the group's queries: no norm kernel per group
+        queryFloats += group.numQueries();
+      } else {
+        normsAt[g] = -1;
+      }
       maskAt[g] = -1;
       if (group.sharedMask() != null) {
         maskAt[g] = maskWords;
@@ -49,7 +56,7 @@ public final class BatchSearch {
     float[] queries = new float[(int) queryFloats];
     long[] masks = new long[(int) maskWords];
     for (int g = 0; g < count; g++) {
-      pack(groups.get(g), queries, (int) queryAt[g], masks, (int) maskAt[g]);
+      pack(groups.get(g), queries, (int) queryAt[g], (int) normsAt[g], masks, (int) maskAt[g]);
     }
     float[] distances = new float[(int) outElements];
     int[] ids = new int[(int) outElements];
@@ -70,7 +77,8 @@ public final class BatchSearch {
           continue; // nothing to search: the slots keep id -1
         }
         long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
-        flat(group.index()).enqueueSearch(dq.address() + 4L * queryAt[g], group.numQueries(), group.k(), accept,
+        long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g];
+        flat(group.index()).enqueueSearch(dq.address() + 4L * queryAt[g], norms, group.numQueries(), group.k(), accept,
             maskRowWords[g], outV, outI, outAt[g]);
         any = true;
       }
@@ -91,12 +99,22 @@ public final class BatchSearch {
   }
 
   /** Copies a group's queries (normalised for cosine) and masks into the packed host arrays. */
-  private static void pack(SearchGroup group, float[] queries, int queryAt, long[] masks, int maskAt) {
+  private static void pack(SearchGroup group, float[] queries, int queryAt, int normsAt, long[] masks, int maskAt) {
     int dims = group.index().dims();
     int floats = group.numQueries() * dims;
     System.arraycopy(group.queries(), 0, queries, queryAt, floats);
     if (group.index().metric() == Metric.COSINE) {
       GpuFlatIndex.normalizeRange(queries, queryAt, group.numQueries(), dims);
+    }
+    if (normsAt >= 0) {
+      for (int q = 0; q < group.numQueries(); q++) {
+        float s = 0; // in float, fused multiply-add, as the norm kernel sums (the same value up to rounding)
+        for (int d = 0; d < dims; d++) {
+          float x = queries[queryAt + q * dims + d];
+          s = Math.fma(x, x, s);
+        }
+        queries[normsAt + q] = s;
+      }
     }
     int words = SearchGroup.maskWords(group.index().size());
     if (group.sharedMask() != null) {

@@ -246,15 +246,23 @@ public final class GpuFlatIndex implements DeviceIndex {
    * {@code out + 4 * (outElement + q * k)}. Accept masks: see {@link SelectParams#acceptBits(long, long)}.
    * Caller holds the device lock; temporaries return to the pool, reused in stream order.
    */
-  void enqueueSearch(long queries, int nq, int k, long acceptAddress, long acceptRowWords,
+  void enqueueSearch(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
     for (int q0 = 0; q0 < nq; q0 += MAX_QUERY_BLOCK) {
       int block = Math.min(MAX_QUERY_BLOCK, nq - q0);
       long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
-      searchGemm(queries + 4L * q0 * dims, block, k, accept, acceptRowWords, outV, outI, outElement + (long) q0 * k);
+      long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
+      searchGemm(queries + 4L * q0 * dims, norms, block, k, accept, acceptRowWords, outV, outI, outElement + (long) q0 * k);
     }
   }
+
+  /**
+   * Candidate lists up to this many values per query are merged by one BlockSelect block per query,
+   * in one launch: a small segment's few queries otherwise pay two more partitioned merge levels
+   * (launches and temporaries) for a few thousand values.
+   */
+  static final int SINGLE_LAUNCH_MERGE = 16384;
 
   private void searchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {
     int kb = KSelect.bucket(k);
@@ -288,7 +296,8 @@ public final class GpuFlatIndex implements DeviceIndex {
         Pointer.to(b.array()));
   }
 
-  private void searchGemm(long q, int nq, int k, long accept, long acceptRowWords, DeviceBuffer outV,
+  /** @param hostNorms ||q||^2 of the queries at this device address (L2), or 0 to compute them here */
+  private void searchGemm(long q, long hostNorms, int nq, int k, long accept, long acceptRowWords, DeviceBuffer outV,
                           DeviceBuffer outI, long outElement) {
     boolean l2 = metric == Metric.L2;
     long tileN = Math.min(n, Math.max(1024, tileBudgetBytes / (4L * nq)));
@@ -308,9 +317,11 @@ public final class GpuFlatIndex implements DeviceIndex {
     try (DeviceBuffer tile = device.allocate(4L * nq * tileN);
          DeviceBuffer cv = device.allocate(4L * nq * width);
          DeviceBuffer ci = device.allocate(4L * nq * width)) {
-      if (l2) {
+      long qNormsAddress = hostNorms;
+      if (l2 && hostNorms == 0) {
         qNorms = device.allocate(4L * nq);
         rowNorms(device, q, nq, dims, qNorms.address());
+        qNormsAddress = qNorms.address();
       }
       Cublas.Handle blas = device.cublas();
       for (int t = 0; t < tiles; t++) {
@@ -324,14 +335,19 @@ public final class GpuFlatIndex implements DeviceIndex {
             .acceptBits(accept, acceptRowWords)
             .output(cv, ci, width, (long) t * chunksPerTile * k).chunks(chunksPerTile, Math.max(1, chunkLen));
         if (l2) {
-          p.scales(-2f, 1f).norms(norms, qNorms).clampZero(true);
+          p.scales(-2f, 1f).norms(norms.address(), qNormsAddress).clampZero(true);
         } else {
           p.largest(true);
         }
         KSelect.run(device, tileSelect, p);
       }
-      KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, new SelectParams().input(cv, nq, (int) width, width)
-          .inputIds(ci).k(k).largest(!l2).output(outV, outI, k, outElement));
+      SelectParams merge = new SelectParams().input(cv, nq, (int) width, width).inputIds(ci).k(k).largest(!l2)
+          .output(outV, outI, k, outElement);
+      if (width <= SINGLE_LAUNCH_MERGE) {
+        KSelect.runBlockSelect(device, merge.chunks(1, (int) width));
+      } else {
+        KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, merge);
+      }
     } finally {
       if (qNorms != null) {
         qNorms.close();

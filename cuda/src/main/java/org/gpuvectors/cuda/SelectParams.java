@@ -99,6 +99,13 @@ public final class SelectParams {
     return this;
   }
 
+  /** Norms at raw device addresses (0: none). */
+  SelectParams norms(long colNorms, long rowNorms) {
+    this.colNorms = colNorms;
+    this.rowNorms = rowNorms;
+    return this;
+  }
+
   public SelectParams clampZero(boolean clamp) {
     this.clampZero = clamp;
     return this;

@@ -10,6 +10,7 @@ import org.apache.lucene.search.DocIdSetIterator;
 import org.apache.lucene.util.BitSet;
 import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.FixedBitSet;
+import org.gpuvectors.codec.gpu.GpuSegment;
 
 /**
  * Turns a search's accepted documents into the accept mask the GPU kernels read: bit {@code ord %
@@ -26,11 +27,22 @@ import org.apache.lucene.util.FixedBitSet;
  *       a sparse {@link BitSet} is walked over its set bits only;
  *   <li>otherwise (documents without vectors in between, and a filter): ordinal by ordinal.
  * </ul>
+ *
+ * <p>The live-docs mask kept per field is also what the GPU service uses to search this segment
+ * ahead, for a query that another segment of the index asked first ({@link #standing}).
  */
 final class AcceptMasks {
 
-  /** Accepted ordinals: {@code bits} (null: all) and how many there are. */
-  record Mask(long[] bits, int count) {}
+  /**
+   * Accepted ordinals: {@code bits} (null: all) and how many there are. {@code standing}: no filter
+   * applied (all vectors, or the live ones: the segment's {@link GpuSegment.Standing}), and {@code
+   * token} the live-docs instance it was built from (null when there are no deletions).
+   */
+  record Mask(long[] bits, int count, boolean standing, Object token) {
+    Mask(long[] bits, int count) {
+      this(bits, count, false, null);
+    }
+  }
 
   private record LiveMask(Bits source, Mask mask) {}
 
@@ -41,7 +53,7 @@ final class AcceptMasks {
     Bits bits = accept == null ? null : accept.bits();
     int size = vectors.size();
     if (bits == null) {
-      return new Mask(null, size);
+      return new Mask(null, size, true, null);
     }
     boolean denseOrds = size == 0 || vectors.ordToDoc(size - 1) == size - 1; // ords increase with docs
     if (denseOrds && bits instanceof FixedBitSet fixed) {
@@ -57,9 +69,16 @@ final class AcceptMasks {
     if (cached != null && cached.source() == bits) {
       return cached.mask();
     }
-    Mask mask = byOrdinal(bits, vectors);
+    Mask built = byOrdinal(bits, vectors);
+    Mask mask = new Mask(built.bits(), built.count(), true, bits);
     liveMasks.put(field, new LiveMask(bits, mask));
     return mask;
+  }
+
+  /** What unfiltered searches of {@code field} accepted last: the cached live-docs mask, or all. */
+  GpuSegment.Standing standing(String field) {
+    LiveMask live = liveMasks.get(field);
+    return live == null ? GpuSegment.Standing.ALL : new GpuSegment.Standing(live.source(), live.mask().bits());
   }
 
   private static long[] fromBitSet(BitSet accepted, FloatVectorValues vectors, boolean denseOrds)

@@ -44,6 +44,7 @@ final class GpuExactSearcher {
     for (KnnCollector collector : collectors) {
       k = Math.max(k, collector.k());
     }
+    int requestedK = k;
     if (service.canServe(k) == false) {
       return false; // before the mask: without a GPU, building it would be wasted work
     }
@@ -68,8 +69,11 @@ final class GpuExactSearcher {
         System.arraycopy(queries[q], 0, rows, q * dims, dims);
       }
     }
+    // one unfiltered query: the service may search the index's other segments for it in the same pass
+    Object query = queries.length == 1 && accepted.standing() ? queries[0] : null;
     SearchResult result =
-        service.search(segment, field, vectors, similarity, rows, queries.length, k, accepted.bits());
+        service.search(
+            segment, field, vectors, similarity, rows, queries.length, k, accepted.bits(), query, requestedK);
     if (result == null) {
       return false;
     }

@@ -23,13 +23,14 @@ import org.apache.lucene.util.Accountable;
 import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSegment;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 
 /**
  * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
  * vectors reader; searches run exactly, by {@link FlatExactSearcher}, for {@code flat} fields.
  */
-final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
+final class GpuVectorsReader extends KnnVectorsReader implements Accountable, GpuSegment {
 
   private static final long SHALLOW_SIZE =
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsReader.class);
@@ -39,10 +40,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
   private final IndexInput data;
   /** Accept masks of this segment's fields (the live-docs mask is built once per deletion generation). */
   private final AcceptMasks acceptMasks = new AcceptMasks();
+  /** The index's directory: segments that share it are searched together ({@link GpuSegment}). */
+  private final Object group;
 
   GpuVectorsReader(SegmentReadState state, FlatVectorsReader flatVectorsReader)
       throws IOException {
     this.flatVectorsReader = flatVectorsReader;
+    this.group = state.segmentInfo.dir; // the real directory, also for compound-file segments
     boolean success = false;
     String metaFileName =
         IndexFileNames.segmentFileName(
@@ -132,6 +136,16 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable {
         throw new CorruptIndexException("Duplicate field: " + info.name, meta);
       }
     }
+  }
+
+  @Override
+  public Object group() {
+    return group;
+  }
+
+  @Override
+  public GpuSegment.Standing standing(String field) {
+    return acceptMasks.standing(field);
   }
 
   @Override

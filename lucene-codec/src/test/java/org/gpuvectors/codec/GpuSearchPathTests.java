@@ -6,8 +6,6 @@ import static org.gpuvectors.codec.GpuVectorsFormatTests.oracleScore;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.oracleTopK;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeFalse;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -229,22 +227,32 @@ class GpuSearchPathTests {
   @Test
   void withoutGpuSearchesFallBackToCpuAndAreCounted() throws IOException {
     GpuAvailability availability = GpuAvailability.get();
-    assumeFalse(availability.available(), "a GPU is usable here; gpuResultsEqualCpuResults covers the GPU path");
-    GpuSearchStats stats = GpuSearchServices.current().stats();
-    long before = stats.cpuFallbacks(FallbackReason.NO_GPU);
-    VectorSimilarityFunction sim = VectorSimilarityFunction.COSINE;
-    try (Directory dir = FSDirectory.open(tempDir.resolve("fallback"))) {
-      List<float[]> vectors = index(dir, sim);
-      try (DirectoryReader reader = DirectoryReader.open(dir)) {
-        IndexSearcher searcher = new IndexSearcher(reader);
-        float[] query = randomVector(true);
-        TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", query, 10), 10);
-        assertEquivalent(oracleTopK(vectors, query, sim, 10, id -> true), hits(searcher, td), vectors, query, sim);
+    if (availability.available() == false) {
+      String reason = GpuSearchServices.current().unusableReason();
+      assertTrue(reason.contains(availability.reason()), () -> "the service says why there is no GPU: " + reason);
+    }
+    // with or without a GPU here: a service in mode false has none, and says so
+    try (GpuSearchService service =
+        GpuSearchService.create(new GpuSearchService.Settings(GpuSearchService.Mode.FALSE, 0, 0.5, 64))) {
+      GpuSearchServices.install(service);
+      try {
+        VectorSimilarityFunction sim = VectorSimilarityFunction.COSINE;
+        try (Directory dir = FSDirectory.open(tempDir.resolve("fallback"))) {
+          List<float[]> vectors = index(dir, sim);
+          try (DirectoryReader reader = DirectoryReader.open(dir)) {
+            IndexSearcher searcher = new IndexSearcher(reader);
+            float[] query = randomVector(true);
+            TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", query, 10), 10);
+            assertEquivalent(oracleTopK(vectors, query, sim, 10, id -> true), hits(searcher, td), vectors, query, sim);
+            assertEquals(reader.leaves().size(), service.stats().cpuFallbacks(FallbackReason.NO_GPU), service.stats()::toString);
+          }
+        }
+        assertEquals(0, service.stats().gpuSearches());
+        assertTrue(service.unusableReason().contains("mode=false"), service.unusableReason());
+      } finally {
+        GpuSearchServices.uninstall(service);
       }
     }
-    assertTrue(stats.cpuFallbacks(FallbackReason.NO_GPU) > before, "fallbacks counted: " + stats);
-    String reason = GpuSearchServices.current().unusableReason();
-    assertTrue(reason.contains(availability.reason()), () -> "the service says why there is no GPU: " + reason);
   }
 
   /**
@@ -288,6 +296,65 @@ class GpuSearchPathTests {
         }
         assertEquals(0, service.residentCount(), "freed when the segments closed");
         assertEquals(0, backend.liveBytes.get());
+      } finally {
+        GpuSearchServices.uninstall(service);
+      }
+    }
+  }
+
+  /**
+   * One unfiltered query, many segments: the first segment's search covers the index's other
+   * resident segments in the same pass, and they take those results (exactly their own: same
+   * deletions instance, their own k) instead of searching again; after new deletions the parked
+   * results no longer match and segments search for themselves, still exactly.
+   */
+  @Test
+  void oneQueryOverManySegmentsRunsAsOnePass() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    try (GpuSearchService service = GpuSearchService.withBackend(
+        backend, new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024))) {
+      GpuSearchServices.install(service);
+      VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+      try (Directory dir = FSDirectory.open(tempDir.resolve("speculation"))) {
+        List<float[]> vectors = index(dir, sim);
+        IndexWriterConfig config = new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setMergePolicy(NoMergePolicy.INSTANCE);
+        try (IndexWriter writer = new IndexWriter(dir, config)) {
+          writer.deleteDocuments(new Term("id_mod5", "1"));
+        }
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          int leaves = reader.leaves().size();
+          assertTrue(leaves >= 3, "several segments");
+          long hitsBefore = 0;
+          for (int round = 0; round < 2; round++) { // the first query uploads and learns each segment's live docs
+            hitsBefore = service.stats().speculativeHits();
+            for (int q = 0; q < 10; q++) {
+              float[] query = randomVector(true);
+              int k = 5 + q;
+              int passesBefore = backend.passes.get();
+              TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", query, k), k);
+              assertEquivalent(oracleTopK(vectors, query, sim, k, id -> id % 5 != 1), hits(searcher, td), vectors, query, sim);
+              if (round == 1) {
+                assertEquals(passesBefore + 1, backend.passes.get(), "one pass for all " + leaves + " segments");
+              }
+            }
+          }
+          long hits = service.stats().speculativeHits() - hitsBefore;
+          assertEquals(10L * (leaves - 1), hits, () -> "the other segments took parked results: " + service.stats());
+        }
+        IndexWriterConfig again = new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setMergePolicy(NoMergePolicy.INSTANCE);
+        try (IndexWriter writer = new IndexWriter(dir, again)) {
+          writer.deleteDocuments(new Term("id_mod5", "2")); // new live docs in every segment
+        }
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          for (int q = 0; q < 5; q++) {
+            float[] query = randomVector(true);
+            TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", query, 10), 10);
+            assertEquivalent(oracleTopK(vectors, query, sim, 10, id -> id % 5 != 1 && id % 5 != 2), hits(searcher, td), vectors, query, sim);
+          }
+        }
+        assertEquals(0, service.stats().cpuFallbacks(), () -> "" + service.stats());
       } finally {
         GpuSearchServices.uninstall(service);
       }

@@ -8,9 +8,34 @@ import org.apache.lucene.document.StringField;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.tests.index.BaseKnnVectorsFormatTestCase;
 import org.apache.lucene.tests.util.TestUtil;
+import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.gpu.GpuSearchStats;
+import org.junit.AfterClass;
 
 /** Lucene's own conformance suite for vector formats, run against {@link GpuVectorsFormat}. */
 public class TestGpuVectorsFormat extends BaseKnnVectorsFormatTestCase {
+
+  /**
+   * On the GPU machine (gv.requireGpu / GV_REQUIRE_GPU) the suite's float searches must have run on
+   * the GPU: some did, and none fell back for a GPU failure (visit limits and k above the GPU's are
+   * Lucene's own semantics and stay on the CPU).
+   */
+  @AfterClass
+  public static void searchesRanOnTheGpuWhenOneIsRequired() {
+    if (GpuTestSupport.gpuRequired() == false) {
+      return;
+    }
+    GpuSearchService service = GpuSearchServices.current();
+    GpuSearchStats stats = service.stats();
+    System.out.println("[gpu-vectors] BaseKnnVectorsFormatTestCase on the GPU: " + stats);
+    assertTrue("GPU searches ran: " + stats, stats.gpuSearches() > 0);
+    for (FallbackReason reason : new FallbackReason[] {FallbackReason.NO_GPU, FallbackReason.GPU_FAILED,
+        FallbackReason.CUDA_ERROR, FallbackReason.DEVICE_OUT_OF_MEMORY, FallbackReason.BUDGET_IN_USE}) {
+      assertEquals("fallbacks for " + reason + ": " + stats, 0, stats.cpuFallbacks(reason));
+    }
+  }
 
   @Override
   protected Codec getCodec() {
@@ -21,6 +46,21 @@ public class TestGpuVectorsFormat extends BaseKnnVectorsFormatTestCase {
   protected boolean supportsFloatVectorFallback() {
     // raw float vectors are always stored; there is no quantized-only mode to fall back from
     return false;
+  }
+
+  /**
+   * Lucene skips these two for formats that are not scalar-quantized (an assumption, which the GPU
+   * bundle would count as an aborted test). Ours keeps raw float vectors always: what they check
+   * cannot arise, and the override says so instead of aborting.
+   */
+  @Override
+  public void testReadQuantizedVectorWithEmptyRawVectors() {
+    assertFalse("raw vectors are never dropped", supportsFloatVectorFallback());
+  }
+
+  @Override
+  public void testScoresUnchangedWithEmptyRawVectors() {
+    assertFalse("raw vectors are never dropped", supportsFloatVectorFallback());
   }
 
   @Override

@@ -2,6 +2,8 @@ package org.gpuvectors.codec.gpu;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
@@ -91,6 +93,7 @@ public final class GpuSearchService implements Closeable {
   private final String unusableReason; // why backend is null
   private final Residency residency;
   private final SearchBatcher batcher;
+  private final Speculations speculations = new Speculations(4096);
   private volatile boolean enabled;
   private volatile String failure; // the sticky error that switched the GPU off
   private volatile boolean closed;
@@ -243,8 +246,55 @@ public final class GpuSearchService implements Closeable {
       int k,
       long[] mask)
       throws IOException {
-    if (canServe(k) == false) {
+    return search(segment, field, vectors, similarity, queries, numQueries, k, mask, null, 0);
+  }
+
+  /**
+   * As {@link #search(Object, String, FloatVectorValues, VectorSimilarityFunction, float[], int, int,
+   * long[])}, for one unfiltered query of a {@link GpuSegment}: the first of the index's segments to
+   * ask searches every resident segment of the index for this query in the same pass, and the others
+   * take their results when they ask ({@link Speculations}).
+   *
+   * @param query the query's identity (Lucene passes every segment the same vector array); null: no
+   *     speculation
+   * @param standingToken the live-docs instance {@code mask} was built from (null: no deletions)
+   * @param peerK the k to compute for the other segments (the collector's, before capping it by
+   *     this segment's accepted count)
+   */
+  public SearchResult search(
+      Object segment,
+      String field,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      float[] queries,
+      int numQueries,
+      int k,
+      long[] mask,
+      Object query,
+      int peerK)
+      throws IOException {
+    if (canServe(Math.max(k, peerK)) == false) {
       return null;
+    }
+    if (query != null && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
+      Speculations.Speculation mine = new Speculations.Speculation();
+      Speculations.Speculation running = speculations.claim(query, mine);
+      Residency.Key key = new Residency.Key(segment, field);
+      if (running != null) {
+        SearchResult parked = running.take(key, gpuSegment.standing(field).token(), k);
+        if (parked != null) {
+          stats.recordGpuSearch(1);
+          stats.recordSpeculativeHit();
+          return parked;
+        }
+        // not computed for this segment (not resident then, other k, other deletions): search it now
+      } else {
+        try {
+          return searchIndex(gpuSegment, key, vectors, similarity, queries, k, mask, mine, peerK);
+        } finally {
+          mine.finish(); // whatever happened, segments waiting on it go on
+        }
+      }
     }
     try (Residency.Handle handle = acquire(segment, field, vectors, similarity)) {
       if (handle == null) {
@@ -258,6 +308,62 @@ public final class GpuSearchService implements Closeable {
       }
       stats.recordGpuSearch(numQueries);
       return search.result();
+    }
+  }
+
+  /** One query over this segment and every resident peer of its index, in one pass; peers' results parked. */
+  private SearchResult searchIndex(
+      GpuSegment segment,
+      Residency.Key key,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      float[] query,
+      int k,
+      long[] mask,
+      Speculations.Speculation speculation,
+      int peerK)
+      throws IOException {
+    List<Residency.Handle> handles = new ArrayList<>();
+    try {
+      Residency.Handle own = acquire(key.segment(), key.field(), vectors, similarity);
+      if (own == null) {
+        return null;
+      }
+      handles.add(own);
+      List<SearchBatcher.Search> searches = new ArrayList<>();
+      searches.add(new SearchBatcher.Search(own.index(), query, 1, k, mask));
+      List<Residency.Key> peers = new ArrayList<>();
+      List<Object> tokens = new ArrayList<>();
+      for (Residency.Key peer : residency.residentPeers(segment, key.field())) {
+        Residency.Handle handle = residency.acquireResident(peer);
+        if (handle == null) {
+          continue;
+        }
+        handles.add(handle);
+        GpuSegment.Standing standing = ((GpuSegment) peer.segment()).standing(peer.field());
+        int kk = Math.min(peerK, handle.index().size());
+        if (kk < 1) {
+          continue;
+        }
+        searches.add(new SearchBatcher.Search(handle.index(), query, 1, kk, standing.mask()));
+        peers.add(peer);
+        tokens.add(standing.token());
+      }
+      batcher.run(searches);
+      SearchBatcher.Search mine = searches.get(0);
+      if (mine.error() != null) {
+        gpuError(mine.error());
+        return null;
+      }
+      for (int p = 0; p < peers.size(); p++) {
+        speculation.park(peers.get(p), tokens.get(p), searches.get(p + 1).result());
+      }
+      stats.recordGpuSearch(1);
+      return mine.result();
+    } finally {
+      for (Residency.Handle handle : handles) {
+        handle.close();
+      }
     }
   }
 

@@ -21,6 +21,7 @@ public final class GpuSearchStats {
   private final LongAdder uploadNanos = new LongAdder();
   private final LongAdder evictions = new LongAdder();
   private final LongAdder warmups = new LongAdder();
+  private final LongAdder speculativeHits = new LongAdder();
   private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
 
   public GpuSearchStats() {
@@ -79,6 +80,14 @@ public final class GpuSearchStats {
     return warmups.sum();
   }
 
+  /**
+   * GPU searches answered from a result computed ahead, in the pass of an earlier segment of the same
+   * query (counted in {@link #gpuSearches()} too).
+   */
+  public long speculativeHits() {
+    return speculativeHits.sum();
+  }
+
   /** Searches that ran on the CPU instead, in total. */
   public long cpuFallbacks() {
     return cpuFallbacks.values().stream().mapToLong(LongAdder::sum).sum();
@@ -121,6 +130,10 @@ public final class GpuSearchStats {
 
   void recordEviction() {
     evictions.increment();
+  }
+
+  void recordSpeculativeHit() {
+    speculativeHits.increment();
   }
 
   void recordWarmup() {

@@ -242,6 +242,38 @@ public final class Residency {
     closeAll(toClose);
   }
 
+  /**
+   * Resident fields named {@code field} of the other segments of {@code segment}'s group (its index),
+   * most recently used first.
+   */
+  public synchronized java.util.List<Key> residentPeers(GpuSegment segment, String field) {
+    java.util.ArrayList<Key> peers = new java.util.ArrayList<>();
+    Object group = segment.group();
+    for (Entry entry : entries.values()) {
+      if (entry.index != null
+          && entry.key.segment() != segment
+          && entry.key.field().equals(field)
+          && entry.key.segment() instanceof GpuSegment other
+          && other.group() == group) {
+        peers.add(entry.key);
+      }
+    }
+    java.util.Collections.reverse(peers);
+    return peers;
+  }
+
+  /** A handle on {@code key} if it is resident now (never uploads), else null. */
+  public Handle acquireResident(Key key) {
+    synchronized (this) {
+      Entry entry = entries.get(key);
+      if (entry == null || entry.index == null || closed) {
+        return null;
+      }
+      entry.refs++;
+      return new Handle(entry);
+    }
+  }
+
   /** Whether {@code key} is resident now (loaded and not removed). */
   public synchronized boolean isResident(Key key) {
     Entry entry = entries.get(key);

@@ -86,11 +86,16 @@ public final class SearchBatcher {
 
   /** Runs {@code search} in the next pass (perhaps run by this thread) and returns when it is done. */
   public void run(Search search) {
+    run(List.of(search));
+  }
+
+  /** Runs {@code searches} (queued together, in order) and returns when all are done. */
+  public void run(List<Search> searches) {
     lock.lock();
     try {
-      queue.add(search);
+      queue.addAll(searches);
       boolean interrupted = false;
-      while (search.done == false) {
+      while (searches.get(searches.size() - 1).done == false || anyPending(searches)) {
         if (running == false) {
           running = true;
           List<Search> batch = take();
@@ -119,6 +124,15 @@ public final class SearchBatcher {
     } finally {
       lock.unlock();
     }
+  }
+
+  private static boolean anyPending(List<Search> searches) {
+    for (Search s : searches) {
+      if (s.done == false) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Queued searches in arrival order, up to maxBatchQueries queries (at least one search). */

@@ -1,0 +1,24 @@
+package org.gpuvectors.codec.gpu;
+
+/**
+ * A segment whose fields the service may hold, as the service needs to see it to search a query
+ * over all of an index's segments at once ({@link GpuSearchService#search}'s speculation): which
+ * index it belongs to, and which vectors an unfiltered search of a field accepts there now.
+ */
+public interface GpuSegment {
+
+  /** Segments of one index (one Lucene directory) share this object. */
+  Object group();
+
+  /** What an unfiltered search of {@code field} accepts: all vectors, or the live ones. */
+  Standing standing(String field);
+
+  /**
+   * The accept mask of unfiltered searches: {@code token} is the live-docs instance it was built
+   * from (null: no deletions seen, {@code mask} null: all accepted). A search whose accepted
+   * documents are that same instance (or none) may use results computed with this mask.
+   */
+  record Standing(Object token, long[] mask) {
+    public static final Standing ALL = new Standing(null, null);
+  }
+}

@@ -1,0 +1,126 @@
+package org.gpuvectors.codec.gpu;
+
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import org.gpuvectors.cuda.SearchResult;
+
+/**
+ * Results computed ahead for the other segments of a query's index.
+ *
+ * <p>Lucene asks each segment separately, with the same query vector (the same array) and, without
+ * a filter, the segment's own live docs. When the first segment of a query arrives, the service
+ * searches every resident segment of that index for it in the same pass (one GPU pass per query,
+ * not one per segment) and parks the other segments' results here, keyed by the query array's
+ * identity; their own calls, arriving at once or later, take them instead of searching. A result is
+ * taken only by the segment and field it was computed for, at most once, for a k no larger than it
+ * holds, and only if the segment's accepted documents are the instance it was computed with.
+ *
+ * <p>Bounded: at most {@code capacity} queries are remembered (the least recent are dropped: their
+ * segments then search for themselves). Thread-safe.
+ */
+final class Speculations {
+
+  /** One query's speculation: who runs it, when it is done, what it produced. */
+  static final class Speculation {
+    private final CountDownLatch done = new CountDownLatch(1);
+    private final Map<Residency.Key, Parked> parked = new HashMap<>(); // guarded by this
+
+    private record Parked(Object token, SearchResult result) {}
+
+    synchronized void park(Residency.Key key, Object token, SearchResult result) {
+      parked.put(key, new Parked(token, result));
+    }
+
+    void finish() {
+      done.countDown();
+    }
+
+    /**
+     * Waits for the speculation to finish and takes the result for {@code key}: its first {@code
+     * k} per query, or null when there is none for this key, token and k.
+     */
+    SearchResult take(Residency.Key key, Object token, int k) {
+      boolean interrupted = false;
+      while (true) {
+        try {
+          done.await();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+      Parked p;
+      synchronized (this) {
+        p = parked.get(key);
+        if (p == null || p.token() != token || p.result().k() < k) {
+          return null;
+        }
+        parked.remove(key);
+      }
+      return firstK(p.result(), k);
+    }
+  }
+
+  private final Map<Object, Speculation> byQuery;
+
+  Speculations(int capacity) {
+    // identity of the query array: equal vectors of different queries never share results
+    this.byQuery = new LinkedHashMap<>(16, 0.75f, false) {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<Object, Speculation> eldest) {
+        return size() > capacity;
+      }
+    };
+  }
+
+  /** The query's speculation, or null after registering {@code mine} as it (the caller runs it). */
+  synchronized Speculation claim(Object query, Speculation mine) {
+    IdentityKey key = new IdentityKey(query);
+    Speculation existing = byQuery.get(key);
+    if (existing != null) {
+      return existing;
+    }
+    byQuery.put(key, mine);
+    return null;
+  }
+
+  synchronized void forget(Object query, Speculation speculation) {
+    byQuery.remove(new IdentityKey(query), speculation);
+  }
+
+  /** Rows cut to their first k entries. */
+  static SearchResult firstK(SearchResult all, int k) {
+    if (all.k() == k) {
+      return all;
+    }
+    int n = all.numQueries();
+    int[] ids = new int[n * k];
+    float[] distances = new float[n * k];
+    for (int q = 0; q < n; q++) {
+      for (int i = 0; i < k; i++) {
+        ids[q * k + i] = all.id(q, i);
+        distances[q * k + i] = all.distance(q, i);
+      }
+    }
+    return new SearchResult(n, k, ids, distances);
+  }
+
+  /** A map key by identity (the query array's equals would be identity too, but say it). */
+  private record IdentityKey(Object ref) {
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof IdentityKey other && other.ref == ref;
+    }
+
+    @Override
+    public int hashCode() {
+      return System.identityHashCode(ref);
+    }
+  }
+
+}
