@@ -13,7 +13,7 @@ export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 mvn=${MVN:-"$root/mvnw"}
 offline=${MVN_OFFLINE:-}
 dev="$root/.device"
-grep -qxF '/.device/' .git/info/exclude 2>/dev/null || echo /.device/ >> .git/info/exclude
+# .device/ is in .gitignore (in a worktree .git is a file, so no .git/info/exclude here)
 # -am: the parent pom and jcuda-driver-natives are installed too, so that the second command (lucene-codec alone)
 # resolves its dependencies from the local repository on a fresh clone
 GV_CUDA_ARCHS=${GV_CUDA_ARCHS:-sm90} "$mvn" $offline -q -B -pl cuda,lucene-codec -am install -DskipTests -Dgv.nvcc.skip="${GV_NVCC_SKIP:-false}"
