@@ -372,12 +372,12 @@ def knn_body(index, qi, nc, filt):
 
 def _thread(requests, gtsets, start, deadline_lo, deadline_hi, stride, first, out):
     c = Conn(A.host, A.port)
-    lat, rec, errors, err_first = [], [], 0, None
+    lat, rec, errors, err_first, last_end = [], [], 0, None, 0.0
     i = first
     kind = RUN["kind"]
     while True:
         now = time.time()
-        if now >= deadline_hi:
+        if now >= deadline_hi:  # requests started in the window all count, also when they end after it
             break
         qi = i % len(requests)
         i += stride
@@ -388,8 +388,9 @@ def _thread(requests, gtsets, start, deadline_lo, deadline_hi, stride, first, ou
             st, body = -1, str(e).encode()
             c = Conn(A.host, A.port)
         dt = time.perf_counter() - t0
-        if now < deadline_lo or time.time() > deadline_hi:
-            continue  # warm-up, or finished after the window
+        if now < deadline_lo:
+            continue  # warm-up
+        last_end = max(last_end, time.time())
         if st != 200:
             errors += 1
             err_first = err_first or ("%s %s" % (st, body[:300].decode(errors="replace")))
@@ -409,7 +410,7 @@ def _thread(requests, gtsets, start, deadline_lo, deadline_hi, stride, first, ou
                 ids = [int(h["_id"]) for h in resp.get("hits", {}).get("hits", [])]
                 rec.append(len(gtsets[(qi * A.msearch_size + j) % len(gtsets)].intersection(ids)) / A.k)
     c.close()
-    out.append((lat, rec, errors, err_first))
+    out.append((lat, rec, errors, err_first, last_end))
 
 
 def _proc(first_client, nthreads, stride, start, q):
@@ -427,7 +428,8 @@ def _proc(first_client, nthreads, stride, start, q):
         t.join()
     lat = [x for o in out for x in o[0]]
     rec = [x for o in out for x in o[1]]
-    q.put((lat, rec, sum(o[2] for o in out), next((o[3] for o in out if o[3]), None), time.process_time() - c0))
+    q.put((lat, rec, sum(o[2] for o in out), next((o[3] for o in out if o[3]), None), time.process_time() - c0,
+           max(o[4] for o in out) - lo))
 
 
 def run_load(requests, gtsets, kind, clients):
@@ -451,15 +453,18 @@ def run_load(requests, gtsets, kind, clients):
     lat = np.sort(np.array([x for r in res for x in r[0]]))
     rec = [x for r in res for x in r[1]]
     errors = sum(r[2] for r in res)
-    out = {"clients": clients, "procs": procs, "requests": int(len(lat)), "errors": errors,
-           "qps": round(len(lat) / A.duration, 1),
+    # the window: from its start to the end of the last request started in it (about --duration when requests are
+    # short; longer for slow ones such as a big _msearch, which then still count)
+    window = max([A.duration] + [r[5] for r in res])
+    out = {"clients": clients, "procs": procs, "requests": int(len(lat)), "errors": errors, "window_s": round(window, 2),
+           "qps": round(len(lat) / window, 1),
            "p50_ms": round(float(lat[len(lat) // 2]) * 1000, 3) if len(lat) else None,
            "p99_ms": round(float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) * 1000, 3) if len(lat) else None,
-           "loader_cpu_cores": round(sum(r[4] for r in res) / (A.warmup + A.duration), 2)}
+           "loader_cpu_cores": round(sum(r[4] for r in res) / (A.warmup + window), 2)}
     if kind != "noop":
         out["recall"] = round(float(np.mean(rec)), 4) if rec else None
     if kind == "msearch":
-        out["searches_per_s"] = round(len(lat) * A.msearch_size / A.duration, 1)
+        out["searches_per_s"] = round(len(lat) * A.msearch_size / window, 1)
     if errors:
         out["first_error"] = next((r[3] for r in res if r[3]), None)
     return out
