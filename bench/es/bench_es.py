@@ -200,6 +200,9 @@ def make_data():
                     raw = f.read()
             count, rows, cols = (int.from_bytes(raw[i:i + 4], "big") for i in (4, 8, 12))
             return np.frombuffer(raw, np.uint8, offset=16).reshape(count, rows * cols)
+        if not any(os.path.exists(os.path.join(A.fashion_dir, f)) for f in ("train-images-idx3-ubyte.gz", "train-images-idx3-ubyte")):
+            raise SystemExit("no Fashion-MNIST training images in %s (on the GPU machine: command 1b unpacks "
+                             ".device/es3 there; here: apt-get install dataset-fashion-mnist)" % A.fashion_dir)
         train = idx("train-images-idx3-ubyte.gz")
         test = idx("t10k-images-idx3-ubyte.gz")
         A.n = min(A.n, len(train))
