@@ -202,7 +202,7 @@ def make_data():
             return np.frombuffer(raw, np.uint8, offset=16).reshape(count, rows * cols)
         if not any(os.path.exists(os.path.join(A.fashion_dir, f)) for f in ("train-images-idx3-ubyte.gz", "train-images-idx3-ubyte")):
             raise SystemExit("no Fashion-MNIST training images in %s (on the GPU machine: command 1b unpacks "
-                             ".device/es3 there; here: apt-get install dataset-fashion-mnist)" % A.fashion_dir)
+                             ".device-es/es3 there; here: apt-get install dataset-fashion-mnist)" % A.fashion_dir)
         train = idx("train-images-idx3-ubyte.gz")
         test = idx("t10k-images-idx3-ubyte.gz")
         A.n = min(A.n, len(train))
@@ -687,14 +687,14 @@ def main():
         summarize(rows, A.out)
         return
     open(os.path.join(A.out, "es_bench.jsonl"), "w").close()
+    t0 = time.time()
+    make_data()
     st, info = req("GET", "/_nodes/_local?filter_path=nodes.*.version,nodes.*.plugins.name,nodes.*.jvm.mem.heap_max_in_bytes,nodes.*.os.available_processors")
     log(step="node", info=info, args={k: v for k, v in vars(A).items()})
     s = gpu_stats()
     log(step="gpu_stats_start", stats=s)
     g = s.get("gpu", {})
     say("GPU: active %s, device %s%s" % (g.get("active"), g.get("device"), ", unusable: %s" % g["unusable_reason"] if g.get("unusable_reason") else ""))
-    t0 = time.time()
-    make_data()
     say("data: %s %d x %d, %d queries (%.1f s)" % (A.dataset, A.n, A.dims, A.queries, time.time() - t0))
     if any(x != "noop" for x in A.systems):
         ground_truth()

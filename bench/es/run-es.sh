@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The second command on the GPU machine (carry [".device/es2"]), after the first unpacked .device/es1 into /tmp/esgpu
+# The second command on the GPU machine (carry [".device-es/es2"]), after the first unpacked .device-es/es1 into /tmp/esgpu
 # (jdk/, plugins/, fashion-mnist/). Starts Elasticsearch with the plugin as an unprivileged user, runs bench_es.py with
 # the given arguments (results under $OUT), copies the node's logs and final stats to $OUT, and stops the node.
-#   bash .device/es2/run-es.sh --n 1000000 --dims 128 --systems noop,gpu --segments both
+#   bash .device-es/es2/run-es.sh --n 1000000 --dims 128 --systems noop,ceiling,gpu --segments both
 # env: GV_ES_DIR (default /tmp/esgpu), GV_ES_USER (default gvbench), ES_HEAP (default "-Xms16g -Xmx16g"),
 #      ES_EXTRA_OPTS (appended to the node's JVM options), BENCH_S (the benchmark's time limit, default 540 s),
 #      PROFILE=1 (JFR recording of the whole benchmark, q.jfr in $OUT).
