@@ -93,4 +93,4 @@ done
 echo "  command 1: carry [\".device-es/es1\"], command: rm -rf /tmp/esgpu && mkdir -p /tmp/esgpu && tar xJf .device-es/es1/jdk.tar.xz -C /tmp/esgpu && tar xf .device-es/es1/plugin.tar -C /tmp/esgpu && du -sh /tmp/esgpu/*"
 [ -f "$root/.device-es/es3/fashion-train.tar.xz" ] && \
 echo "  command 1b (only for --dataset fashion, within 30 s): carry [\".device-es/es3\"], command: tar xJf .device-es/es3/fashion-train.tar.xz -C /tmp/esgpu && du -sh /tmp/esgpu/*"
-echo "  command 2 (within 30 s): carry [\".device-es/es2\"], command: bash .device-es/es2/run-es.sh --n 1000000 --dims 128 --systems noop,ceiling,gpu --segments both"
+echo "  command 2 (within 30 s): carry [\".device-es/es2\"], command: bash .device-es/es2/run-es.sh --n 1000000 --dims 128 --systems noop,ceiling,gpu --segments both --duration 8"
