@@ -1,0 +1,709 @@
+#!/usr/bin/env python3
+"""End-to-end knn benchmark of a real Elasticsearch node: gpu_vector (flat, GPU) vs dense_vector HNSW and
+int8_hnsw on the same node, with the same data and queries, plus the node's own ceilings (noop query, and knn on a
+tiny 2,000-vector HNSW index).
+
+Needs only the standard library and numpy; the exact ground truth uses torch on the GPU when it can (else numpy,
+fine for small n); the plot uses matplotlib when it is importable (else it is skipped, saying so).
+
+Output (under --out, default $OUT or /tmp): one JSON line per step on stdout and in es_bench.jsonl (es_bench.json:
+the same as one array), summary.md (a table) and qps_vs_clients.png.
+
+Data: --dataset synthetic (clustered gaussians: the same generator and seed as the reference
+../shared/device/es-on-gpu/bench_es.py, so numbers stay comparable) or fashion (Fashion-MNIST, 784 dims: the 60,000
+training images are the documents, the first --queries test images the queries; files as in the Debian package
+dataset-fashion-mnist, found in --fashion-dir or $GV_FASHION_DIR or /usr/share/datasets/fashion-mnist).
+Filters: every document has "f" = id % 100, a filter at p % selectivity is the range f < p.
+
+usage: bench_es.py [--dataset synthetic|fashion] [--n 1000000] [--dims 128] [--systems gpu,hnsw,int8,noop,ceiling]
+                   [--segments one|natural|both] [--clients 1,16,64,256] [--filters 1,10,50] [--duration 10] ...
+       bench_es.py --plot-only es_bench.jsonl   (table + plot from an earlier run's lines)
+"""
+import argparse, gzip, json, multiprocessing as mp, os, socket, sys, threading, time
+
+import numpy as np
+
+SYSTEMS = ("noop", "ceiling", "gpuceiling", "gpu", "hnsw", "int8")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", choices=("synthetic", "fashion"), default="synthetic")
+    p.add_argument("--n", type=int, default=1_000_000, help="documents (fashion: at most 60,000)")
+    p.add_argument("--dims", type=int, default=128, help="synthetic only (fashion: 784)")
+    p.add_argument("--queries", type=int, default=1000)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--systems", default="noop,ceiling,gpu,hnsw,int8",
+                   help="comma list of: noop (size:0 match_all, the node + load generator ceiling), ceiling "
+                        "(dense_vector HNSW on 2,000 vectors), gpuceiling (gpu_vector on the same 2,000), gpu "
+                        "(gpu_vector flat), hnsw (dense_vector hnsw m16 efc100), int8 (dense_vector int8_hnsw)")
+    p.add_argument("--segments", choices=("one", "natural", "both"), default="one",
+                   help="natural: the segments of the bulk load; one: force-merged; both: natural, then merged")
+    p.add_argument("--clients", default="1,16,64,256")
+    p.add_argument("--filters", default="1,10,50", help="filter selectivities in %% ('' = none)")
+    p.add_argument("--filter-clients", type=int, default=16)
+    p.add_argument("--msearch-clients", default="1,16", help="concurrent _msearch requests of --msearch-size knn searches ('' = none)")
+    p.add_argument("--msearch-size", type=int, default=100)
+    p.add_argument("--nc", default="100", help="num_candidates for hnsw/int8/ceiling (comma list: a clients sweep each)")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds measured per point")
+    p.add_argument("--warmup", type=float, default=2.0, help="seconds run before each point is measured")
+    p.add_argument("--procs", type=int, default=0, help="load generator processes (default: min(clients, cores/2)); "
+                   "each runs clients/procs threads with one keep-alive connection each")
+    p.add_argument("--bulk-procs", type=int, default=0, help="bulk load processes (default: min(8, cores))")
+    p.add_argument("--shards", type=int, default=1)
+    p.add_argument("--keep", action="store_true", help="keep the indices (default: delete each after its run)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=9200)
+    p.add_argument("--fashion-dir", default=os.environ.get("GV_FASHION_DIR", "/usr/share/datasets/fashion-mnist"))
+    p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+    p.add_argument("--plot-only", metavar="JSONL")
+    a = p.parse_args(argv)
+    a.systems = [s for s in a.systems.split(",") if s]
+    bad = [s for s in a.systems if s not in SYSTEMS]
+    if bad:
+        p.error("unknown systems %s (known: %s)" % (bad, ",".join(SYSTEMS)))
+    a.clients = [int(x) for x in a.clients.split(",") if x]
+    a.filters = [int(x) for x in a.filters.split(",") if x]
+    a.msearch_clients = [int(x) for x in a.msearch_clients.split(",") if x]
+    a.nc = [int(x) for x in a.nc.split(",") if x]
+    return a
+
+
+A = None
+RESULTS = []
+
+
+def log(**kv):
+    kv["t"] = round(time.time(), 1)
+    RESULTS.append(kv)
+    line = json.dumps(kv)
+    print(line, flush=True)
+    with open(os.path.join(A.out, "es_bench.jsonl"), "a") as f:
+        f.write(line + "\n")
+    with open(os.path.join(A.out, "es_bench.json"), "w") as f:
+        json.dump(RESULTS, f, indent=1)
+
+
+def say(msg):
+    print(">> " + msg, flush=True)
+
+
+# ---------------------------------------------------------------- HTTP: a minimal keep-alive HTTP/1.1 client
+
+
+class Conn:
+    """One keep-alive connection; requests are prebuilt bytes so that the load generator spends little CPU."""
+
+    def __init__(self, host, port, timeout=3600):
+        self.host, self.port = host, port
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    @staticmethod
+    def build(method, path, body=b"", ctype="application/json"):
+        if isinstance(body, str):
+            body = body.encode()
+        return ("%s %s HTTP/1.1\r\nHost: es\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+                % (method, path, ctype, len(body))).encode() + body
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("connection closed by the node")
+        self.buf += chunk
+
+    def call(self, request):
+        self.sock.sendall(request)
+        while True:
+            i = self.buf.find(b"\r\n\r\n")
+            if i >= 0:
+                break
+            self._fill()
+        head, self.buf = self.buf[:i].decode("latin-1"), self.buf[i + 4:]
+        status = int(head[9:12])
+        hdr = {}
+        for line in head.split("\r\n")[1:]:
+            k, _, v = line.partition(":")
+            hdr[k.strip().lower()] = v.strip()
+        if "content-length" in hdr:
+            n = int(hdr["content-length"])
+            while len(self.buf) < n:
+                self._fill()
+            body, self.buf = self.buf[:n], self.buf[n:]
+        elif hdr.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                while b"\r\n" not in self.buf:
+                    self._fill()
+                j = self.buf.find(b"\r\n")
+                size = int(self.buf[:j].split(b";")[0], 16)
+                while len(self.buf) < j + 2 + size + 2:
+                    self._fill()
+                parts.append(self.buf[j + 2:j + 2 + size])
+                self.buf = self.buf[j + 2 + size + 2:]
+                if size == 0:
+                    break
+            body = b"".join(parts)
+        else:
+            body = b""
+        return status, body
+
+    def close(self):
+        self.sock.close()
+
+
+def req(method, path, body=None, ctype=None):
+    """An admin request on a fresh connection: (status, parsed JSON or None)."""
+    if body is not None and not isinstance(body, (bytes, str)):
+        body = json.dumps(body)
+    ctype = ctype or ("application/x-ndjson" if path.split("?")[0].endswith(("_bulk", "_msearch")) else "application/json")
+    c = Conn(A.host, A.port)
+    try:
+        st, txt = c.call(Conn.build(method, path, body or b"", ctype))
+    finally:
+        c.close()
+    try:
+        return st, (json.loads(txt) if txt else None)
+    except ValueError:
+        return st, txt.decode(errors="replace")
+
+
+# ---------------------------------------------------------------- data + exact ground truth
+
+X = Q = XS = QS = None  # documents, queries (float32); both as JSON-ready rows (the same float32 values, short)
+GT = {}            # (name, filter%) -> [queries, k] int ids
+
+
+def make_data():
+    global X, Q, XS, QS
+    if A.dataset == "synthetic":
+        # the reference generator (bench_es.py of ../shared/device/es-on-gpu): same seed, same values
+        rng = np.random.default_rng(7)
+        centers = rng.normal(0, 1, (1000, A.dims)).astype(np.float32)
+        assign = rng.integers(0, 1000, A.n + A.queries)
+        Xa = (centers[assign] + 0.35 * rng.normal(0, 1, (A.n + A.queries, A.dims))).astype(np.float32)
+        Xa = np.round(Xa, 4)
+        Q, X = Xa[A.n:], Xa[:A.n]
+        # sent as the shortest decimals (0.1234, not 0.12340000271797180): the same float32 values at half the bytes
+        XS, QS = np.round(X.astype(np.float64), 4), np.round(Q.astype(np.float64), 4)
+        if not (np.array_equal(XS.astype(np.float32), X) and np.array_equal(QS.astype(np.float32), Q)):
+            XS, QS = X.astype(np.float64), Q.astype(np.float64)
+    else:
+        def idx(name):  # idx files, gzipped (as Debian ships them) or not (as the GPU payload carries them)
+            path = os.path.join(A.fashion_dir, name)
+            if os.path.exists(path):
+                with gzip.open(path) as f:
+                    raw = f.read()
+            else:
+                with open(path[:-3], "rb") as f:
+                    raw = f.read()
+            count, rows, cols = (int.from_bytes(raw[i:i + 4], "big") for i in (4, 8, 12))
+            return np.frombuffer(raw, np.uint8, offset=16).reshape(count, rows * cols)
+        if not any(os.path.exists(os.path.join(A.fashion_dir, f)) for f in ("train-images-idx3-ubyte.gz", "train-images-idx3-ubyte")):
+            raise SystemExit("no Fashion-MNIST training images in %s (on the GPU machine: command 1b unpacks "
+                             ".device-es/es3 there; here: apt-get install dataset-fashion-mnist)" % A.fashion_dir)
+        train = idx("train-images-idx3-ubyte.gz")
+        test = idx("t10k-images-idx3-ubyte.gz")
+        A.n = min(A.n, len(train))
+        A.queries = min(A.queries, len(test))
+        A.dims = train.shape[1]
+        X = train[:A.n].astype(np.float32)  # pixel values 0..255, l2_norm
+        Q = test[:A.queries].astype(np.float32)
+        XS = train[:A.n].astype(np.int64)   # integers: exact and short in JSON
+        QS = test[:A.queries].astype(np.int64)
+
+
+def exact_topk(Xd, Qd, k, keep=None):
+    """Exact l2 top-k ids, in float64 (torch on the GPU if possible, else numpy), queries in chunks."""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("no cuda")
+        dev = torch.device("cuda")
+        xs = torch.from_numpy(Xd).to(dev, torch.float64)
+        xn = (xs * xs).sum(1)
+        km = None if keep is None else torch.from_numpy(keep).to(dev)
+        out = []
+        for s in range(0, len(Qd), 128):
+            q = torch.from_numpy(Qd[s:s + 128]).to(dev, torch.float64)
+            d = (q * q).sum(1, keepdim=True) - 2 * q @ xs.T + xn[None, :]
+            if km is not None:
+                d.masked_fill_(~km[None, :], float("inf"))
+            out.append(torch.topk(d, k, largest=False).indices.cpu().numpy())
+        del xs, xn, km
+        torch.cuda.empty_cache()
+        return np.concatenate(out), "torch-cuda"
+    except Exception:  # no torch / no GPU: numpy
+        xs = Xd.astype(np.float64)
+        xn = (xs * xs).sum(1)
+        out = []
+        step = max(1, int(2e8 // max(1, len(xs))))
+        for s in range(0, len(Qd), step):
+            q = Qd[s:s + step].astype(np.float64)
+            d = (q * q).sum(1)[:, None] - 2 * q @ xs.T + xn[None, :]
+            if keep is not None:
+                d[:, ~keep] = np.inf
+            part = np.argpartition(d, k, axis=1)[:, :k]
+            order = np.take_along_axis(d, part, 1).argsort(1)
+            out.append(np.take_along_axis(part, order, 1))
+        return np.concatenate(out), "numpy"
+
+
+def ground_truth():
+    t0 = time.time()
+    ids, how = exact_topk(X, Q, A.k)
+    GT[("all", 0)] = ids
+    f = np.arange(A.n) % 100
+    for p in A.filters:
+        GT[("all", p)] = exact_topk(X, Q, A.k, keep=f < p)[0]
+    if any(s in A.systems for s in ("ceiling", "gpuceiling")):
+        GT[("tiny", 0)] = exact_topk(X[:2000], Q, A.k)[0]
+    log(step="ground_truth", dataset=A.dataset, n=A.n, dims=A.dims, queries=A.queries, k=A.k, filters=A.filters,
+        how=how, s=round(time.time() - t0, 2))
+
+
+# ---------------------------------------------------------------- loading
+
+MAPPINGS = {
+    "gpu": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "flat"}},
+    "gpuceiling": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "flat"}},
+    "hnsw": lambda d: {"type": "dense_vector", "dims": d, "similarity": "l2_norm", "index": True,
+                       "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100}},
+    "ceiling": lambda d: {"type": "dense_vector", "dims": d, "similarity": "l2_norm", "index": True,
+                          "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100}},
+    "int8": lambda d: {"type": "dense_vector", "dims": d, "similarity": "l2_norm", "index": True,
+                       "index_options": {"type": "int8_hnsw", "m": 16, "ef_construction": 100}},
+}
+
+
+def _bulk_worker(index, lo, hi, batch, done, err):
+    c = Conn(A.host, A.port)
+    for s in range(lo, hi, batch):
+        e = min(hi, s + batch)
+        lines = []
+        for i in range(s, e):
+            lines.append('{"index":{"_id":"%d"}}' % i)
+            lines.append('{"v":%s,"f":%d}' % (json.dumps(XS[i].tolist()), i % 100))
+        st, body = c.call(Conn.build("POST", "/%s/_bulk?filter_path=errors,items.*.error" % index,
+                                     "\n".join(lines) + "\n", "application/x-ndjson"))
+        if st != 200 or b'"errors":true' in body:
+            err.put("bulk error %s %s" % (st, body[:500].decode(errors="replace")))
+            return
+        with done.get_lock():
+            done.value += e - s
+    c.close()
+
+
+def create_and_load(system, index, n):
+    req("DELETE", "/" + index)
+    props = {"f": {"type": "integer"}}
+    if system != "noop":
+        props["v"] = MAPPINGS[system](A.dims)
+    st, r = req("PUT", "/" + index, {"settings": {"number_of_shards": A.shards, "number_of_replicas": 0, "refresh_interval": "-1"},
+                                     "mappings": {"properties": props}})
+    if st != 200:
+        raise SystemExit("create %s: %s %s" % (index, st, r))
+    if system == "noop":
+        req("PUT", "/%s/_doc/0?refresh=true" % index, {"f": 0})
+        return
+    t0 = time.time()
+    procs = min(A.bulk_procs or min(8, os.cpu_count() or 1), max(1, n // 1000))
+    batch = max(100, min(2000, 1_000_000 // (A.dims * 8)))
+    done, err = mp.Value("q", 0), mp.Queue()
+    step = (n + procs - 1) // procs
+    ctx = mp.get_context("fork")
+    ps = [ctx.Process(target=_bulk_worker, args=(index, i * step, min(n, (i + 1) * step), batch, done, err)) for i in range(procs)]
+    for p in ps:
+        p.start()
+    last = time.time()
+    while any(p.is_alive() for p in ps):
+        time.sleep(0.2)
+        if not err.empty():
+            break
+        if time.time() - last >= 5:
+            last = time.time()
+            say("%s: %d / %d docs, %.0f docs/s" % (index, done.value, n, done.value / (last - t0)))
+    for p in ps:
+        p.join(timeout=1)
+    if not err.empty():
+        e = err.get()
+        for p in ps:
+            if p.is_alive():
+                p.terminate()
+        log(step="bulk", index=index, error=e)
+        raise SystemExit(e)
+    t_bulk = time.time() - t0
+    t1 = time.time()
+    req("POST", "/%s/_refresh" % index)
+    st, cnt = req("GET", "/%s/_count" % index)
+    log(step="load", system=system, index=index, n=n, bulk_s=round(t_bulk, 1), docs_per_s=round(n / t_bulk),
+        refresh_s=round(time.time() - t1, 1), count=cnt.get("count"), segments=segment_count(index))
+
+
+def segment_count(index):
+    st, segs = req("GET", "/_cat/segments/%s?format=json&h=segment" % index)
+    return len(segs) if isinstance(segs, list) else None
+
+
+def force_merge(system, index):
+    say("%s: force merge to one segment" % index)
+    t0 = time.time()
+    done = threading.Event()
+
+    def tick():
+        while not done.wait(15):
+            say("%s: force merge running, %.0f s" % (index, time.time() - t0))
+    threading.Thread(target=tick, daemon=True).start()
+    st, r = req("POST", "/%s/_forcemerge?max_num_segments=1" % index)
+    done.set()
+    log(step="forcemerge", system=system, index=index, s=round(time.time() - t0, 1), status=st, segments=segment_count(index))
+
+
+# ---------------------------------------------------------------- load generator
+
+# what the forked workers see: set before each run
+RUN = {}
+
+
+def knn_body(index, qi, nc, filt):
+    knn = {"field": "v", "query_vector": QS[qi].tolist(), "k": A.k, "num_candidates": nc}
+    if filt:
+        knn["filter"] = {"range": {"f": {"lt": filt}}}
+    return {"knn": knn, "_source": False, "size": A.k}
+
+
+def _thread(requests, gtsets, start, deadline_lo, deadline_hi, stride, first, out):
+    c = Conn(A.host, A.port)
+    lat, rec, errors, err_first, last_end = [], [], 0, None, 0.0
+    i = first
+    kind = RUN["kind"]
+    while True:
+        now = time.time()
+        if now >= deadline_hi:  # requests started in the window all count, also when they end after it
+            break
+        qi = i % len(requests)
+        i += stride
+        t0 = time.perf_counter()
+        try:
+            st, body = c.call(requests[qi])
+        except Exception as e:  # a dropped connection: count it, reconnect
+            st, body = -1, str(e).encode()
+            c = Conn(A.host, A.port)
+        dt = time.perf_counter() - t0
+        if now < deadline_lo:
+            continue  # warm-up
+        last_end = max(last_end, time.time())
+        if st != 200:
+            errors += 1
+            err_first = err_first or ("%s %s" % (st, body[:300].decode(errors="replace")))
+            continue
+        lat.append(dt)
+        if kind == "knn":
+            r = json.loads(body)
+            ids = [int(h["_id"]) for h in r.get("hits", {}).get("hits", [])]
+            rec.append(len(gtsets[qi].intersection(ids)) / A.k)
+        elif kind == "msearch":
+            r = json.loads(body)
+            for j, resp in enumerate(r.get("responses", [])):
+                if "error" in resp:
+                    errors += 1
+                    err_first = err_first or json.dumps(resp)[:300]
+                    continue
+                ids = [int(h["_id"]) for h in resp.get("hits", {}).get("hits", [])]
+                rec.append(len(gtsets[(qi * A.msearch_size + j) % len(gtsets)].intersection(ids)) / A.k)
+    c.close()
+    out.append((lat, rec, errors, err_first, last_end))
+
+
+def _proc(first_client, nthreads, stride, start, q):
+    requests, gtsets = RUN["requests"], RUN["gtsets"]
+    out = []
+    lo, hi = start + A.warmup, start + A.warmup + A.duration
+    while time.time() < start:
+        time.sleep(0.001)
+    c0 = time.process_time()
+    ts = [threading.Thread(target=_thread, args=(requests, gtsets, start, lo, hi, stride,
+                                                 (first_client + t) * 7919 % len(requests), out)) for t in range(nthreads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    lat = [x for o in out for x in o[0]]
+    rec = [x for o in out for x in o[1]]
+    q.put((lat, rec, sum(o[2] for o in out), next((o[3] for o in out if o[3]), None), time.process_time() - c0,
+           max(o[4] for o in out) - lo))
+
+
+def run_load(requests, gtsets, kind, clients):
+    """Closed loop: `clients` connections, each sending its next request as soon as the last one answered, over
+    --procs processes; the first --warmup seconds are not measured, then --duration seconds are."""
+    RUN.update(requests=requests, gtsets=gtsets, kind=kind)
+    procs = max(1, min(clients, A.procs or max(1, (os.cpu_count() or 2) // 2)))
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    start = time.time() + 0.5 + 0.02 * procs
+    ps, c = [], 0
+    for p in range(procs):
+        nt = clients // procs + (1 if p < clients % procs else 0)
+        ps.append(ctx.Process(target=_proc, args=(c, nt, 1, start, q)))
+        c += nt
+    for p in ps:
+        p.start()
+    res = [q.get() for _ in ps]
+    for p in ps:
+        p.join()
+    lat = np.sort(np.array([x for r in res for x in r[0]]))
+    rec = [x for r in res for x in r[1]]
+    errors = sum(r[2] for r in res)
+    # the window: from its start to the end of the last request started in it (about --duration when requests are
+    # short; longer for slow ones such as a big _msearch, which then still count)
+    window = max([A.duration] + [r[5] for r in res])
+    out = {"clients": clients, "procs": procs, "requests": int(len(lat)), "errors": errors, "window_s": round(window, 2),
+           "qps": round(len(lat) / window, 1),
+           "p50_ms": round(float(lat[len(lat) // 2]) * 1000, 3) if len(lat) else None,
+           "p99_ms": round(float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) * 1000, 3) if len(lat) else None,
+           "loader_cpu_cores": round(sum(r[4] for r in res) / (A.warmup + window), 2)}
+    if kind != "noop":
+        out["recall"] = round(float(np.mean(rec)), 4) if rec else None
+    if kind == "msearch":
+        out["searches_per_s"] = round(len(lat) * A.msearch_size / window, 1)
+    if errors:
+        out["first_error"] = next((r[3] for r in res if r[3]), None)
+    return out
+
+
+# ---------------------------------------------------------------- one system
+
+def gpu_stats():
+    st, r = req("GET", "/_gpu_vectors/stats")
+    return r if st == 200 else {"status": st}
+
+
+def stats_delta(s0, s1):
+    try:  # {"gpu": {active, device, unusable_reason}, "memory": {...}, "searches": {...}}
+        a, b = s0, s1
+        d = {k: b["searches"][k] - a["searches"].get(k, 0) for k in ("gpu", "gpu_queries", "gpu_time_in_millis", "cpu_fallbacks")}
+        d["cpu_fallbacks_by_reason"] = {k: v - a["searches"]["cpu_fallbacks_by_reason"].get(k, 0)
+                                        for k, v in b["searches"]["cpu_fallbacks_by_reason"].items()
+                                        if v - a["searches"]["cpu_fallbacks_by_reason"].get(k, 0)}
+        d["active"] = b["gpu"].get("active")
+        d["resident_bytes"] = b["memory"]["resident_bytes"]
+        d["uploads"] = b["memory"]["uploads"] - a["memory"]["uploads"]
+        d["evictions"] = b["memory"]["evictions"] - a["memory"]["evictions"]
+        return d
+    except (KeyError, TypeError):
+        return None
+
+
+def bench(system, index, layout, gtkey):
+    is_gpu = system in ("gpu", "gpuceiling")
+    ncs = [max(A.k, A.nc[0])] if is_gpu else A.nc
+    base = dict(system=system, index=index, segments=layout, dataset=A.dataset, n=A.n if gtkey == "all" else 2000, dims=A.dims)
+    path = "/%s/_search?filter_path=hits.hits._id" % index
+    if system == "noop":
+        reqs = [Conn.build("POST", "/%s/_search?filter_path=took" % index, json.dumps({"query": {"match_all": {}}, "size": 0}))]
+        # the node has just started: warm its search path up (JIT) before the first measured point
+        dur, A.duration = A.duration, max(2.0, A.warmup)
+        run_load(reqs, None, "noop", max(A.clients))
+        A.duration = dur
+        for c in A.clients:
+            r = run_load(reqs, None, "noop", c)
+            log(step="concurrent", **base, **r)
+            say("noop %d clients: %.0f q/s, p50 %s ms (load generator %.2f cores)" % (c, r["qps"], r["p50_ms"], r["loader_cpu_cores"]))
+        return
+    s0 = gpu_stats() if is_gpu else None
+    gts = [set(int(x) for x in row) for row in GT[(gtkey, 0)]]
+    for nc in ncs:
+        reqs = [Conn.build("POST", path, json.dumps(knn_body(index, qi, nc, 0))) for qi in range(A.queries)]
+        # warm-up: the first searches upload the segments to the GPU
+        c = Conn(A.host, A.port)
+        t0 = time.time()
+        for qi in range(min(20, A.queries)):
+            c.call(reqs[qi])
+        c.close()
+        say("%s (%s, nc %d): warm-up 20 searches %.2f s" % (index, layout, nc, time.time() - t0))
+        for cl in A.clients:
+            r = run_load(reqs, gts, "knn", cl)
+            log(step="concurrent", num_candidates=nc, **base, **r)
+            say("%s %s nc %d, %d clients: %.0f q/s p50 %s ms p99 %s ms recall %s errors %d" % (
+                system, layout, nc, cl, r["qps"], r["p50_ms"], r["p99_ms"], r.get("recall"), r["errors"]))
+    nc = ncs[0]
+    if gtkey == "all":
+        for p in A.filters:
+            reqs = [Conn.build("POST", path, json.dumps(knn_body(index, qi, nc, p))) for qi in range(A.queries)]
+            g = [set(int(x) for x in row) for row in GT[("all", p)]]
+            r = run_load(reqs, g, "knn", A.filter_clients)
+            log(step="filtered", num_candidates=nc, selectivity_pct=p, **base, **r)
+            say("%s %s filter %d%%, %d clients: %.0f q/s p50 %s ms recall %s" % (system, layout, p, A.filter_clients, r["qps"], r["p50_ms"], r.get("recall")))
+        m = A.msearch_size
+        reqs = []
+        for b in range(max(1, A.queries // m)):
+            lines = []
+            for j in range(m):
+                lines.append(json.dumps({"index": index}))
+                lines.append(json.dumps(knn_body(index, (b * m + j) % A.queries, nc, 0)))
+            reqs.append(Conn.build("POST", "/_msearch?filter_path=responses.hits.hits._id,responses.error",
+                                   "\n".join(lines) + "\n", "application/x-ndjson"))
+        for cl in A.msearch_clients:
+            r = run_load(reqs, gts, "msearch", cl)
+            log(step="msearch", num_candidates=nc, batch=m, **base, **r)
+            say("%s %s _msearch x%d, %d clients: %.0f searches/s, request p50 %s ms, recall %s" % (system, layout, m, cl, r["searches_per_s"], r["p50_ms"], r.get("recall")))
+    if is_gpu:
+        s1 = gpu_stats()
+        d = stats_delta(s0, s1)
+        log(step="gpu_stats", **base, before=s0, after=s1, delta=d)
+        if d:
+            say("%s %s: GPU searches %d (queries %d, %d ms on the GPU), CPU fallbacks %d %s" % (
+                index, layout, d["gpu"], d["gpu_queries"], d["gpu_time_in_millis"], d["cpu_fallbacks"], d["cpu_fallbacks_by_reason"] or ""))
+
+
+def run_system(system):
+    index = "gvb_" + system
+    tiny = system in ("ceiling", "gpuceiling")
+    n = 2000 if tiny else A.n
+    if system != "noop" and n > A.n:
+        n = A.n
+    t0 = time.time()
+    say("%s: loading %d docs into %s" % (system, 0 if system == "noop" else n, index))
+    create_and_load(system, index, n)
+    layouts = ["one"] if tiny or system == "noop" else (["natural", "one"] if A.segments == "both" else [A.segments])
+    for layout in layouts:
+        if layout == "one" and system != "noop":
+            force_merge(system, index)
+        bench(system, index, layout, "tiny" if tiny else "all")
+    if not A.keep:
+        req("DELETE", "/" + index)
+        if system in ("gpu", "gpuceiling"):
+            # the GPU memory of the deleted index must come back
+            s = None
+            for _ in range(20):
+                s = gpu_stats()
+                if s.get("memory", {}).get("resident_bytes", 0) == 0:
+                    break
+                time.sleep(0.5)
+            mem = s.get("memory", {})
+            log(step="gpu_after_delete", system=system, index=index, resident_bytes=mem.get("resident_bytes"),
+                resident_segment_fields=mem.get("resident_segment_fields"), returned_to_zero=mem.get("resident_bytes") == 0)
+            say("after deleting %s: GPU resident %s bytes in %s segment fields" % (index, mem.get("resident_bytes"), mem.get("resident_segment_fields")))
+    log(step="system_done", system=system, s=round(time.time() - t0, 1))
+
+
+# ---------------------------------------------------------------- summary + plot
+
+LABEL = {"noop": "ES noop (size:0 match_all)", "ceiling": "knn ceiling: dense_vector HNSW, 2,000 vectors",
+         "gpuceiling": "gpu_vector flat, 2,000 vectors", "gpu": "gpu_vector flat (GPU)",
+         "hnsw": "dense_vector HNSW m16 efc100", "int8": "dense_vector int8_hnsw m16 efc100"}
+
+
+def summarize(rows, out):
+    conc = [r for r in rows if r.get("step") == "concurrent"]
+    keys = []
+    for r in conc:
+        key = (r["system"], r["segments"], r.get("num_candidates"))
+        if key not in keys:
+            keys.append(key)
+    clients = sorted({r["clients"] for r in conc})
+    fsel = sorted({r["selectivity_pct"] for r in rows if r.get("step") == "filtered"})
+    mcl = sorted({r["clients"] for r in rows if r.get("step") == "msearch"})
+    head = ["system", "segments", "nc", "1 client p50/p99 ms"] + ["q/s %d cl" % c for c in clients] + ["recall@%d" % (A.k if A else 10)] \
+        + ["filter %d%% q/s (recall)" % p for p in fsel] + ["_msearch %d cl searches/s" % c for c in mcl]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in keys:
+        sys_, seg, nc = key
+        m = lambda step, **kw: next((r for r in rows if r.get("step") == step and r["system"] == sys_ and r["segments"] == seg
+                                     and all(r.get(k) == v for k, v in kw.items())), None)
+        one = m("concurrent", clients=1, num_candidates=nc)
+        cells = [LABEL.get(sys_, sys_), seg, str(nc or "")]
+        cells.append("%s / %s" % (one["p50_ms"], one["p99_ms"]) if one else "")
+        for c in clients:
+            r = m("concurrent", clients=c, num_candidates=nc)
+            cells.append("{:,.0f}".format(r["qps"]) + (" (%d err)" % r["errors"] if r["errors"] else "") if r else "")
+        recs = [r.get("recall") for r in conc if (r["system"], r["segments"], r.get("num_candidates")) == key and r.get("recall") is not None]
+        cells.append("%.4f" % min(recs) if recs else "")
+        for p in fsel:
+            r = m("filtered", selectivity_pct=p)
+            cells.append("{:,.0f} ({})".format(r["qps"], r.get("recall")) if r else "")
+        for c in mcl:
+            r = m("msearch", clients=c)
+            cells.append("{:,.0f}".format(r["searches_per_s"]) if r else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    extra = []
+    for r in rows:
+        if r.get("step") == "load":
+            extra.append("- load %s: %s docs in %s s (%s docs/s), %s segments" % (r["index"], r["n"], r["bulk_s"], r["docs_per_s"], r["segments"]))
+        if r.get("step") == "forcemerge":
+            extra.append("- force merge %s: %s s" % (r["index"], r["s"]))
+        if r.get("step") == "gpu_stats" and r.get("delta"):
+            d = r["delta"]
+            extra.append("- %s (%s): GPU searches %s, GPU queries %s, GPU time %s ms, CPU fallbacks %s %s" % (
+                r["index"], r["segments"], d["gpu"], d["gpu_queries"], d["gpu_time_in_millis"], d["cpu_fallbacks"], d["cpu_fallbacks_by_reason"] or ""))
+        if r.get("step") == "gpu_after_delete":
+            extra.append("- after deleting %s: GPU resident %s bytes (%s segment fields)" % (r["index"], r["resident_bytes"], r["resident_segment_fields"]))
+        if r.get("step") == "ground_truth":
+            extra.append("- data: %s, n %s, dims %s, %s queries, k %s; exact ground truth by %s in %s s" % (
+                r["dataset"], r["n"], r["dims"], r["queries"], r["k"], r["how"], r["s"]))
+    noop = [r for r in conc if r["system"] == "noop"]
+    if noop:
+        extra.append("- load generator CPU (cores) at the noop ceiling: " + ", ".join("%d cl: %.2f" % (r["clients"], r["loader_cpu_cores"]) for r in noop))
+    text = "\n".join(lines + [""] + extra) + "\n"
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(text)
+    print(text, flush=True)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:
+        print("no plot (matplotlib not importable: %s); the table above has the numbers" % e, flush=True)
+        return
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for key in keys:
+        pts = sorted((r["clients"], r["qps"]) for r in conc if (r["system"], r["segments"], r.get("num_candidates")) == key)
+        lbl = LABEL.get(key[0], key[0]) + ("" if key[0] == "noop" else ", " + key[1] + (" seg" if key[1] == "one" else " segs"))
+        if key[2] and key[0] in ("hnsw", "int8", "ceiling") and len(A.nc if A else [1]) > 1:
+            lbl += ", nc %d" % key[2]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=lbl, linestyle="--" if key[0] in ("noop", "ceiling") else "-")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(clients)
+    ax.set_xticklabels([str(c) for c in clients])
+    ax.set_xlabel("concurrent clients")
+    ax.set_ylabel("queries / s")
+    ax.set_title("Elasticsearch knn, k=%d" % (A.k if A else 10))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "qps_vs_clients.png"), dpi=120)
+    print("plot: %s" % os.path.join(out, "qps_vs_clients.png"), flush=True)
+
+
+def main():
+    global A
+    A = parse_args()
+    os.makedirs(A.out, exist_ok=True)
+    if A.plot_only:
+        with open(A.plot_only) as f:
+            rows = [json.loads(l) for l in f if l.strip()]
+        summarize(rows, A.out)
+        return
+    open(os.path.join(A.out, "es_bench.jsonl"), "w").close()
+    t0 = time.time()
+    make_data()
+    st, info = req("GET", "/_nodes/_local?filter_path=nodes.*.version,nodes.*.plugins.name,nodes.*.jvm.mem.heap_max_in_bytes,nodes.*.os.available_processors")
+    log(step="node", info=info, args={k: v for k, v in vars(A).items()})
+    s = gpu_stats()
+    log(step="gpu_stats_start", stats=s)
+    g = s.get("gpu", {})
+    say("GPU: active %s, device %s%s" % (g.get("active"), g.get("device"), ", unusable: %s" % g["unusable_reason"] if g.get("unusable_reason") else ""))
+    say("data: %s %d x %d, %d queries (%.1f s)" % (A.dataset, A.n, A.dims, A.queries, time.time() - t0))
+    if any(x != "noop" for x in A.systems):
+        ground_truth()
+    for system in [x for x in SYSTEMS if x in A.systems]:
+        run_system(system)
+    log(step="gpu_stats_end", stats=gpu_stats())
+    summarize(RESULTS, A.out)
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main()
