@@ -73,7 +73,8 @@ final class GpuExactSearcher {
     Object query = queries.length == 1 && accepted.standing() ? queries[0] : null;
     SearchResult result =
         service.search(
-            segment, field, vectors, similarity, rows, queries.length, k, accepted.bits(), query, requestedK);
+            segment, field, vectors, similarity, rows, queries.length, k, accepted.bits(), query,
+            accepted.token(), requestedK);
     if (result == null) {
       return false;
     }

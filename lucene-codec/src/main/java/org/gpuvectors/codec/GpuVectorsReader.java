@@ -42,11 +42,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   private final AcceptMasks acceptMasks = new AcceptMasks();
   /** The index's directory: segments that share it are searched together ({@link GpuSegment}). */
   private final Object group;
+  private final int maxDoc;
 
   GpuVectorsReader(SegmentReadState state, FlatVectorsReader flatVectorsReader)
       throws IOException {
     this.flatVectorsReader = flatVectorsReader;
     this.group = state.segmentInfo.dir; // the real directory, also for compound-file segments
+    this.maxDoc = state.segmentInfo.maxDoc();
     boolean success = false;
     String metaFileName =
         IndexFileNames.segmentFileName(
@@ -141,6 +143,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   @Override
   public Object group() {
     return group;
+  }
+
+  @Override
+  public int maxDoc() {
+    return maxDoc;
   }
 
   @Override

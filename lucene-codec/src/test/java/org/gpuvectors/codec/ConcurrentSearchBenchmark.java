@@ -85,7 +85,9 @@ public final class ConcurrentSearchBenchmark {
     try (Directory dir = FSDirectory.open(indexPath)) {
       long build = index(dir, base, segments);
       System.out.printf(Locale.ROOT, "index (%d segments): %.1f s%n", segments, build / 1e9);
-      for (String layout : new String[] {"natural", "merged"}) {
+      // natural segments with and without the one-pass search of a query's segments, then merged
+      for (String layout : new String[] {"natural", "natural-per-segment", "merged"}) {
+        service.setSpeculation(layout.equals("natural-per-segment") == false);
         if (layout.equals("merged")) {
           long m = System.nanoTime();
           // a log merge policy keeps the segments' order, so doc ids stay the vectors' positions

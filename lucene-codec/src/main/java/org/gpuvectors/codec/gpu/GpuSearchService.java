@@ -8,6 +8,7 @@ import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.gpuvectors.cuda.CudaException;
+import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.KSelect;
@@ -95,6 +96,7 @@ public final class GpuSearchService implements Closeable {
   private final SearchBatcher batcher;
   private final Speculations speculations = new Speculations(4096);
   private volatile boolean enabled;
+  private volatile boolean speculate = true;
   private volatile String failure; // the sticky error that switched the GPU off
   private volatile boolean closed;
 
@@ -246,7 +248,7 @@ public final class GpuSearchService implements Closeable {
       int k,
       long[] mask)
       throws IOException {
-    return search(segment, field, vectors, similarity, queries, numQueries, k, mask, null, 0);
+    return search(segment, field, vectors, similarity, queries, numQueries, k, mask, null, null, k);
   }
 
   /**
@@ -257,9 +259,8 @@ public final class GpuSearchService implements Closeable {
    *
    * @param query the query's identity (Lucene passes every segment the same vector array); null: no
    *     speculation
-   * @param standingToken the live-docs instance {@code mask} was built from (null: no deletions)
-   * @param peerK the k to compute for the other segments (the collector's, before capping it by
-   *     this segment's accepted count)
+   * @param token the live-docs instance {@code mask} was built from (null: no deletions)
+   * @param requestedK the collector's k, before capping it by this segment's accepted count
    */
   public SearchResult search(
       Object segment,
@@ -271,26 +272,27 @@ public final class GpuSearchService implements Closeable {
       int k,
       long[] mask,
       Object query,
-      int peerK)
+      Object token,
+      int requestedK)
       throws IOException {
-    if (canServe(Math.max(k, peerK)) == false) {
+    if (canServe(Math.max(k, requestedK)) == false) {
       return null;
     }
-    if (query != null && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
+    if (speculate && query != null && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
+      Residency.Key key = new Residency.Key(segment, field);
       Speculations.Speculation mine = new Speculations.Speculation();
       Speculations.Speculation running = speculations.claim(query, mine);
-      Residency.Key key = new Residency.Key(segment, field);
       if (running != null) {
-        SearchResult parked = running.take(key, gpuSegment.standing(field).token(), k);
+        SearchResult parked = running.take(key, token, k);
         if (parked != null) {
           stats.recordGpuSearch(1);
           stats.recordSpeculativeHit();
           return parked;
         }
-        // not computed for this segment (not resident then, other k, other deletions): search it now
+        // not computed for this segment (not resident then, a larger k, other deletions): search it now
       } else {
         try {
-          return searchIndex(gpuSegment, key, vectors, similarity, queries, k, mask, mine, peerK);
+          return searchIndex(gpuSegment, key, vectors, similarity, queries, k, mask, token, mine, requestedK);
         } finally {
           mine.finish(); // whatever happened, segments waiting on it go on
         }
@@ -311,7 +313,11 @@ public final class GpuSearchService implements Closeable {
     }
   }
 
-  /** One query over this segment and every resident peer of its index, in one pass; peers' results parked. */
+  /**
+   * One query over this segment and every resident peer of its index, in one pass. Every segment's
+   * result is parked with the k the query may ask of any segment (see {@link #fullK}), this one's
+   * too: Lucene's optimistic search asks some segments again with the full k.
+   */
   private SearchResult searchIndex(
       GpuSegment segment,
       Residency.Key key,
@@ -320,8 +326,9 @@ public final class GpuSearchService implements Closeable {
       float[] query,
       int k,
       long[] mask,
+      Object token,
       Speculations.Speculation speculation,
-      int peerK)
+      int requestedK)
       throws IOException {
     List<Residency.Handle> handles = new ArrayList<>();
     try {
@@ -330,24 +337,31 @@ public final class GpuSearchService implements Closeable {
         return null;
       }
       handles.add(own);
-      List<SearchBatcher.Search> searches = new ArrayList<>();
-      searches.add(new SearchBatcher.Search(own.index(), query, 1, k, mask));
-      List<Residency.Key> peers = new ArrayList<>();
+      List<Residency.Key> keys = new ArrayList<>();
       List<Object> tokens = new ArrayList<>();
+      List<long[]> masks = new ArrayList<>();
+      keys.add(key);
+      tokens.add(token);
+      masks.add(mask);
+      long totalDocs = segment.maxDoc();
       for (Residency.Key peer : residency.residentPeers(segment, key.field())) {
         Residency.Handle handle = residency.acquireResident(peer);
         if (handle == null) {
           continue;
         }
         handles.add(handle);
-        GpuSegment.Standing standing = ((GpuSegment) peer.segment()).standing(peer.field());
-        int kk = Math.min(peerK, handle.index().size());
-        if (kk < 1) {
-          continue;
-        }
-        searches.add(new SearchBatcher.Search(handle.index(), query, 1, kk, standing.mask()));
-        peers.add(peer);
+        GpuSegment peerSegment = (GpuSegment) peer.segment();
+        GpuSegment.Standing standing = peerSegment.standing(peer.field());
+        keys.add(peer);
         tokens.add(standing.token());
+        masks.add(standing.mask());
+        totalDocs += peerSegment.maxDoc();
+      }
+      int parkK = Math.max(k, Math.min(MAX_GPU_K, fullK(requestedK, segment.maxDoc() / (double) totalDocs)));
+      List<SearchBatcher.Search> searches = new ArrayList<>(keys.size());
+      for (int i = 0; i < keys.size(); i++) {
+        DeviceIndex index = handles.get(i).index();
+        searches.add(new SearchBatcher.Search(index, query, 1, Math.max(1, Math.min(parkK, index.size())), masks.get(i)));
       }
       batcher.run(searches);
       SearchBatcher.Search mine = searches.get(0);
@@ -355,16 +369,36 @@ public final class GpuSearchService implements Closeable {
         gpuError(mine.error());
         return null;
       }
-      for (int p = 0; p < peers.size(); p++) {
-        speculation.park(peers.get(p), tokens.get(p), searches.get(p + 1).result());
+      for (int i = 0; i < keys.size(); i++) {
+        speculation.park(keys.get(i), tokens.get(i), searches.get(i).result());
       }
       stats.recordGpuSearch(1);
-      return mine.result();
+      return Speculations.firstK(mine.result(), Math.min(k, mine.result().k()));
     } finally {
       for (Residency.Handle handle : handles) {
         handle.close();
       }
     }
+  }
+
+  /**
+   * The largest k of a query whose per-segment k, for a segment holding {@code share} of the index's
+   * documents, is {@code leafK}: Lucene's optimistic knn search asks each segment for {@code
+   * max(1, k p + 16 sqrt(k p (1 - p)))} (capped at k) first, and the segments it must revisit for the
+   * full k. Solving x + 16 sqrt(x (1 - p)) = leafK + 1 for x = k p gives that k (rounded up).
+   */
+  static int fullK(int leafK, double share) {
+    if (share >= 1 || share <= 0) {
+      return leafK;
+    }
+    double c = 16 * Math.sqrt(1 - share);
+    double root = (-c + Math.sqrt(c * c + 4.0 * (leafK + 1))) / 2;
+    return (int) Math.min(Integer.MAX_VALUE, Math.max(leafK, Math.ceil(root * root / share)));
+  }
+
+  /** Turns the one-pass search of a query's segments on or off (to measure both; on by default). */
+  public void setSpeculation(boolean on) {
+    this.speculate = on;
   }
 
   /**

@@ -10,6 +10,9 @@ public interface GpuSegment {
   /** Segments of one index (one Lucene directory) share this object. */
   Object group();
 
+  /** Documents in the segment (Lucene sizes its per-segment k by the segment's share of the index). */
+  int maxDoc();
+
   /** What an unfiltered search of {@code field} accepts: all vectors, or the live ones. */
   Standing standing(String field);
 

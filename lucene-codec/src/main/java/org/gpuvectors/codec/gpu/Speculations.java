@@ -14,8 +14,9 @@ import org.gpuvectors.cuda.SearchResult;
  * searches every resident segment of that index for it in the same pass (one GPU pass per query,
  * not one per segment) and parks the other segments' results here, keyed by the query array's
  * identity; their own calls, arriving at once or later, take them instead of searching. A result is
- * taken only by the segment and field it was computed for, at most once, for a k no larger than it
- * holds, and only if the segment's accepted documents are the instance it was computed with.
+ * taken only by the segment and field it was computed for, for a k no larger than it holds, and only
+ * if the segment's accepted documents are the instance it was computed with. It can be taken again:
+ * Lucene's optimistic knn search asks some segments a second time, with the query's full k.
  *
  * <p>Bounded: at most {@code capacity} queries are remembered (the least recent are dropped: their
  * segments then search for themselves). Thread-safe.
@@ -57,10 +58,9 @@ final class Speculations {
       Parked p;
       synchronized (this) {
         p = parked.get(key);
-        if (p == null || p.token() != token || p.result().k() < k) {
-          return null;
-        }
-        parked.remove(key);
+      }
+      if (p == null || p.token() != token || p.result().k() < k) {
+        return null;
       }
       return firstK(p.result(), k);
     }

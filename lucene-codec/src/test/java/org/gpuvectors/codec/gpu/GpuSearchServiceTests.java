@@ -312,4 +312,19 @@ class GpuSearchServiceTests {
     assertEquals(1, backend.uploads.get(), "the search found it resident");
     assertEquals(50L * DIMS * Float.BYTES, service.residentBytes(), "the segment's bytes are accounted");
   }
+
+  /** The k parked for a query's segments covers the largest k Lucene's optimistic search may ask. */
+  @Test
+  void fullKCoversEveryKThatGivesThisLeafK() {
+    for (double share : new double[] {0.01, 1 / 12.0, 0.2, 1 / 3.0, 0.5, 0.9}) {
+      for (int k = 1; k <= 2000; k++) {
+        int formula = (int) Math.max(1, k * share + 16 * Math.sqrt(k * share * (1 - share)));
+        for (int leafK : new int[] {formula, Math.min(k, formula)}) {
+          int full = GpuSearchService.fullK(leafK, share);
+          assertTrue(full >= k, "share " + share + " k " + k + " leafK " + leafK + " -> " + full);
+          assertTrue(full <= 2 * k + 64 || leafK > k, "not far above k: share " + share + " k " + k + " -> " + full);
+        }
+      }
+    }
+  }
 }
