@@ -70,10 +70,10 @@ final class GpuExactSearcher {
       }
     }
     // one unfiltered query: the service may search the index's other segments for it in the same pass
-    Object query = queries.length == 1 && accepted.standing() ? queries[0] : null;
+    boolean speculative = queries.length == 1 && accepted.standing();
     SearchResult result =
         service.search(
-            segment, field, vectors, similarity, rows, queries.length, k, accepted.bits(), query,
+            segment, field, vectors, similarity, rows, queries.length, k, accepted.bits(), speculative,
             accepted.token(), requestedK);
     if (result == null) {
       return false;

@@ -222,7 +222,10 @@ public final class ConcurrentSearchBenchmark {
         try {
           while (stop.get() == false) {
             long s = System.nanoTime();
-            searcher.search(new KnnFloatVectorQuery("vec", queries[i % queries.length], K, filter), K);
+            // a fresh array per search, as Elasticsearch parses one per request (the GPU service ties a
+            // query's segments together by the array: a reused array must not look like one query)
+            float[] q = queries[i % queries.length].clone();
+            searcher.search(new KnnFloatVectorQuery("vec", q, K, filter), K);
             long e = System.nanoTime() - s;
             if (counts[client] < lat.length) {
               lat[(int) counts[client]] = e;

@@ -342,6 +342,17 @@ class GpuSearchPathTests {
           long hits = service.stats().speculativeHits() - hitsBefore;
           assertEquals(10L * (leaves - 1), hits, () -> "the other segments took parked results: " + service.stats());
         }
+        // one array reused for other vectors: never answered with the previous vector's results
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          float[] reused = randomVector(true);
+          for (int q = 0; q < 5; q++) {
+            float[] next = randomVector(true);
+            System.arraycopy(next, 0, reused, 0, next.length);
+            TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", reused, 10), 10);
+            assertEquivalent(oracleTopK(vectors, next, sim, 10, id -> id % 5 != 1), hits(searcher, td), vectors, next, sim);
+          }
+        }
         IndexWriterConfig again = new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setMergePolicy(NoMergePolicy.INSTANCE);
         try (IndexWriter writer = new IndexWriter(dir, again)) {
           writer.deleteDocuments(new Term("id_mod5", "2")); // new live docs in every segment

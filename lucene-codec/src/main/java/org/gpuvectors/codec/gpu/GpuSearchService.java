@@ -248,7 +248,7 @@ public final class GpuSearchService implements Closeable {
       int k,
       long[] mask)
       throws IOException {
-    return search(segment, field, vectors, similarity, queries, numQueries, k, mask, null, null, k);
+    return search(segment, field, vectors, similarity, queries, numQueries, k, mask, false, null, k);
   }
 
   /**
@@ -257,8 +257,9 @@ public final class GpuSearchService implements Closeable {
    * ask searches every resident segment of the index for this query in the same pass, and the others
    * take their results when they ask ({@link Speculations}).
    *
-   * @param query the query's identity (Lucene passes every segment the same vector array); null: no
-   *     speculation
+   * @param speculative whether this is one unfiltered query that may search the index's other
+   *     segments too (Lucene passes every segment the same vector array: its identity and contents
+   *     tie the segments' calls together)
    * @param token the live-docs instance {@code mask} was built from (null: no deletions)
    * @param requestedK the collector's k, before capping it by this segment's accepted count
    */
@@ -271,19 +272,19 @@ public final class GpuSearchService implements Closeable {
       int numQueries,
       int k,
       long[] mask,
-      Object query,
+      boolean speculative,
       Object token,
       int requestedK)
       throws IOException {
     if (canServe(Math.max(k, requestedK)) == false) {
       return null;
     }
-    if (speculate && query != null && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
+    if (speculate && speculative && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
       Residency.Key key = new Residency.Key(segment, field);
-      Speculations.Speculation mine = new Speculations.Speculation();
-      Speculations.Speculation running = speculations.claim(query, mine);
+      Speculations.Speculation mine = new Speculations.Speculation(queries);
+      Speculations.Speculation running = speculations.claim(queries, mine);
       if (running != null) {
-        SearchResult parked = running.take(key, token, k);
+        SearchResult parked = running.take(key, token, k, queries);
         if (parked != null) {
           stats.recordGpuSearch(1);
           stats.recordSpeculativeHit();

@@ -1,5 +1,6 @@
 package org.gpuvectors.codec.gpu;
 
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -26,6 +27,12 @@ final class Speculations {
   /** One query's speculation: who runs it, when it is done, what it produced. */
   static final class Speculation {
     private final CountDownLatch done = new CountDownLatch(1);
+    private final float[] vector; // a copy: the caller's array may be reused for another query
+    private final long startNanos = System.nanoTime();
+
+    Speculation(float[] query) {
+      this.vector = query.clone();
+    }
     private final Map<Residency.Key, Parked> parked = new HashMap<>(); // guarded by this
 
     private record Parked(Object token, SearchResult result) {}
@@ -42,7 +49,10 @@ final class Speculations {
      * Waits for the speculation to finish and takes the result for {@code key}: its first {@code
      * k} per query, or null when there is none for this key, token and k.
      */
-    SearchResult take(Residency.Key key, Object token, int k) {
+    SearchResult take(Residency.Key key, Object token, int k, float[] query) {
+      if (Arrays.equals(vector, query) == false) {
+        return null; // the same array now holds another vector
+      }
       boolean interrupted = false;
       while (true) {
         try {
@@ -78,16 +88,25 @@ final class Speculations {
     };
   }
 
-  /** The query's speculation, or null after registering {@code mine} as it (the caller runs it). */
-  synchronized Speculation claim(Object query, Speculation mine) {
+  /**
+   * The query's speculation, or null after registering {@code mine} as it (the caller runs it). A
+   * speculation older than {@link #LIFETIME_NANOS}, or for other vector contents, is replaced: it
+   * serves one execution of a query (and Lucene's second round right after), not as a result cache.
+   */
+  synchronized Speculation claim(float[] query, Speculation mine) {
     IdentityKey key = new IdentityKey(query);
     Speculation existing = byQuery.get(key);
-    if (existing != null) {
+    if (existing != null
+        && System.nanoTime() - existing.startNanos < LIFETIME_NANOS
+        && Arrays.equals(existing.vector, query)) {
       return existing;
     }
     byQuery.put(key, mine);
     return null;
   }
+
+  /** How long a query's parked results may be taken (its segments ask within milliseconds). */
+  static final long LIFETIME_NANOS = 1_000_000_000L;
 
   synchronized void forget(Object query, Speculation speculation) {
     byQuery.remove(new IdentityKey(query), speculation);
