@@ -62,6 +62,7 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("gpu", stats.gpuSearches());
             builder.field("gpu_queries", stats.gpuQueries());
             builder.field("gpu_time_in_millis", stats.gpuNanos() / 1_000_000);
+            builder.field("speculative_hits", stats.speculativeHits());
             builder.startObject("batches");
             builder.field("count", stats.batches());
             builder.field("searches", stats.batchSearches());
