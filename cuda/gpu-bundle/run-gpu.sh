@@ -62,8 +62,8 @@ if [ "$mode" = codec ] || [ "$mode" = all ]; then
 fi
 if [ "$mode" = concurrent ]; then
   # concurrent single-query searches through Lucene: natural segments vs force-merged (args: n dims segments seconds)
-  "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.ConcurrentSearchBenchmark "$exact_n" "${4:-128}" \
-    "${5:-12}" "$OUT" "${6:-3}" 2>&1 | grep -v '^WARNING' | tee "$OUT/concurrent-$exact_n-${4:-128}.log" || rc=1
+  "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.ConcurrentSearchBenchmark "$exact_n" "${4:-128}" \
+    "${5:-12}" "$OUT" "${6:-3}" "${7:-10}" 2>&1 | grep -v '^WARNING' | tee "$OUT/concurrent-$exact_n-${4:-128}.log" || rc=1
 fi
 if [ "$mode" = fmnist ]; then
   "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FashionMnistBenchmark "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 \

@@ -17,6 +17,15 @@ public final class BatchSearch {
 
   /** Per group, per query the group's k best (id, distance) pairs, best first; in group order. */
   public static SearchResult[] run(GpuDevice device, List<SearchGroup> groups) {
+    return run(device, groups, new long[2]);
+  }
+
+  /**
+   * As {@link #run(GpuDevice, List)}; adds to {@code timing[0]} the nanoseconds spent enqueuing the
+   * pass on the host (from the device lock to the last launch) and to {@code timing[1]} those spent
+   * waiting for the device and the downloads: which of host and GPU bounds a pass.
+   */
+  public static SearchResult[] run(GpuDevice device, List<SearchGroup> groups, long[] timing) {
     int count = groups.size();
     long[] queryAt = new long[count]; // float offset of the group's queries in the packed array
     long[] normsAt = new long[count]; // float offset of their squared norms (L2), -1 when none
@@ -66,6 +75,7 @@ public final class BatchSearch {
          DeviceBuffer dm = device.allocate(8L * Math.max(1, maskWords));
          DeviceBuffer outV = device.allocate(4L * Math.max(1, outElements));
          DeviceBuffer outI = device.allocate(4L * Math.max(1, outElements))) {
+      long start = System.nanoTime();
       device.upload(queries, 0, queries.length, dq, 0);
       if (masks.length > 0) {
         device.upload(masks, dm);
@@ -82,10 +92,13 @@ public final class BatchSearch {
             maskRowWords[g], outV, outI, outAt[g]);
         any = true;
       }
+      long enqueued = System.nanoTime();
       if (any) {
         device.download(outV, 0, distances, 0, distances.length);
         device.download(outI, 0, ids, 0, ids.length);
       }
+      timing[0] += enqueued - start;
+      timing[1] += System.nanoTime() - enqueued;
     }
     SearchResult[] results = new SearchResult[count];
     for (int g = 0; g < count; g++) {

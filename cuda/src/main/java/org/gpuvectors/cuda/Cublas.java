@@ -144,8 +144,18 @@ final class Cublas {
       }
       alpha.set(JAVA_FLOAT, 0, a);
       beta.set(JAVA_FLOAT, 0, b);
-      check("cublasSgemm_v2", invoke(sgemm, handle, transA, transB, m, n, k, alpha, MemorySegment.ofAddress(aPtr), lda,
-          MemorySegment.ofAddress(bPtr), ldb, beta, MemorySegment.ofAddress(cPtr), ldc));
+      int status;
+      try {
+        // invokeExact, not invokeWithArguments: this runs per segment and pass (the boxing and spreading of
+        // 14 arguments showed as host time per segment in a pass)
+        status = (int) sgemm.invokeExact(handle, transA, transB, m, n, k, alpha, MemorySegment.ofAddress(aPtr), lda,
+            MemorySegment.ofAddress(bPtr), ldb, beta, MemorySegment.ofAddress(cPtr), ldc);
+      } catch (RuntimeException | Error e) {
+        throw e;
+      } catch (Throwable t) {
+        throw new IllegalStateException(t);
+      }
+      check("cublasSgemm_v2", status);
     }
 
     @Override

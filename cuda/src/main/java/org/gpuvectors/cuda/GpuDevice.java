@@ -90,6 +90,9 @@ public final class GpuDevice implements AutoCloseable {
     lock.lock();
     try {
       ensureOpen();
+      if (lock.getHoldCount() > 1) {
+        return new Scope(); // re-entered: the context is already current on this thread
+      }
       Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
     } catch (RuntimeException e) {
       lock.unlock();

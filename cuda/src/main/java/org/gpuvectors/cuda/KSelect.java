@@ -59,16 +59,33 @@ public final class KSelect {
     return bucket(k) == 2048 ? 64 : 128;
   }
 
+  /** Kernel names per k bucket (index log2(bucket / 32)), made once: launches run per segment and pass. */
+  private static final String[] WARP_SELECT_KERNELS = names("gv_warp_select_k");
+  private static final String[] BLOCK_SELECT_KERNELS = names("gv_block_select_k");
+  private static final String[] TANG_SELECT_KERNELS = names("gv_tang_select_k");
+
+  private static String[] names(String prefix) {
+    String[] names = new String[7];
+    for (int i = 0; i < names.length; i++) {
+      names[i] = prefix + (32 << i);
+    }
+    return names;
+  }
+
+  static String kernel(String[] names, int k) {
+    return names[Integer.numberOfTrailingZeros(bucket(k) >>> 5)];
+  }
+
   public static void runWarpSelect(GpuDevice device, SelectParams p) {
-    launch(device, p, "gv_warp_select_k", 128, true);
+    launch(device, p, WARP_SELECT_KERNELS, 128, true);
   }
 
   public static void runBlockSelect(GpuDevice device, SelectParams p) {
-    launch(device, p, "gv_block_select_k", blockSelectThreads(p.k), false);
+    launch(device, p, BLOCK_SELECT_KERNELS, blockSelectThreads(p.k), false);
   }
 
   public static void runTangSelect(GpuDevice device, SelectParams p) {
-    launch(device, p, "gv_tang_select_k", 256, false);
+    launch(device, p, TANG_SELECT_KERNELS, 256, false);
   }
 
   public static void run(GpuDevice device, Algorithm a, SelectParams p) {
@@ -79,7 +96,7 @@ public final class KSelect {
     }
   }
 
-  private static void launch(GpuDevice device, SelectParams p, String prefix, int threads, boolean warpPerRow) {
+  private static void launch(GpuDevice device, SelectParams p, String[] names, int threads, boolean warpPerRow) {
     if (p.chunkLen == 0 && p.chunksPerRow == 1) {
       p.chunkLen = p.len;
     }
@@ -93,7 +110,7 @@ public final class KSelect {
       throw new IllegalArgumentException("too many rows: " + vrows);
     }
     try (GpuDevice.Scope s = device.lock()) {
-      device.module().launch(prefix + bucket(p.k), (int) grid, 1, threads, 0, device.stream(), Pointer.to(p.encode()));
+      device.module().launch(kernel(names, p.k), (int) grid, 1, threads, 0, device.stream(), Pointer.to(p.encode()));
     }
   }
 
@@ -174,7 +191,7 @@ public final class KSelect {
 
   /** WarpSelect warps that fit on one SM at once for k's bucket (occupancy API; call under the device lock). */
   static int residentWarps(GpuDevice device, int k) {
-    return Math.max(1, device.module().maxBlocksPerSm("gv_warp_select_k" + bucket(k), 128) * 4);
+    return Math.max(1, device.module().maxBlocksPerSm(kernel(WARP_SELECT_KERNELS, k), 128) * 4);
   }
 
   /** Host-to-host convenience (tests, benchmarks): uploads, selects, downloads. Synchronous. */

@@ -46,7 +46,8 @@ import org.gpuvectors.codec.gpu.GpuSearchStats;
  * all segments turn concurrency into throughput. Not a test: a program for docs/BENCHMARKS.md.
  *
  * <pre>
- * java ... org.gpuvectors.codec.ConcurrentSearchBenchmark N DIMS SEGMENTS OUT_DIR [SECONDS_PER_POINT]
+ * java ... [-Dgv.bench.clients=1,16,64,256] [-Dgv.bench.layouts=natural,natural-per-segment,merged]
+ *     org.gpuvectors.codec.ConcurrentSearchBenchmark N DIMS SEGMENTS OUT_DIR [SECONDS_PER_POINT] [K]
  * </pre>
  *
  * Clustered data as {@link FlatSearchBenchmark} (same generator and seeds); k = 10; clients 1, 16,
@@ -56,8 +57,11 @@ import org.gpuvectors.codec.gpu.GpuSearchStats;
  */
 public final class ConcurrentSearchBenchmark {
 
-  private static final int K = 10;
-  private static final int[] CLIENTS = {1, 16, 64, 256};
+  private static int K = 10;
+  private static final int[] CLIENTS =
+      java.util.Arrays.stream(System.getProperty("gv.bench.clients", "1,16,64,256").split(",")).mapToInt(Integer::parseInt).toArray();
+  private static final List<String> LAYOUTS =
+      List.of(System.getProperty("gv.bench.layouts", "natural,natural-per-segment,merged").split(","));
   private static final int RECALL_QUERIES = 200;
 
   public static void main(String[] args) throws Exception {
@@ -66,6 +70,7 @@ public final class ConcurrentSearchBenchmark {
     int segments = Integer.parseInt(args[2]);
     Path out = Path.of(args[3]);
     double seconds = args.length > 4 ? Double.parseDouble(args[4]) : 3;
+    K = args.length > 5 ? Integer.parseInt(args[5]) : 10;
     Files.createDirectories(out);
     long t0 = System.nanoTime();
     float[][] base = FlatSearchBenchmark.clustered(n, dims, 42);
@@ -79,7 +84,7 @@ public final class ConcurrentSearchBenchmark {
     GpuSearchService service = GpuSearchServices.current();
     System.out.println("GPU: " + (service.gpuActive() ? service.deviceName() : service.unusableReason()));
     List<String> rows = new ArrayList<>();
-    rows.add("layout,segments,filter,clients,queries_per_s,p50_ms,p99_ms,recall,gpu_searches,batches,mean_batch,segments_per_pass,fallbacks");
+    rows.add("layout,segments,filter,clients,queries_per_s,p50_ms,p99_ms,recall,gpu_searches,batches,mean_batch,segments_per_pass,fallbacks,pass_us,enqueue_us,wait_us");
     Path indexPath = Files.createTempDirectory("gv-concurrent");
     ExecutorService leafPool = Executors.newFixedThreadPool(16);
     try (Directory dir = FSDirectory.open(indexPath)) {
@@ -87,6 +92,9 @@ public final class ConcurrentSearchBenchmark {
       System.out.printf(Locale.ROOT, "index (%d segments): %.1f s%n", segments, build / 1e9);
       // natural segments with and without the one-pass search of a query's segments, then merged
       for (String layout : new String[] {"natural", "natural-per-segment", "merged"}) {
+        if (LAYOUTS.contains(layout) == false && layout.equals("merged") == false) {
+          continue;
+        }
         service.setSpeculation(layout.equals("natural-per-segment") == false);
         if (layout.equals("merged")) {
           long m = System.nanoTime();
@@ -96,6 +104,9 @@ public final class ConcurrentSearchBenchmark {
             w.forceMerge(1);
           }
           System.out.printf(Locale.ROOT, "force-merge to 1 segment: %.1f s%n", (System.nanoTime() - m) / 1e9);
+        }
+        if (LAYOUTS.contains(layout) == false) {
+          continue;
         }
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           IndexSearcher searcher = new IndexSearcher(reader, leafPool);
@@ -111,12 +122,15 @@ public final class ConcurrentSearchBenchmark {
             for (int clients : CLIENTS) {
               GpuSearchStats s = service.stats();
               long gpu0 = s.gpuSearches(), b0 = s.batches(), bs0 = s.batchSearches(), g0 = s.batchGroups(), f0 = s.cpuFallbacks();
+              long n0 = s.gpuNanos(), e0 = s.enqueueNanos(), w0 = s.waitNanos();
               double[] r = run(searcher, queries, filter, clients, seconds);
               long batches = s.batches() - b0;
-              String row = String.format(Locale.ROOT, "%s,%d,%s,%d,%.0f,%.3f,%.3f,%.4f,%d,%d,%.2f,%.2f,%d", layout,
+              double perPass = Math.max(1, batches) * 1e3;
+              String row = String.format(Locale.ROOT, "%s,%d,%s,%d,%.0f,%.3f,%.3f,%.4f,%d,%d,%.2f,%.2f,%d,%.1f,%.1f,%.1f", layout,
                   reader.leaves().size(), filtered ? "10%" : "none", clients, r[0], r[1], r[2], recall, s.gpuSearches() - gpu0,
                   batches, batches == 0 ? 0 : (s.batchSearches() - bs0) / (double) batches,
-                  batches == 0 ? 0 : (s.batchGroups() - g0) / (double) batches, s.cpuFallbacks() - f0);
+                  batches == 0 ? 0 : (s.batchGroups() - g0) / (double) batches, s.cpuFallbacks() - f0,
+                  (s.gpuNanos() - n0) / perPass, (s.enqueueNanos() - e0) / perPass, (s.waitNanos() - w0) / perPass);
               rows.add(row);
               System.out.println("  " + row);
             }

@@ -67,6 +67,8 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("count", stats.batches());
             builder.field("searches", stats.batchSearches());
             builder.field("segment_groups", stats.batchGroups());
+            builder.field("enqueue_time_in_millis", stats.enqueueNanos() / 1_000_000);
+            builder.field("wait_time_in_millis", stats.waitNanos() / 1_000_000);
             builder.endObject();
             builder.field("cpu_fallbacks", stats.cpuFallbacks());
             builder.startObject("cpu_fallbacks_by_reason");

@@ -52,8 +52,8 @@ final class CudaBackend implements GpuBackend {
   }
 
   @Override
-  public SearchResult[] search(List<SearchGroup> groups) {
-    return BatchSearch.run(device, groups);
+  public SearchResult[] search(List<SearchGroup> groups, long[] timing) {
+    return BatchSearch.run(device, groups, timing);
   }
 
   @Override

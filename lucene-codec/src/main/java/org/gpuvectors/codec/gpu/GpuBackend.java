@@ -28,8 +28,12 @@ public interface GpuBackend extends Closeable {
   /** Makes a segment field's vectors resident. May run concurrently with {@link #search}. */
   DeviceIndex upload(FloatVectorValues vectors, Metric metric) throws IOException;
 
-  /** Runs a batch of searches as one pass; results in group order. One batch at a time. */
-  SearchResult[] search(List<SearchGroup> groups);
+  /**
+   * Runs a batch of searches as one pass; results in group order. One batch at a time. Adds the
+   * pass's host enqueue time to {@code timing[0]} and its wait for the device to {@code timing[1]}
+   * (nanoseconds; a backend that cannot tell leaves them).
+   */
+  SearchResult[] search(List<SearchGroup> groups, long[] timing);
 
   /** Frees the device; indexes still open are closed by their owners first. */
   @Override

@@ -17,6 +17,8 @@ public final class GpuSearchStats {
   private final LongAdder batchSearches = new LongAdder();
   private final LongAdder batchGroups = new LongAdder();
   private final LongAdder gpuNanos = new LongAdder();
+  private final LongAdder enqueueNanos = new LongAdder();
+  private final LongAdder waitNanos = new LongAdder();
   private final LongAdder uploads = new LongAdder();
   private final LongAdder uploadNanos = new LongAdder();
   private final LongAdder evictions = new LongAdder();
@@ -58,6 +60,16 @@ public final class GpuSearchStats {
   /** Wall time of the GPU passes (uploads excluded). */
   public long gpuNanos() {
     return gpuNanos.sum();
+  }
+
+  /** Of {@link #gpuNanos()}: host time enqueuing the passes' uploads and launches (the device lock held). */
+  public long enqueueNanos() {
+    return enqueueNanos.sum();
+  }
+
+  /** Of {@link #gpuNanos()}: time waiting for the device to finish the passes and for their downloads. */
+  public long waitNanos() {
+    return waitNanos.sum();
   }
 
   /** Segment fields uploaded to the GPU. */
@@ -116,7 +128,9 @@ public final class GpuSearchStats {
     gpuQueries.add(queries);
   }
 
-  void recordBatch(int searches, int groups, long nanos) {
+  void recordBatch(int searches, int groups, long nanos, long enqueue, long wait) {
+    enqueueNanos.add(enqueue);
+    waitNanos.add(wait);
     batches.increment();
     batchSearches.add(searches);
     batchGroups.add(groups);

@@ -28,10 +28,10 @@ import org.gpuvectors.cuda.SearchResult;
  */
 public final class SearchBatcher {
 
-  /** Runs one pass over a list of groups (the backend). */
+  /** Runs one pass over a list of groups (the backend); see {@link GpuBackend#search}. */
   @FunctionalInterface
   public interface Pass {
-    SearchResult[] run(List<SearchGroup> groups);
+    SearchResult[] run(List<SearchGroup> groups, long[] timing);
   }
 
   /**
@@ -166,8 +166,9 @@ public final class SearchBatcher {
       groups.add(group(index, byIndex.get(index)));
     }
     SearchResult[] results;
+    long[] timing = new long[2];
     try {
-      results = pass.run(groups);
+      results = pass.run(groups, timing);
     } catch (Throwable t) {
       for (Search s : batch) {
         s.error = t; // each caller decides: CPU fallback for CUDA errors, rethrow for bugs
@@ -181,7 +182,7 @@ public final class SearchBatcher {
         row += s.numQueries;
       }
     }
-    stats.recordBatch(batch.size(), groups.size(), System.nanoTime() - start);
+    stats.recordBatch(batch.size(), groups.size(), System.nanoTime() - start, timing[0], timing[1]);
   }
 
   /** The searches of one index as one group: queries stacked, the largest k, masks shared if equal. */

@@ -97,7 +97,7 @@ public final class FakeBackend implements GpuBackend {
   }
 
   @Override
-  public SearchResult[] search(List<SearchGroup> groups) {
+  public SearchResult[] search(List<SearchGroup> groups, long[] timing) {
     check();
     passes.incrementAndGet();
     passThreads.add(Thread.currentThread());
