@@ -124,6 +124,16 @@ final class AcceptMasks {
     return new Mask(words, count);
   }
 
+  /** Heap held by the cached live-docs masks. */
+  long ramBytesUsed() {
+    long bytes = 0;
+    for (LiveMask live : liveMasks.values()) {
+      long[] words = live.mask().bits();
+      bytes += words == null ? 0 : org.apache.lucene.util.RamUsageEstimator.sizeOf(words);
+    }
+    return bytes;
+  }
+
   /** Set bits among the first {@code size} of {@code words}. */
   static int countBelow(long[] words, int size) {
     int full = size >>> 6;

@@ -23,12 +23,15 @@ import org.apache.lucene.util.Accountable;
 import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.codec.gpu.GpuSearchService;
-import org.gpuvectors.codec.gpu.GpuSegment;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.gpu.GpuSegment;
 
 /**
  * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
- * vectors reader; searches run exactly, by {@link FlatExactSearcher}, for {@code flat} fields.
+ * vectors reader; searches run exactly, for {@code flat} fields: on the GPU through the node's
+ * {@link GpuSearchService} ({@link GpuExactSearcher}) when it can serve them, else by {@link
+ * FlatExactSearcher}. As a {@link GpuSegment} it tells the service which index it belongs to and
+ * which vectors its unfiltered searches accept, so one GPU pass can serve a query's segments.
  */
 final class GpuVectorsReader extends KnnVectorsReader implements Accountable, GpuSegment {
 
@@ -266,7 +269,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return SHALLOW_SIZE
         + RamUsageEstimator.sizeOfMap(
             fields, RamUsageEstimator.shallowSizeOfInstance(FieldEntry.class))
-        + flatVectorsReader.ramBytesUsed();
+        + flatVectorsReader.ramBytesUsed()
+        + acceptMasks.ramBytesUsed();
   }
 
   @Override

@@ -445,6 +445,10 @@ public final class GpuSearchService implements Closeable {
 
   /** A GPU pass or upload failed: CUDA errors fall back (sticky ones switch the GPU off); bugs propagate. */
   private void gpuError(Throwable error) {
+    if (closed && error instanceof IllegalStateException) {
+      fallback(FallbackReason.CLOSED, null); // the node closed the device under a search in flight
+      return;
+    }
     if (error instanceof CudaException cuda) {
       if (cuda.sticky()) {
         if (failure == null) {
