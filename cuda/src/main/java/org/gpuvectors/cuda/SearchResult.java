@@ -46,6 +46,27 @@ public final class SearchResult {
     return ids[q * k + i];
   }
 
+  /**
+   * Queries {@code [from, from + count)} with their first {@code k} (at most {@link #k()}) entries:
+   * one caller's share of a batched result.
+   */
+  public SearchResult slice(int from, int count, int k) {
+    if (from < 0 || count < 0 || from + count > numQueries || k < 1 || k > this.k) {
+      throw new IllegalArgumentException("slice [" + from + ", " + (from + count) + ") x " + k + " of " + numQueries
+          + " x " + this.k);
+    }
+    if (from == 0 && count == numQueries && k == this.k) {
+      return this;
+    }
+    int[] outIds = new int[count * k];
+    float[] outDistances = new float[count * k];
+    for (int q = 0; q < count; q++) {
+      System.arraycopy(ids, (from + q) * this.k, outIds, q * k, k);
+      System.arraycopy(distances, (from + q) * this.k, outDistances, q * k, k);
+    }
+    return new SearchResult(count, k, outIds, outDistances);
+  }
+
   /** Raw distance (squared L2, or inner product) of the i-th best match of query q. */
   public float distance(int q, int i) {
     return distances[q * k + i];

@@ -178,7 +178,7 @@ public final class SearchBatcher {
     for (int g = 0; g < order.size(); g++) {
       int row = 0;
       for (Search s : byIndex.get(order.get(g))) {
-        s.result = slice(results[g], row, s.numQueries, s.k);
+        s.result = results[g].slice(row, s.numQueries, s.k);
         row += s.numQueries;
       }
     }
@@ -211,18 +211,5 @@ public final class SearchBatcher {
       row += s.numQueries;
     }
     return new SearchGroup(index, queries, numQueries, k, oneMask ? searches.get(0).mask : null, masks);
-  }
-
-  /** Rows [from, from + count) of a group's result, cut to the first k of each row. */
-  private static SearchResult slice(SearchResult all, int from, int count, int k) {
-    int[] ids = new int[count * k];
-    float[] distances = new float[count * k];
-    for (int q = 0; q < count; q++) {
-      for (int i = 0; i < k; i++) {
-        ids[q * k + i] = all.id(from + q, i);
-        distances[q * k + i] = all.distance(from + q, i);
-      }
-    }
-    return new SearchResult(count, k, ids, distances);
   }
 }

@@ -112,21 +112,9 @@ final class Speculations {
     byQuery.remove(new IdentityKey(query), speculation);
   }
 
-  /** Rows cut to their first k entries. */
+  /** Every row cut to its first k entries. */
   static SearchResult firstK(SearchResult all, int k) {
-    if (all.k() == k) {
-      return all;
-    }
-    int n = all.numQueries();
-    int[] ids = new int[n * k];
-    float[] distances = new float[n * k];
-    for (int q = 0; q < n; q++) {
-      for (int i = 0; i < k; i++) {
-        ids[q * k + i] = all.id(q, i);
-        distances[q * k + i] = all.distance(q, i);
-      }
-    }
-    return new SearchResult(n, k, ids, distances);
+    return all.slice(0, all.numQueries(), k);
   }
 
   /** A map key by identity (the query array's equals would be identity too, but say it). */
