@@ -50,6 +50,7 @@ public final class YamlRunner {
 
     private final RestClient client;
     private final ApiSpec spec;
+    private Boolean gpuActive; // the node's, asked once (nodeFeature)
 
     public YamlRunner(RestClient client, ApiSpec spec) {
         this.client = client;
@@ -112,7 +113,7 @@ public final class YamlRunner {
         RestClient.Response last;
     }
 
-    private static void checkSkip(List<Object> steps, String where) {
+    private void checkSkip(List<Object> steps, String where) throws Exception {
         for (Object o : steps) {
             Map<?, ?> step = asStep(o);
             Object skip = step.get("skip");
@@ -130,14 +131,32 @@ public final class YamlRunner {
         }
     }
 
-    private static void unsupported(Object features, String where) {
+    private void unsupported(Object features, String where) throws Exception {
         List<String> list = features == null ? List.of()
             : features instanceof List<?> l ? l.stream().map(String::valueOf).toList() : List.of(String.valueOf(features));
         for (String f : list) {
-            if (!SUPPORTED_FEATURES.contains(f)) {
-                throw new TestAbortedException("skipped (" + where + "): runner feature [" + f + "] is not supported");
+            if (!SUPPORTED_FEATURES.contains(f) && !nodeFeature(f)) {
+                throw new TestAbortedException("skipped (" + where + "): " + (f.equals("gpu") || f.equals("no_gpu")
+                    ? "for a node " + (f.equals("gpu") ? "with" : "without") + " a GPU" : "runner feature [" + f + "] is not supported"));
             }
         }
+    }
+
+    /**
+     * Features of the node under test rather than of the runner, so that one suite holds with and without a GPU:
+     * {@code gpu} (the node searches on a GPU) and {@code no_gpu} (it does not), from {@code GET _gpu_vectors/stats}.
+     * A test that lists one the node lacks is skipped, saying so.
+     */
+    private boolean nodeFeature(String feature) throws Exception {
+        if (!feature.equals("gpu") && !feature.equals("no_gpu")) {
+            return false;
+        }
+        if (gpuActive == null) {
+            RestClient.Response stats = client.ok("GET", "/_gpu_vectors/stats", null);
+            Object gpu = stats.body() instanceof Map<?, ?> m && m.get("gpu") instanceof Map<?, ?> g ? g.get("active") : null;
+            gpuActive = Boolean.TRUE.equals(gpu);
+        }
+        return feature.equals("gpu") == gpuActive;
     }
 
     private static Map<?, ?> asStep(Object o) {
