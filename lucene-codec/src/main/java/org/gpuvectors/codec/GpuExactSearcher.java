@@ -25,11 +25,68 @@ final class GpuExactSearcher {
   private GpuExactSearcher() {}
 
   /**
+   * One segment's share of a GPU search, ready to run: its queries as rows, the k to ask (the
+   * collectors' k capped by the accepted count), the accept mask, and the collectors to fill.
+   */
+  record Prepared(
+      Object segment,
+      String field,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      float[] rows,
+      int numQueries,
+      int k,
+      int requestedK,
+      AcceptMasks.Mask accepted,
+      KnnCollector[] collectors) {
+
+    /** The service's request for this share (the batch API sends several segments' in one pass). */
+    GpuSearchService.Request request() {
+      return new GpuSearchService.Request(segment, field, vectors, similarity, rows, numQueries, k, accepted.bits());
+    }
+  }
+
+  /**
    * Searches a batch of queries on the GPU (batched there with concurrent searches).
    *
    * @return false when the CPU must run this search instead (nothing was collected)
    */
   static boolean search(
+      GpuSearchService service,
+      Object segment,
+      String field,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      float[][] queries,
+      KnnCollector[] collectors,
+      AcceptDocs accept,
+      AcceptMasks masks)
+      throws IOException {
+    Prepared p = prepare(service, segment, field, vectors, similarity, queries, collectors, accept, masks);
+    if (p == null) {
+      return false;
+    }
+    if (p.k() == 0) {
+      return true; // nothing accepted, or nothing asked for: no hits
+    }
+    // one unfiltered query: the service may search the index's other segments for it in the same pass
+    boolean speculative = queries.length == 1 && p.accepted().standing();
+    SearchResult result =
+        service.search(
+            segment, field, vectors, similarity, p.rows(), queries.length, p.k(), p.accepted().bits(),
+            speculative, p.accepted().token(), p.requestedK());
+    if (result == null) {
+      return false;
+    }
+    collect(p, result);
+    return true;
+  }
+
+  /**
+   * Prepares a GPU search of one segment, or returns null when the CPU must run it (the fallback is
+   * counted); a prepared search with k 0 has nothing to collect.
+   */
+  static Prepared prepare(
       GpuSearchService service,
       Object segment,
       String field,
@@ -46,19 +103,16 @@ final class GpuExactSearcher {
     }
     int requestedK = k;
     if (service.canServe(k) == false) {
-      return false; // before the mask: without a GPU, building it would be wasted work
+      return null; // before the mask: without a GPU, building it would be wasted work
     }
     AcceptMasks.Mask accepted = masks.of(field, accept, vectors);
     for (KnnCollector collector : collectors) {
       if (accepted.count() > collector.visitLimit()) {
         service.countFallback(FallbackReason.VISIT_LIMIT);
-        return false;
+        return null;
       }
     }
     k = Math.min(k, accepted.count());
-    if (k == 0) {
-      return true; // nothing accepted, or nothing asked for: no hits
-    }
     int dims = vectors.dimension();
     float[] rows;
     if (queries.length == 1) {
@@ -69,25 +123,21 @@ final class GpuExactSearcher {
         System.arraycopy(queries[q], 0, rows, q * dims, dims);
       }
     }
-    // one unfiltered query: the service may search the index's other segments for it in the same pass
-    boolean speculative = queries.length == 1 && accepted.standing();
-    SearchResult result =
-        service.search(
-            segment, field, vectors, similarity, rows, queries.length, k, accepted.bits(), speculative,
-            accepted.token(), requestedK);
-    if (result == null) {
-      return false;
-    }
-    for (int q = 0; q < queries.length; q++) {
-      KnnCollector collector = collectors[q];
-      collector.incVisitedCount(accepted.count());
+    return new Prepared(
+        segment, field, vectors, similarity, rows, queries.length, k, requestedK, accepted, collectors);
+  }
+
+  /** Hands a GPU result to the prepared search's collectors, with Lucene's scores and doc ids. */
+  static void collect(Prepared p, SearchResult result) throws IOException {
+    for (int q = 0; q < p.numQueries(); q++) {
+      KnnCollector collector = p.collectors()[q];
+      collector.incVisitedCount(p.accepted().count());
       int hits = Math.min(result.count(q), collector.k());
       for (int i = 0; i < hits; i++) {
-        int doc = vectors.ordToDoc(result.id(q, i));
-        collector.collect(doc, score(similarity, result.distance(q, i)));
+        int doc = p.vectors().ordToDoc(result.id(q, i));
+        collector.collect(doc, score(p.similarity(), result.distance(q, i)));
       }
     }
-    return true;
   }
 
   /** Lucene's score for a raw kernel distance (squared L2, or inner product). */

@@ -211,6 +211,41 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   }
 
   /**
+   * The GPU share of a batch over this segment, prepared for a pass that serves several segments
+   * ({@link KnnBatchSearcher}); null when there is nothing to search here or the CPU must run it
+   * ({@link #searchBatchOnCpu}).
+   */
+  GpuExactSearcher.Prepared prepareBatch(
+      GpuSearchService service, String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
+      throws IOException {
+    FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, collectors[0]);
+    if (entry == null) {
+      return null;
+    }
+    return GpuExactSearcher.prepare(
+        service,
+        this,
+        field,
+        flatVectorsReader.getFloatVectorValues(field),
+        entry.similarityFunction(),
+        targets,
+        collectors,
+        acceptDocs,
+        acceptMasks);
+  }
+
+  /** A batch over this segment on the CPU (what {@link #searchBatch} does when the GPU cannot). */
+  void searchBatchOnCpu(
+      String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
+      throws IOException {
+    FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, collectors[0]);
+    if (entry != null) {
+      searcher(field, entry)
+          .search(flatVectorsReader.getFloatVectorValues(field), targets, collectors, acceptDocs);
+    }
+  }
+
+  /**
    * Makes {@code field}'s vectors resident on the service's GPU ahead of the first search.
    *
    * @return whether the field is resident (false: not ours, empty, byte vectors, or no GPU room)

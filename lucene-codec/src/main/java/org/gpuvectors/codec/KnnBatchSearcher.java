@@ -1,6 +1,8 @@
 package org.gpuvectors.codec;
 
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import org.apache.lucene.codecs.KnnVectorsReader;
 import org.apache.lucene.codecs.perfield.PerFieldKnnVectorsFormat;
@@ -22,12 +24,15 @@ import org.apache.lucene.search.Weight;
 import org.apache.lucene.util.BitSet;
 import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.FixedBitSet;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.cuda.SearchResult;
 
 /**
  * Searches many query vectors in one call over all segments of an index: the shape the GPU is best
- * at. Each segment of a {@link GpuVectorsFormat} field answers the whole batch at once (one kernel
- * call on the GPU); segments of other formats answer query by query. Per query, the segments' hits
- * are merged into the top {@code k} of the index.
+ * at. All segments of a {@link GpuVectorsFormat} field answer the whole batch in one GPU pass
+ * (segments the GPU cannot take, on the CPU); segments of other formats answer query by query. Per
+ * query, the segments' hits are merged into the top {@code k} of the index.
  *
  * <pre>{@code
  * TopDocs[] hits = KnnBatchSearcher.search(searcher, "embedding", queries, 10, null);
@@ -55,18 +60,57 @@ public final class KnnBatchSearcher {
             : searcher.createWeight(searcher.rewrite(filter), ScoreMode.COMPLETE_NO_SCORES, 1f);
     var leaves = searcher.getIndexReader().leaves();
     TopDocs[][] perLeaf = new TopDocs[queries.length][leaves.size()];
+    KnnCollector[][] collectors = new KnnCollector[leaves.size()][queries.length];
+    GpuSearchService service = GpuSearchServices.current();
+    // our segments' GPU shares go in one pass together; the others (and any the GPU cannot take) run here
+    List<GpuExactSearcher.Prepared> prepared = new ArrayList<>();
+    List<Integer> preparedLeaf = new ArrayList<>();
+    List<AcceptDocs> accepts = new ArrayList<>();
     for (int l = 0; l < leaves.size(); l++) {
       LeafReaderContext leaf = leaves.get(l);
-      KnnCollector[] collectors = new KnnCollector[queries.length];
       for (int q = 0; q < queries.length; q++) {
-        collectors[q] = new TopKnnCollector(k, Integer.MAX_VALUE);
+        collectors[l][q] = new TopKnnCollector(k, Integer.MAX_VALUE);
       }
       AcceptDocs accept = acceptDocs(leaf, filterWeight);
-      if (accept != null) {
-        searchLeaf(leaf.reader(), field, queries, collectors, accept);
+      accepts.add(accept);
+      if (accept == null) {
+        continue;
       }
+      GpuVectorsReader ours = gpuVectorsReader(leaf.reader(), field);
+      if (ours == null) {
+        for (int q = 0; q < queries.length; q++) {
+          leaf.reader().searchNearestVectors(field, queries[q], collectors[l][q], accept);
+        }
+        continue;
+      }
+      GpuExactSearcher.Prepared p = ours.prepareBatch(service, field, queries, collectors[l], accept);
+      if (p == null) {
+        ours.searchBatchOnCpu(field, queries, collectors[l], accept);
+      } else if (p.k() > 0) {
+        prepared.add(p);
+        preparedLeaf.add(l);
+      }
+    }
+    if (prepared.isEmpty() == false) {
+      List<GpuSearchService.Request> requests = new ArrayList<>(prepared.size());
+      for (GpuExactSearcher.Prepared p : prepared) {
+        requests.add(p.request());
+      }
+      SearchResult[] results = service.searchAll(requests);
+      for (int i = 0; i < prepared.size(); i++) {
+        int l = preparedLeaf.get(i);
+        if (results[i] != null) {
+          GpuExactSearcher.collect(prepared.get(i), results[i]);
+        } else {
+          gpuVectorsReader(leaves.get(l).reader(), field)
+              .searchBatchOnCpu(field, queries, collectors[l], accepts.get(l));
+        }
+      }
+    }
+    for (int l = 0; l < leaves.size(); l++) {
+      LeafReaderContext leaf = leaves.get(l);
       for (int q = 0; q < queries.length; q++) {
-        TopDocs topDocs = collectors[q].topDocs();
+        TopDocs topDocs = collectors[l][q].topDocs();
         for (ScoreDoc scoreDoc : topDocs.scoreDocs) {
           scoreDoc.doc += leaf.docBase;
         }
@@ -78,19 +122,6 @@ public final class KnnBatchSearcher {
       results[q] = TopDocs.merge(k, perLeaf[q]);
     }
     return results;
-  }
-
-  private static void searchLeaf(
-      LeafReader reader, String field, float[][] queries, KnnCollector[] collectors, AcceptDocs accept)
-      throws IOException {
-    GpuVectorsReader ours = gpuVectorsReader(reader, field);
-    if (ours != null) {
-      ours.searchBatch(field, queries, collectors, accept);
-      return;
-    }
-    for (int q = 0; q < queries.length; q++) {
-      reader.searchNearestVectors(field, queries[q], collectors[q], accept);
-    }
   }
 
   /** Live documents that match the filter, or null when none can match in this segment. */

@@ -280,9 +280,11 @@ class GpuSearchPathTests {
           Query filter = new TermQuery(new Term("tag", "a"));
           for (int k : new int[] {1, 10, 50}) {
             long before = service.stats().gpuSearches();
+            int passesBefore = backend.passes.get();
             TopDocs[] all = KnnBatchSearcher.search(searcher, "vec", queries, k, null);
             TopDocs[] filtered = KnnBatchSearcher.search(searcher, "vec", queries, k, filter);
             assertEquals(before + 2L * leaves, service.stats().gpuSearches(), () -> "on the device: " + service.stats());
+            assertEquals(passesBefore + 2, backend.passes.get(), "one pass per batch call, all segments in it");
             for (int q = 0; q < queries.length; q++) {
               assertEquivalent(oracleTopK(vectors, queries[q], sim, k, live), hits(searcher, all[q]), vectors, queries[q], sim);
               IntPredicate tagA = id -> live.test(id) && id % 3 == 0;

@@ -314,6 +314,65 @@ public final class GpuSearchService implements Closeable {
     }
   }
 
+  /** One segment field's share of {@link #searchAll}: as the arguments of {@link #search}. */
+  public record Request(
+      Object segment,
+      String field,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      float[] queries,
+      int numQueries,
+      int k,
+      long[] mask) {}
+
+  /**
+   * Several segment fields' searches in the same pass (the batch API over all of an index's
+   * segments): per request its result, or null where the CPU must run it (counted).
+   */
+  public SearchResult[] searchAll(List<Request> requests) throws IOException {
+    SearchResult[] results = new SearchResult[requests.size()];
+    int maxK = 0;
+    for (Request r : requests) {
+      maxK = Math.max(maxK, r.k());
+    }
+    if (requests.isEmpty() || canServe(maxK) == false) {
+      return results;
+    }
+    List<Residency.Handle> handles = new ArrayList<>();
+    try {
+      List<SearchBatcher.Search> searches = new ArrayList<>();
+      List<Integer> at = new ArrayList<>();
+      for (int i = 0; i < requests.size(); i++) {
+        Request r = requests.get(i);
+        Residency.Handle handle = acquire(r.segment(), r.field(), r.vectors(), r.similarity());
+        if (handle == null) {
+          continue; // counted; this one runs on the CPU
+        }
+        handles.add(handle);
+        searches.add(new SearchBatcher.Search(handle.index(), r.queries(), r.numQueries(), r.k(), r.mask()));
+        at.add(i);
+      }
+      if (searches.isEmpty()) {
+        return results;
+      }
+      batcher.run(searches);
+      for (int s = 0; s < searches.size(); s++) {
+        SearchBatcher.Search search = searches.get(s);
+        if (search.error() != null) {
+          gpuError(search.error());
+        } else {
+          results[at.get(s)] = search.result();
+          stats.recordGpuSearch(search.numQueries);
+        }
+      }
+      return results;
+    } finally {
+      for (Residency.Handle handle : handles) {
+        handle.close();
+      }
+    }
+  }
+
   /**
    * One query over this segment and every resident peer of its index, in one pass. Every segment's
    * result is parked with the k the query may ask of any segment (see {@link #fullK}), this one's
