@@ -94,7 +94,7 @@ public final class GpuSearchService implements Closeable {
   private final String unusableReason; // why backend is null
   private final Residency residency;
   private final SearchBatcher batcher;
-  private final Speculations speculations = new Speculations(4096);
+  private final Speculations speculations = new Speculations(1024);
   private volatile boolean enabled;
   private volatile boolean speculate = true;
   private volatile String failure; // the sticky error that switched the GPU off

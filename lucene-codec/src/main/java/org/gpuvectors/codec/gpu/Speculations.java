@@ -19,8 +19,9 @@ import org.gpuvectors.cuda.SearchResult;
  * if the segment's accepted documents are the instance it was computed with. It can be taken again:
  * Lucene's optimistic knn search asks some segments a second time, with the query's full k.
  *
- * <p>Bounded: at most {@code capacity} queries are remembered (the least recent are dropped: their
- * segments then search for themselves). Thread-safe.
+ * <p>Bounded: a query's results are kept for {@link #LIFETIME_NANOS} and at most {@code capacity}
+ * queries at once (beyond, the oldest are dropped: their segments then search for themselves).
+ * Thread-safe.
  */
 final class Speculations {
 
@@ -29,13 +30,17 @@ final class Speculations {
     private final CountDownLatch done = new CountDownLatch(1);
     private final float[] vector; // a copy: the caller's array may be reused for another query
     private final long startNanos = System.nanoTime();
+    private final Map<Residency.Key, Parked> parked = new HashMap<>(); // guarded by this
+
+    private record Parked(Object token, SearchResult result) {}
 
     Speculation(float[] query) {
       this.vector = query.clone();
     }
-    private final Map<Residency.Key, Parked> parked = new HashMap<>(); // guarded by this
 
-    private record Parked(Object token, SearchResult result) {}
+    boolean expired(long now) {
+      return now - startNanos >= LIFETIME_NANOS;
+    }
 
     synchronized void park(Residency.Key key, Object token, SearchResult result) {
       parked.put(key, new Parked(token, result));
@@ -94,23 +99,23 @@ final class Speculations {
    * serves one execution of a query (and Lucene's second round right after), not as a result cache.
    */
   synchronized Speculation claim(float[] query, Speculation mine) {
+    long now = System.nanoTime();
+    // insertion order is age order: drop the expired ones (their results are held on the heap)
+    for (var it = byQuery.values().iterator(); it.hasNext() && it.next().expired(now); ) {
+      it.remove();
+    }
     IdentityKey key = new IdentityKey(query);
     Speculation existing = byQuery.get(key);
-    if (existing != null
-        && System.nanoTime() - existing.startNanos < LIFETIME_NANOS
-        && Arrays.equals(existing.vector, query)) {
+    if (existing != null && existing.expired(now) == false && Arrays.equals(existing.vector, query)) {
       return existing;
     }
+    byQuery.remove(key); // re-inserted at the young end
     byQuery.put(key, mine);
     return null;
   }
 
   /** How long a query's parked results may be taken (its segments ask within milliseconds). */
   static final long LIFETIME_NANOS = 1_000_000_000L;
-
-  synchronized void forget(Object query, Speculation speculation) {
-    byQuery.remove(new IdentityKey(query), speculation);
-  }
 
   /** Every row cut to its first k entries. */
   static SearchResult firstK(SearchResult all, int k) {

@@ -327,4 +327,22 @@ class GpuSearchServiceTests {
       }
     }
   }
+
+  /** A query's speculation serves that query only: same array and contents, within its lifetime. */
+  @Test
+  void aSpeculationServesOneExecutionOfAQuery() throws InterruptedException {
+    Speculations speculations = new Speculations(4);
+    float[] query = vector();
+    Speculations.Speculation first = new Speculations.Speculation(query);
+    assertNull(speculations.claim(query, first), "the first segment runs it");
+    assertSame(first, speculations.claim(query, new Speculations.Speculation(query)), "the others find it");
+    assertNull(speculations.claim(query.clone(), new Speculations.Speculation(query)), "another array is another query");
+    query[0] += 1; // the caller reuses its array for another vector
+    assertNull(speculations.claim(query, new Speculations.Speculation(query)), "other contents: a new speculation");
+    float[] other = vector();
+    Speculations.Speculation old = new Speculations.Speculation(other);
+    assertNull(speculations.claim(other, old));
+    Thread.sleep(Speculations.LIFETIME_NANOS / 1_000_000 + 50);
+    assertNull(speculations.claim(other, new Speculations.Speculation(other)), "expired: not a result cache");
+  }
 }
