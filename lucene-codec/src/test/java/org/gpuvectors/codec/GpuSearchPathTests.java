@@ -38,7 +38,6 @@ import org.gpuvectors.codec.gpu.FakeBackend;
 import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
-import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
