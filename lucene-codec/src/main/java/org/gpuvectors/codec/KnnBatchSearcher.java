@@ -65,6 +65,7 @@ public final class KnnBatchSearcher {
     // our segments' GPU shares go in one pass together; the others (and any the GPU cannot take) run here
     List<GpuExactSearcher.Prepared> prepared = new ArrayList<>();
     List<Integer> preparedLeaf = new ArrayList<>();
+    List<GpuVectorsReader> preparedReader = new ArrayList<>();
     List<AcceptDocs> accepts = new ArrayList<>();
     for (int l = 0; l < leaves.size(); l++) {
       LeafReaderContext leaf = leaves.get(l);
@@ -89,6 +90,7 @@ public final class KnnBatchSearcher {
       } else if (p.k() > 0) {
         prepared.add(p);
         preparedLeaf.add(l);
+        preparedReader.add(ours);
       }
     }
     if (prepared.isEmpty() == false) {
@@ -102,8 +104,7 @@ public final class KnnBatchSearcher {
         if (results[i] != null) {
           GpuExactSearcher.collect(prepared.get(i), results[i]);
         } else {
-          gpuVectorsReader(leaves.get(l).reader(), field)
-              .searchBatchOnCpu(field, queries, collectors[l], accepts.get(l));
+          preparedReader.get(i).searchBatchOnCpu(field, queries, collectors[l], accepts.get(l));
         }
       }
     }

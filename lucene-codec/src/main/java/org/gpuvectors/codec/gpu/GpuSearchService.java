@@ -299,19 +299,7 @@ public final class GpuSearchService implements Closeable {
         }
       }
     }
-    try (Residency.Handle handle = acquire(segment, field, vectors, similarity)) {
-      if (handle == null) {
-        return null;
-      }
-      SearchBatcher.Search search = new SearchBatcher.Search(handle.index(), queries, numQueries, k, mask);
-      batcher.run(search);
-      if (search.error() != null) {
-        gpuError(search.error());
-        return null;
-      }
-      stats.recordGpuSearch(numQueries);
-      return search.result();
-    }
+    return run(List.of(new Request(segment, field, vectors, similarity, queries, numQueries, k, mask)))[0];
   }
 
   /** One segment field's share of {@link #searchAll}: as the arguments of {@link #search}. */
@@ -338,6 +326,12 @@ public final class GpuSearchService implements Closeable {
     if (requests.isEmpty() || canServe(maxK) == false) {
       return results;
     }
+    return run(requests);
+  }
+
+  /** The searches of {@link #searchAll} (already allowed by {@link #canServe}) in one pass. */
+  private SearchResult[] run(List<Request> requests) throws IOException {
+    SearchResult[] results = new SearchResult[requests.size()];
     List<Residency.Handle> handles = new ArrayList<>();
     try {
       List<SearchBatcher.Search> searches = new ArrayList<>();

@@ -84,12 +84,10 @@ public final class SearchBatcher {
     this.stats = stats;
   }
 
-  /** Runs {@code search} in the next pass (perhaps run by this thread) and returns when it is done. */
-  public void run(Search search) {
-    run(List.of(search));
-  }
-
-  /** Runs {@code searches} (queued together, in order) and returns when all are done. */
+  /**
+   * Runs {@code searches} (queued together, in order) in the next passes, perhaps run by this
+   * thread, and returns when all are done.
+   */
   public void run(List<Search> searches) {
     lock.lock();
     try {
