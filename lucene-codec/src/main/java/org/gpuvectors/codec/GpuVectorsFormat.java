@@ -143,16 +143,29 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
    * @throws NullPointerException if an argument is null
    */
   public static FieldType markField(FieldType vectorFieldType, IndexType type) {
-    Objects.requireNonNull(vectorFieldType, "vectorFieldType");
     Objects.requireNonNull(type, "type");
+    return markField(vectorFieldType, new IndexParams(type, java.util.Map.of()));
+  }
+
+  /**
+   * Returns a frozen copy of a vector field type tagged with an index type and its parameters
+   * ({@link IndexParams#putAttributes}); the dimension-dependent checks run here.
+   *
+   * @throws IllegalArgumentException if the field type is not a vector field type, or a parameter
+   *     does not fit its dimension
+   */
+  public static FieldType markField(FieldType vectorFieldType, IndexParams params) {
+    Objects.requireNonNull(vectorFieldType, "vectorFieldType");
+    Objects.requireNonNull(params, "params");
     if (vectorFieldType.vectorDimension() <= 0) {
       throw new IllegalArgumentException(
           "field type is not a vector field type (vector dimension is "
               + vectorFieldType.vectorDimension()
               + ")");
     }
+    params.checkDimension(vectorFieldType.vectorDimension());
     FieldType marked = new FieldType(vectorFieldType);
-    marked.putAttribute(INDEX_TYPE_ATTRIBUTE, type.typeName());
+    params.putAttributes(marked);
     marked.freeze();
     return marked;
   }
