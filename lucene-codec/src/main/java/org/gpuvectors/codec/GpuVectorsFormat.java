@@ -105,18 +105,55 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
   static final List<VectorEncoding> VECTOR_ENCODINGS =
       List.of(VectorEncoding.BYTE, VectorEncoding.FLOAT32);
 
-  private final FlatVectorsFormat flatVectorsFormat;
+  /**
+   * System property: the fewest vectors a segment field needs for its IVF lists to be built (smaller
+   * segments stay flat: exact search over a few thousand vectors costs less than probing lists).
+   */
+  public static final String IVF_MIN_VECTORS_PROPERTY = "gpuvectors.ivf.min_vectors";
 
-  /** Sole constructor; readers find this format by its SPI name. */
+  /** Default of {@link #IVF_MIN_VECTORS_PROPERTY}. */
+  public static final int DEFAULT_IVF_MIN_VECTORS = 10_000;
+
+  private final FlatVectorsFormat flatVectorsFormat;
+  private final IndexParams unmarkedFields;
+  private final int ivfMinVectors;
+
+  /**
+   * The format as readers find it by its SPI name; writes IVF lists for segment fields of at least
+   * {@link #IVF_MIN_VECTORS_PROPERTY} vectors.
+   */
   public GpuVectorsFormat() {
+    this(Integer.getInteger(IVF_MIN_VECTORS_PROPERTY, DEFAULT_IVF_MIN_VECTORS));
+  }
+
+  /** A format that builds IVF lists for segment fields of at least {@code ivfMinVectors} vectors. */
+  public GpuVectorsFormat(int ivfMinVectors) {
+    this(IndexParams.FLAT, ivfMinVectors);
+  }
+
+  /**
+   * A format that indexes fields without the {@link #INDEX_TYPE_ATTRIBUTE} as {@code unmarkedFields}
+   * says (for Lucene users who give one format to every vector field, e.g. through {@code
+   * PerFieldKnnVectorsFormat}), and builds IVF lists for segment fields of at least {@code
+   * ivfMinVectors} vectors.
+   */
+  public GpuVectorsFormat(IndexParams unmarkedFields, int ivfMinVectors) {
     super(NAME);
+    if (ivfMinVectors < 0) {
+      throw new IllegalArgumentException("ivfMinVectors must be >= 0 but was [" + ivfMinVectors + "]");
+    }
+    if (unmarkedFields.type().isImplemented() == false) {
+      throw new IllegalArgumentException("index type [" + unmarkedFields.type() + "] is not implemented yet");
+    }
+    this.unmarkedFields = unmarkedFields;
+    this.ivfMinVectors = ivfMinVectors;
     this.flatVectorsFormat =
         new Lucene99FlatVectorsFormat(FlatVectorScorerUtil.getLucene99FlatVectorsScorer());
   }
 
   @Override
   public KnnVectorsWriter fieldsWriter(SegmentWriteState state) throws IOException {
-    return new GpuVectorsWriter(state, flatVectorsFormat.fieldsWriter(state));
+    return new GpuVectorsWriter(state, flatVectorsFormat.fieldsWriter(state), unmarkedFields, ivfMinVectors);
   }
 
   @Override
@@ -131,7 +168,15 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
 
   @Override
   public String toString() {
-    return NAME + "(name=" + NAME + ", flatVectorsFormat=" + flatVectorsFormat + ")";
+    return NAME
+        + "(name="
+        + NAME
+        + ", flatVectorsFormat="
+        + flatVectorsFormat
+        + (unmarkedFields.equals(IndexParams.FLAT) ? "" : ", unmarkedFields=" + unmarkedFields)
+        + ", ivfMinVectors="
+        + ivfMinVectors
+        + ")";
   }
 
   /**

@@ -6,6 +6,7 @@ import java.util.Map;
 import org.apache.lucene.codecs.CodecUtil;
 import org.apache.lucene.codecs.KnnVectorsReader;
 import org.apache.lucene.codecs.hnsw.FlatVectorsReader;
+import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;
 import org.apache.lucene.index.ByteVectorValues;
 import org.apache.lucene.index.CorruptIndexException;
 import org.apache.lucene.index.FieldInfo;
@@ -25,12 +26,13 @@ import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.gpu.GpuSegment;
+import org.gpuvectors.codec.ivf.IvfField;
 
 /**
  * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
- * vectors reader; searches run exactly, for {@code flat} fields: on the GPU through the node's
- * {@link GpuSearchService} ({@link GpuExactSearcher}) when it can serve them, else by {@link
- * FlatExactSearcher}. As a {@link GpuSegment} it tells the service which index it belongs to and
+ * vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
+ * GpuSegmentSearcher}) when it can serve them, else on the CPU: exactly ({@link FlatExactSearcher})
+ * for flat fields, over the nearest inverted lists ({@link IvfField}) for IVF fields. As a {@link GpuSegment} it tells the service which index it belongs to and
  * which vectors its unfiltered searches accept, so one GPU pass can serve a query's segments.
  */
 final class GpuVectorsReader extends KnnVectorsReader implements Accountable, GpuSegment {
@@ -40,6 +42,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
 
   private final FlatVectorsReader flatVectorsReader;
   private final Map<String, FieldEntry> fields = new HashMap<>();
+  /** The inverted lists of this segment's IVF fields (fields below the IVF threshold are flat here). */
+  private final Map<String, IvfField> ivfFields = new HashMap<>();
   private final IndexInput data;
   /** Accept masks of this segment's fields (the live-docs mask is built once per deletion generation). */
   private final AcceptMasks acceptMasks = new AcceptMasks();
@@ -86,6 +90,15 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
             || entry.dataOffset() + entry.dataLength() > dataEnd) {
           throw new CorruptIndexException(
               "field [" + e.getKey() + "] data out of bounds: " + entry, dataIn);
+        }
+        if (entry.indexType() == IndexType.IVF_FLAT) {
+          ivfFields.put(
+              e.getKey(),
+              IvfField.read(
+                  dataIn, entry.dataOffset(), entry.dataLength(), entry.dimension(), entry.size(),
+                  GpuSearchService.metric(entry.similarityFunction())));
+        } else if (entry.dataLength() != 0) {
+          throw new CorruptIndexException("flat field [" + e.getKey() + "] has index data: " + entry, dataIn);
         }
       }
       success = true;
@@ -158,6 +171,18 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return acceptMasks.standing(field);
   }
 
+  /** The field's inverted lists in this segment, or null (flat field, or a segment below the threshold). */
+  IvfField ivfField(String field) {
+    return ivfFields.get(field);
+  }
+
+  @Override
+  public int probes(String field, int k) {
+    IvfField ivf = ivfFields.get(field);
+    FieldEntry entry = fields.get(field);
+    return ivf == null ? 1 : ivf.probes(k, entry.size());
+  }
+
   @Override
   public void checkIntegrity() throws IOException {
     flatVectorsReader.checkIntegrity();
@@ -195,19 +220,35 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       return;
     }
     FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
-    if (GpuExactSearcher.search(
+    if (GpuSegmentSearcher.search(
         GpuSearchServices.current(),
         this,
         field,
         vectors,
         entry.similarityFunction(),
+        ivfFields.get(field),
         targets,
         collectors,
         acceptDocs,
         acceptMasks)) {
       return;
     }
-    searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
+    searchOnCpu(field, entry, vectors, targets, collectors, acceptDocs);
+  }
+
+  /** The CPU path: the field's lists when it has them, else exact search. */
+  private void searchOnCpu(
+      String field, FieldEntry entry, FloatVectorValues vectors, float[][] targets, KnnCollector[] collectors,
+      AcceptDocs acceptDocs) throws IOException {
+    IvfField ivf = ivfFields.get(field);
+    if (ivf == null) {
+      searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
+      return;
+    }
+    FlatVectorsScorer scorers = flatVectorsReader.getFlatVectorScorer(field);
+    for (int q = 0; q < targets.length; q++) {
+      ivf.search(scorers, entry.similarityFunction(), vectors, targets[q], collectors[q], acceptDocs);
+    }
   }
 
   /**
@@ -215,19 +256,20 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
    * ({@link KnnBatchSearcher}); null when there is nothing to search here or the CPU must run it
    * ({@link #searchBatchOnCpu}).
    */
-  GpuExactSearcher.Prepared prepareBatch(
+  GpuSegmentSearcher.Prepared prepareBatch(
       GpuSearchService service, String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
       throws IOException {
     FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, collectors[0]);
     if (entry == null) {
       return null;
     }
-    return GpuExactSearcher.prepare(
+    return GpuSegmentSearcher.prepare(
         service,
         this,
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
+        ivfFields.get(field),
         targets,
         collectors,
         acceptDocs,
@@ -240,8 +282,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       throws IOException {
     FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, collectors[0]);
     if (entry != null) {
-      searcher(field, entry)
-          .search(flatVectorsReader.getFloatVectorValues(field), targets, collectors, acceptDocs);
+      searchOnCpu(field, entry, flatVectorsReader.getFloatVectorValues(field), targets, collectors, acceptDocs);
     }
   }
 
@@ -256,7 +297,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       return false;
     }
     return service.warm(
-        this, field, flatVectorsReader.getFloatVectorValues(field), entry.similarityFunction());
+        this,
+        field,
+        flatVectorsReader.getFloatVectorValues(field),
+        entry.similarityFunction(),
+        GpuSegmentSearcher.gpuIvf(ivfFields.get(field)));
   }
 
   @Override
@@ -282,8 +327,6 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   }
 
   private FlatExactSearcher searcher(String field, FieldEntry entry) throws IOException {
-    // only flat is implemented: the writer refuses the others and FieldEntry.create rejects them
-    assert entry.indexType() == IndexType.FLAT : entry.indexType();
     return new FlatExactSearcher(
         flatVectorsReader.getFlatVectorScorer(field), entry.similarityFunction());
   }

@@ -10,20 +10,31 @@ import org.apache.lucene.codecs.KnnFieldVectorsWriter;
 import org.apache.lucene.codecs.KnnVectorsWriter;
 import org.apache.lucene.codecs.hnsw.FlatFieldVectorsWriter;
 import org.apache.lucene.codecs.hnsw.FlatVectorsWriter;
+import org.apache.lucene.index.DocsWithFieldSet;
 import org.apache.lucene.index.FieldInfo;
+import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.IndexFileNames;
 import org.apache.lucene.index.KnnVectorValues;
 import org.apache.lucene.index.MergeState;
 import org.apache.lucene.index.SegmentWriteState;
 import org.apache.lucene.index.Sorter;
+import org.apache.lucene.index.VectorEncoding;
 import org.apache.lucene.store.IndexOutput;
 import org.apache.lucene.util.IORunnable;
 import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.ivf.IvfBuilder;
+import org.gpuvectors.codec.ivf.IvfLayout;
+import org.gpuvectors.codec.ivf.IvfProbes;
+import org.gpuvectors.codec.ivf.KMeans;
 
 /**
  * Writes the {@link GpuVectorsFormat} files: raw vectors through the wrapped flat vectors writer,
- * then one meta entry (and the field's index data) per field at flush and at merge.
+ * then one meta entry (and the field's index data) per field at flush and at merge. IVF fields get
+ * their lists built here ({@link IvfBuilder}: k-means on the GPU when the node has one), unless the
+ * segment holds fewer vectors than the format's threshold: then the segment's entry says flat.
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
 
@@ -31,14 +42,21 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsWriter.class);
 
   private final FlatVectorsWriter flatVectorsWriter;
+  private final SegmentWriteState state;
+  private final IndexParams unmarkedFields;
+  private final int ivfMinVectors;
   private final IndexOutput meta;
   private final IndexOutput data;
   private final List<FieldWriter> fields = new ArrayList<>();
   private boolean finished;
 
-  GpuVectorsWriter(SegmentWriteState state, FlatVectorsWriter flatVectorsWriter)
+  GpuVectorsWriter(
+      SegmentWriteState state, FlatVectorsWriter flatVectorsWriter, IndexParams unmarkedFields, int ivfMinVectors)
       throws IOException {
     this.flatVectorsWriter = flatVectorsWriter;
+    this.state = state;
+    this.unmarkedFields = unmarkedFields;
+    this.ivfMinVectors = ivfMinVectors;
     String metaFileName =
         IndexFileNames.segmentFileName(
             state.segmentInfo.name, state.segmentSuffix, GpuVectorsFormat.META_EXTENSION);
@@ -78,15 +96,15 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
    *
    * @throws IllegalArgumentException for unknown or unimplemented index types
    */
-  static IndexType checkIndexType(FieldInfo fieldInfo) {
-    IndexType type = GpuVectorsFormat.indexType(fieldInfo);
+  private IndexType checkIndexType(FieldInfo fieldInfo) {
+    IndexType type = params(fieldInfo).type(); // checks the parameters too
     if (type.isImplemented() == false) {
       throw new IllegalArgumentException(
           "index type ["
               + type.typeName()
-              + "] is not implemented yet; only ["
-              + IndexType.FLAT.typeName()
-              + "] is available (field ["
+              + "] is not implemented yet; available types are "
+              + IndexType.implementedNames()
+              + " (field ["
               + fieldInfo.name
               + "])");
     }
@@ -117,34 +135,84 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   public void flush(int maxDoc, Sorter.DocMap sortMap) throws IOException {
     flatVectorsWriter.flush(maxDoc, sortMap);
     for (FieldWriter field : fields) {
+      int count = field.flatFieldWriter.getDocsWithFieldSet().cardinality();
+      IndexType built = IndexType.FLAT;
       long dataOffset = data.getFilePointer();
-      // flat: no index data; later index types build from field.flatFieldWriter's vectors here
-      writeMeta(
-          field.fieldInfo,
-          field.indexType,
-          field.flatFieldWriter.getDocsWithFieldSet().cardinality(),
-          dataOffset,
-          data.getFilePointer() - dataOffset);
+      if (buildsLists(field.fieldInfo, field.indexType, count)) {
+        @SuppressWarnings("unchecked")
+        List<float[]> buffered = (List<float[]>) field.flatFieldWriter.getVectors();
+        IvfLayout layout = buildLists(field.fieldInfo, FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()));
+        if (sortMap != null) {
+          // the lists were built on the buffered (unsorted) ordinals: rename them as the sorted segment numbers them
+          int[] oldToNew = new int[count];
+          KnnVectorsWriter.mapOldOrdToNewOrd(
+              field.flatFieldWriter.getDocsWithFieldSet(), sortMap, oldToNew, new int[count], new DocsWithFieldSet());
+          layout = layout.remap(oldToNew);
+        }
+        writeLists(field.fieldInfo, layout);
+        built = field.indexType;
+      }
+      writeMeta(field.fieldInfo, built, count, dataOffset, data.getFilePointer() - dataOffset);
     }
   }
 
   @Override
   public IORunnable mergeOneField(FieldInfo fieldInfo, MergeState mergeState) throws IOException {
     flatVectorsWriter.mergeOneFlatVectorField(fieldInfo, mergeState);
-    int count = countMergedVectors(fieldInfo, mergeState);
     IndexType type;
     try {
       type = checkIndexType(fieldInfo);
     } catch (IllegalArgumentException e) {
-      if (count > 0) {
+      if (countMergedVectors(fieldInfo, mergeState) > 0) {
         throw e;
       }
       type = IndexType.FLAT; // a rejected field (see addField): it never got any vector
     }
     long dataOffset = data.getFilePointer();
-    // flat: no index data; later index types build from the merged vectors here
-    writeMeta(fieldInfo, type, count, dataOffset, data.getFilePointer() - dataOffset);
+    if (type == IndexType.FLAT || fieldInfo.getVectorEncoding() != VectorEncoding.FLOAT32) {
+      int count = countMergedVectors(fieldInfo, mergeState);
+      writeMeta(fieldInfo, IndexType.FLAT, count, dataOffset, 0);
+      return null;
+    }
+    // the lists need random access to the merged vectors: a temporary copy, read back off-heap
+    try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, mergeState)) {
+      IndexType built = IndexType.FLAT;
+      if (buildsLists(fieldInfo, type, merged.size())) {
+        writeLists(fieldInfo, buildLists(fieldInfo, merged.vectors()));
+        built = type;
+      }
+      writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
+    }
     return null;
+  }
+
+  /** Whether a field of this type and size gets inverted lists (small segments stay flat). */
+  private boolean buildsLists(FieldInfo fieldInfo, IndexType type, int count) {
+    return type == IndexType.IVF_FLAT
+        && fieldInfo.getVectorEncoding() == VectorEncoding.FLOAT32
+        && count >= Math.max(1, ivfMinVectors);
+  }
+
+  /** The field's parameters: from its attributes, or the format's for unmarked fields. */
+  private IndexParams params(FieldInfo fieldInfo) {
+    return GpuVectorsFormat.isMarked(fieldInfo) ? IndexParams.of(fieldInfo) : unmarkedFields;
+  }
+
+  private IvfLayout buildLists(FieldInfo fieldInfo, FloatVectorValues vectors) throws IOException {
+    IndexParams params = params(fieldInfo);
+    int nlist = IvfBuilder.nlist(params.get(IndexParams.NLIST), vectors.size());
+    return IvfBuilder.build(
+        vectors,
+        nlist,
+        GpuSearchService.metric(fieldInfo.getVectorSimilarityFunction()),
+        KMeans.DEFAULT_ITERATIONS,
+        IvfBuilder.SEED,
+        GpuSearchServices.current().assigner());
+  }
+
+  private void writeLists(FieldInfo fieldInfo, IvfLayout layout) throws IOException {
+    IndexParams params = params(fieldInfo);
+    layout.writeTo(data, IvfProbes.defaultProbes(params.get(IndexParams.NPROBE), layout.nlist()));
   }
 
   private static int countMergedVectors(FieldInfo fieldInfo, MergeState mergeState)

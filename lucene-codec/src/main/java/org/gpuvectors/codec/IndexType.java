@@ -43,7 +43,15 @@ public enum IndexType {
 
   /** Whether this release can write and search this index type. */
   public boolean isImplemented() {
-    return this == FLAT;
+    return this == FLAT || this == IVF_FLAT;
+  }
+
+  /** The implemented types' names, as {@code [flat], [ivf_flat]}. */
+  public static String implementedNames() {
+    return Arrays.stream(values())
+        .filter(IndexType::isImplemented)
+        .map(t -> "[" + t.typeName + "]")
+        .collect(Collectors.joining(", "));
   }
 
   @Override

@@ -63,7 +63,7 @@ public final class KnnBatchSearcher {
     KnnCollector[][] collectors = new KnnCollector[leaves.size()][queries.length];
     GpuSearchService service = GpuSearchServices.current();
     // our segments' GPU shares go in one pass together; the others (and any the GPU cannot take) run here
-    List<GpuExactSearcher.Prepared> prepared = new ArrayList<>();
+    List<GpuSegmentSearcher.Prepared> prepared = new ArrayList<>();
     List<Integer> preparedLeaf = new ArrayList<>();
     List<GpuVectorsReader> preparedReader = new ArrayList<>();
     List<AcceptDocs> accepts = new ArrayList<>();
@@ -84,7 +84,7 @@ public final class KnnBatchSearcher {
         }
         continue;
       }
-      GpuExactSearcher.Prepared p = ours.prepareBatch(service, field, queries, collectors[l], accept);
+      GpuSegmentSearcher.Prepared p = ours.prepareBatch(service, field, queries, collectors[l], accept);
       if (p == null) {
         ours.searchBatchOnCpu(field, queries, collectors[l], accept);
       } else if (p.k() > 0) {
@@ -95,14 +95,14 @@ public final class KnnBatchSearcher {
     }
     if (prepared.isEmpty() == false) {
       List<GpuSearchService.Request> requests = new ArrayList<>(prepared.size());
-      for (GpuExactSearcher.Prepared p : prepared) {
+      for (GpuSegmentSearcher.Prepared p : prepared) {
         requests.add(p.request());
       }
       SearchResult[] results = service.searchAll(requests);
       for (int i = 0; i < prepared.size(); i++) {
         int l = preparedLeaf.get(i);
         if (results[i] != null) {
-          GpuExactSearcher.collect(prepared.get(i), results[i]);
+          GpuSegmentSearcher.collect(prepared.get(i), results[i]);
         } else {
           preparedReader.get(i).searchBatchOnCpu(field, queries, collectors[l], accepts.get(l));
         }

@@ -218,7 +218,7 @@ class GpuSearchPathTests {
           l2 += ((double) a[d] - b[d]) * ((double) a[d] - b[d]);
         }
         float raw = (float) (sim == VectorSimilarityFunction.EUCLIDEAN ? l2 : dot);
-        assertEquals(sim.compare(a, b), GpuExactSearcher.score(sim, raw), 1e-5f, sim + " pair " + i);
+        assertEquals(sim.compare(a, b), GpuSegmentSearcher.score(sim, raw), 1e-5f, sim + " pair " + i);
       }
     }
   }

@@ -576,15 +576,27 @@ class GpuVectorsFormatTests {
     FieldType ivfPq =
         GpuVectorsFormat.markField(
             KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN), IndexType.IVF_PQ);
-    assertRejected(ivfPq, "index type [ivf_pq] is not implemented yet; only [flat] is available");
+    assertRejected(ivfPq, "index type [ivf_pq] is not implemented yet; available types are [flat], [ivf_flat]");
+
+    // parameters arrive as attributes and are checked again here (a mapping layer may not be there)
+    FieldType badNlist = new FieldType(KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN));
+    badNlist.putAttribute(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "ivf_flat");
+    badNlist.putAttribute(IndexParams.ATTRIBUTE_PREFIX + IndexParams.NLIST, "0");
+    assertRejected(badNlist, "[nlist] must be in [1, 65536] but was [0]");
+    FieldType notANumber = new FieldType(KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN));
+    notANumber.putAttribute(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "ivf_flat");
+    notANumber.putAttribute(IndexParams.ATTRIBUTE_PREFIX + IndexParams.NPROBE, "many");
+    assertRejected(notANumber, "[nprobe] must be an integer but was [many]");
 
     FieldType unknown = new FieldType(KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN));
     unknown.putAttribute(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "hnsw");
     assertRejected(unknown, "unknown index type [hnsw]; valid types are [flat], [ivf_flat]");
   }
 
+  private int rejections;
+
   private void assertRejected(FieldType type, String expectedMessage) throws IOException {
-    try (Directory dir = FSDirectory.open(tempDir.resolve("rejected-" + type.getAttributes().get(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE)));
+    try (Directory dir = FSDirectory.open(tempDir.resolve("rejected-" + rejections++));
         IndexWriter writer = new IndexWriter(dir, config(new GpuVectorsCodec(), 10))) {
       Document doc = new Document();
       doc.add(new KnnFloatVectorField(GPU_FIELD, randomVector(false), type));

@@ -73,7 +73,7 @@ public class TestGpuVectorsFormat extends BaseKnnVectorsFormatTestCase {
     FieldType vectorType =
         KnnFloatVectorField.createFieldType(4, VectorSimilarityFunction.EUCLIDEAN);
     expectThrows(NullPointerException.class, () -> GpuVectorsFormat.markField(null, IndexType.FLAT));
-    expectThrows(NullPointerException.class, () -> GpuVectorsFormat.markField(vectorType, null));
+    expectThrows(NullPointerException.class, () -> GpuVectorsFormat.markField(vectorType, (IndexType) null));
     expectThrows(
         IllegalArgumentException.class,
         () -> GpuVectorsFormat.markField(StringField.TYPE_STORED, IndexType.FLAT));
@@ -94,7 +94,7 @@ public class TestGpuVectorsFormat extends BaseKnnVectorsFormatTestCase {
         "GpuVectorsFormat(name=GpuVectorsFormat, flatVectorsFormat="
             + "Lucene99FlatVectorsFormat(vectorsScorer="
             + scorer
-            + "))",
+            + "), ivfMinVectors=10000)",
         new GpuVectorsFormat().toString());
   }
 }

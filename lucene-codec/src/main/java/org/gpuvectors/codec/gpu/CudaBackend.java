@@ -7,6 +7,8 @@ import org.gpuvectors.cuda.BatchSearch;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
+import org.gpuvectors.cuda.GpuIvfFlatIndex;
+import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
@@ -31,13 +33,45 @@ final class CudaBackend implements GpuBackend {
   }
 
   @Override
-  public long estimateBytes(int size, int dims, Metric metric) {
-    return 4L * Math.max(1, size) * dims + (metric == Metric.L2 ? 4L * Math.max(1, size) : 0);
+  public long estimateBytes(int size, int dims, Metric metric, GpuIvf ivf) {
+    long n = Math.max(1, size);
+    if (ivf == null) {
+      return 4L * n * dims + (metric == Metric.L2 ? 4L * n : 0);
+    }
+    // vectors in list order, their ordinals, list offsets, and the centroids as a flat index (+ norms)
+    return 4L * n * dims + 4L * n + 4L * (ivf.nlist() + 1) + 4L * ivf.nlist() * (dims + 1);
   }
 
   @Override
-  public DeviceIndex upload(FloatVectorValues vectors, Metric metric) throws IOException {
+  public int[] nearest(float[] centroids, int numCentroids, float[] points, int count, int dims, Metric metric) {
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, centroids, numCentroids, dims, metric)) {
+      SearchResult result = BatchSearch.run(device, List.of(new SearchGroup(index, points, count, 1, null, null)))[0];
+      int[] nearest = new int[count];
+      for (int i = 0; i < count; i++) {
+        nearest[i] = result.id(i, 0);
+      }
+      return nearest;
+    }
+  }
+
+  @Override
+  public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException {
     int dims = vectors.dimension();
+    if (ivf != null) {
+      IvfLists lists = ivf.lists().get();
+      int[] ords = lists.ords();
+      // the vectors go in list order: row p of the device index is the vector of ordinal ords[p]
+      return GpuIvfFlatIndex.upload(
+          device,
+          lists,
+          dims,
+          metric,
+          (first, count, dst) -> {
+            for (int i = 0; i < count; i++) {
+              System.arraycopy(vectors.vectorValue(ords[first + i]), 0, dst, i * dims, dims);
+            }
+          });
+    }
     // streamed a slab at a time: the segment's vectors never sit whole on the Java heap
     return GpuFlatIndex.upload(
         device,

@@ -22,11 +22,24 @@ public interface GpuBackend extends Closeable {
   /** Device memory in bytes (the memory budget is a fraction of it). */
   long totalMemoryBytes();
 
-  /** Device bytes that {@link #upload} will take for these vectors (the residency gate asks first). */
-  long estimateBytes(int size, int dims, Metric metric);
+  /**
+   * Device bytes that {@link #upload} will take for these vectors and lists (the residency gate asks
+   * first); {@code ivf} null: a flat field.
+   */
+  long estimateBytes(int size, int dims, Metric metric, GpuIvf ivf);
 
-  /** Makes a segment field's vectors resident. May run concurrently with {@link #search}. */
-  DeviceIndex upload(FloatVectorValues vectors, Metric metric) throws IOException;
+  /**
+   * Makes a segment field resident: its vectors, and with {@code ivf} its inverted lists (the
+   * vectors then go in list order). May run concurrently with {@link #search}.
+   */
+  DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException;
+
+  /**
+   * For each of {@code count} points (row-major) the index of its nearest of {@code numCentroids}
+   * centroids (row-major) by {@code metric}: the assignment step of k-means, on the device. Cosine:
+   * callers pass normalised rows and ask for the inner product.
+   */
+  int[] nearest(float[] centroids, int numCentroids, float[] points, int count, int dims, Metric metric);
 
   /**
    * Runs a batch of searches as one pass; results in group order. One batch at a time. Adds the

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuAvailability;
@@ -248,7 +249,7 @@ public final class GpuSearchService implements Closeable {
       int k,
       long[] mask)
       throws IOException {
-    return search(segment, field, vectors, similarity, queries, numQueries, k, mask, false, null, k);
+    return search(segment, field, vectors, similarity, null, 1, queries, numQueries, k, mask, false, null, k);
   }
 
   /**
@@ -257,6 +258,8 @@ public final class GpuSearchService implements Closeable {
    * ask searches every resident segment of the index for this query in the same pass, and the others
    * take their results when they ask ({@link Speculations}).
    *
+   * @param ivf the field's inverted lists, or null for a flat field
+   * @param nprobe lists to scan (IVF; ignored for flat fields)
    * @param speculative whether this is one unfiltered query that may search the index's other
    *     segments too (Lucene passes every segment the same vector array: its identity and contents
    *     tie the segments' calls together)
@@ -268,6 +271,8 @@ public final class GpuSearchService implements Closeable {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
+      GpuIvf ivf,
+      int nprobe,
       float[] queries,
       int numQueries,
       int k,
@@ -293,13 +298,13 @@ public final class GpuSearchService implements Closeable {
         // not computed for this segment (not resident then, a larger k, other deletions): search it now
       } else {
         try {
-          return searchIndex(gpuSegment, key, vectors, similarity, queries, k, mask, token, mine, requestedK);
+          return searchIndex(gpuSegment, key, vectors, similarity, ivf, nprobe, queries, k, mask, token, mine, requestedK);
         } finally {
           mine.finish(); // whatever happened, segments waiting on it go on
         }
       }
     }
-    return run(List.of(new Request(segment, field, vectors, similarity, queries, numQueries, k, mask)))[0];
+    return run(List.of(new Request(segment, field, vectors, similarity, ivf, nprobe, queries, numQueries, k, mask)))[0];
   }
 
   /** One segment field's share of {@link #searchAll}: as the arguments of {@link #search}. */
@@ -308,10 +313,20 @@ public final class GpuSearchService implements Closeable {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
+      GpuIvf ivf,
+      int nprobe,
       float[] queries,
       int numQueries,
       int k,
-      long[] mask) {}
+      long[] mask) {
+
+    /** A flat field's request. */
+    public Request(
+        Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity,
+        float[] queries, int numQueries, int k, long[] mask) {
+      this(segment, field, vectors, similarity, null, 1, queries, numQueries, k, mask);
+    }
+  }
 
   /**
    * Several segment fields' searches in the same pass (the batch API over all of an index's
@@ -338,12 +353,13 @@ public final class GpuSearchService implements Closeable {
       List<Integer> at = new ArrayList<>();
       for (int i = 0; i < requests.size(); i++) {
         Request r = requests.get(i);
-        Residency.Handle handle = acquire(r.segment(), r.field(), r.vectors(), r.similarity());
+        Residency.Handle handle = acquire(r.segment(), r.field(), r.vectors(), r.similarity(), r.ivf());
         if (handle == null) {
           continue; // counted; this one runs on the CPU
         }
         handles.add(handle);
-        searches.add(new SearchBatcher.Search(handle.index(), r.queries(), r.numQueries(), r.k(), r.mask()));
+        searches.add(
+            new SearchBatcher.Search(handle.index(), r.queries(), r.numQueries(), r.k(), r.mask(), r.nprobe()));
         at.add(i);
       }
       if (searches.isEmpty()) {
@@ -377,6 +393,8 @@ public final class GpuSearchService implements Closeable {
       Residency.Key key,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
+      GpuIvf ivf,
+      int nprobe,
       float[] query,
       int k,
       long[] mask,
@@ -386,7 +404,7 @@ public final class GpuSearchService implements Closeable {
       throws IOException {
     List<Residency.Handle> handles = new ArrayList<>();
     try {
-      Residency.Handle own = acquire(key.segment(), key.field(), vectors, similarity);
+      Residency.Handle own = acquire(key.segment(), key.field(), vectors, similarity, ivf);
       if (own == null) {
         return null;
       }
@@ -394,9 +412,11 @@ public final class GpuSearchService implements Closeable {
       List<Residency.Key> keys = new ArrayList<>();
       List<Object> tokens = new ArrayList<>();
       List<long[]> masks = new ArrayList<>();
+      List<GpuSegment> segments = new ArrayList<>();
       keys.add(key);
       tokens.add(token);
       masks.add(mask);
+      segments.add(segment);
       long totalDocs = segment.maxDoc();
       for (Residency.Key peer : residency.residentPeers(segment, key.field())) {
         Residency.Handle handle = residency.acquireResident(peer);
@@ -409,13 +429,17 @@ public final class GpuSearchService implements Closeable {
         keys.add(peer);
         tokens.add(standing.token());
         masks.add(standing.mask());
+        segments.add(peerSegment);
         totalDocs += peerSegment.maxDoc();
       }
       int parkK = Math.max(k, Math.min(MAX_GPU_K, fullK(requestedK, segment.maxDoc() / (double) totalDocs)));
       List<SearchBatcher.Search> searches = new ArrayList<>(keys.size());
       for (int i = 0; i < keys.size(); i++) {
         DeviceIndex index = handles.get(i).index();
-        searches.add(new SearchBatcher.Search(index, query, 1, Math.max(1, Math.min(parkK, index.size())), masks.get(i)));
+        int searchK = Math.max(1, Math.min(parkK, index.size()));
+        // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
+        int probes = i == 0 ? nprobe : segments.get(i).probes(keys.get(i).field(), searchK);
+        searches.add(new SearchBatcher.Search(index, query, 1, searchK, masks.get(i), probes));
       }
       batcher.run(searches);
       SearchBatcher.Search mine = searches.get(0);
@@ -450,6 +474,42 @@ public final class GpuSearchService implements Closeable {
     return (int) Math.min(Integer.MAX_VALUE, Math.max(leafK, Math.ceil(root * root / share)));
   }
 
+  /**
+   * The nearest-centroid step of k-means and of IVF list assignment: on this service's GPU (the
+   * brute-force primitive with k = 1) while it serves, else on the CPU ({@link Assigner#CPU}, also
+   * when a GPU call fails: an index build never fails because of the GPU). Counted in the stats.
+   */
+  public Assigner assigner() {
+    return (centroids, points, count, metric, out, outOffset) -> {
+      if (count == 0) {
+        return;
+      }
+      if (refusal(0) == null) {
+        int dims = centroids[0].length;
+        float[] packedCentroids = new float[centroids.length * dims];
+        for (int c = 0; c < centroids.length; c++) {
+          System.arraycopy(centroids[c], 0, packedCentroids, c * dims, dims);
+        }
+        float[] packedPoints = new float[count * dims];
+        for (int i = 0; i < count; i++) {
+          System.arraycopy(points[i], 0, packedPoints, i * dims, dims);
+        }
+        // cosine: rows come normalised, so the inner product ranks as cosine without normalising again
+        Metric rank = metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric;
+        try {
+          int[] nearest = backend.nearest(packedCentroids, centroids.length, packedPoints, count, dims, rank);
+          System.arraycopy(nearest, 0, out, outOffset, count);
+          stats.recordAssigned(count, true);
+          return;
+        } catch (CudaException e) {
+          gpuError(e); // counted; this block is assigned on the CPU
+        }
+      }
+      Assigner.CPU.assign(centroids, points, count, metric, out, outOffset);
+      stats.recordAssigned(count, false);
+    };
+  }
+
   /** Turns the one-pass search of a query's segments on or off (to measure both; on by default). */
   public void setSpeculation(boolean on) {
     this.speculate = on;
@@ -460,13 +520,14 @@ public final class GpuSearchService implements Closeable {
    *
    * @return whether it is resident (false: no GPU, does not fit, or the upload failed: counted)
    */
-  public boolean warm(Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity)
+  public boolean warm(
+      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuIvf ivf)
       throws IOException {
     if (refusal(0) != null || vectors.size() == 0) {
       return false;
     }
     boolean resident = isResident(segment, field);
-    try (Residency.Handle handle = acquire(segment, field, vectors, similarity)) {
+    try (Residency.Handle handle = acquire(segment, field, vectors, similarity, ivf)) {
       if (handle != null && resident == false) {
         stats.recordWarmup();
       }
@@ -476,15 +537,15 @@ public final class GpuSearchService implements Closeable {
 
   /** A handle on the segment field's device index (uploaded if needed), or null (fallback counted). */
   private Residency.Handle acquire(
-      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity)
+      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuIvf ivf)
       throws IOException {
     Metric metric = metric(similarity);
-    long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric);
+    long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric, ivf);
     Residency.Acquired acquired;
     try {
       acquired =
           residency.acquire(
-              new Residency.Key(segment, field), bytes, () -> backend.upload(vectors.copy(), metric));
+              new Residency.Key(segment, field), bytes, () -> backend.upload(vectors.copy(), metric, ivf));
     } catch (CudaException e) {
       gpuError(e);
       return null;

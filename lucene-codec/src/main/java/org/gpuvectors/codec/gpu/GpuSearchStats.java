@@ -24,6 +24,9 @@ public final class GpuSearchStats {
   private final LongAdder evictions = new LongAdder();
   private final LongAdder warmups = new LongAdder();
   private final LongAdder speculativeHits = new LongAdder();
+  private final LongAdder gpuAssignedVectors = new LongAdder();
+  private final LongAdder cpuAssignedVectors = new LongAdder();
+  private final LongAdder exhaustiveIvfSearches = new LongAdder();
   private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
 
   public GpuSearchStats() {
@@ -101,6 +104,30 @@ public final class GpuSearchStats {
   }
 
   /** Searches that ran on the CPU instead, in total. */
+  /** Vectors whose nearest centroid (k-means, IVF list assignment) the GPU computed. */
+  public long gpuAssignedVectors() {
+    return gpuAssignedVectors.sum();
+  }
+
+  /** Vectors whose nearest centroid the CPU computed (no GPU, or the GPU failed). */
+  public long cpuAssignedVectors() {
+    return cpuAssignedVectors.sum();
+  }
+
+  /** IVF searches whose filter made them scan every list (exact search over the accepted vectors). */
+  public long exhaustiveIvfSearches() {
+    return exhaustiveIvfSearches.sum();
+  }
+
+  /** Counts an IVF search that scans every list because of its filter. */
+  public void recordExhaustiveIvfSearch() {
+    exhaustiveIvfSearches.increment();
+  }
+
+  void recordAssigned(int count, boolean gpu) {
+    (gpu ? gpuAssignedVectors : cpuAssignedVectors).add(count);
+  }
+
   public long cpuFallbacks() {
     return cpuFallbacks.values().stream().mapToLong(LongAdder::sum).sum();
   }

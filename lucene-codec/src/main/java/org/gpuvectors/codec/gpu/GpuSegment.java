@@ -3,7 +3,8 @@ package org.gpuvectors.codec.gpu;
 /**
  * A segment whose fields the service may hold, as the service needs to see it to search a query
  * over all of an index's segments at once ({@link GpuSearchService#search}'s speculation): which
- * index it belongs to, and which vectors an unfiltered search of a field accepts there now.
+ * index it belongs to, which vectors an unfiltered search of a field accepts there now, and how much
+ * of an IVF field it scans.
  */
 public interface GpuSegment {
 
@@ -15,6 +16,9 @@ public interface GpuSegment {
 
   /** What an unfiltered search of {@code field} accepts: all vectors, or the live ones. */
   Standing standing(String field);
+
+  /** Lists an unfiltered search of {@code field} for k results scans (IVF fields; 1 for flat ones). */
+  int probes(String field, int k);
 
   /**
    * The accept mask of unfiltered searches: {@code token} is the live-docs instance it was built

@@ -35,8 +35,9 @@ public final class SearchBatcher {
   }
 
   /**
-   * One caller's search of one resident index: its queries (row-major), its k, and its accepted
-   * vectors ({@code mask} for all its queries, null = all). Filled by the pass that runs it.
+   * One caller's search of one resident index: its queries (row-major), its k, its accepted vectors
+   * ({@code mask} for all its queries, null = all) and the lists it scans (IVF indexes; flat ones
+   * ignore it). Filled by the pass that runs it.
    */
   public static final class Search {
     final DeviceIndex index;
@@ -44,16 +45,23 @@ public final class SearchBatcher {
     final int numQueries;
     final int k;
     final long[] mask;
+    final int nprobe;
     private SearchResult result;
     private Throwable error;
     private boolean done; // guarded by the batcher's lock
 
-    public Search(DeviceIndex index, float[] queries, int numQueries, int k, long[] mask) {
+    public Search(DeviceIndex index, float[] queries, int numQueries, int k, long[] mask, int nprobe) {
       this.index = index;
       this.queries = queries;
       this.numQueries = numQueries;
       this.k = k;
       this.mask = mask;
+      this.nprobe = nprobe;
+    }
+
+    /** A search of a flat index. */
+    public Search(DeviceIndex index, float[] queries, int numQueries, int k, long[] mask) {
+      this(index, queries, numQueries, k, mask, 1);
     }
 
     /** The k best per query, once run without error. */
@@ -183,19 +191,24 @@ public final class SearchBatcher {
     stats.recordBatch(batch.size(), groups.size(), System.nanoTime() - start, timing[0], timing[1]);
   }
 
-  /** The searches of one index as one group: queries stacked, the largest k, masks shared if equal. */
+  /**
+   * The searches of one index as one group: queries stacked, the largest k and the most lists (more
+   * lists only add candidates: each search gets at least the hits it asked for), masks shared if equal.
+   */
   private static SearchGroup group(DeviceIndex index, List<Search> searches) {
     if (searches.size() == 1) {
       Search s = searches.get(0);
-      return new SearchGroup(index, s.queries, s.numQueries, s.k, s.mask, null);
+      return new SearchGroup(index, s.queries, s.numQueries, s.k, s.mask, null, s.nprobe);
     }
     int dims = index.dims();
     int numQueries = 0;
     int k = 0;
+    int nprobe = 1;
     boolean oneMask = true;
     for (Search s : searches) {
       numQueries += s.numQueries;
       k = Math.max(k, s.k);
+      nprobe = Math.max(nprobe, s.nprobe);
       oneMask &= s.mask == searches.get(0).mask; // the same array: a segment's cached live docs, or none
     }
     float[] queries = new float[numQueries * dims];
@@ -208,6 +221,6 @@ public final class SearchBatcher {
       }
       row += s.numQueries;
     }
-    return new SearchGroup(index, queries, numQueries, k, oneMask ? searches.get(0).mask : null, masks);
+    return new SearchGroup(index, queries, numQueries, k, oneMask ? searches.get(0).mask : null, masks, nprobe);
   }
 }

@@ -10,6 +10,7 @@ import java.util.function.Supplier;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.cuda.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
@@ -17,7 +18,9 @@ import org.gpuvectors.cuda.SearchResult;
 /**
  * A {@link GpuBackend} on the CPU for tests of the service on machines without a GPU: device
  * memory is counted (live and peak), passes are brute force with the kernels' conventions (squared
- * L2 or inner product, cosine normalised, masks per query), and faults can be injected.
+ * L2 or inner product, cosine normalised, masks per query) over all vectors, or for IVF fields over
+ * the vectors of the group's {@code nprobe} nearest lists (as the GPU index probes them), and faults
+ * can be injected.
  */
 public final class FakeBackend implements GpuBackend {
 
@@ -32,6 +35,8 @@ public final class FakeBackend implements GpuBackend {
   public final AtomicInteger uploads = new AtomicInteger();
   public final AtomicInteger passes = new AtomicInteger();
   public final AtomicInteger maxGroupsPerPass = new AtomicInteger();
+  /** Calls of {@link #nearest} (k-means assignment on the "device"). */
+  public final AtomicInteger nearestCalls = new AtomicInteger();
   /** Threads that ran passes, in order. */
   public final List<Thread> passThreads = java.util.Collections.synchronizedList(new ArrayList<>());
   /** Every index uploaded, in order. */
@@ -69,12 +74,42 @@ public final class FakeBackend implements GpuBackend {
   }
 
   @Override
-  public long estimateBytes(int size, int dims, Metric metric) {
-    return 4L * Math.max(1, size) * dims;
+  public long estimateBytes(int size, int dims, Metric metric, GpuIvf ivf) {
+    return 4L * Math.max(1, size) * dims + (ivf == null ? 0 : 4L * size + 4L * ivf.nlist() * (dims + 1));
   }
 
   @Override
-  public DeviceIndex upload(FloatVectorValues vectors, Metric metric) throws IOException {
+  public int[] nearest(float[] centroids, int numCentroids, float[] points, int count, int dims, Metric metric) {
+    check();
+    nearestCalls.incrementAndGet();
+    int[] out = new int[count];
+    for (int i = 0; i < count; i++) {
+      out[i] = nearestRow(centroids, numCentroids, points, i * dims, dims, metric);
+    }
+    return out;
+  }
+
+  /** The nearest of {@code rows} rows of {@code matrix} to the vector at {@code x[from]} (ties: lower row). */
+  private static int nearestRow(float[] matrix, int rows, float[] x, int from, int dims, Metric metric) {
+    int best = 0;
+    double bestValue = 0;
+    for (int r = 0; r < rows; r++) {
+      double acc = 0;
+      for (int d = 0; d < dims; d++) {
+        float a = matrix[r * dims + d];
+        float b = x[from + d];
+        acc += metric == Metric.L2 ? (a - b) * (double) (a - b) : -(double) a * b;
+      }
+      if (r == 0 || acc < bestValue) {
+        best = r;
+        bestValue = acc;
+      }
+    }
+    return best;
+  }
+
+  @Override
+  public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException {
     check();
     Supplier<RuntimeException> fault = uploadFault;
     if (fault != null) {
@@ -90,8 +125,9 @@ public final class FakeBackend implements GpuBackend {
         normalize(data, i * dims, dims);
       }
     }
+    IvfLists lists = ivf == null ? null : ivf.lists().get();
     uploads.incrementAndGet();
-    FakeIndex index = new FakeIndex(data, n, dims, metric, estimateBytes(n, dims, metric));
+    FakeIndex index = new FakeIndex(data, n, dims, metric, lists, estimateBytes(n, dims, metric, ivf));
     indexes.add(index);
     return index;
   }
@@ -137,7 +173,7 @@ public final class FakeBackend implements GpuBackend {
       }
       long[] mask = group.queryMasks() != null ? group.queryMasks()[q] : group.sharedMask();
       List<float[]> scored = new ArrayList<>(); // {distance, id}
-      for (int id = 0; id < index.n; id++) {
+      for (int id : candidates(index, query, group.nprobe())) {
         if (mask != null && ((mask[id >>> 6] >>> id) & 1) == 0) {
           continue;
         }
@@ -157,6 +193,44 @@ public final class FakeBackend implements GpuBackend {
       }
     }
     return new SearchResult(group.numQueries(), k, ids, distances);
+  }
+
+  /** All ordinals of a flat index; of an IVF index, those in the nprobe lists nearest to the query. */
+  private static int[] candidates(FakeIndex index, float[] query, int nprobe) {
+    if (index.lists == null) {
+      int[] all = new int[index.n];
+      Arrays.setAll(all, i -> i);
+      return all;
+    }
+    IvfLists lists = index.lists;
+    int dims = index.dims;
+    float[] centroids = lists.centroids().clone();
+    Metric coarse = index.metric;
+    if (coarse == Metric.COSINE) {
+      for (int l = 0; l < lists.nlist(); l++) {
+        normalize(centroids, l * dims, dims);
+      }
+    }
+    // rank lists by distance (ties: lower list), take the nearest nprobe
+    Integer[] order = new Integer[lists.nlist()];
+    double[] dist = new double[lists.nlist()];
+    for (int l = 0; l < order.length; l++) {
+      order[l] = l;
+      double acc = 0;
+      for (int d = 0; d < dims; d++) {
+        float a = centroids[l * dims + d];
+        acc += coarse == Metric.L2 ? (a - query[d]) * (double) (a - query[d]) : -(double) a * query[d];
+      }
+      dist[l] = acc;
+    }
+    Arrays.sort(order, (a, b) -> dist[a] != dist[b] ? Double.compare(dist[a], dist[b]) : Integer.compare(a, b));
+    List<Integer> ids = new ArrayList<>();
+    for (int i = 0; i < Math.min(nprobe, order.length); i++) {
+      for (int p = lists.offsets()[order[i]]; p < lists.offsets()[order[i] + 1]; p++) {
+        ids.add(lists.ords()[p]);
+      }
+    }
+    return ids.stream().mapToInt(Integer::intValue).toArray();
   }
 
   private static void normalize(float[] x, int from, int dims) {
@@ -188,14 +262,16 @@ public final class FakeBackend implements GpuBackend {
     final int n;
     final int dims;
     final Metric metric;
+    final IvfLists lists; // null: flat
     final long bytes;
     volatile boolean closed;
 
-    FakeIndex(float[] data, int n, int dims, Metric metric, long bytes) {
+    FakeIndex(float[] data, int n, int dims, Metric metric, IvfLists lists, long bytes) {
       this.data = data;
       this.n = n;
       this.dims = dims;
       this.metric = metric;
+      this.lists = lists;
       this.bytes = bytes;
       long live = liveBytes.addAndGet(bytes);
       peakLiveBytes.accumulateAndGet(live, Math::max);

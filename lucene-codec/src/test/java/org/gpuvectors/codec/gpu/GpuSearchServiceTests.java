@@ -163,7 +163,7 @@ class GpuSearchServiceTests {
     FakeBackend backend = new FakeBackend(1L << 30);
     GpuSearchService service = service(backend, 1.0);
     Segment s = segment(64);
-    assertTrue(service.warm(s.key(), "vec", s.values(), SIM));
+    assertTrue(service.warm(s.key(), "vec", s.values(), SIM, null));
     FakeBackend.FakeIndex index = backend.indexes.get(0);
     backend.passMillis = 300;
     ExecutorService pool = Executors.newSingleThreadExecutor();
@@ -304,8 +304,8 @@ class GpuSearchServiceTests {
     FakeBackend backend = new FakeBackend(1L << 30);
     GpuSearchService service = service(backend, 1.0);
     Segment s = segment(50);
-    assertTrue(service.warm(s.key(), "vec", s.values(), SIM));
-    assertTrue(service.warm(s.key(), "vec", s.values(), SIM));
+    assertTrue(service.warm(s.key(), "vec", s.values(), SIM, null));
+    assertTrue(service.warm(s.key(), "vec", s.values(), SIM, null));
     assertEquals(1, backend.uploads.get());
     assertEquals(1, service.stats().warmups());
     assertNotNull(search(service, s, vector(), 3, null));

@@ -7,22 +7,25 @@ import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuIvf;
 import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
- * Exact k-NN search of one segment field on the GPU: the GPU counterpart of {@link
- * FlatExactSearcher}, with the same inputs and the same scores (Lucene's similarity formulas
- * applied to the distances the kernels return).
+ * k-NN search of one segment field on the GPU: exact for flat fields (the GPU counterpart of {@link
+ * FlatExactSearcher}), over the nearest inverted lists for IVF fields (the counterpart of {@link
+ * IvfField#search}, probing as many lists). Same inputs and the same scores as the CPU paths
+ * (Lucene's similarity formulas applied to the exact distances the kernels return).
  *
  * <p>Accepted documents (filters, deletions) become an accept mask over vector ordinals that the
  * kernels apply ({@link AcceptMasks}). A collector whose visit limit is below the number of accepted
  * vectors is left to the CPU path, which terminates early exactly as Lucene expects (Lucene then
  * runs its own exact search).
  */
-final class GpuExactSearcher {
+final class GpuSegmentSearcher {
 
-  private GpuExactSearcher() {}
+  private GpuSegmentSearcher() {}
 
   /**
    * One segment's share of a GPU search, ready to run: its queries as rows, the k to ask (the
@@ -38,12 +41,29 @@ final class GpuExactSearcher {
       int k,
       int requestedK,
       AcceptMasks.Mask accepted,
-      KnnCollector[] collectors) {
+      KnnCollector[] collectors,
+      IvfField ivf,
+      int nprobe) {
 
     /** The service's request for this share (the batch API sends several segments' in one pass). */
     GpuSearchService.Request request() {
-      return new GpuSearchService.Request(segment, field, vectors, similarity, rows, numQueries, k, accepted.bits());
+      return new GpuSearchService.Request(
+          segment, field, vectors, similarity, gpuIvf(ivf), nprobe, rows, numQueries, k, accepted.bits());
     }
+
+    long visited() {
+      return GpuSegmentSearcher.visited(ivf, accepted.count(), nprobe);
+    }
+  }
+
+  /** Vectors a search looks at per query: all accepted ones, or (about) those in the probed lists. */
+  static long visited(IvfField ivf, long accepted, int nprobe) {
+    return ivf == null ? accepted : (long) Math.ceil(accepted * (double) nprobe / ivf.nlist());
+  }
+
+  /** The lists as the service uploads them, or null for a flat field. */
+  static GpuIvf gpuIvf(IvfField ivf) {
+    return ivf == null ? null : new GpuIvf(ivf.nlist(), ivf::toLists);
   }
 
   /**
@@ -57,12 +77,13 @@ final class GpuExactSearcher {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
+      IvfField ivf,
       float[][] queries,
       KnnCollector[] collectors,
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    Prepared p = prepare(service, segment, field, vectors, similarity, queries, collectors, accept, masks);
+    Prepared p = prepare(service, segment, field, vectors, similarity, ivf, queries, collectors, accept, masks);
     if (p == null) {
       return false;
     }
@@ -73,8 +94,8 @@ final class GpuExactSearcher {
     boolean speculative = queries.length == 1 && p.accepted().standing();
     SearchResult result =
         service.search(
-            segment, field, vectors, similarity, p.rows(), queries.length, p.k(), p.accepted().bits(),
-            speculative, p.accepted().token(), p.requestedK());
+            segment, field, vectors, similarity, gpuIvf(ivf), p.nprobe(), p.rows(), queries.length, p.k(),
+            p.accepted().bits(), speculative, p.accepted().token(), p.requestedK());
     if (result == null) {
       return false;
     }
@@ -92,6 +113,7 @@ final class GpuExactSearcher {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
+      IvfField ivf,
       float[][] queries,
       KnnCollector[] collectors,
       AcceptDocs accept,
@@ -106,8 +128,16 @@ final class GpuExactSearcher {
       return null; // before the mask: without a GPU, building it would be wasted work
     }
     AcceptMasks.Mask accepted = masks.of(field, accept, vectors);
+    int nprobe = 1;
+    if (ivf != null) {
+      nprobe = ivf.probes(k, accepted.count());
+      if (nprobe == ivf.nlist() && accepted.count() < vectors.size()) {
+        service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
+      }
+    }
+    long visited = visited(ivf, accepted.count(), nprobe);
     for (KnnCollector collector : collectors) {
-      if (accepted.count() > collector.visitLimit()) {
+      if (visited > collector.visitLimit()) {
         service.countFallback(FallbackReason.VISIT_LIMIT);
         return null;
       }
@@ -124,14 +154,14 @@ final class GpuExactSearcher {
       }
     }
     return new Prepared(
-        segment, field, vectors, similarity, rows, queries.length, k, requestedK, accepted, collectors);
+        segment, field, vectors, similarity, rows, queries.length, k, requestedK, accepted, collectors, ivf, nprobe);
   }
 
   /** Hands a GPU result to the prepared search's collectors, with Lucene's scores and doc ids. */
   static void collect(Prepared p, SearchResult result) throws IOException {
     for (int q = 0; q < p.numQueries(); q++) {
       KnnCollector collector = p.collectors()[q];
-      collector.incVisitedCount(p.accepted().count());
+      collector.incVisitedCount((int) Math.min(Integer.MAX_VALUE, p.visited()));
       int hits = Math.min(result.count(q), collector.k());
       for (int i = 0; i < hits; i++) {
         int doc = p.vectors().ordToDoc(result.id(q, i));

@@ -1,0 +1,90 @@
+package org.gpuvectors.codec.ivf;
+
+import java.io.IOException;
+import java.util.OptionalInt;
+import java.util.Random;
+import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.cuda.Metric;
+
+/**
+ * Builds a segment field's inverted lists: trains the coarse quantizer with {@link KMeans} on a
+ * sample of the vectors, then assigns every vector to its nearest centroid, streaming the vectors in
+ * blocks (a segment's vectors never sit whole on the heap; the sample is bounded by {@link
+ * #MAX_TRAINING_FLOATS}).
+ */
+public final class IvfBuilder {
+
+  /** Training points per list at most (Faiss: 256; it warns below 39). */
+  static final int TRAINING_POINTS_PER_LIST = 64;
+  /** Heap the training sample may take, in floats (128 MB). */
+  static final long MAX_TRAINING_FLOATS = 32L << 20;
+  /** Seed of the training sample and the initial centroids (a fixed one: builds are reproducible). */
+  public static final long SEED = 42;
+  /** Lists per segment without an {@code nlist} in the mapping: about sqrt(vectors), at most this. */
+  static final int MAX_DEFAULT_NLIST = 1 << 16;
+
+  /** Vectors assigned per {@link Assigner} call. */
+  private static final int ASSIGN_BLOCK = 8192;
+
+  private IvfBuilder() {}
+
+  /**
+   * The lists of a segment with {@code size} vectors: the mapping's {@code nlist} (at most one list per
+   * vector), else {@code round(sqrt(size))} (Faiss's rule of thumb is 1 to 16 times sqrt(n); the low end
+   * keeps lists long enough for the GPU to scan efficiently).
+   */
+  public static int nlist(OptionalInt requested, int size) {
+    int n = Math.max(1, size);
+    if (requested.isPresent()) {
+      return Math.min(requested.getAsInt(), n);
+    }
+    return (int) Math.max(1, Math.min(Math.min(MAX_DEFAULT_NLIST, n), Math.round(Math.sqrt(n))));
+  }
+
+  /** What a build used: kept in the index for the record (and for re-training with the same choices). */
+  public record Training(int samples, int iterations, long seed) {}
+
+  /**
+   * The lists of {@code vectors} (ordinals = positions in {@code vectors}).
+   *
+   * @param metric how lists rank vectors (cosine: vectors are normalised here, centroids too)
+   */
+  public static IvfLayout build(
+      FloatVectorValues vectors, int nlist, Metric metric, int iterations, long seed, Assigner assigner)
+      throws IOException {
+    int n = vectors.size();
+    int dims = vectors.dimension();
+    if (nlist < 1 || nlist > n) {
+      throw new IllegalArgumentException("nlist must be in [1, " + n + "]: " + nlist);
+    }
+    long maxByHeap = Math.max(nlist, MAX_TRAINING_FLOATS / dims);
+    int samples = (int) Math.min(n, Math.min((long) nlist * TRAINING_POINTS_PER_LIST, maxByHeap));
+    int[] chosen = KMeans.sample(n, samples, new Random(seed));
+    float[][] training = new float[samples][];
+    for (int i = 0; i < samples; i++) {
+      training[i] = row(vectors, chosen[i], metric);
+    }
+    float[][] centroids = KMeans.train(training, nlist, metric, iterations, seed, assigner);
+    training = null; // the sample can go before the assignment pass
+
+    int[] list = new int[n];
+    float[][] block = new float[Math.min(ASSIGN_BLOCK, n)][];
+    for (int start = 0; start < n; start += ASSIGN_BLOCK) {
+      int count = Math.min(ASSIGN_BLOCK, n - start);
+      for (int i = 0; i < count; i++) {
+        block[i] = row(vectors, start + i, metric);
+      }
+      assigner.assign(centroids, block, count, metric, list, start);
+    }
+    return IvfLayout.fromAssignment(centroids, list, new Training(samples, iterations, seed));
+  }
+
+  /** A copy of vector {@code ord} (normalised for cosine). */
+  private static float[] row(FloatVectorValues vectors, int ord, Metric metric) throws IOException {
+    float[] v = vectors.vectorValue(ord).clone();
+    if (metric == Metric.COSINE) {
+      KMeans.normalize(v);
+    }
+    return v;
+  }
+}

@@ -1,0 +1,161 @@
+package org.gpuvectors.codec.ivf;
+
+import java.io.IOException;
+import java.util.Arrays;
+import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;
+import org.apache.lucene.index.CorruptIndexException;
+import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.AcceptDocs;
+import org.apache.lucene.search.KnnCollector;
+import org.apache.lucene.store.IndexInput;
+import org.apache.lucene.store.RandomAccessInput;
+import org.apache.lucene.util.Bits;
+import org.apache.lucene.util.NumericUtils;
+import org.apache.lucene.util.VectorUtil;
+import org.apache.lucene.util.hnsw.RandomVectorScorer;
+import org.gpuvectors.cuda.IvfLists;
+import org.gpuvectors.cuda.Metric;
+
+/**
+ * One segment field's IVF lists as read from the {@code .gvd} file, and their CPU search: rank the
+ * centroids, scan the best lists' vectors exactly. Centroids and list offsets live on the heap
+ * ({@code nlist x dims} floats); the ordinals stay in the file.
+ *
+ * <p>The GPU runs the same algorithm on the same lists ({@code GpuIvfFlatIndex}): the same lists are
+ * probed and the same candidates scored, so both paths return the same hits up to ties.
+ */
+public final class IvfField {
+
+  private final Metric metric;
+  private final float[][] centroids;
+  private final int[] offsets;
+  private final int defaultProbes;
+  private final IvfBuilder.Training training;
+  private final RandomAccessInput ords;
+  private final int size;
+
+  private IvfField(
+      Metric metric, float[][] centroids, int[] offsets, int defaultProbes, IvfBuilder.Training training,
+      RandomAccessInput ords, int size) {
+    this.metric = metric;
+    this.centroids = centroids;
+    this.offsets = offsets;
+    this.defaultProbes = defaultProbes;
+    this.training = training;
+    this.ords = ords;
+    this.size = size;
+  }
+
+  /**
+   * Reads the lists written by {@link IvfLayout#writeTo} at {@code [offset, offset + length)} of
+   * {@code data}, checking their structure against the field's vector count.
+   */
+  public static IvfField read(IndexInput data, long offset, long length, int dims, int size, Metric metric)
+      throws IOException {
+    IndexInput in = data.slice("ivf", offset, length);
+    int nlist = in.readVInt();
+    int probes = in.readVInt();
+    IvfBuilder.Training training = new IvfBuilder.Training(in.readVInt(), in.readVInt(), in.readLong());
+    if (nlist < 1 || nlist > Math.max(1, size) || probes < 1 || probes > nlist) {
+      throw new CorruptIndexException("invalid IVF lists: nlist=" + nlist + " nprobe=" + probes + " size=" + size, in);
+    }
+    float[][] centroids = new float[nlist][dims];
+    for (float[] c : centroids) {
+      in.readFloats(c, 0, dims);
+    }
+    int[] offsets = new int[nlist + 1];
+    in.readInts(offsets, 0, nlist + 1);
+    if (offsets[0] != 0 || offsets[nlist] != size) {
+      throw new CorruptIndexException("invalid IVF list offsets: " + offsets[0] + ".." + offsets[nlist] + " for " + size, in);
+    }
+    for (int l = 0; l < nlist; l++) {
+      if (offsets[l + 1] < offsets[l]) {
+        throw new CorruptIndexException("IVF list offsets decrease at list " + l, in);
+      }
+    }
+    long ordsStart = in.getFilePointer();
+    if (ordsStart + 4L * size != length) {
+      throw new CorruptIndexException("IVF data length " + length + " != " + (ordsStart + 4L * size), in);
+    }
+    return new IvfField(metric, centroids, offsets, probes, training, in.randomAccessSlice(ordsStart, 4L * size), size);
+  }
+
+  public int nlist() {
+    return centroids.length;
+  }
+
+  /** Lists scanned per query at num_candidates up to {@link IvfProbes#BASE_CANDIDATES}, unfiltered. */
+  public int defaultProbes() {
+    return defaultProbes;
+  }
+
+  public IvfBuilder.Training training() {
+    return training;
+  }
+
+  /** Lists to scan for a search of k results over {@code accepted} accepted vectors ({@link IvfProbes}). */
+  public int probes(int k, long accepted) {
+    return IvfProbes.probes(defaultProbes, nlist(), k, accepted, size);
+  }
+
+  /** The lists with every ordinal, for the GPU (reads the ordinals from the file). */
+  public IvfLists toLists() throws IOException {
+    int[] all = new int[size];
+    for (int p = 0; p < size; p++) {
+      all[p] = ords.readInt(4L * p);
+    }
+    int dims = centroids[0].length;
+    float[] packed = new float[nlist() * dims];
+    for (int l = 0; l < nlist(); l++) {
+      System.arraycopy(centroids[l], 0, packed, l * dims, dims);
+    }
+    return new IvfLists(nlist(), packed, offsets, all);
+  }
+
+  /** The {@code probes} lists nearest to {@code query}, nearest first (ties: lower list first). */
+  int[] nearestLists(float[] query, int probes) {
+    float[] q = query;
+    if (metric == Metric.COSINE) {
+      q = query.clone();
+      KMeans.normalize(q);
+    }
+    long[] keyed = new long[nlist()];
+    for (int l = 0; l < keyed.length; l++) {
+      float d = metric == Metric.L2 ? VectorUtil.squareDistance(q, centroids[l]) : -VectorUtil.dotProduct(q, centroids[l]);
+      keyed[l] = ((long) NumericUtils.floatToSortableInt(d) << 32) | l;
+    }
+    Arrays.sort(keyed);
+    int[] lists = new int[Math.min(probes, keyed.length)];
+    for (int i = 0; i < lists.length; i++) {
+      lists[i] = (int) keyed[i];
+    }
+    return lists;
+  }
+
+  /**
+   * Searches one query on the CPU: scores the vectors of the nearest lists (how many: {@link
+   * #probes}) with the field's similarity, exactly as flat search would score them.
+   */
+  public void search(
+      FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
+      KnnCollector collector, AcceptDocs accept) throws IOException {
+    RandomVectorScorer scorer = scorers.getRandomVectorScorer(similarity, vectors.copy(), query);
+    Bits acceptDocs = accept == null ? null : accept.bits();
+    Bits acceptOrds = scorer.getAcceptOrds(acceptDocs);
+    long accepted = acceptDocs == null ? size : Math.min(size, accept.cost());
+    for (int list : nearestLists(query, probes(collector.k(), accepted))) {
+      for (int p = offsets[list]; p < offsets[list + 1]; p++) {
+        if (collector.earlyTerminated()) {
+          return;
+        }
+        int ord = ords.readInt(4L * p);
+        if (acceptOrds != null && acceptOrds.get(ord) == false) {
+          continue;
+        }
+        collector.incVisitedCount(1);
+        collector.collect(scorer.ordToDoc(ord), scorer.score(ord));
+      }
+    }
+  }
+}

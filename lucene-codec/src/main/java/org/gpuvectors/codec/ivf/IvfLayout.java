@@ -1,0 +1,85 @@
+package org.gpuvectors.codec.ivf;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.apache.lucene.store.IndexInput;
+import org.apache.lucene.store.IndexOutput;
+import org.gpuvectors.cuda.IvfLists;
+
+/**
+ * A segment field's inverted lists as built: the coarse centroids, and the vector ordinals grouped
+ * by list (list {@code l} holds {@code ords[offsets[l] .. offsets[l + 1])}, ascending within a list).
+ * Also its encoding in the {@code .gvd} file (see {@code GpuVectorsFormat} for the layout).
+ */
+public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuilder.Training training) {
+
+  /** Groups ordinals {@code 0 .. list.length - 1} by their list (a counting sort: stable, so ascending). */
+  static IvfLayout fromAssignment(float[][] centroids, int[] list, IvfBuilder.Training training) {
+    int nlist = centroids.length;
+    int[] offsets = new int[nlist + 1];
+    for (int l : list) {
+      offsets[l + 1]++;
+    }
+    for (int l = 0; l < nlist; l++) {
+      offsets[l + 1] += offsets[l];
+    }
+    int[] next = offsets.clone();
+    int[] ords = new int[list.length];
+    for (int ord = 0; ord < list.length; ord++) {
+      ords[next[list[ord]]++] = ord;
+    }
+    return new IvfLayout(centroids, offsets, ords, training);
+  }
+
+  public int nlist() {
+    return centroids.length;
+  }
+
+  /** The same lists with every ordinal renamed {@code oldToNew[ord]} (index sorting), ascending again. */
+  public IvfLayout remap(int[] oldToNew) {
+    int[] ords = new int[this.ords.length];
+    for (int p = 0; p < ords.length; p++) {
+      ords[p] = oldToNew[this.ords[p]];
+    }
+    for (int l = 0; l < nlist(); l++) {
+      java.util.Arrays.sort(ords, offsets[l], offsets[l + 1]);
+    }
+    return new IvfLayout(centroids, offsets, ords, training);
+  }
+
+  /** The lists as the GPU index takes them (centroids packed row-major). */
+  public IvfLists toLists() {
+    int dims = centroids[0].length;
+    float[] packed = new float[nlist() * dims];
+    for (int l = 0; l < nlist(); l++) {
+      System.arraycopy(centroids[l], 0, packed, l * dims, dims);
+    }
+    return new IvfLists(nlist(), packed, offsets, ords);
+  }
+
+  /**
+   * Writes the lists: nlist, the training record, centroids (float32), offsets and ordinals (int32),
+   * all little-endian.
+   */
+  public void writeTo(IndexOutput out, int probes) throws IOException {
+    int dims = centroids[0].length;
+    out.writeVInt(nlist());
+    out.writeVInt(probes);
+    out.writeVInt(training.samples());
+    out.writeVInt(training.iterations());
+    out.writeLong(training.seed());
+    ByteBuffer row = ByteBuffer.allocate(4 * dims).order(ByteOrder.LITTLE_ENDIAN);
+    for (float[] c : centroids) {
+      row.clear();
+      row.asFloatBuffer().put(c);
+      out.writeBytes(row.array(), row.capacity());
+    }
+    for (int o : offsets) {
+      out.writeInt(o);
+    }
+    for (int ord : ords) {
+      out.writeInt(ord);
+    }
+  }
+}

@@ -1,0 +1,436 @@
+package org.gpuvectors.codec;
+
+import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
+import static org.gpuvectors.codec.GpuVectorsFormatTests.assertSameHits;
+import static org.gpuvectors.codec.GpuVectorsFormatTests.hits;
+import static org.gpuvectors.codec.GpuVectorsFormatTests.oracleTopK;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.function.IntPredicate;
+import org.apache.lucene.codecs.Codec;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.Field;
+import org.apache.lucene.document.FieldType;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.document.NumericDocValuesField;
+import org.apache.lucene.document.StoredField;
+import org.apache.lucene.document.StringField;
+import org.apache.lucene.index.CorruptIndexException;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.LeafReader;
+import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.LogDocMergePolicy;
+import org.apache.lucene.index.Term;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.KnnFloatVectorQuery;
+import org.apache.lucene.search.Sort;
+import org.apache.lucene.search.SortField;
+import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.tests.util.TestUtil;
+import org.apache.lucene.util.VectorUtil;
+import org.gpuvectors.codec.gpu.FakeBackend;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.ivf.IvfField;
+import org.gpuvectors.codec.ivf.KMeans;
+import org.gpuvectors.cuda.IvfLists;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * {@code ivf_flat} fields through Lucene on the CPU (and through the service on a {@link FakeBackend}):
+ * the lists' invariants after flush, index sorting and merges with deletions, exactness when every
+ * list is probed, recall at the defaults, filters, thresholds, determinism and corruption.
+ */
+class IvfFlatTests {
+
+  private static final int DIMS = 16;
+  private static final int CLUSTERS = 40;
+  private static final String FIELD = "v";
+
+  @TempDir Path tempDir;
+  private final Random random = new Random(7);
+  private final float[][] centers = new float[CLUSTERS][DIMS];
+
+  IvfFlatTests() {
+    for (float[] c : centers) {
+      for (int d = 0; d < DIMS; d++) {
+        c[d] = random.nextFloat() * 2 - 1;
+      }
+    }
+  }
+
+  @AfterEach
+  void defaultService() {
+    GpuSearchServices.closeDefault();
+  }
+
+  /** A point near a random cluster center (unit length for the inner-product similarities). */
+  private float[] point(VectorSimilarityFunction sim) {
+    float[] c = centers[random.nextInt(CLUSTERS)];
+    float[] v = new float[DIMS];
+    for (int d = 0; d < DIMS; d++) {
+      v[d] = c[d] + (float) random.nextGaussian() * 0.15f;
+    }
+    if (sim == VectorSimilarityFunction.DOT_PRODUCT) {
+      KMeans.normalize(v);
+    }
+    return v;
+  }
+
+  private List<float[]> points(int n, VectorSimilarityFunction sim) {
+    List<float[]> list = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      list.add(point(sim));
+    }
+    return list;
+  }
+
+  private static FieldType ivfType(VectorSimilarityFunction sim, Map<String, Integer> params) {
+    return GpuVectorsFormat.markField(
+        KnnFloatVectorField.createFieldType(DIMS, sim), new IndexParams(IndexType.IVF_FLAT, params));
+  }
+
+  private static IndexWriterConfig config(int ivfMinVectors, int segmentDocs) {
+    LogDocMergePolicy mergePolicy = new LogDocMergePolicy();
+    mergePolicy.setNoCFSRatio(0);
+    Codec codec = TestUtil.alwaysKnnVectorsFormat(new GpuVectorsFormat(ivfMinVectors));
+    return new IndexWriterConfig()
+        .setCodec(codec)
+        .setUseCompoundFile(false) // our files stay visible in the directory
+        .setMergePolicy(mergePolicy)
+        .setMaxBufferedDocs(segmentDocs);
+  }
+
+  private static Document doc(int id, float[] vector, FieldType type) {
+    Document doc = new Document();
+    doc.add(new StoredField("id", id));
+    doc.add(new StringField("sid", Integer.toString(id), Field.Store.NO));
+    doc.add(new StringField("rare", id % 50 == 0 ? "yes" : "no", Field.Store.NO));
+    doc.add(new NumericDocValuesField("sortkey", (id * 7919L) % 1000));
+    if (vector != null) {
+      doc.add(new KnnFloatVectorField(FIELD, vector, type));
+    }
+    return doc;
+  }
+
+  private void index(Directory dir, IndexWriterConfig config, List<float[]> vectors, FieldType type) throws IOException {
+    try (IndexWriter writer = new IndexWriter(dir, config)) {
+      for (int id = 0; id < vectors.size(); id++) {
+        writer.addDocument(doc(id, vectors.get(id), type));
+      }
+      writer.commit();
+    }
+  }
+
+  private static IvfField lists(LeafReader leaf) {
+    GpuVectorsReader reader = KnnBatchSearcher.gpuVectorsReader(leaf, FIELD);
+    assertNotNull(reader, "segment read by GpuVectorsReader");
+    return reader.ivfField(FIELD);
+  }
+
+  /**
+   * Every ordinal sits in exactly one list, ascending within it, and in the list of its nearest
+   * centroid: wrong ordinal remapping (index sorting, merges) breaks the last one.
+   */
+  private static void assertListInvariants(LeafReader leaf, VectorSimilarityFunction sim) throws IOException {
+    IvfField ivf = lists(leaf);
+    assertNotNull(ivf, "IVF lists built");
+    IvfLists lists = ivf.toLists();
+    FloatVectorValues vectors = leaf.getFloatVectorValues(FIELD);
+    int dims = vectors.dimension();
+    Set<Integer> seen = new HashSet<>();
+    for (int l = 0; l < lists.nlist(); l++) {
+      for (int p = lists.offsets()[l]; p < lists.offsets()[l + 1]; p++) {
+        int ord = lists.ords()[p];
+        assertTrue(seen.add(ord), "ordinal " + ord + " in one list only");
+        if (p > lists.offsets()[l]) {
+          assertTrue(lists.ords()[p - 1] < ord, "ascending within a list");
+        }
+        float[] v = vectors.vectorValue(ord).clone();
+        if (sim == VectorSimilarityFunction.COSINE) {
+          KMeans.normalize(v);
+        }
+        int nearest = nearestCentroid(lists, dims, v, sim == VectorSimilarityFunction.EUCLIDEAN);
+        float own = distance(lists, dims, l, v, sim == VectorSimilarityFunction.EUCLIDEAN);
+        float best = distance(lists, dims, nearest, v, sim == VectorSimilarityFunction.EUCLIDEAN);
+        assertEquals(best, own, 1e-4f * Math.max(1, Math.abs(best)), "ordinal " + ord + " in list " + l + ", nearest is " + nearest);
+      }
+    }
+    assertEquals(vectors.size(), seen.size(), "every ordinal in a list");
+  }
+
+  private static float distance(IvfLists lists, int dims, int list, float[] v, boolean l2) {
+    float[] c = java.util.Arrays.copyOfRange(lists.centroids(), list * dims, (list + 1) * dims);
+    return l2 ? VectorUtil.squareDistance(c, v) : -VectorUtil.dotProduct(c, v);
+  }
+
+  private static int nearestCentroid(IvfLists lists, int dims, float[] v, boolean l2) {
+    int best = 0;
+    for (int l = 1; l < lists.nlist(); l++) {
+      if (distance(lists, dims, l, v, l2) < distance(lists, dims, best, v, l2)) {
+        best = l;
+      }
+    }
+    return best;
+  }
+
+  private List<Hit> search(IndexSearcher searcher, float[] query, int k, org.apache.lucene.search.Query filter)
+      throws IOException {
+    TopDocs td = searcher.search(new KnnFloatVectorQuery(FIELD, query, k, filter), k);
+    return hits(searcher, td);
+  }
+
+  @ParameterizedTest
+  @EnumSource(VectorSimilarityFunction.class)
+  void probingEveryListIsExact(VectorSimilarityFunction sim) throws IOException {
+    List<float[]> vectors = points(3000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 5000), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 30, IndexParams.NPROBE, 30)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(1, reader.leaves().size());
+        assertEquals(30, lists(reader.leaves().get(0).reader()).nlist());
+        assertListInvariants(reader.leaves().get(0).reader(), sim);
+        IndexSearcher searcher = new IndexSearcher(reader);
+        for (int q = 0; q < 10; q++) {
+          float[] query = point(sim);
+          int k = 1 + random.nextInt(30);
+          assertSameHits(oracleTopK(vectors, query, sim, k, id -> true), search(searcher, query, k, null));
+        }
+      }
+    }
+  }
+
+  @Test
+  void defaultProbesFindMostNeighboursAndNumCandidatesFindsMore() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = points(8000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 10_000), vectors, ivfType(sim, Map.of()));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IvfField ivf = lists(reader.leaves().get(0).reader());
+        assertEquals(Math.round(Math.sqrt(8000)), ivf.nlist(), "default nlist: about sqrt(n)");
+        assertEquals(Math.round(ivf.nlist() / 16f), ivf.defaultProbes(), "default nprobe: about nlist / 16");
+        IndexSearcher searcher = new IndexSearcher(reader);
+        double atDefault = 0;
+        double atMoreCandidates = 0;
+        int queries = 100;
+        for (int q = 0; q < queries; q++) {
+          float[] query = point(sim);
+          Set<Integer> truth = ids(oracleTopK(vectors, query, sim, 10, id -> true));
+          atDefault += overlap(truth, search(searcher, query, 10, null)) / 10.0;
+          // num_candidates 400: Lucene's k for the segment; the top 10 of those
+          atMoreCandidates += overlap(truth, search(searcher, query, 400, null).subList(0, 10)) / 10.0;
+        }
+        atDefault /= queries;
+        atMoreCandidates /= queries;
+        assertTrue(atDefault >= 0.8, "recall@10 at the defaults: " + atDefault);
+        assertTrue(atMoreCandidates >= atDefault && atMoreCandidates >= 0.97, "recall@10 at 400 candidates: " + atMoreCandidates);
+      }
+    }
+  }
+
+  private static Set<Integer> ids(List<Hit> hits) {
+    Set<Integer> ids = new HashSet<>();
+    hits.forEach(h -> ids.add(h.id()));
+    return ids;
+  }
+
+  private static int overlap(Set<Integer> truth, List<Hit> hits) {
+    int n = 0;
+    for (Hit h : hits) {
+      n += truth.contains(h.id()) ? 1 : 0;
+    }
+    return n;
+  }
+
+  @Test
+  void selectiveFilterScansEveryList() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = points(5000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 10_000), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 64, IndexParams.NPROBE, 2)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IndexSearcher searcher = new IndexSearcher(reader);
+        IntPredicate rare = id -> id % 50 == 0; // 2 %: 2 lists / 0.02 > 64 lists, so all are scanned
+        for (int q = 0; q < 10; q++) {
+          float[] query = point(sim);
+          assertSameHits(
+              oracleTopK(vectors, query, sim, 10, rare),
+              search(searcher, query, 10, new TermQuery(new Term("rare", "yes"))));
+        }
+      }
+    }
+  }
+
+  @Test
+  void indexSortingRenumbersTheLists() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.COSINE;
+    List<float[]> vectors = points(3000, sim);
+    for (int i = 0; i < vectors.size(); i += 9) {
+      vectors.set(i, null); // documents without a vector: ordinals differ from doc ids
+    }
+    IndexWriterConfig config = config(0, 5000).setIndexSort(new Sort(new SortField("sortkey", SortField.Type.LONG, true)));
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config, vectors, ivfType(sim, Map.of(IndexParams.NLIST, 25, IndexParams.NPROBE, 25)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertListInvariants(reader.leaves().get(0).reader(), sim);
+        IndexSearcher searcher = new IndexSearcher(reader);
+        for (int q = 0; q < 10; q++) {
+          float[] query = point(sim);
+          assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), search(searcher, query, 10, null));
+        }
+      }
+    }
+  }
+
+  @Test
+  void mergesRebuildTheListsWithoutDeletedDocuments() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.MAXIMUM_INNER_PRODUCT;
+    List<float[]> vectors = points(4000, sim);
+    FieldType type = ivfType(sim, Map.of(IndexParams.NLIST, 20, IndexParams.NPROBE, 20));
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      try (IndexWriter writer = new IndexWriter(dir, config(0, 1000))) {
+        for (int id = 0; id < vectors.size(); id++) {
+          writer.addDocument(doc(id, vectors.get(id), type));
+        }
+        writer.commit();
+        for (int id = 0; id < vectors.size(); id += 3) {
+          writer.deleteDocuments(new Term("sid", Integer.toString(id)));
+        }
+        writer.forceMerge(1);
+        writer.commit();
+      }
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(1, reader.leaves().size());
+        LeafReader leaf = reader.leaves().get(0).reader();
+        assertEquals(vectors.size() - (vectors.size() + 2) / 3, leaf.getFloatVectorValues(FIELD).size());
+        assertListInvariants(leaf, sim);
+        IndexSearcher searcher = new IndexSearcher(reader);
+        for (int q = 0; q < 10; q++) {
+          float[] query = point(sim);
+          assertSameHits(oracleTopK(vectors, query, sim, 10, id -> id % 3 != 0), search(searcher, query, 10, null));
+        }
+      }
+    }
+  }
+
+  @Test
+  void segmentsBelowTheThresholdStayFlat() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = points(600, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(500, 400), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 8, IndexParams.NPROBE, 1)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(2, reader.leaves().size());
+        for (LeafReaderContext leaf : reader.leaves()) {
+          assertNull(lists(leaf.reader()), "a segment of " + leaf.reader().maxDoc() + " docs stays flat");
+        }
+        IndexSearcher searcher = new IndexSearcher(reader);
+        float[] query = point(sim);
+        assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), search(searcher, query, 10, null));
+      }
+    }
+  }
+
+  @Test
+  void buildsAreDeterministic() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = points(3000, sim);
+    IvfLists[] built = new IvfLists[2];
+    for (int run = 0; run < 2; run++) {
+      try (Directory dir = FSDirectory.open(tempDir.resolve("run" + run))) {
+        index(dir, config(0, 5000), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 30)));
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          built[run] = lists(reader.leaves().get(0).reader()).toLists();
+        }
+      }
+    }
+    assertArrayEquals(built[0].centroids(), built[1].centroids());
+    assertArrayEquals(built[0].offsets(), built[1].offsets());
+    assertArrayEquals(built[0].ords(), built[1].ords());
+  }
+
+  @Test
+  void corruptListsFailIntegrityChecks() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 5000), points(2000, sim), ivfType(sim, Map.of(IndexParams.NLIST, 16)));
+    }
+    Path gvd;
+    try (var files = Files.list(tempDir)) {
+      gvd = files.filter(p -> p.toString().endsWith(".gvd")).findFirst().orElseThrow();
+    }
+    try (RandomAccessFile raf = new RandomAccessFile(gvd.toFile(), "rw")) {
+      long pos = raf.length() - 64; // inside the ordinals
+      raf.seek(pos);
+      int b = raf.read();
+      raf.seek(pos);
+      raf.write(b ^ 0x5A);
+    }
+    try (Directory dir = FSDirectory.open(tempDir);
+         DirectoryReader reader = DirectoryReader.open(dir)) {
+      LeafReader leaf = reader.leaves().get(0).reader();
+      assertThrows(CorruptIndexException.class, () -> ((org.apache.lucene.index.CodecReader) leaf).checkIntegrity());
+    }
+  }
+
+  @Test
+  void listsTrainOnTheDeviceAndSearchesProbeTheSameListsThere() throws IOException {
+    FakeBackend device = new FakeBackend(1L << 30);
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchServices.install(service);
+    try {
+      VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+      List<float[]> vectors = points(4000, sim);
+      try (Directory dir = FSDirectory.open(tempDir)) {
+        index(dir, config(0, 5000), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 50, IndexParams.NPROBE, 3)));
+        assertTrue(device.nearestCalls.get() > 0, "k-means assignment ran on the device");
+        assertEquals(0, service.stats().cpuAssignedVectors());
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          assertListInvariants(reader.leaves().get(0).reader(), sim);
+          IndexSearcher searcher = new IndexSearcher(reader);
+          for (int q = 0; q < 20; q++) {
+            float[] query = point(sim);
+            long before = service.stats().gpuSearches();
+            List<Hit> onDevice = search(searcher, query, 10, null);
+            assertEquals(before + 1, service.stats().gpuSearches(), "searched on the device");
+            service.setEnabled(false);
+            List<Hit> onCpu = search(searcher, query, 10, null);
+            service.setEnabled(true);
+            // the same 3 lists probed on both paths: the same hits (the fake scores in double: ids)
+            assertEquals(onCpu.stream().map(Hit::id).toList(), onDevice.stream().map(Hit::id).toList());
+          }
+        }
+      }
+    } finally {
+      GpuSearchServices.uninstall(service);
+      service.close();
+    }
+  }
+}
