@@ -21,10 +21,14 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  * a GPU-searchable index structure chosen by the field's {@link IndexType}.
  *
  * <p>The index type of a field comes from the {@link FieldInfo} attribute {@link
- * #INDEX_TYPE_ATTRIBUTE} (the lower-case {@link IndexType#typeName()}); fields without it are
- * {@link IndexType#FLAT}. Use {@link #markField(FieldType, IndexType)} to tag a vector field type.
- * Only {@code flat} (exact search) is implemented in this version; writing any other type fails
- * with an {@link IllegalArgumentException}.
+ * #INDEX_TYPE_ATTRIBUTE} (the lower-case {@link IndexType#typeName()}) and its parameters from the
+ * attributes {@link IndexParams#ATTRIBUTE_PREFIX}{@code <name>} ({@link IndexParams}); fields without
+ * them get the format's defaults ({@link IndexType#FLAT} unless constructed otherwise). Use {@link
+ * #markField(FieldType, IndexParams)} to tag a vector field type. {@code flat} (exact search) and
+ * {@code ivf_flat} are implemented; writing any other type fails with an {@link
+ * IllegalArgumentException}. An {@code ivf_flat} segment field with fewer vectors than the format's
+ * threshold ({@link #IVF_MIN_VECTORS_PROPERTY}) is written as flat: each segment's meta entry says
+ * which structure it holds.
  *
  * <p>The raw vectors live in the files of {@link Lucene99FlatVectorsFormat} ({@code .vec}, {@code
  * .vemf}). This format adds two files per segment:
@@ -58,8 +62,18 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  *
  * <ul>
  *   <li><b>flat</b>: empty; the raw vectors are searched directly.
- *   <li>ivf_flat, ivf_pq, pqt, graph: reserved for coarse centroids, PQ codebooks, inverted lists
- *       (offsets, ordinals, codes) and fixed-degree graph adjacency.
+ *   <li><b>ivf_flat</b> (inverted lists of raw vectors; see {@link org.gpuvectors.codec.ivf.IvfLayout}):
+ *       <ul>
+ *         <li><b>[vint]</b> nlist, the number of lists (k-means centroids)
+ *         <li><b>[vint]</b> the lists a query probes by default (nprobe, at most nlist)
+ *         <li><b>[vint]</b> training points, <b>[vint]</b> k-means iterations, <b>[int64]</b> seed
+ *         <li><b>[float32 x dims] x nlist</b> the centroids (normalised for cosine)
+ *         <li><b>[int32] x (nlist + 1)</b> list offsets: list l holds positions [offsets[l],
+ *             offsets[l + 1]), offsets[nlist] = the field's vector count
+ *         <li><b>[int32] x count</b> vector ordinals by position, ascending within each list
+ *       </ul>
+ *       The vectors themselves are read from the flat vectors format (by ordinal).
+ *   <li>ivf_pq, pqt, graph: reserved for PQ codebooks and codes, and fixed-degree graph adjacency.
  * </ul>
  */
 public final class GpuVectorsFormat extends KnnVectorsFormat {

@@ -40,7 +40,8 @@ import org.apache.lucene.util.VectorUtil;
 /**
  * The ann-benchmarks {@code fashion-mnist-784-euclidean} set (60k train x 784, 10k test queries,
  * k = 10) through Lucene, side by side in one run: our {@code flat} field searched exactly on the
- * GPU (batches of queries through {@link KnnBatchSearcher}) and on the CPU path, and Lucene's HNSW
+ * GPU (batches of queries through {@link KnnBatchSearcher}) and on the CPU path, {@code ivf_flat} at
+ * several nprobe (GPU batches; CPU path at one), and Lucene's HNSW
  * (m = 16, beam width 100, as Elasticsearch's defaults) at several search widths on all cores.
  * Recall@10 against a brute-force ground truth; queries/s; build times. Not a test: a program
  * whose output goes into docs/BENCHMARKS.md and the recall-vs-queries/s plot.
@@ -112,6 +113,10 @@ public final class FashionMnistBenchmark {
       IOUtils.rm(flatPath);
     }
 
+    if (service.gpuActive()) {
+      ivfFlat(train, test, truth, rows, service);
+    }
+
     // Lucene HNSW, m=16, beam width 100, built with all cores, one segment; queries on all cores
     Path hnswPath = Files.createTempDirectory("gv-fmnist-hnsw");
     ExecutorService pool = Executors.newFixedThreadPool(threads);
@@ -150,6 +155,56 @@ public final class FashionMnistBenchmark {
       System.out.printf(Locale.ROOT, "%-24s %-12s %8s %14.0f %9s%n", c[0], c[1], c[2], Double.parseDouble(c[3]), c[4]);
     }
     GpuSearchServices.closeDefault();
+  }
+
+  /**
+   * {@code ivf_flat} (default nlist: about sqrt(60k) = 245 lists) at several nprobe: one index per
+   * nprobe (the mapping's value; num_candidates stays at k, so the effort is the lists alone), lists
+   * trained on the GPU at flush/merge; batches of 10k queries on the GPU (and batch 1 at the default
+   * nprobe), plus the CPU path on one thread for the same lists.
+   */
+  private static void ivfFlat(float[][] train, float[][] test, int[][] truth, List<String> rows, GpuSearchService service)
+      throws IOException {
+    for (int nprobe : new int[] {1, 2, 4, 8, 16, 32, 64}) {
+      Path path = Files.createTempDirectory("gv-fmnist-ivf");
+      try (Directory dir = FSDirectory.open(path)) {
+        FieldType type =
+            GpuVectorsFormat.markField(
+                KnnFloatVectorField.createFieldType(train[0].length, VectorSimilarityFunction.EUCLIDEAN),
+                new IndexParams(IndexType.IVF_FLAT, java.util.Map.of(IndexParams.NPROBE, nprobe)));
+        long assignedBefore = service.stats().gpuAssignedVectors();
+        double build = build(dir, new GpuVectorsCodec(), type, train);
+        System.out.printf(Locale.ROOT, "ivf_flat nprobe=%d: build + force-merge %.1f s (%d vectors assigned on the GPU)%n",
+            nprobe, build, service.stats().gpuAssignedVectors() - assignedBefore);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          KnnBatchSearcher.search(searcher, "vec", Arrays.copyOf(test, 1), K, null); // upload + warm-up
+          for (int batch : nprobe == 16 ? new int[] {1, 10_000} : new int[] {10_000}) {
+            double best = 0;
+            TopDocs[] all = new TopDocs[test.length];
+            for (int run = 0; run < 3; run++) { // the best of 3: the first run pays JIT and pool warm-up
+              long s = System.nanoTime();
+              for (int from = 0; from < test.length; from += batch) {
+                TopDocs[] part = KnnBatchSearcher.search(searcher, "vec", Arrays.copyOfRange(test, from, Math.min(test.length, from + batch)), K, null);
+                System.arraycopy(part, 0, all, from, part.length);
+              }
+              best = Math.max(best, test.length / seconds(s));
+            }
+            rows.add(row(batch == 1 ? "gpu-ivf-flat-batch-1" : "gpu-ivf-flat", "nprobe=" + nprobe, recall(all, truth), best, build));
+          }
+          if (nprobe == 16) {
+            service.setEnabled(false);
+            int cpuQueries = Math.min(500, test.length);
+            long s = System.nanoTime();
+            TopDocs[] cpu = KnnBatchSearcher.search(searcher, "vec", Arrays.copyOf(test, cpuQueries), K, null);
+            rows.add(row("cpu-ivf-flat-1-thread", "nprobe=" + nprobe, recall(cpu, Arrays.copyOf(truth, cpuQueries)), cpuQueries / seconds(s), build));
+            service.setEnabled(true);
+          }
+        }
+      } finally {
+        IOUtils.rm(path);
+      }
+    }
   }
 
   private static TopDocs[] searchHnsw(IndexSearcher searcher, float[][] queries, int ef, ExecutorService pool) throws Exception {
