@@ -3,51 +3,42 @@ package org.gpuvectors.plugin;
 import org.elasticsearch.index.mapper.MapperParsingException;
 import org.elasticsearch.xcontent.ToXContentObject;
 import org.elasticsearch.xcontent.XContentBuilder;
+import org.gpuvectors.codec.IndexParams;
 import org.gpuvectors.codec.IndexType;
 
 import java.io.IOException;
-import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * The {@code index_options} of a {@code gpu_vector} field: the ANN index type and its parameters.
+ * The {@code index_options} of a {@code gpu_vector} field: a thin mapping-side wrapper of the codec's
+ * {@link IndexParams} (the index type and the parameters the user gave).
  *
- * <p>The schema of every index type of the design is known here, so a mapping is checked for unknown
- * parameters and bad values first; types whose index structures are not built yet are then refused with a
- * message that says which types are available.
+ * <p>The schema (which parameters each type takes, their bounds, what depends on the dimension) is the codec's:
+ * {@link IndexParams#schema(IndexType)}, the {@link IndexParams} constructor and {@link IndexParams#checkDimension}.
+ * This class only reads the JSON (an object with {@code type}, integer values), turns the codec's
+ * {@link IllegalArgumentException}s into mapping errors that name the field and the parameter, and refuses the types
+ * whose index structures this release does not build yet, listing the available ones.
  */
-record GpuIndexOptions(IndexType type, Map<String, Integer> parameters) implements ToXContentObject {
+record GpuIndexOptions(IndexParams params) implements ToXContentObject {
 
-    static final GpuIndexOptions DEFAULT = new GpuIndexOptions(IndexType.FLAT, Map.of());
-
-    /** Integer parameters each type accepts, with their inclusive bounds. */
-    private static final Map<IndexType, Map<String, int[]>> SCHEMA = Map.of(
-        IndexType.FLAT,
-        Map.of(),
-        IndexType.IVF_FLAT,
-        Map.of("nlist", new int[] { 1, 1 << 20 }, "nprobe", new int[] { 1, 1 << 20 }),
-        IndexType.IVF_PQ,
-        Map.of(
-            "nlist",
-            new int[] { 1, 1 << 20 },
-            "nprobe",
-            new int[] { 1, 1 << 20 },
-            "pq_m",
-            new int[] { 1, 4096 },
-            "pq_bits",
-            new int[] { 4, 8 }
-        ),
-        IndexType.PQT,
-        Map.of("pq_m", new int[] { 1, 4096 }, "pq_bits", new int[] { 4, 8 }, "nprobe", new int[] { 1, 1 << 20 }),
-        IndexType.GRAPH,
-        Map.of("degree", new int[] { 4, 256 }, "build_degree", new int[] { 4, 512 }, "search_width", new int[] { 1, 4096 })
-    );
+    static final GpuIndexOptions DEFAULT = new GpuIndexOptions(IndexParams.FLAT);
 
     GpuIndexOptions {
-        parameters = Collections.unmodifiableMap(new TreeMap<>(parameters));
+        Objects.requireNonNull(params, "params");
+    }
+
+    IndexType type() {
+        return params.type();
+    }
+
+    /** The parameters given in the mapping (sorted by name); absent ones take the index type's per-segment defaults. */
+    Map<String, Integer> parameters() {
+        return params.values();
     }
 
     /** Parses and validates the mapping value of {@code index_options} for field {@code field}. */
@@ -57,7 +48,7 @@ record GpuIndexOptions(IndexType type, Map<String, Integer> parameters) implemen
         }
         Object typeName = map.get("type");
         if (typeName == null) {
-            throw new MapperParsingException("[index_options] on field [" + field + "] requires [type]; one of " + validTypes());
+            throw new MapperParsingException("[index_options] on field [" + field + "] requires [type]; one of " + typeNames(false));
         }
         IndexType type;
         try {
@@ -65,57 +56,88 @@ record GpuIndexOptions(IndexType type, Map<String, Integer> parameters) implemen
         } catch (IllegalArgumentException e) {
             throw new MapperParsingException("[index_options] on field [" + field + "]: " + e.getMessage());
         }
-        Map<String, int[]> schema = SCHEMA.get(type);
-        Map<String, Integer> parameters = new LinkedHashMap<>();
+        Map<String, int[]> schema = IndexParams.schema(type);
+        Map<String, Integer> values = new LinkedHashMap<>();
         for (Map.Entry<?, ?> entry : map.entrySet()) {
             String name = entry.getKey().toString();
             if (name.equals("type")) {
                 continue;
             }
-            int[] bounds = schema.get(name);
-            if (bounds == null) {
+            if (schema.containsKey(name) == false) {
                 throw new MapperParsingException(
                     "unknown parameter [" + name + "] in [index_options] of type [" + type + "] on field [" + field + "]; "
                         + (schema.isEmpty() ? "this type takes no parameters" : "valid parameters are " + new TreeMap<>(schema).keySet())
                 );
             }
-            parameters.put(name, boundedInt(field, name, entry.getValue(), bounds));
+            if (entry.getValue() instanceof Long || entry.getValue() instanceof java.math.BigInteger) {
+                int[] bounds = schema.get(name); // an integer beyond int: out of the codec's bounds whatever they are
+                throw new MapperParsingException(
+                    "[index_options." + name + "] on field [" + field + "] must be in [" + bounds[0] + ", " + bounds[1] + "] but was ["
+                        + entry.getValue() + "]"
+                );
+            }
+            if (entry.getValue() instanceof Integer == false) {
+                throw new MapperParsingException(
+                    "[index_options." + name + "] on field [" + field + "] must be an integer but got [" + entry.getValue() + "]"
+                );
+            }
+            int v = (Integer) entry.getValue();
+            try {
+                new IndexParams(type, Map.of(name, v)); // the codec's bounds, one parameter at a time to name it
+            } catch (IllegalArgumentException e) {
+                throw parameterError(field, name, e);
+            }
+            values.put(name, v);
+        }
+        IndexParams params;
+        try {
+            params = new IndexParams(type, values); // and whatever the codec checks across parameters
+        } catch (IllegalArgumentException e) {
+            throw new MapperParsingException("[index_options] on field [" + field + "]: " + e.getMessage(), e);
         }
         if (type.isImplemented() == false) {
             throw new MapperParsingException(
-                "[index_options] type [" + type + "] on field [" + field + "] is not implemented yet; available types are " + implementedTypes()
+                "[index_options] type [" + type + "] on field [" + field + "] is not implemented yet; available types are " + typeNames(true)
             );
         }
-        return new GpuIndexOptions(type, parameters);
+        return new GpuIndexOptions(params);
     }
 
-    private static int boundedInt(String field, String name, Object value, int[] bounds) {
-        if (value instanceof Integer == false) {
-            throw new MapperParsingException(
-                "[index_options." + name + "] on field [" + field + "] must be an integer but got [" + value + "]"
+    /**
+     * Checks what depends on the field's dimension ({@code pq_m} must divide it), when the dimension is known.
+     *
+     * @param source where the dimension comes from, for the message (e.g. "the mapping's [dims]")
+     * @throws IllegalArgumentException naming the field, the parameter and the dimension
+     */
+    void checkDimension(String field, int dims, String source) {
+        try {
+            params.checkDimension(dims);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                "[index_options] on field [" + field + "] does not fit " + source + ": " + e.getMessage(),
+                e
             );
         }
-        int v = (Integer) value;
-        if (v < bounds[0] || v > bounds[1]) {
-            throw new MapperParsingException(
-                "[index_options." + name + "] on field [" + field + "] must be in [" + bounds[0] + ", " + bounds[1] + "] but was [" + v + "]"
-            );
-        }
-        return v;
     }
 
-    private static Set<String> validTypes() {
-        Set<String> names = new java.util.LinkedHashSet<>();
+    /**
+     * The codec's message about one parameter in mapping terms: its leading {@code [name]} becomes
+     * {@code [index_options.name] on field [field]}, e.g. {@code [index_options.nlist] on field [vec] must be in [1, 65536] but was [0]}.
+     */
+    private static MapperParsingException parameterError(String field, String name, IllegalArgumentException e) {
+        String message = Objects.toString(e.getMessage(), "");
+        String prefix = "[" + name + "] ";
+        String where = "[index_options." + name + "] on field [" + field + "]";
+        return new MapperParsingException(
+            message.startsWith(prefix) ? where + " " + message.substring(prefix.length()) : where + ": " + message,
+            e
+        );
+    }
+
+    private static Set<String> typeNames(boolean implementedOnly) {
+        Set<String> names = new LinkedHashSet<>();
         for (IndexType t : IndexType.values()) {
-            names.add(t.typeName());
-        }
-        return names;
-    }
-
-    private static Set<String> implementedTypes() {
-        Set<String> names = new java.util.LinkedHashSet<>();
-        for (IndexType t : IndexType.values()) {
-            if (t.isImplemented()) {
+            if (implementedOnly == false || t.isImplemented()) {
                 names.add(t.typeName());
             }
         }
@@ -123,17 +145,18 @@ record GpuIndexOptions(IndexType type, Map<String, Integer> parameters) implemen
     }
 
     @Override
-    public XContentBuilder toXContent(XContentBuilder builder, Params params) throws IOException {
+    public XContentBuilder toXContent(XContentBuilder builder, Params xContentParams) throws IOException {
         builder.startObject();
-        builder.field("type", type.typeName());
-        for (Map.Entry<String, Integer> entry : parameters.entrySet()) {
+        builder.field("type", type().typeName());
+        for (Map.Entry<String, Integer> entry : parameters().entrySet()) {
             builder.field(entry.getKey(), entry.getValue());
         }
         return builder.endObject();
     }
 
+    /** As in mapping conflicts: {@code ivf_flat{nlist=1024, nprobe=8}}. */
     @Override
     public String toString() {
-        return type.typeName() + parameters;
+        return params.toString();
     }
 }

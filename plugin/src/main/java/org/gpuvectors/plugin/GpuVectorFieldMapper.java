@@ -21,6 +21,7 @@ import org.elasticsearch.index.mapper.vectors.SyntheticVectorsPatchFieldLoader;
 import org.elasticsearch.xcontent.XContentBuilder;
 import org.elasticsearch.xcontent.XContentParser.Token;
 import org.gpuvectors.codec.GpuVectorsFormat;
+import org.gpuvectors.codec.IndexParams;
 
 import java.io.IOException;
 import java.util.Arrays;
@@ -35,7 +36,9 @@ import java.util.Objects;
  * <p>Its {@link #fieldType()} is Elasticsearch's own {@link DenseVectorFieldType} with no index options, so the
  * {@code knn} search section and the {@code knn} query work unchanged and reach our format's
  * {@code KnnVectorsReader.search}. The Lucene field carries the {@link GpuVectorsFormat#INDEX_TYPE_ATTRIBUTE}
- * attribute, by which the codec installed by {@link GpuVectorsEngineFactory} routes it to our format.
+ * attribute, by which the codec installed by {@link GpuVectorsEngineFactory} routes it to our format, and the
+ * {@code index_options} parameters given in the mapping ({@link GpuVectorsFormat#markField(FieldType, IndexParams)}),
+ * which the codec reads back per segment.
  *
  * <p>Vectors are stored once, like {@code dense_vector}'s: with the index setting
  * {@code index.mapping.exclude_source_vectors} (on by default for new indices) and a stored (not synthetic) source,
@@ -170,6 +173,11 @@ public final class GpuVectorFieldMapper extends FieldMapper {
             return this;
         }
 
+        Builder indexOptions(GpuIndexOptions value) {
+            indexOptions.setValue(value);
+            return this;
+        }
+
         @Override
         protected Parameter<?>[] getParameters() {
             return new Parameter<?>[] { elementType, dims, similarity, indexOptions, meta };
@@ -182,6 +190,14 @@ public final class GpuVectorFieldMapper extends FieldMapper {
 
         @Override
         public GpuVectorFieldMapper build(MapperBuilderContext context) {
+            if (dims.getValue() != null) {
+                // what depends on the dimension (pq_m divides it): refused with the mapping (a 400), never at flush
+                try {
+                    indexOptions.getValue().checkDimension(context.buildFullName(leafName()), dims.getValue(), "its [dims]");
+                } catch (IllegalArgumentException e) {
+                    throw new MapperParsingException(e.getMessage(), e);
+                }
+            }
             DenseVectorFieldType fieldType = new DenseVectorFieldType(
                 context.buildFullName(leafName()),
                 indexVersionCreated,
@@ -239,16 +255,23 @@ public final class GpuVectorFieldMapper extends FieldMapper {
             this.luceneFieldType = null;
         } else {
             VectorSimilarityFunction function = fieldType.getSimilarity().vectorSimilarityFunction(indexVersionCreated, ElementType.FLOAT);
-            FieldType luceneType = new FieldType(KnnFloatVectorField.createFieldType(dims, function));
-            luceneType.putAttribute(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, indexOptions.type().typeName());
-            luceneType.freeze();
-            this.luceneFieldType = luceneType;
+            // the index type and its parameters as field attributes, frozen (the dimension was checked by the builder)
+            this.luceneFieldType = GpuVectorsFormat.markField(KnnFloatVectorField.createFieldType(dims, function), indexOptions.params());
         }
     }
 
     @Override
     public DenseVectorFieldType fieldType() {
         return (DenseVectorFieldType) super.fieldType();
+    }
+
+    GpuIndexOptions indexOptions() {
+        return indexOptions;
+    }
+
+    /** The Lucene field type of the indexed vectors (with the codec's attributes); null while the dims are not known. */
+    FieldType luceneFieldType() {
+        return luceneFieldType;
     }
 
     @Override
@@ -328,6 +351,9 @@ public final class GpuVectorFieldMapper extends FieldMapper {
                     "field [" + name + "] of type [" + CONTENT_TYPE + "] cannot set its dims from an empty vector"
                 );
             }
+            // the checks the mapping would have made with these dims (pq_m divides them): this document is refused
+            // and the mapping keeps no dims, so a later document with a fitting length can still set them
+            indexOptions.checkDimension(name, vector.length, "the length of the first document's vector, which would set its [dims]");
             Builder update = ((Builder) getMergeBuilder()).dimensions(vector.length);
             context.addDynamicMapper(update, fullPath());
             return;

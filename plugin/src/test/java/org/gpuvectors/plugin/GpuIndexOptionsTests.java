@@ -3,10 +3,13 @@ package org.gpuvectors.plugin;
 import org.elasticsearch.common.Strings;
 import org.elasticsearch.common.logging.LogConfigurator;
 import org.elasticsearch.index.mapper.MapperParsingException;
+import org.gpuvectors.codec.IndexParams;
 import org.gpuvectors.codec.IndexType;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -28,19 +31,109 @@ class GpuIndexOptionsTests {
         GpuIndexOptions options = GpuIndexOptions.parse("vec", Map.of("type", "flat"));
         assertEquals(IndexType.FLAT, options.type());
         assertEquals(Map.of(), options.parameters());
+        assertEquals(IndexParams.FLAT, options.params());
+        assertEquals(GpuIndexOptions.DEFAULT, options);
         assertEquals("{\"type\":\"flat\"}", Strings.toString(options));
     }
 
     @Test
+    void parsesIvfFlatWithAndWithoutParameters() {
+        // needs the codec's ivf_flat (IndexType.IVF_FLAT.isImplemented())
+        Map<String, Object> mapping = new LinkedHashMap<>();
+        mapping.put("nprobe", 8);
+        mapping.put("type", "ivf_flat");
+        mapping.put("nlist", 1024);
+        GpuIndexOptions options = GpuIndexOptions.parse("vec", mapping);
+        assertEquals(IndexType.IVF_FLAT, options.type());
+        assertEquals(Map.of("nlist", 1024, "nprobe", 8), options.parameters());
+        assertEquals(new IndexParams(IndexType.IVF_FLAT, Map.of("nlist", 1024, "nprobe", 8)), options.params());
+        // serialized as the mapping shows it: type first, then the parameters given, by name
+        assertEquals("{\"type\":\"ivf_flat\",\"nlist\":1024,\"nprobe\":8}", Strings.toString(options));
+        assertEquals("ivf_flat{nlist=1024, nprobe=8}", options.toString());
+
+        GpuIndexOptions defaults = GpuIndexOptions.parse("vec", Map.of("type", "ivf_flat"));
+        assertEquals(Map.of(), defaults.parameters());
+        assertEquals("{\"type\":\"ivf_flat\"}", Strings.toString(defaults));
+        assertEquals(Map.of("nprobe", 1), GpuIndexOptions.parse("vec", Map.of("type", "ivf_flat", "nprobe", 1)).parameters());
+
+        // the codec's bounds, both ends included
+        int[] nlist = IndexParams.schema(IndexType.IVF_FLAT).get("nlist");
+        assertEquals(nlist[0], GpuIndexOptions.parse("vec", Map.of("type", "ivf_flat", "nlist", nlist[0])).parameters().get("nlist"));
+        assertEquals(nlist[1], GpuIndexOptions.parse("vec", Map.of("type", "ivf_flat", "nlist", nlist[1])).parameters().get("nlist"));
+    }
+
+    @Test
     void rejectsBadInputWithMessagesNamingTheProblem() {
-        assertMessage("must be an object", "flat");
-        assertMessage("requires [type]", Map.of("nlist", 4));
-        assertMessage("unknown index type [hnsw]", Map.of("type", "hnsw"));
-        assertMessage("unknown parameter [nlist] in [index_options] of type [flat]", Map.of("type", "flat", "nlist", 4));
-        assertMessage("[index_options.nlist] on field [vec] must be an integer", Map.of("type", "ivf_pq", "nlist", "many"));
+        assertMessage("[index_options] on field [vec] must be an object but got [flat]", "flat");
+        assertMessage("[index_options] on field [vec] requires [type]; one of [flat, ivf_flat, ivf_pq, pqt, graph]", Map.of("nlist", 4));
+        assertMessage("[index_options] on field [vec]: unknown index type [hnsw]", Map.of("type", "hnsw"));
+        assertMessage(
+            "unknown parameter [nlist] in [index_options] of type [flat] on field [vec]; this type takes no parameters",
+            Map.of("type", "flat", "nlist", 4)
+        );
+        assertMessage("[index_options.nlist] on field [vec] must be an integer but got [many]", Map.of("type", "ivf_pq", "nlist", "many"));
         assertMessage("[index_options.pq_bits] on field [vec] must be in [4, 8] but was [9]", Map.of("type", "ivf_pq", "pq_bits", 9));
-        assertMessage("type [ivf_pq] on field [vec] is not implemented yet; available types are [flat]", Map.of("type", "ivf_pq", "nlist", 1024));
-        assertMessage("type [graph] on field [vec] is not implemented yet", Map.of("type", "graph"));
+        assertMessage("[index_options] type [graph] on field [vec] is not implemented yet", Map.of("type", "graph"));
+    }
+
+    @Test
+    void rejectsBadIvfFlatParameters() {
+        int[] nlist = IndexParams.schema(IndexType.IVF_FLAT).get("nlist");
+        int[] nprobe = IndexParams.schema(IndexType.IVF_FLAT).get("nprobe");
+        assertMessage("[index_options.nlist] on field [vec] must be in [1, " + nlist[1] + "] but was [0]", Map.of("type", "ivf_flat", "nlist", 0));
+        assertMessage(
+            "[index_options.nprobe] on field [vec] must be in [1, " + nprobe[1] + "] but was [-1]",
+            Map.of("type", "ivf_flat", "nlist", 16, "nprobe", -1)
+        );
+        assertMessage(
+            "[index_options.nlist] on field [vec] must be in [1, " + nlist[1] + "] but was [" + (nlist[1] + 1) + "]",
+            Map.of("type", "ivf_flat", "nlist", nlist[1] + 1)
+        );
+        // integers beyond int (JSON gives a Long) are out of bounds, not "not an integer"
+        assertMessage(
+            "[index_options.nlist] on field [vec] must be in [1, " + nlist[1] + "] but was [10000000000]",
+            Map.of("type", "ivf_flat", "nlist", 10_000_000_000L)
+        );
+        // strings, even of digits, and fractions are not integers
+        assertMessage("[index_options.nlist] on field [vec] must be an integer but got [16]", Map.of("type", "ivf_flat", "nlist", "16"));
+        assertMessage("[index_options.nprobe] on field [vec] must be an integer but got [1.5]", Map.of("type", "ivf_flat", "nprobe", 1.5));
+        Map<String, Object> nullValue = new HashMap<>();
+        nullValue.put("type", "ivf_flat");
+        nullValue.put("nlist", null);
+        assertMessage("[index_options.nlist] on field [vec] must be an integer but got [null]", nullValue);
+        // a parameter of another type: named, with the valid ones
+        assertMessage(
+            "unknown parameter [pq_m] in [index_options] of type [ivf_flat] on field [vec]; valid parameters are [nlist, nprobe]",
+            Map.of("type", "ivf_flat", "pq_m", 4)
+        );
+        // the unknown name is reported before its (bad) value
+        assertMessage("unknown parameter [nlists] in [index_options] of type [ivf_flat]", Map.of("type", "ivf_flat", "nlists", "x"));
+    }
+
+    @Test
+    void refusesTypesNotImplementedListingTheAvailableOnes() {
+        // needs the codec's ivf_flat: ivf_pq, pqt and graph are still refused, after their parameters were checked
+        assertMessage(
+            "[index_options] type [ivf_pq] on field [vec] is not implemented yet; available types are [flat, ivf_flat]",
+            Map.of("type", "ivf_pq", "nlist", 1024, "pq_m", 8, "pq_bits", 8)
+        );
+        assertMessage("type [pqt] on field [vec] is not implemented yet; available types are [flat, ivf_flat]", Map.of("type", "pqt"));
+        assertMessage("[index_options.pq_bits] on field [vec] must be in [4, 8] but was [3]", Map.of("type", "ivf_pq", "pq_bits", 3));
+    }
+
+    @Test
+    void dimensionChecksNameTheFieldTheParameterAndWhereTheDimensionComesFrom() {
+        // pq_m must divide the dimension; ivf_pq cannot be mapped yet, so its options are made directly
+        GpuIndexOptions pq = new GpuIndexOptions(new IndexParams(IndexType.IVF_PQ, Map.of("pq_m", 4)));
+        pq.checkDimension("vec", 8, "its [dims]");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> pq.checkDimension("vec", 6, "its [dims]"));
+        assertEquals(
+            "[index_options] on field [vec] does not fit its [dims]: [pq_m] must divide the vector dimension [6] but was [4]",
+            e.getMessage()
+        );
+        // nothing depends on the dimension for the others
+        GpuIndexOptions.DEFAULT.checkDimension("vec", 7, "its [dims]");
+        new GpuIndexOptions(new IndexParams(IndexType.IVF_FLAT, Map.of("nlist", 16))).checkDimension("vec", 7, "its [dims]");
     }
 
     private static void assertMessage(String expected, Object value) {
