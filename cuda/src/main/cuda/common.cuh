@@ -38,7 +38,7 @@ struct SelectParams {
 };
 static_assert(sizeof(SelectParams) == 120, "SelectParams layout is shared with Java");
 
-// Parameters of the fused distance + select kernel (FusedSearch.java writes this layout, 80 bytes).
+// Parameters of the fused distance + select kernel (GpuFlatIndex.launchFused writes this layout, 80 bytes).
 struct FusedParams {
   const float* vectors;         // n x dims row-major
   const float* queries;         // numQueries x dims row-major
@@ -55,6 +55,27 @@ struct FusedParams {
   int metric;                   // 0 = squared L2, 1 = inner product (selected largest)
 };
 static_assert(sizeof(FusedParams) == 80, "FusedParams layout is shared with Java");
+
+// Parameters of the IVF-Flat list scan (IvfScanParams.java writes this layout, 96 bytes). Block
+// (query, probe) scans list probes[query * nprobe + probe] and writes its k best at
+// outK / outIdx + query * outRowStride + probe * k; ids are vector ordinals.
+struct IvfScanParams {
+  const float* vectors;         // n x dims row-major in list order: position p holds vector ords[p]
+  const int* ords;              // n: the ordinal of the vector at each position
+  const int* listOffsets;       // nlist + 1: list l holds positions [listOffsets[l], listOffsets[l + 1])
+  const float* queries;         // numQueries x dims row-major (normalised for cosine)
+  const int* probes;            // numQueries x nprobe: the lists each query scans (-1: none, e.g. a NaN query)
+  const unsigned long long* acceptBits;  // optional: bit ord set = vector ord may be returned
+  float* outK;                  // numQueries x (nprobe * k) distances
+  int* outIdx;                  // numQueries x (nprobe * k) ordinals (-1 = empty)
+  long long acceptRowWords;     // 64-bit words between the accept masks of consecutive queries (0: one mask)
+  long long outRowStride;       // elements between output rows (nprobe * k)
+  int dims;
+  int k;                        // pairs written per (query, probe), 1..2048
+  int nprobe;                   // lists scanned per query (grid.y)
+  int metric;                   // 0 = squared L2, 1 = inner product (selected largest)
+};
+static_assert(sizeof(IvfScanParams) == 96, "IvfScanParams layout is shared with Java");
 
 __device__ __forceinline__ bool accepted(const unsigned long long* bits, long long id) {
   return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);

@@ -4,10 +4,11 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * Runs a batch of searches, over one or many {@link DeviceIndex}es, as one GPU pass: every group's
- * queries and accept masks go to the device in one copy each, every group's kernels are enqueued
- * back to back on the device stream, and all results come back in one copy per array. The host
- * waits once per batch, not once per index: what makes many segments cost about what one does.
+ * Runs a batch of searches, over one or many {@link DeviceIndex}es ({@link GpuFlatIndex}, {@link
+ * GpuIvfFlatIndex}), as one GPU pass: every group's queries and accept masks go to the device in one
+ * copy each, every group's kernels are enqueued back to back on the device stream, and all results
+ * come back in one copy per array. The host waits once per batch, not once per index: what makes
+ * many segments cost about what one does.
  *
  * <p>Threading: takes the device lock for the whole pass (the GPU runs one batch at a time).
  */
@@ -88,8 +89,15 @@ public final class BatchSearch {
         }
         long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
         long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g];
-        flat(group.index()).enqueueSearch(dq.address() + 4L * queryAt[g], norms, group.numQueries(), group.k(), accept,
-            maskRowWords[g], outV, outI, outAt[g]);
+        long groupQueries = dq.address() + 4L * queryAt[g];
+        switch (group.index()) {
+          case GpuFlatIndex flat -> flat.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(), accept,
+              maskRowWords[g], outV, outI, outAt[g]);
+          case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
+          default -> throw new IllegalArgumentException(
+              "no batched search for " + group.index().getClass().getSimpleName());
+        }
         any = true;
       }
       long enqueued = System.nanoTime();
@@ -142,12 +150,5 @@ public final class BatchSearch {
         }
       }
     }
-  }
-
-  private static GpuFlatIndex flat(DeviceIndex index) {
-    if (index instanceof GpuFlatIndex flat) {
-      return flat;
-    }
-    throw new IllegalArgumentException("no batched search for " + index.getClass().getSimpleName());
   }
 }

@@ -1,9 +1,10 @@
 package org.gpuvectors.cuda;
 
 /**
- * A search structure of one segment field resident in GPU memory (today {@link GpuFlatIndex}; the
- * IVF and graph types implement it too). It owns its device memory: {@link #close()} returns it.
- * Searches go through {@link BatchSearch}, which runs many queries over many indexes in one pass.
+ * A search structure of one segment field resident in GPU memory ({@link GpuFlatIndex}, {@link
+ * GpuIvfFlatIndex}; the other IVF and graph types will implement it too). It owns its device memory:
+ * {@link #close()} returns it. Searches go through {@link BatchSearch}, which runs many queries over
+ * many indexes in one pass.
  */
 public interface DeviceIndex extends AutoCloseable {
 

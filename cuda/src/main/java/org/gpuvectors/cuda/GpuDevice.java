@@ -173,6 +173,12 @@ public final class GpuDevice implements AutoCloseable {
         Pointer.to(src).withByteOffset(4L * srcOffset), 4L * count));
   }
 
+  public void upload(int[] src, DeviceBuffer dst) {
+    checkLocked();
+    check(dst, 0, 4L * src.length);
+    Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(Driver.deviceptr(dst.address()), Pointer.to(src), 4L * src.length));
+  }
+
   public void upload(long[] src, DeviceBuffer dst) {
     checkLocked();
     check(dst, 0, 8L * src.length);

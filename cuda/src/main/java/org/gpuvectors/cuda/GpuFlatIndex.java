@@ -84,38 +84,17 @@ public final class GpuFlatIndex implements DeviceIndex {
    * the host never holds more than one slab (a segment's vectors need not fit the Java heap).
    */
   public static GpuFlatIndex upload(GpuDevice device, int n, int dims, Metric metric, RowSource source) throws IOException {
-    if (n < 0 || dims < 1) {
-      throw new IllegalArgumentException("n=" + n + " dims=" + dims);
-    }
-    DeviceBuffer v;
-    try (GpuDevice.Scope s = device.lock()) {
-      v = device.allocate(4L * Math.max(1, n) * dims);
-    }
+    DeviceBuffer v = uploadRows(device, n, dims, metric == Metric.COSINE, source);
     DeviceBuffer norms = null;
     boolean ok = false;
-    try {
-      int slabRows = (int) Math.max(1, Math.min(n, UPLOAD_SLAB_FLOATS / dims));
-      float[] slab = new float[slabRows * dims];
-      for (int r = 0; r < n; r += slabRows) {
-        int rows = Math.min(slabRows, n - r);
-        source.read(r, rows, slab); // reading and normalising happen outside the device lock
-        if (metric == Metric.COSINE) {
-          normalize(slab, rows, dims);
-        }
-        // the lock is held for one slab's copy only: searches of other indexes run in between
-        try (GpuDevice.Scope s = device.lock()) {
-          device.upload(slab, 0, rows * dims, v, 4L * r * dims); // synchronous: the slab can be reused
-        }
+    try (GpuDevice.Scope s = device.lock()) {
+      if (metric == Metric.L2) {
+        norms = device.allocate(4L * Math.max(1, n));
+        rowNorms(device, v.address(), n, dims, norms.address());
       }
-      try (GpuDevice.Scope s = device.lock()) {
-        if (metric == Metric.L2) {
-          norms = device.allocate(4L * Math.max(1, n));
-          rowNorms(device, v.address(), n, dims, norms.address());
-        }
-        device.synchronize();
-        ok = true;
-        return new GpuFlatIndex(device, n, dims, metric, v, norms);
-      }
+      device.synchronize();
+      ok = true;
+      return new GpuFlatIndex(device, n, dims, metric, v, norms);
     } finally {
       if (!ok) {
         try (GpuDevice.Scope s = device.lock()) {
@@ -123,6 +102,46 @@ public final class GpuFlatIndex implements DeviceIndex {
           if (norms != null) {
             norms.close();
           }
+        }
+      }
+    }
+  }
+
+  /**
+   * Copies {@code n} rows of {@code dims} floats from {@code source} into a new device buffer (the
+   * caller owns it), a slab of a few MB at a time, normalising each row first when asked (cosine).
+   * Reading and normalising happen outside the device lock, which is held for one slab's copy only:
+   * searches of other indexes run in between. On failure the buffer is returned to the pool.
+   */
+  static DeviceBuffer uploadRows(GpuDevice device, int n, int dims, boolean normalize, RowSource source)
+      throws IOException {
+    if (n < 0 || dims < 1) {
+      throw new IllegalArgumentException("n=" + n + " dims=" + dims);
+    }
+    DeviceBuffer v;
+    try (GpuDevice.Scope s = device.lock()) {
+      v = device.allocate(4L * Math.max(1, n) * dims);
+    }
+    boolean ok = false;
+    try {
+      int slabRows = (int) Math.max(1, Math.min(n, UPLOAD_SLAB_FLOATS / dims));
+      float[] slab = new float[slabRows * dims];
+      for (int r = 0; r < n; r += slabRows) {
+        int rows = Math.min(slabRows, n - r);
+        source.read(r, rows, slab);
+        if (normalize) {
+          normalize(slab, rows, dims);
+        }
+        try (GpuDevice.Scope s = device.lock()) {
+          device.upload(slab, 0, rows * dims, v, 4L * r * dims); // synchronous: the slab can be reused
+        }
+      }
+      ok = true;
+      return v;
+    } finally {
+      if (!ok) {
+        try (GpuDevice.Scope s = device.lock()) {
+          v.close();
         }
       }
     }
@@ -257,13 +276,6 @@ public final class GpuFlatIndex implements DeviceIndex {
     }
   }
 
-  /**
-   * Candidate lists up to this many values per query are merged by one BlockSelect block per query,
-   * in one launch: a small segment's few queries otherwise pay two more partitioned merge levels
-   * (launches and temporaries) for a few thousand values.
-   */
-  static final int SINGLE_LAUNCH_MERGE = 16384;
-
   private void searchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {
     int kb = KSelect.bucket(k);
     long target = 4L * device.multiprocessorCount();
@@ -341,13 +353,8 @@ public final class GpuFlatIndex implements DeviceIndex {
         }
         KSelect.run(device, tileSelect, p);
       }
-      SelectParams merge = new SelectParams().input(cv, nq, (int) width, width).inputIds(ci).k(k).largest(!l2)
-          .output(outV, outI, k, outElement);
-      if (width <= SINGLE_LAUNCH_MERGE) {
-        KSelect.runBlockSelect(device, merge.chunks(1, (int) width));
-      } else {
-        KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, merge);
-      }
+      KSelect.mergeCandidates(device, new SelectParams().input(cv, nq, (int) width, width).inputIds(ci).k(k)
+          .largest(!l2).output(outV, outI, k, outElement));
     } finally {
       if (qNorms != null) {
         qNorms.close();

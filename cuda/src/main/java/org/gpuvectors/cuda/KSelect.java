@@ -64,7 +64,8 @@ public final class KSelect {
   private static final String[] BLOCK_SELECT_KERNELS = names("gv_block_select_k");
   private static final String[] TANG_SELECT_KERNELS = names("gv_tang_select_k");
 
-  private static String[] names(String prefix) {
+  /** Kernel names {@code prefix + bucket} for the buckets 32..2048, indexed as {@link #kernel} reads them. */
+  static String[] names(String prefix) {
     String[] names = new String[7];
     for (int i = 0; i < names.length; i++) {
       names[i] = prefix + (32 << i);
@@ -146,6 +147,26 @@ public final class KSelect {
       merge.outRowStride = p.outRowStride;
       // buffers return to the pool now: reuse is ordered on the same stream
       selectLevel(device, algorithm == Algorithm.WARP_SELECT ? Algorithm.BLOCK_SELECT : algorithm, merge);
+    }
+  }
+
+  /**
+   * Candidate lists up to this many values per row are merged by one BlockSelect block per row, in
+   * one launch: a small segment's few queries otherwise pay two more partitioned merge levels
+   * (launches and temporaries) for a few thousand values.
+   */
+  static final int SINGLE_LAUNCH_MERGE = 16384;
+
+  /**
+   * Merges per-row candidate lists (values with their ids, {@link SelectParams#inputIds}) into the k
+   * best per row, as {@code merge} says: rows up to {@link #SINGLE_LAUNCH_MERGE} values in one
+   * BlockSelect launch, longer ones by {@link #select}. Asynchronous.
+   */
+  static void mergeCandidates(GpuDevice device, SelectParams merge) {
+    if (merge.len <= SINGLE_LAUNCH_MERGE) {
+      runBlockSelect(device, merge.chunks(1, merge.len));
+    } else {
+      select(device, Algorithm.BLOCK_SELECT, merge);
     }
   }
 

@@ -4,15 +4,16 @@ import java.util.Objects;
 
 /**
  * The queries of a batch that search one {@link DeviceIndex}: {@code numQueries} row-major query
- * vectors, the k wanted (per query the k best, best first; callers wanting fewer take a prefix), and
- * which vectors each query may return.
+ * vectors, the k wanted (per query the k best, best first; callers wanting fewer take a prefix), the
+ * lists an IVF index probes per query ({@code nprobe} >= 1, capped at its nlist; ignored by flat
+ * indexes), and which vectors each query may return.
  *
  * <p>Accepted vectors: {@code sharedMask} applies to every query (null: all vectors), unless {@code
  * queryMasks} is given, which holds one mask per query (a null entry accepts all). Masks are bit
  * {@code ord % 64} of word {@code ord / 64}, at least {@code (size + 63) / 64} words.
  */
 public record SearchGroup(
-    DeviceIndex index, float[] queries, int numQueries, int k, long[] sharedMask, long[][] queryMasks) {
+    DeviceIndex index, float[] queries, int numQueries, int k, int nprobe, long[] sharedMask, long[][] queryMasks) {
 
   public SearchGroup {
     Objects.requireNonNull(index, "index");
@@ -24,6 +25,12 @@ public record SearchGroup(
     }
     if (k < 1 || k > KSelect.MAX_K) {
       throw new IllegalArgumentException("k must be in [1, " + KSelect.MAX_K + "]: " + k);
+    }
+    if (nprobe < 1) {
+      throw new IllegalArgumentException("nprobe must be >= 1: " + nprobe);
+    }
+    if (index instanceof GpuIvfFlatIndex ivf) {
+      ivf.probes(nprobe); // refuses what its coarse step cannot select, before a pass starts
     }
     if (sharedMask != null && queryMasks != null) {
       throw new IllegalArgumentException("a shared mask or per-query masks, not both");
@@ -42,6 +49,12 @@ public record SearchGroup(
         }
       }
     }
+  }
+
+  /** A group with nprobe 1 (for flat indexes, which ignore it). */
+  public SearchGroup(DeviceIndex index, float[] queries, int numQueries, int k, long[] sharedMask,
+                     long[][] queryMasks) {
+    this(index, queries, numQueries, k, 1, sharedMask, queryMasks);
   }
 
   /** 64-bit words of an accept mask over {@code size} vectors. */

@@ -11,15 +11,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Java encoding of {@link SelectParams} against the CUDA struct it mirrors, read from
- * {@code common.cuh} itself: every struct member has a Java field of the same name, and a value set
- * in that field lands at the member's offset (natural alignment, as nvcc lays it out) with its size.
- * Adding a member on one side only, or reordering, fails here and not on a GPU.
+ * The Java encodings of {@link SelectParams} and {@link IvfScanParams} against the CUDA structs they
+ * mirror, read from {@code common.cuh} itself: every struct member has a Java field of the same name,
+ * and a value set in that field lands at the member's offset (natural alignment, as nvcc lays it out)
+ * with its size. Adding a member on one side only, or reordering, fails here and not on a GPU.
  */
 class ParamLayoutTest {
 
@@ -52,12 +53,27 @@ class ParamLayoutTest {
 
   @Test
   void selectParamsMatchesCommonCuh() throws Exception {
-    List<Member> members = struct("SelectParams");
     SelectParams params = new SelectParams();
+    assertEncodes("SelectParams", params, params::encode, SelectParams.BYTES);
+  }
+
+  @Test
+  void ivfScanParamsMatchesCommonCuh() throws Exception {
+    IvfScanParams params = new IvfScanParams();
+    assertEncodes("IvfScanParams", params, params::encode, IvfScanParams.BYTES);
+  }
+
+  /**
+   * Sets a distinct marker in the Java field of each member of {@code struct}, encodes {@code params}
+   * and finds each marker at its member's offset; the encoding is exactly the struct's size.
+   */
+  private static void assertEncodes(String struct, Object params, Supplier<byte[]> encode, int bytes)
+      throws Exception {
+    List<Member> members = struct(struct);
     int expectedBytes = 0;
     for (int i = 0; i < members.size(); i++) {
       Member member = members.get(i);
-      Field field = SelectParams.class.getDeclaredField(member.name());
+      Field field = params.getClass().getDeclaredField(member.name());
       long marker = 1000 + i;
       if (field.getType() == long.class) {
         field.setLong(params, marker);
@@ -70,21 +86,22 @@ class ParamLayoutTest {
       }
       expectedBytes = Math.max(expectedBytes, member.offset() + member.size());
     }
-    ByteBuffer b = ByteBuffer.wrap(params.encode()).order(ByteOrder.LITTLE_ENDIAN);
-    assertEquals(expectedBytes, b.capacity(), "encoded size = the struct's size");
-    assertEquals(SelectParams.BYTES, b.capacity());
+    ByteBuffer b = ByteBuffer.wrap(encode.get()).order(ByteOrder.LITTLE_ENDIAN);
+    assertEquals(expectedBytes, b.capacity(), struct + ": encoded size = the struct's size");
+    assertEquals(bytes, b.capacity(), struct + ": BYTES");
     for (int i = 0; i < members.size(); i++) {
       Member member = members.get(i);
-      Field field = SelectParams.class.getDeclaredField(member.name());
+      Field field = params.getClass().getDeclaredField(member.name());
       long marker = 1000 + i;
+      String what = struct + "." + member.name();
       if (field.getType() == long.class) {
-        assertEquals(marker, b.getLong(member.offset()), member.name());
+        assertEquals(marker, b.getLong(member.offset()), what);
       } else if (field.getType() == int.class) {
-        assertEquals((int) marker, b.getInt(member.offset()), member.name());
+        assertEquals((int) marker, b.getInt(member.offset()), what);
       } else if (field.getType() == float.class) {
-        assertEquals((float) marker, b.getFloat(member.offset()), member.name());
+        assertEquals((float) marker, b.getFloat(member.offset()), what);
       } else {
-        assertEquals(1, b.getInt(member.offset()), member.name() + " (boolean as int 1)");
+        assertEquals(1, b.getInt(member.offset()), what + " (boolean as int 1)");
       }
     }
   }

@@ -1,0 +1,244 @@
+package org.gpuvectors.cuda;
+
+import java.io.IOException;
+import java.util.List;
+import java.util.Objects;
+import jcuda.Pointer;
+
+/**
+ * IVF-Flat float32 k-NN over vectors resident in GPU memory: the vectors are partitioned into
+ * {@code nlist} inverted lists ({@link IvfLists}, built on the host), and a search scans only the
+ * {@code nprobe} lists whose centroids are nearest the query, computing the same exact distances as
+ * {@link GpuFlatIndex} (squared L2, inner product, cosine as the inner product of normalised vectors).
+ * With {@code nprobe = nlist} every vector is scanned: the result is the exact search's.
+ *
+ * <p>A search, per block of queries ({@link #enqueueSearch}), after Faiss's GPU IVFFlat:
+ * <ol>
+ *   <li>coarse: the centroids are a {@link GpuFlatIndex} of the same metric (the coarse quantizer),
+ *       and its exact search with k = nprobe gives each query's lists, best first;
+ *   <li>scan: {@code gv_ivf_flat_scan_kK} (ivf_kernels.cu), one block per (query, probed list),
+ *       writes the list's k best (distance, ordinal) pairs; the accept mask is tested by ordinal;
+ *   <li>merge: BlockSelect over each query's nprobe * k candidates ({@link KSelect#mergeCandidates}).
+ * </ol>
+ *
+ * <p>Device memory, owned here and returned by {@link #close()}: the vectors in list order (a list is
+ * one contiguous range; cosine: normalised at upload), the ordinal at each position, the list
+ * offsets, and the centroid index. Threading as {@link GpuFlatIndex}: every method takes the device
+ * lock; an upload takes it one slab at a time. Many queries over many indexes (flat and IVF) run as
+ * one pass through {@link BatchSearch}.
+ */
+public final class GpuIvfFlatIndex implements DeviceIndex {
+  /**
+   * Scan candidates (distance and ordinal: 8 bytes each, nprobe * k per query) of one block of
+   * queries, at most: bounds the temporaries of a large batch with a large nprobe * k.
+   */
+  private static final long CANDIDATE_BUDGET_BYTES = 256L << 20;
+  private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_flat_scan_k");
+
+  private final GpuDevice device;
+  private final int n;
+  private final int dims;
+  private final Metric metric;
+  private final int nlist;
+  private final GpuFlatIndex centroids;
+  private final DeviceBuffer vectors; // n x dims, in list order
+  private final DeviceBuffer ords; // n: the ordinal at each position
+  private final DeviceBuffer offsets; // nlist + 1
+  private boolean closed;
+
+  private GpuIvfFlatIndex(GpuDevice device, int n, int dims, Metric metric, int nlist, GpuFlatIndex centroids,
+                          DeviceBuffer vectors, DeviceBuffer ords, DeviceBuffer offsets) {
+    this.device = device;
+    this.n = n;
+    this.dims = dims;
+    this.metric = metric;
+    this.nlist = nlist;
+    this.centroids = centroids;
+    this.vectors = vectors;
+    this.ords = ords;
+    this.offsets = offsets;
+  }
+
+  /**
+   * Uploads an IVF-Flat index: the centroids of {@code lists} (the coarse quantizer; cosine:
+   * normalised), its ordinals and offsets, and the {@code lists.size()} vectors of {@code dims} floats
+   * read from {@code rowsInListOrder} BY POSITION, in slabs of a few MB (row p is the vector of
+   * ordinal {@code lists.ords()[p]}; cosine: normalised on the way).
+   */
+  public static GpuIvfFlatIndex upload(GpuDevice device, IvfLists lists, int dims, Metric metric,
+                                       GpuFlatIndex.RowSource rowsInListOrder) throws IOException {
+    Objects.requireNonNull(lists, "lists");
+    Objects.requireNonNull(metric, "metric");
+    Objects.requireNonNull(rowsInListOrder, "rowsInListOrder");
+    if (dims < 1 || lists.dims() != dims) {
+      throw new IllegalArgumentException("centroids of " + lists.dims() + " floats for dims " + dims);
+    }
+    int n = lists.size();
+    GpuFlatIndex centroidIndex = null;
+    DeviceBuffer vectors = null;
+    DeviceBuffer ords = null;
+    DeviceBuffer offsets = null;
+    boolean ok = false;
+    try {
+      centroidIndex = GpuFlatIndex.upload(device, lists.centroids(), lists.nlist(), dims, metric);
+      vectors = GpuFlatIndex.uploadRows(device, n, dims, metric == Metric.COSINE, rowsInListOrder);
+      try (GpuDevice.Scope s = device.lock()) {
+        ords = device.allocate(4L * Math.max(1, n));
+        if (n > 0) {
+          device.upload(lists.ords(), ords);
+        }
+        offsets = device.allocate(4L * (lists.nlist() + 1));
+        device.upload(lists.offsets(), offsets);
+        ok = true;
+        return new GpuIvfFlatIndex(device, n, dims, metric, lists.nlist(), centroidIndex, vectors, ords, offsets);
+      }
+    } finally {
+      if (!ok) {
+        release(device, centroidIndex, vectors, ords, offsets);
+      }
+    }
+  }
+
+  @Override
+  public int size() {
+    return n;
+  }
+
+  @Override
+  public int dims() {
+    return dims;
+  }
+
+  @Override
+  public Metric metric() {
+    return metric;
+  }
+
+  /** Inverted lists (centroids). */
+  public int nlist() {
+    return nlist;
+  }
+
+  /** Device memory held by this index: vectors, ordinals, offsets and the centroid index. */
+  @Override
+  public long deviceBytes() {
+    return centroids.deviceBytes() + vectors.bytes() + ords.bytes() + offsets.bytes();
+  }
+
+  /**
+   * The k best vectors per query among those of its {@code nprobe} nearest lists (nprobe capped at
+   * nlist); {@code acceptBits} null = all vectors, else by ordinal. Synchronous.
+   */
+  public SearchResult search(float[] queries, int numQueries, int k, int nprobe, long[] acceptBits) {
+    try (GpuDevice.Scope s = device.lock()) {
+      ensureOpen();
+      return BatchSearch.run(device,
+          List.of(new SearchGroup(this, queries, numQueries, k, nprobe, acceptBits, null)))[0];
+    }
+  }
+
+  /**
+   * Lists a search with {@code nprobe} scans: nprobe capped at nlist. The coarse step selects that
+   * many centroids, so it may not pass {@link KSelect#MAX_K}.
+   */
+  int probes(int nprobe) {
+    if (nprobe < 1) {
+      throw new IllegalArgumentException("nprobe must be >= 1: " + nprobe);
+    }
+    int probes = Math.min(nprobe, nlist);
+    if (probes > KSelect.MAX_K) {
+      throw new IllegalArgumentException("nprobe must be at most " + KSelect.MAX_K + " (or nlist): " + nprobe);
+    }
+    return probes;
+  }
+
+  /**
+   * Enqueues the search of {@code nq} queries at device address {@code queries} (row-major, already
+   * normalised for cosine; {@code queryNorms}: their ||q||^2 for L2, or 0) in their {@code nprobe}
+   * nearest lists without waiting: per query the k best (distance, ordinal) pairs at
+   * {@code out + 4 * (outElement + q * k)}, as {@link GpuFlatIndex#enqueueSearch} writes them. Accept
+   * masks by ordinal: see {@link SelectParams#acceptBits(long, long)}. Caller holds the device lock;
+   * temporaries return to the pool, reused in stream order.
+   */
+  void enqueueSearch(long queries, long queryNorms, int nq, int k, int nprobe, long acceptAddress, long acceptRowWords,
+                     DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    ensureOpen();
+    int probes = probes(nprobe);
+    int width = probes * k; // <= MAX_K * MAX_K
+    int block = (int) Math.max(1, Math.min(nq, CANDIDATE_BUDGET_BYTES / (8L * width)));
+    for (int q0 = 0; q0 < nq; q0 += block) {
+      int count = Math.min(block, nq - q0);
+      long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
+      long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
+      searchBlock(queries + 4L * q0 * dims, norms, count, k, probes, accept, acceptRowWords, outV, outI,
+          outElement + (long) q0 * k);
+    }
+  }
+
+  private void searchBlock(long queries, long queryNorms, int nq, int k, int probes, long accept, long acceptRowWords,
+                           DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    int width = probes * k;
+    try (DeviceBuffer probeDistances = device.allocate(4L * nq * probes);
+         DeviceBuffer probeLists = device.allocate(4L * nq * probes);
+         DeviceBuffer cv = device.allocate(4L * nq * width);
+         DeviceBuffer ci = device.allocate(4L * nq * width)) {
+      // coarse: the nearest centroids of each query are its lists (probe ids: centroid ordinals)
+      centroids.enqueueSearch(queries, queryNorms, nq, probes, 0, 0, probeDistances, probeLists, 0);
+      IvfScanParams p = new IvfScanParams();
+      p.vectors = vectors.address();
+      p.ords = ords.address();
+      p.listOffsets = offsets.address();
+      p.queries = queries;
+      p.probes = probeLists.address();
+      p.acceptBits = accept;
+      p.outK = cv.address();
+      p.outIdx = ci.address();
+      p.acceptRowWords = acceptRowWords;
+      p.outRowStride = width;
+      p.dims = dims;
+      p.k = k;
+      p.nprobe = probes;
+      p.metric = metric == Metric.L2 ? 0 : 1;
+      int shared = 4 * ((dims + 3) / 4 * 4); // the query, read as float4
+      device.module().launch(KSelect.kernel(SCAN_KERNELS, k), nq, probes, KSelect.blockSelectThreads(k), shared,
+          device.stream(), Pointer.to(p.encode()));
+      KSelect.mergeCandidates(device, new SelectParams().input(cv, nq, width, width).inputIds(ci).k(k)
+          .largest(metric.largestFirst()).output(outV, outI, k, outElement));
+    }
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("GpuIvfFlatIndex closed");
+    }
+  }
+
+  /** Returns the index's device memory to the pool. */
+  @Override
+  public void close() {
+    if (device.isClosed()) {
+      closed = true; // the device went first (node shutdown): its context took the memory with it
+      return;
+    }
+    try (GpuDevice.Scope s = device.lock()) {
+      if (!closed) {
+        closed = true;
+        release(device, centroids, vectors, ords, offsets);
+      }
+    }
+  }
+
+  /** Returns an index's parts to the pool (null: not made, when an upload failed part way). */
+  private static void release(GpuDevice device, GpuFlatIndex centroids, DeviceBuffer... buffers) {
+    if (centroids != null) {
+      centroids.close();
+    }
+    try (GpuDevice.Scope s = device.lock()) {
+      for (DeviceBuffer b : buffers) {
+        if (b != null) {
+          b.close();
+        }
+      }
+    }
+  }
+}
