@@ -198,7 +198,7 @@ public final class SearchBatcher {
   private static SearchGroup group(DeviceIndex index, List<Search> searches) {
     if (searches.size() == 1) {
       Search s = searches.get(0);
-      return new SearchGroup(index, s.queries, s.numQueries, s.k, s.mask, null, s.nprobe);
+      return new SearchGroup(index, s.queries, s.numQueries, s.k, s.nprobe, s.mask, null);
     }
     int dims = index.dims();
     int numQueries = 0;
@@ -221,6 +221,6 @@ public final class SearchBatcher {
       }
       row += s.numQueries;
     }
-    return new SearchGroup(index, queries, numQueries, k, oneMask ? searches.get(0).mask : null, masks, nprobe);
+    return new SearchGroup(index, queries, numQueries, k, nprobe, oneMask ? searches.get(0).mask : null, masks);
   }
 }
