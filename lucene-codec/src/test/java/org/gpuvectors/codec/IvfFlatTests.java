@@ -51,6 +51,7 @@ import org.apache.lucene.store.FSDirectory;
 import org.apache.lucene.tests.util.TestUtil;
 import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.FakeBackend;
+import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.ivf.IvfField;
@@ -85,10 +86,29 @@ class IvfFlatTests {
     }
   }
 
+  /**
+   * On the GPU machine the lists were trained and searched on the GPU: the default service's stats
+   * show GPU searches and GPU assignments, and no search fell back for a GPU failure.
+   */
   @AfterEach
-  void defaultService() {
-    GpuSearchServices.closeDefault();
+  void ranOnTheGpuWhenOneIsRequired() {
+    try {
+      if (GpuTestSupport.gpuRequired() && usedDefaultService) {
+        var stats = GpuSearchServices.current().stats();
+        assertTrue(stats.gpuSearches() > 0, () -> "GPU searches: " + stats);
+        assertTrue(stats.gpuAssignedVectors() > 0 && stats.cpuAssignedVectors() == 0, () -> "k-means on the GPU: " + stats);
+        for (FallbackReason reason : new FallbackReason[] {FallbackReason.NO_GPU, FallbackReason.GPU_FAILED,
+            FallbackReason.CUDA_ERROR, FallbackReason.DEVICE_OUT_OF_MEMORY, FallbackReason.BUDGET_IN_USE}) {
+          assertEquals(0, stats.cpuFallbacks(reason), () -> reason + ": " + stats);
+        }
+      }
+    } finally {
+      GpuSearchServices.closeDefault();
+    }
   }
+
+  /** Whether the test searched through the default service (the real GPU on the GPU machine). */
+  private boolean usedDefaultService = true;
 
   /** A point near a random cluster center (unit length for the inner-product similarities). */
   private float[] point(VectorSimilarityFunction sim) {
@@ -340,8 +360,49 @@ class IvfFlatTests {
     }
   }
 
+  /**
+   * The GPU probes the same lists as the CPU and scans them exactly: the same hits, except where the
+   * list ranking has a near tie at the last probed list (GEMM and SIMD distances round differently),
+   * which is checked rather than assumed.
+   */
+  @Test
+  void gpuAndCpuProbeTheSameLists() throws IOException {
+    GpuTestSupport.assumeGpuOrFail(org.gpuvectors.cuda.GpuAvailability.get());
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = points(20_000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 30_000), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 100, IndexParams.NPROBE, 5)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IvfLists lists = lists(reader.leaves().get(0).reader()).toLists();
+        IndexSearcher searcher = new IndexSearcher(reader);
+        GpuSearchService service = GpuSearchServices.current();
+        int differing = 0;
+        for (int q = 0; q < 200; q++) {
+          float[] query = point(sim);
+          long before = service.stats().gpuSearches();
+          List<Hit> gpu = search(searcher, query, 10, null);
+          assertEquals(before + 1, service.stats().gpuSearches(), "searched on the GPU");
+          service.setEnabled(false);
+          List<Hit> cpu = search(searcher, query, 10, null);
+          service.setEnabled(true);
+          if (gpu.stream().map(Hit::id).toList().equals(cpu.stream().map(Hit::id).toList()) == false) {
+            differing++;
+            float[] d = new float[lists.nlist()];
+            for (int l = 0; l < d.length; l++) {
+              d[l] = distance(lists, DIMS, l, query, true);
+            }
+            java.util.Arrays.sort(d);
+            assertEquals(d[4], d[5], 1e-4f * Math.max(1, d[4]), "hits differ without a near tie at the 5th list: query " + q);
+          }
+        }
+        assertTrue(differing <= 4, "queries with differing hits: " + differing);
+      }
+    }
+  }
+
   @Test
   void segmentsBelowTheThresholdStayFlat() throws IOException {
+    usedDefaultService = false; // flat segments: nothing trained
     VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
     List<float[]> vectors = points(600, sim);
     try (Directory dir = FSDirectory.open(tempDir)) {
@@ -360,6 +421,7 @@ class IvfFlatTests {
 
   @Test
   void buildsAreDeterministic() throws IOException {
+    usedDefaultService = false; // builds only
     VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
     List<float[]> vectors = points(3000, sim);
     IvfLists[] built = new IvfLists[2];
@@ -378,6 +440,7 @@ class IvfFlatTests {
 
   @Test
   void corruptListsFailIntegrityChecks() throws IOException {
+    usedDefaultService = false; // builds only
     VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, config(0, 5000), points(2000, sim), ivfType(sim, Map.of(IndexParams.NLIST, 16)));
@@ -402,6 +465,7 @@ class IvfFlatTests {
 
   @Test
   void listsTrainOnTheDeviceAndSearchesProbeTheSameListsThere() throws IOException {
+    usedDefaultService = false; // a fake device of its own
     FakeBackend device = new FakeBackend(1L << 30);
     GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
     GpuSearchServices.install(service);
