@@ -70,5 +70,7 @@ fi
 if [ "$mode" = fmnist ]; then
   "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FashionMnistBenchmark "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 \
     | grep -v '^WARNING' | tee "$OUT/fashion-mnist.log" || rc=1
+  # the exact-search peer on the same data, timed the same way (wall clock, transfers included)
+  PYTHONUNBUFFERED=1 python3 "$here/bench/torch_fmnist.py" "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 | tee "$OUT/torch-fmnist.log"
 fi
 exit $rc
