@@ -3,8 +3,8 @@
 // a BlockSelect pass (inIdx mode) merges each query's nprobe k-lists into its k best.
 // Layout: grid.x = query, grid.y = probe rank. Each block handles a single (query, probed list): the
 // query sits in dynamic shared memory, the list's vectors (contiguous: vectors are stored in list
-// order) are scanned exactly as the fused exact-search kernel scans a chunk (vector_scan.cuh: one
-// vector per lane, one WarpSelect queue per warp, warps merged in shared memory), the accept mask is
+// order) are scanned a vector per warp step (vector_scan.cuh: lanes over the dimensions, coalesced
+// loads, one WarpSelect queue per warp, warps merged in shared memory), the accept mask is
 // tested by ordinal, and the block writes the list's k best (distance, ordinal) pairs; a list shorter
 // than k (or with fewer accepted vectors, or no list: probe id -1) leaves empty slots (id -1).
 #include "vector_scan.cuh"
@@ -27,7 +27,7 @@ __device__ __forceinline__ void ivfFlatScan(const IvfScanParams& p) {
   // threshold at the K-th (bucket) value, as the fused kernel: init(p.k)'s run-time threshold position
   // made nvcc spill at K = 512 and 2048 (sm_90)
   q.init();
-  scanVectors(q, p.vectors, p.dims, ip, sq4, begin, end, p.ords, accept);
+  scanVectorsByWarp(q, p.vectors, p.dims, ip, sq4, begin, end, p.ords, accept);
   const long long o = (long long)query * p.outRowStride + (long long)probe * p.k;
   mergeWarpsAndWrite(q, p.outK + o, p.outIdx + o, p.k, ip ? -1.f : 1.f);
 }

@@ -73,6 +73,63 @@ __device__ __forceinline__ void scanVectors(WarpQueue<K, T>& q, const float* vec
   q.flush();
 }
 
+// As scanVectors, but each vector's distance is computed by the whole warp (lanes over the dimensions,
+// float4 loads: a warp reads 512 consecutive bytes of one row per step instead of 32 rows at once) and
+// reduced with shuffles: the list scan's access pattern, where a block reads a few hundred vectors once.
+// Warp w takes the 32 positions begin + w * 32 .. + 31 (striding by NW * 32); lane j ends up holding
+// position j's key, so the queue is fed exactly as scanVectors feeds it. Rejected positions are skipped
+// before any of their bytes are read.
+template <int K, int T>
+__device__ __forceinline__ void scanVectorsByWarp(WarpQueue<K, T>& q, const float* vectors, int dims, bool ip,
+                                                  const float4* sq4, long long begin, long long end,
+                                                  const int* ords, const unsigned long long* acceptBits) {
+  constexpr int NW = Bucket<K>::Warps;
+  const float* sq = reinterpret_cast<const float*>(sq4);
+  const int warp = threadIdx.x / kWarpSize;
+  const bool vec4 = (dims & 3) == 0;
+  const int d4 = dims >> 2;
+  for (long long base = begin + warp * kWarpSize; base < end; base += NW * kWarpSize) {  // uniform per warp
+    const long long v = base + q.lane;
+    const int vid = v < end ? (ords != nullptr ? ords[v] : (int)v) : -1;
+    const bool take = v < end && accepted(acceptBits, vid);
+    unsigned todo = __ballot_sync(kFullMask, take);
+    float mine = GV_INF;
+    while (todo != 0) {  // uniform: every lane holds the same mask
+      const int j = __ffs(todo) - 1;
+      todo &= todo - 1;
+      const float* x = vectors + (base + j) * dims;
+      float acc0 = 0.f, acc1 = 0.f;
+      if (vec4) {
+        const float4* x4 = reinterpret_cast<const float4*>(x);
+        for (int d = q.lane; d < d4; d += kWarpSize) {
+          const float4 a = __ldg(x4 + d);
+          const float4 b = sq4[d];
+          if (ip) {
+            acc0 = fmaf(a.x, b.x, acc0); acc1 = fmaf(a.y, b.y, acc1);
+            acc0 = fmaf(a.z, b.z, acc0); acc1 = fmaf(a.w, b.w, acc1);
+          } else {
+            float t0 = a.x - b.x, t1 = a.y - b.y, t2 = a.z - b.z, t3 = a.w - b.w;
+            acc0 = fmaf(t0, t0, acc0); acc1 = fmaf(t1, t1, acc1);
+            acc0 = fmaf(t2, t2, acc0); acc1 = fmaf(t3, t3, acc1);
+          }
+        }
+      } else {
+        for (int d = q.lane; d < dims; d += kWarpSize) {
+          const float a = __ldg(x + d), b = sq[d];
+          if (ip) acc0 = fmaf(a, b, acc0); else { float t = a - b; acc0 = fmaf(t, t, acc0); }
+        }
+      }
+      float s = acc0 + acc1;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
+      if (q.lane == j) mine = ip ? -s : s;
+    }
+    q.add(mine, take ? vid : -1);
+    q.check();
+  }
+  q.flush();
+}
+
 // Merges the warps' queues in shared memory into warp 0's, which writes the first k pairs (best
 // first, values multiplied by outScale) at outK / outIdx. Every thread of the block calls it.
 template <int K, int T>
