@@ -63,6 +63,8 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("gpu_queries", stats.gpuQueries());
             builder.field("gpu_time_in_millis", stats.gpuNanos() / 1_000_000);
             builder.field("speculative_hits", stats.speculativeHits());
+            // IVF searches whose filter made them scan every list (exact search over the accepted vectors)
+            builder.field("ivf_exhaustive", stats.exhaustiveIvfSearches());
             builder.startObject("batches");
             builder.field("count", stats.batches());
             builder.field("searches", stats.batchSearches());
@@ -76,6 +78,11 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
                 builder.field(entry.getKey().key(), entry.getValue());
             }
             builder.endObject();
+            builder.endObject();
+            // index builds: the nearest-centroid step of k-means and of IVF list assignment
+            builder.startObject("builds");
+            builder.field("gpu_assigned_vectors", stats.gpuAssignedVectors());
+            builder.field("cpu_assigned_vectors", stats.cpuAssignedVectors());
             builder.endObject();
             builder.endObject();
             channel.sendResponse(new RestResponse(RestStatus.OK, builder));
