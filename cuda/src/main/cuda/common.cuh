@@ -81,4 +81,32 @@ __device__ __forceinline__ bool accepted(const unsigned long long* bits, long lo
   return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);
 }
 
+// cp.async (Ampere+): 16 bytes global -> shared, cached in L2 only (the input is read once).
+__device__ __forceinline__ void copyAsync16(float4* smem, const float* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+// cp.async of one float, for rows that are not 16-byte aligned (.ca: 4-byte copies have no .cg form).
+__device__ __forceinline__ void copyAsync4(float* smem, const float* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void commitAsync() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void waitAsync() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// Exclusive prefix sum of c over the warp's lanes; returns the warp total (all lanes).
+template <typename T>
+__device__ __forceinline__ T warpExclusiveSum(T c, int lane, T& exclusive) {
+  T incl = c;
+#pragma unroll
+  for (int o = 1; o < kWarpSize; o <<= 1) {
+    const T y = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += y;
+  }
+  exclusive = incl - c;
+  return __shfl_sync(kFullMask, incl, kWarpSize - 1);
+}
+
 }  // namespace gv
