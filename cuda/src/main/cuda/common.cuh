@@ -77,6 +77,27 @@ struct IvfScanParams {
 };
 static_assert(sizeof(IvfScanParams) == 96, "IvfScanParams layout is shared with Java");
 
+// The grouped IVF-Flat scan (ivf_grouped.cu), for batches in which many queries probe each list: the
+// (query, probe) pairs of a search, counting-sorted by list on the device, then one block per tile of
+// up to kIvfTileQueries pairs of one list, which reads the list's vectors once for all of them. Its
+// kernels take this block with the search's IvfScanParams (IvfGroupParams.java writes this layout,
+// 48 bytes). A pair's id is query * nprobe + probe.
+struct IvfGroupParams {
+  int* counts;                  // nlist: pairs per list (zeroed by the host, counted on the device)
+  int* ranks;                   // numQueries x nprobe: each pair's place among its list's pairs
+  int* pairs;                   // numQueries x nprobe: pair ids, list by list
+  int* pairOffsets;             // nlist + 1: list l's pairs are pairs[pairOffsets[l] .. pairOffsets[l + 1])
+  int* tileOffsets;             // nlist + 1: list l's tiles are blocks [tileOffsets[l], tileOffsets[l + 1])
+  int numQueries;
+  int nlist;
+};
+static_assert(sizeof(IvfGroupParams) == 48, "IvfGroupParams layout is shared with Java");
+// Pairs per tile, threads per block and dynamic shared memory of the grouped scan kernel;
+// IvfGroupParams.java holds the same numbers (checked by ParamLayoutTest).
+constexpr int kIvfTileQueries = 32;
+constexpr int kIvfGroupedThreads = 512;
+constexpr int kIvfGroupedSharedBytes = 46080;
+
 __device__ __forceinline__ bool accepted(const unsigned long long* bits, long long id) {
   return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);
 }
