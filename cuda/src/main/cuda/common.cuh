@@ -77,8 +77,57 @@ struct IvfScanParams {
 };
 static_assert(sizeof(IvfScanParams) == 96, "IvfScanParams layout is shared with Java");
 
+// The grouped IVF-Flat scan (ivf_grouped.cu), for batches in which many queries probe each list: the
+// (query, probe) pairs of a search, counting-sorted by list on the device, then one block per tile of
+// up to kIvfTileQueries pairs of one list, which reads the list's vectors once for all of them. Its
+// kernels take this block with the search's IvfScanParams (IvfGroupParams.java writes this layout,
+// 48 bytes). A pair's id is query * nprobe + probe.
+struct IvfGroupParams {
+  int* counts;                  // nlist: pairs per list (zeroed by the host, counted on the device)
+  int* ranks;                   // numQueries x nprobe: each pair's place among its list's pairs
+  int* pairs;                   // numQueries x nprobe: pair ids, list by list
+  int* pairOffsets;             // nlist + 1: list l's pairs are pairs[pairOffsets[l] .. pairOffsets[l + 1])
+  int* tileOffsets;             // nlist + 1: list l's tiles are blocks [tileOffsets[l], tileOffsets[l + 1])
+  int numQueries;
+  int nlist;
+};
+static_assert(sizeof(IvfGroupParams) == 48, "IvfGroupParams layout is shared with Java");
+// Pairs per tile, threads per block and dynamic shared memory of the grouped scan kernel;
+// IvfGroupParams.java holds the same numbers (checked by ParamLayoutTest).
+constexpr int kIvfTileQueries = 32;
+constexpr int kIvfGroupedThreads = 512;
+constexpr int kIvfGroupedSharedBytes = 46080;
+
 __device__ __forceinline__ bool accepted(const unsigned long long* bits, long long id) {
   return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);
+}
+
+// cp.async (Ampere+): 16 bytes global -> shared, cached in L2 only (the input is read once).
+__device__ __forceinline__ void copyAsync16(float4* smem, const float* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+// cp.async of one float, for rows that are not 16-byte aligned (.ca: 4-byte copies have no .cg form).
+__device__ __forceinline__ void copyAsync4(float* smem, const float* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void commitAsync() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void waitAsync() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// Exclusive prefix sum of c over the warp's lanes; returns the warp total (all lanes).
+template <typename T>
+__device__ __forceinline__ T warpExclusiveSum(T c, int lane, T& exclusive) {
+  T incl = c;
+#pragma unroll
+  for (int o = 1; o < kWarpSize; o <<= 1) {
+    const T y = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += y;
+  }
+  exclusive = incl - c;
+  return __shfl_sync(kFullMask, incl, kWarpSize - 1);
 }
 
 }  // namespace gv

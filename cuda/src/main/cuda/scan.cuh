@@ -55,28 +55,6 @@ struct ScanShared {
   int bv[kBuf];
 };
 
-// cp.async (Ampere+): 16 bytes global -> shared, cached in L2 only (the input is read once).
-__device__ __forceinline__ void copyAsync16(float4* smem, const float* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void commitAsync() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void waitAsync() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-// Exclusive prefix sum of c over the warp's lanes; returns the warp total (all lanes).
-__device__ __forceinline__ int warpExclusiveSum(int c, int lane, int& exclusive) {
-  int incl = c;
-#pragma unroll
-  for (int o = 1; o < kWarpSize; o <<= 1) {
-    const int y = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += y;
-  }
-  exclusive = incl - c;
-  return __shfl_sync(kFullMask, incl, kWarpSize - 1);
-}
-
 // Drops the buffered pairs that no longer beat kth (a merge lowered it), in place, keeping the
 // others in order; returns how many remain. Pays for itself at the start of a chunk, where the
 // buffer fills faster than the threshold falls and most of what waits is beaten by the first merges.

@@ -209,6 +209,13 @@ public final class GpuDevice implements AutoCloseable {
         Driver.deviceptr(src.address()), bytes, stream));
   }
 
+  /** Sets every byte of {@code dst} to zero, on the stream (asynchronous). */
+  void clear(DeviceBuffer dst) {
+    checkLocked();
+    Driver.check("cuMemsetD8Async", JCudaDriver.cuMemsetD8Async(Driver.deviceptr(dst.address()), (byte) 0, dst.bytes(),
+        stream));
+  }
+
   private static void check(DeviceBuffer b, long offset, long bytes) {
     if (offset < 0 || bytes < 0 || offset + bytes > b.bytes()) {
       throw new IndexOutOfBoundsException("device buffer of " + b.bytes() + " bytes, access [" + offset + ", "

@@ -16,8 +16,11 @@ import jcuda.Pointer;
  * <ol>
  *   <li>coarse: the centroids are a {@link GpuFlatIndex} of the same metric (the coarse quantizer),
  *       and its exact search with k = nprobe gives each query's lists, best first;
- *   <li>scan: {@code gv_ivf_flat_scan_kK} (ivf_kernels.cu), one block per (query, probed list),
- *       writes the list's k best (distance, ordinal) pairs; the accept mask is tested by ordinal;
+ *   <li>scan: each (query, probed list) pair's k best (distance, ordinal) pairs, the accept mask tested
+ *       by ordinal; for a few queries per list {@code gv_ivf_flat_scan_kK} (ivf_kernels.cu), one block
+ *       per pair; for many ({@link #scansGrouped}) the grouped scan (ivf_grouped.cu): the pairs
+ *       counting-sorted by list on the device, then one block per tile of up to 32 pairs of a list,
+ *       which reads the list's vectors once for all of them;
  *   <li>merge: BlockSelect over each query's nprobe * k candidates ({@link KSelect#mergeCandidates}).
  * </ol>
  *
@@ -34,6 +37,27 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
    */
   private static final long CANDIDATE_BUDGET_BYTES = 256L << 20;
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_flat_scan_k");
+  /** Named per k bucket as {@link KSelect#kernel} reads them; built for the buckets up to {@link #GROUPED_MAX_K}. */
+  private static final String[] GROUPED_SCAN_KERNELS = KSelect.names("gv_ivf_grouped_scan_k");
+  /**
+   * The grouped scan's largest k: it keeps two queues per warp (queries w and w + 16 of a tile) and is
+   * built for the k buckets 32..128 only (at 256 nvcc spilled); a larger k scans per pair.
+   */
+  static final int GROUPED_MAX_K = 128;
+  /**
+   * A block of queries is scanned grouped when its (query, probe) pairs per list, on average
+   * {@code nq * nprobe / nlist}, reach this (and k <= {@link #GROUPED_MAX_K}); system property
+   * {@code gv.ivf.groupedPairsPerList}; tests force either path (0: always, Integer.MAX_VALUE: never).
+   * Why 8, by estimate (to be tuned on the GPU with a batch-size sweep): both paths cost in proportion
+   * to a list's floats. The per-pair kernel reads them once per pair, at memory bandwidth (H100,
+   * Fashion-MNIST lists of 245 x 784: 0.22 us per pair for the whole GPU); a grouped tile computes
+   * 32 queries against them whether or not its 32 slots are filled (L2: ~0.7 us per tile, ~3 pairs'
+   * reads), and a block of queries pays ~20 us of grouping launches. With c pairs per list the grouped
+   * scan costs ceil(c / 32) * 3 pair reads against c: even at 4 pairs per list it should win, at 8 by
+   * ~2.7x; 8 keeps it ahead should the tile cost twice the estimate. Below, the per-pair kernel's small
+   * grid is short anyway (a grouped tile alone takes ~70 us on one SM for lists of Fashion's size).
+   */
+  static volatile int groupedPairsPerList = Integer.getInteger("gv.ivf.groupedPairsPerList", 8);
 
   private final GpuDevice device;
   private final int n;
@@ -175,6 +199,11 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
     }
   }
 
+  /** Whether a block of {@code nq} queries probing {@code probes} lists each, for k, is scanned grouped. */
+  boolean scansGrouped(int nq, int probes, int k) {
+    return k <= GROUPED_MAX_K && (long) nq * probes >= (long) groupedPairsPerList * nlist;
+  }
+
   private void searchBlock(long queries, long queryNorms, int nq, int k, int probes, long accept, long acceptRowWords,
                            DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     int width = probes * k;
@@ -199,11 +228,53 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
       p.k = k;
       p.nprobe = probes;
       p.metric = metric == Metric.L2 ? 0 : 1;
-      int shared = 4 * ((dims + 3) / 4 * 4); // the query, read as float4
-      device.module().launch(KSelect.kernel(SCAN_KERNELS, k), nq, probes, KSelect.blockSelectThreads(k), shared,
-          device.stream(), Pointer.to(p.encode()));
+      if (scansGrouped(nq, probes, k)) {
+        enqueueGroupedScan(p, nq);
+      } else {
+        int shared = 4 * ((dims + 3) / 4 * 4); // the query, read as float4
+        device.module().launch(KSelect.kernel(SCAN_KERNELS, k), nq, probes, KSelect.blockSelectThreads(k), shared,
+            device.stream(), Pointer.to(p.encode()));
+      }
       KSelect.mergeCandidates(device, new SelectParams().input(cv, nq, width, width).inputIds(ci).k(k)
           .largest(metric.largestFirst()).output(outV, outI, k, outElement));
+    }
+  }
+
+  /**
+   * The scan {@code p} describes, for {@code nq} queries, grouped (ivf_grouped.cu): the pairs counted per
+   * list (pairs without a list get their empty slots there), their pair and tile offsets summed, the
+   * pairs scattered into list order, then one block per tile of up to {@link IvfGroupParams#TILE_QUERIES}
+   * pairs of a list. The tile count is known only on the device: the grid is its upper bound,
+   * sum over lists of ceil(pairs / 32) <= (pairs + min(nlist, pairs) * 31) / 32, and the blocks past the
+   * last tile return at once. Temporaries return to the pool, reused in stream order.
+   */
+  private void enqueueGroupedScan(IvfScanParams p, int nq) {
+    int pairs = nq * p.nprobe; // nq * nprobe * k candidates fit CANDIDATE_BUDGET_BYTES: far below 2^31
+    int tile = IvfGroupParams.TILE_QUERIES;
+    int maxTiles = (int) ((pairs + (long) Math.min(nlist, pairs) * (tile - 1)) / tile);
+    int pairBlocks = (pairs + 255) / 256;
+    try (DeviceBuffer counts = device.allocate(4L * nlist);
+         DeviceBuffer ranks = device.allocate(4L * pairs);
+         DeviceBuffer sorted = device.allocate(4L * pairs);
+         DeviceBuffer pairOffsets = device.allocate(4L * (nlist + 1));
+         DeviceBuffer tileOffsets = device.allocate(4L * (nlist + 1))) {
+      IvfGroupParams g = new IvfGroupParams();
+      g.counts = counts.address();
+      g.ranks = ranks.address();
+      g.pairs = sorted.address();
+      g.pairOffsets = pairOffsets.address();
+      g.tileOffsets = tileOffsets.address();
+      g.numQueries = nq;
+      g.nlist = nlist;
+      Pointer scan = Pointer.to(p.encode());
+      Pointer group = Pointer.to(g.encode());
+      KernelModule m = device.module();
+      device.clear(counts);
+      m.launch("gv_ivf_group_count", pairBlocks, 1, 256, 0, device.stream(), scan, group);
+      m.launch("gv_ivf_group_offsets", 1, 1, 1024, 0, device.stream(), group);
+      m.launch("gv_ivf_group_scatter", pairBlocks, 1, 256, 0, device.stream(), scan, group);
+      m.launch(KSelect.kernel(GROUPED_SCAN_KERNELS, p.k), maxTiles, 1, IvfGroupParams.THREADS,
+          IvfGroupParams.SHARED_BYTES, device.stream(), scan, group);
     }
   }
 

@@ -13,6 +13,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -21,6 +22,10 @@ import org.junit.jupiter.api.Test;
  * nprobe >= nlist against exact search (CpuOracle, and GpuFlatIndex's results). Clustered data, lists
  * built here by nearest-centroid assignment with centroids drawn from the data; the last
  * {@link #EMPTY_LISTS} centroids get no vectors, so probed lists can be empty. Skips without a GPU.
+ *
+ * <p>Both scan paths, forced per search ({@link GpuIvfFlatIndex#groupedPairsPerList}): per (query, list)
+ * pair, and grouped (tiles of a list's pairs), the latter up to k = {@link GpuIvfFlatIndex#GROUPED_MAX_K};
+ * {@link #manyQueriesPerList} gives it full tiles and lists of several steps.
  *
  * <p>Ties: results are checked with {@link CpuOracle#compare} (id sets equal up to float32
  * near-ties). A query whose nprobe-th and next centroid are a near-tie could honestly probe either
@@ -40,6 +45,9 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
 
   /** Which vectors the queries may return. */
   private enum Filter { NONE, SHARED, SPARSE, PER_QUERY }
+
+  /** The scan a search is forced to take. */
+  private enum Path { PER_PAIR, GROUPED }
 
   private final List<String> failures = new ArrayList<>();
   private int cases;
@@ -131,9 +139,13 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
 
   /** NQ queries near data points; query 0 is the centroid of an empty list (its own nearest, for L2). */
   static float[] queries(Data data, Random r) {
-    float[] q = new float[NQ * data.dims()];
+    return queries(data, NQ, r);
+  }
+
+  static float[] queries(Data data, int nq, Random r) {
+    float[] q = new float[nq * data.dims()];
     System.arraycopy(data.centroid(NLIST - EMPTY_LISTS), 0, q, 0, data.dims());
-    for (int i = 1; i < NQ; i++) {
+    for (int i = 1; i < nq; i++) {
       int p = r.nextInt(data.n());
       for (int d = 0; d < data.dims(); d++) {
         q[i * data.dims() + d] = data.vectors()[p * data.dims() + d] + 0.5f * (float) r.nextGaussian();
@@ -144,13 +156,17 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
 
   /** Per query its accept mask (null = all); SHARED and SPARSE: one array for every query. */
   static long[][] masks(Filter f, int n, Random r) {
-    long[][] masks = new long[NQ][];
+    return masks(f, n, NQ, r);
+  }
+
+  static long[][] masks(Filter f, int n, int nq, Random r) {
+    long[][] masks = new long[nq][];
     long[] shared = switch (f) {
       case NONE, PER_QUERY -> null;
       case SHARED -> GpuFlatIndexGpuTest.bits(n, 0.3, r);
       case SPARSE -> GpuFlatIndexGpuTest.bits(n, 5.0 / n, r); // fewer accepted than k: empty slots
     };
-    for (int q = 0; q < NQ; q++) {
+    for (int q = 0; q < nq; q++) {
       masks[q] = f == Filter.PER_QUERY && q != 1 ? GpuFlatIndexGpuTest.bits(n, 0.5, r) : shared;
     }
     return masks;
@@ -166,6 +182,22 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
       case GpuFlatIndex flat -> flat.search(queries, NQ, k, masks[0]);
       default -> throw new AssertionError(index);
     };
+  }
+
+  /** {@code search} with the IVF scan forced onto {@code path} (as far as k allows the grouped one). */
+  private static <T> T on(Path path, Supplier<T> search) {
+    int saved = GpuIvfFlatIndex.groupedPairsPerList;
+    GpuIvfFlatIndex.groupedPairsPerList = path == Path.GROUPED ? 0 : Integer.MAX_VALUE;
+    try {
+      return search.get();
+    } finally {
+      GpuIvfFlatIndex.groupedPairsPerList = saved;
+    }
+  }
+
+  /** The paths that can scan k: the grouped one only up to GROUPED_MAX_K. */
+  private static List<Path> paths(int k) {
+    return k <= GpuIvfFlatIndex.GROUPED_MAX_K ? List.of(Path.values()) : List.of(Path.PER_PAIR);
   }
 
   @Test
@@ -187,14 +219,18 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
             for (int nprobe : NPROBES) {
               Reference[] refs = references(data, queries, nprobe, masks);
               for (int k : KS) {
-                String what = m + " dims=" + dims + " " + f + " nprobe=" + nprobe + " k=" + k;
-                SearchResult res = search(ivf, queries, k, nprobe, f, masks);
-                checkAgainstReference(what, res, refs, data, queries, masks);
-                if (nprobe >= NLIST) {
-                  checkAgainstFlat(what, res, search(flat, queries, k, 1, f, masks), data, queries, k, masks);
-                }
-                if (m == Metric.L2 && nprobe == 1 && f == Filter.NONE && res.count(0) != 0) {
-                  failures.add(what + ": query 0 should probe only its own, empty, list: " + res.count(0) + " results");
+                SearchResult exact = nprobe >= NLIST ? search(flat, queries, k, 1, f, masks) : null;
+                for (Path path : paths(k)) {
+                  String what = m + " dims=" + dims + " " + f + " nprobe=" + nprobe + " k=" + k + " " + path;
+                  SearchResult res = on(path, () -> search(ivf, queries, k, nprobe, f, masks));
+                  checkAgainstReference(what, res, refs, data, queries, masks);
+                  if (exact != null) {
+                    checkAgainstFlat(what, res, exact, data, queries, k, masks);
+                  }
+                  if (m == Metric.L2 && nprobe == 1 && f == Filter.NONE && res.count(0) != 0) {
+                    failures.add(what + ": query 0 should probe only its own, empty, list: " + res.count(0)
+                        + " results");
+                  }
                 }
               }
             }
@@ -221,22 +257,133 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
          GpuIvfFlatIndex ivfL2 = GpuIvfFlatIndex.upload(device, l2.lists(), dims, Metric.L2, l2.rowsInListOrder());
          GpuIvfFlatIndex ivfCos = GpuIvfFlatIndex.upload(device, cosine.lists(), dims, Metric.COSINE,
              cosine.rowsInListOrder())) {
-      SearchResult[] res = BatchSearch.run(device, List.of(
-          new SearchGroup(flat, queries, NQ, 10, shared[0], null),
-          new SearchGroup(ivfL2, queries, NQ, 100, 8, null, perQuery),
-          new SearchGroup(ivfCos, queries, NQ, 300, 2, null, null),
-          new SearchGroup(ivfL2, queries, NQ, 10, NLIST, shared[0], null)));
-      String f = GpuFlatIndexGpuTest.compare(res[0], vectors, N, dims, Metric.L2, queries, NQ, 10, shared[0]);
-      if (f != null) {
-        failures.add("flat group: " + f);
+      for (Path path : Path.values()) {
+        SearchResult[] res = on(path, () -> BatchSearch.run(device, List.of(
+            new SearchGroup(flat, queries, NQ, 10, shared[0], null),
+            new SearchGroup(ivfL2, queries, NQ, 100, 8, null, perQuery),
+            new SearchGroup(ivfCos, queries, NQ, 300, 2, null, null),
+            new SearchGroup(ivfL2, queries, NQ, 10, NLIST, shared[0], null))));
+        String f = GpuFlatIndexGpuTest.compare(res[0], vectors, N, dims, Metric.L2, queries, NQ, 10, shared[0]);
+        if (f != null) {
+          failures.add("flat group: " + f);
+        }
+        checkAgainstReference("IVF L2 per-query masks " + path, res[1], references(l2, queries, 8, perQuery), l2,
+            queries, perQuery);
+        checkAgainstReference("IVF cosine " + path, res[2], references(cosine, queries, 2, none), cosine, queries,
+            none);
+        checkAgainstReference("IVF L2 all lists " + path, res[3], references(l2, queries, NLIST, shared), l2, queries,
+            shared);
+        checkAgainstFlat("IVF L2 all lists vs flat group " + path, res[3], res[0], l2, queries, 10, shared);
       }
-      checkAgainstReference("IVF L2 per-query masks", res[1], references(l2, queries, 8, perQuery), l2, queries,
-          perQuery);
-      checkAgainstReference("IVF cosine", res[2], references(cosine, queries, 2, none), cosine, queries, none);
-      checkAgainstReference("IVF L2 all lists", res[3], references(l2, queries, NLIST, shared), l2, queries, shared);
-      checkAgainstFlat("IVF L2 all lists vs flat group", res[3], res[0], l2, queries, 10, shared);
     }
     report("batchMixesFlatAndIvfGroups");
+  }
+
+  /**
+   * Batches in which many queries probe each list, the grouped scan's case: 2048 queries, nprobe 8 and
+   * 16 of 64 lists (256 and 512 pairs per list: full tiles of 32 and a partial last one; lists of ~330
+   * vectors on average, several 128-vector steps and a short last one; empty lists probed by query 0),
+   * dims 784 (Fashion-MNIST's) and 37 (rows not 16-byte aligned, a partial dimension chunk), every
+   * metric, no / shared / per-query masks, k = 1, 10, 100. Both paths against the reference (every
+   * 32nd query) and against each other (every query). The batch's last query is NaN: no lists, no
+   * results. The searches run behind a one-query group of the same index, so that (L2: ||q||^2 packed
+   * after it) the main group's queries are not 16-byte aligned.
+   */
+  @Test
+  void manyQueriesPerList() throws IOException {
+    Random r = new Random(29);
+    int nq = 2048;
+    int step = 32; // the reference scans ~5000 vectors of 784 floats per checked query, in double
+    for (int dims : new int[] {784, 37}) {
+      float[] vectors = clustered(N, dims, r);
+      double maxNorm2 = 0;
+      for (int i = 0; i < N; i++) {
+        maxNorm2 = Math.max(maxNorm2, CpuOracle.squaredNorm(vectors, i * dims, dims));
+      }
+      for (Metric m : Metric.values()) {
+        Data data = lists(vectors, N, dims, m, r);
+        float[] queries = queries(data, nq, r);
+        Arrays.fill(queries, (nq - 1) * dims, nq * dims, Float.NaN);
+        try (GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, data.lists(), dims, m, data.rowsInListOrder())) {
+          for (Filter f : new Filter[] {Filter.NONE, Filter.SHARED, Filter.PER_QUERY}) {
+            long[][] masks = masks(f, N, nq, r);
+            for (int nprobe : new int[] {8, 16}) {
+              if (!ivf.scansGrouped(nq, nprobe, 10)) {
+                failures.add("nq=" + nq + " nprobe=" + nprobe + " should scan grouped by default");
+              }
+              Reference[] refs = references(data, queries, nq - 1, nprobe, masks, step);
+              for (int k : new int[] {1, 10, 100}) {
+                String what = m + " dims=" + dims + " " + f + " nprobe=" + nprobe + " k=" + k + " nq=" + nq;
+                SearchResult perPair = on(Path.PER_PAIR, () -> searchBehindOne(ivf, queries, nq, k, nprobe, f, masks));
+                SearchResult grouped = on(Path.GROUPED, () -> searchBehindOne(ivf, queries, nq, k, nprobe, f, masks));
+                checkAgainstReference(what + " PER_PAIR", perPair, refs, data, queries, masks, step);
+                checkAgainstReference(what + " GROUPED", grouped, refs, data, queries, masks, step);
+                checkPathsAgree(what, perPair, grouped, data, queries, maxNorm2);
+                if (perPair.count(nq - 1) != 0 || grouped.count(nq - 1) != 0) {
+                  failures.add(what + ": the NaN query has results: " + perPair.count(nq - 1) + " per pair, "
+                      + grouped.count(nq - 1) + " grouped");
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    report("manyQueriesPerList");
+  }
+
+  /** The nq queries as the second group of a BatchSearch pass, behind one query (query 1) of the same index. */
+  private static SearchResult searchBehindOne(GpuIvfFlatIndex ivf, float[] queries, int nq, int k, int nprobe,
+                                              Filter f, long[][] masks) {
+    float[] lead = Arrays.copyOfRange(queries, ivf.dims(), 2 * ivf.dims());
+    SearchGroup main = f == Filter.PER_QUERY ? new SearchGroup(ivf, queries, nq, k, nprobe, null, masks)
+        : new SearchGroup(ivf, queries, nq, k, nprobe, masks[0], null);
+    return BatchSearch.run(device, List.of(new SearchGroup(ivf, lead, 1, k, nprobe, null, null), main))[1];
+  }
+
+  /**
+   * The two paths probe the same lists (one coarse step) and compute the same distances up to float32
+   * rounding (another summation order): per query the same count, the i-th values within twice the
+   * tolerance (an order statistic moves no more than its inputs do), and an id of one result missing
+   * from the other only at a near-tie with the k-th value. The tolerance is {@link CpuOracle#searchTruth}'s
+   * with the largest squared vector norm of the data, maxNorm2, for every id (cheap: no exact distances).
+   */
+  private void checkPathsAgree(String what, SearchResult a, SearchResult b, Data data, float[] queries,
+                               double maxNorm2) {
+    int dims = data.dims();
+    for (int q = 0; q < a.numQueries(); q++) {
+      if (a.count(q) != b.count(q)) {
+        failures.add(what + " query " + q + ": " + a.count(q) + " results per pair, " + b.count(q) + " grouped");
+        continue;
+      }
+      int count = a.count(q);
+      if (count == 0) {
+        continue;
+      }
+      double qNorm2 = CpuOracle.squaredNorm(queries, q * dims, dims);
+      double magnitude = switch (data.metric()) {
+        case L2 -> maxNorm2 + qNorm2;
+        case INNER_PRODUCT -> Math.sqrt(maxNorm2 * qNorm2);
+        case COSINE -> 1;
+      };
+      double largest = Math.max(Math.abs(a.distance(q, 0)), Math.abs(a.distance(q, count - 1)));
+      double tol = (2.0 * dims + 8) * CpuOracle.U32 * magnitude + 4 * CpuOracle.U32 * largest;
+      Set<Integer> inB = new HashSet<>();
+      for (int i = 0; i < count; i++) {
+        inB.add(b.id(q, i));
+        if (Math.abs(a.distance(q, i) - b.distance(q, i)) > 2 * tol) {
+          failures.add(what + " query " + q + " rank " + i + ": " + a.distance(q, i) + " per pair, "
+              + b.distance(q, i) + " grouped (tolerance " + 2 * tol + ")");
+        }
+      }
+      float kth = a.distance(q, count - 1);
+      for (int i = 0; i < count; i++) {
+        if (!inB.contains(a.id(q, i)) && Math.abs(a.distance(q, i) - kth) > 4 * tol) {
+          failures.add(what + " query " + q + ": id " + a.id(q, i) + " (" + a.distance(q, i)
+              + ") found per pair, not grouped, and not at a near-tie with the k-th (" + kth + ")");
+        }
+      }
+    }
   }
 
   @Test
@@ -282,8 +429,13 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
 
   /** Per query its reference (null: a coarse near-tie), for nprobe and the queries' masks. */
   static Reference[] references(Data data, float[] queries, int nprobe, long[][] masks) {
-    Reference[] refs = new Reference[NQ];
-    for (int q = 0; q < NQ; q++) {
+    return references(data, queries, NQ, nprobe, masks, 1);
+  }
+
+  /** As above, for the queries 0, step, 2 step, ... of nq (the others stay null, unchecked). */
+  static Reference[] references(Data data, float[] queries, int nq, int nprobe, long[][] masks, int step) {
+    Reference[] refs = new Reference[nq];
+    for (int q = 0; q < nq; q += step) {
       refs[q] = reference(data, queries, q, nprobe, KMAX, masks[q]);
     }
     return refs;
@@ -352,10 +504,16 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
 
   private void checkAgainstReference(String what, SearchResult res, Reference[] refs, Data data, float[] queries,
                                      long[][] masks) {
+    checkAgainstReference(what, res, refs, data, queries, masks, 1);
+  }
+
+  /** Checks the queries 0, step, 2 step, ... of res against their references. */
+  private void checkAgainstReference(String what, SearchResult res, Reference[] refs, Data data, float[] queries,
+                                     long[][] masks, int step) {
     int k = res.k();
     int[] ids = ids(res);
     float[] values = values(res);
-    for (int q = 0; q < NQ; q++) {
+    for (int q = 0; q < refs.length; q += step) {
       cases++;
       Reference ref = refs[q];
       if (ref == null) {

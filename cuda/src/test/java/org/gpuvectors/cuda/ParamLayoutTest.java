@@ -17,10 +17,11 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Java encodings of {@link SelectParams} and {@link IvfScanParams} against the CUDA structs they
- * mirror, read from {@code common.cuh} itself: every struct member has a Java field of the same name,
- * and a value set in that field lands at the member's offset (natural alignment, as nvcc lays it out)
- * with its size. Adding a member on one side only, or reordering, fails here and not on a GPU.
+ * The Java encodings of {@link SelectParams}, {@link IvfScanParams} and {@link IvfGroupParams} against
+ * the CUDA structs they mirror, read from {@code common.cuh} itself: every struct member has a Java
+ * field of the same name, and a value set in that field lands at the member's offset (natural
+ * alignment, as nvcc lays it out) with its size. Adding a member on one side only, or reordering, fails
+ * here and not on a GPU. Likewise the grouped scan's launch constants.
  */
 class ParamLayoutTest {
 
@@ -29,8 +30,12 @@ class ParamLayoutTest {
   private static final Pattern MEMBER =
       Pattern.compile("^\\s*(?:const\\s+)?([A-Za-z_][A-Za-z0-9_ ]*?)\\s*(\\*?)\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*;");
 
+  private static String header() throws IOException {
+    return Files.readString(Path.of("src/main/cuda/common.cuh"));
+  }
+
   private static List<Member> struct(String name) throws IOException {
-    String header = Files.readString(Path.of("src/main/cuda/common.cuh"));
+    String header = header();
     int start = header.indexOf("struct " + name + " {");
     assertTrue(start >= 0, "struct " + name + " in common.cuh");
     int end = header.indexOf("};", start);
@@ -61,6 +66,26 @@ class ParamLayoutTest {
   void ivfScanParamsMatchesCommonCuh() throws Exception {
     IvfScanParams params = new IvfScanParams();
     assertEncodes("IvfScanParams", params, params::encode, IvfScanParams.BYTES);
+  }
+
+  @Test
+  void ivfGroupParamsMatchesCommonCuh() throws Exception {
+    IvfGroupParams params = new IvfGroupParams();
+    assertEncodes("IvfGroupParams", params, params::encode, IvfGroupParams.BYTES);
+  }
+
+  @Test
+  void groupedScanConstantsMatchCommonCuh() throws IOException {
+    assertEquals(IvfGroupParams.TILE_QUERIES, constant("kIvfTileQueries"));
+    assertEquals(IvfGroupParams.THREADS, constant("kIvfGroupedThreads"));
+    assertEquals(IvfGroupParams.SHARED_BYTES, constant("kIvfGroupedSharedBytes"));
+  }
+
+  /** The value of {@code constexpr int name = value;} in common.cuh. */
+  private static int constant(String name) throws IOException {
+    Matcher m = Pattern.compile("constexpr int " + name + " = (\\d+);").matcher(header());
+    assertTrue(m.find(), name + " in common.cuh");
+    return Integer.parseInt(m.group(1));
   }
 
   /**
