@@ -43,10 +43,26 @@ public enum IndexType {
 
   /** Whether this release can write and search this index type. */
   public boolean isImplemented() {
+    return this == FLAT || this == IVF_FLAT || this == IVF_PQ;
+  }
+
+  /**
+   * Whether segments of this type hold coarse k-means lists (built at flush and merge for segment
+   * fields above the format's size threshold; smaller ones stay flat).
+   */
+  public boolean isIvf() {
+    return this == IVF_FLAT || this == IVF_PQ;
+  }
+
+  /**
+   * Whether the GPU service has a kernel for this type. Searches of a type without one run on the
+   * CPU (counted as the fallback {@code no_gpu_kernel}); its k-means training still uses the GPU.
+   */
+  public boolean hasGpuKernel() {
     return this == FLAT || this == IVF_FLAT;
   }
 
-  /** The implemented types' names, as {@code [flat], [ivf_flat]}. */
+  /** The implemented types' names, as {@code [flat], [ivf_flat], [ivf_pq]}. */
   public static String implementedNames() {
     return Arrays.stream(values())
         .filter(IndexType::isImplemented)
