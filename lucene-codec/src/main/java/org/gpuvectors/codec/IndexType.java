@@ -16,7 +16,12 @@ public enum IndexType {
   FLAT(0, "flat"),
   /** Coarse k-means quantizer + inverted lists of raw vectors. */
   IVF_FLAT(1, "ivf_flat"),
-  /** Coarse k-means quantizer + inverted lists of product-quantized codes. */
+  /**
+   * Coarse k-means quantizer + inverted lists of product-quantized residual codes (IVFADC), the
+   * candidates re-ranked with the raw vectors. Parameters: {@code nlist} and {@code nprobe} as
+   * {@link #IVF_FLAT}; {@code pq_m} (default {@link
+   * org.gpuvectors.codec.ivf.ProductQuantizer#defaultM}) and {@code pq_bits} (default 8).
+   */
   IVF_PQ(2, "ivf_pq"),
   /** Product quantization tree (Wieschollek et al.). */
   PQT(3, "pqt"),
