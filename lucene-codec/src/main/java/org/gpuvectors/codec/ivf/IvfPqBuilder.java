@@ -11,8 +11,8 @@ import org.gpuvectors.cuda.Metric;
  * coarse lists exactly as {@code ivf_flat} builds them ({@link IvfBuilder}), then a {@link
  * ProductQuantizer} trained on a sample of residuals (vector minus its list's centroid; cosine: of
  * the normalised vector), then every vector's residual encoded. The vectors are streamed in blocks
- * as for the lists; the training sample is bounded as {@link IvfBuilder}'s is, and the codes ({@code
- * m} bytes a vector) are the only per-vector state held.
+ * as for the lists; the training sample is bounded as {@link IvfBuilder}'s is, and besides the lists'
+ * ordinals and list numbers (a few ints a vector) the codes ({@code m} bytes a vector) are the only per-vector state held.
  */
 public final class IvfPqBuilder {
 
