@@ -21,7 +21,8 @@ import org.gpuvectors.cuda.SearchResult;
  * <p>Accepted documents (filters, deletions) become an accept mask over vector ordinals that the
  * kernels apply ({@link AcceptMasks}). A collector whose visit limit is below the number of accepted
  * vectors is left to the CPU path, which terminates early exactly as Lucene expects (Lucene then
- * runs its own exact search).
+ * runs its own exact search). Index types without a GPU kernel ({@link IndexType#hasGpuKernel()}:
+ * {@code ivf_pq}) never come here: their searches run on the CPU, counted by {@link #countNoKernel}.
  */
 final class GpuSegmentSearcher {
 
@@ -64,6 +65,25 @@ final class GpuSegmentSearcher {
   /** The lists as the service uploads them, or null for a flat field. */
   static GpuIvf gpuIvf(IvfField ivf) {
     return ivf == null ? null : new GpuIvf(ivf.nlist(), ivf::toLists);
+  }
+
+  /**
+   * Counts the CPU fallback of a search whose index type has no GPU kernel: the service's own
+   * refusal when it could not have served it anyway (no GPU, k too large...), else {@link
+   * FallbackReason#NO_GPU_KERNEL}. Nothing is uploaded and nothing counts as a GPU failure.
+   */
+  static void countNoKernel(GpuSearchService service, KnnCollector[] collectors) {
+    if (service.canServe(maxK(collectors))) {
+      service.countFallback(FallbackReason.NO_GPU_KERNEL);
+    }
+  }
+
+  private static int maxK(KnnCollector[] collectors) {
+    int k = 0;
+    for (KnnCollector collector : collectors) {
+      k = Math.max(k, collector.k());
+    }
+    return k;
   }
 
   /**
@@ -119,10 +139,7 @@ final class GpuSegmentSearcher {
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    int k = 0;
-    for (KnnCollector collector : collectors) {
-      k = Math.max(k, collector.k());
-    }
+    int k = maxK(collectors);
     int requestedK = k;
     if (service.canServe(k) == false) {
       return null; // before the mask: without a GPU, building it would be wasted work

@@ -24,11 +24,11 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  * #INDEX_TYPE_ATTRIBUTE} (the lower-case {@link IndexType#typeName()}) and its parameters from the
  * attributes {@link IndexParams#ATTRIBUTE_PREFIX}{@code <name>} ({@link IndexParams}); fields without
  * them get the format's defaults ({@link IndexType#FLAT} unless constructed otherwise). Use {@link
- * #markField(FieldType, IndexParams)} to tag a vector field type. {@code flat} (exact search) and
- * {@code ivf_flat} are implemented; writing any other type fails with an {@link
- * IllegalArgumentException}. An {@code ivf_flat} segment field with fewer vectors than the format's
- * threshold ({@link #IVF_MIN_VECTORS_PROPERTY}) is written as flat: each segment's meta entry says
- * which structure it holds.
+ * #markField(FieldType, IndexParams)} to tag a vector field type. {@code flat} (exact search),
+ * {@code ivf_flat} and {@code ivf_pq} are implemented; writing any other type fails with an {@link
+ * IllegalArgumentException}. An {@code ivf_flat} or {@code ivf_pq} segment field with fewer vectors
+ * than the format's threshold ({@link #IVF_MIN_VECTORS_PROPERTY}) is written as flat: each segment's
+ * meta entry says which structure it holds.
  *
  * <p>The raw vectors live in the files of {@link Lucene99FlatVectorsFormat} ({@code .vec}, {@code
  * .vemf}). This format adds two files per segment:
@@ -73,7 +73,23 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  *         <li><b>[int32] x count</b> vector ordinals by position, ascending within each list
  *       </ul>
  *       The vectors themselves are read from the flat vectors format (by ordinal).
- *   <li>ivf_pq, pqt, graph: reserved for PQ codebooks and codes, and fixed-degree graph adjacency.
+ *   <li><b>ivf_pq</b> (inverted lists of product-quantized residuals, re-ranked with the raw vectors;
+ *       see {@link org.gpuvectors.codec.ivf.IvfPqLayout}; {@code dsub} = dims / pq_m, {@code ksub} =
+ *       2<sup>pq_bits</sup>):
+ *       <ul>
+ *         <li>the lists exactly as <b>ivf_flat</b> writes them (everything above)
+ *         <li><b>[vint]</b> version of the ivf_pq part (0)
+ *         <li><b>[vint]</b> pq_m, the sub-quantizers (divides dims), <b>[vint]</b> pq_bits (1 to 8)
+ *         <li><b>[vint]</b> training residuals, <b>[vint]</b> k-means iterations, <b>[int64]</b> seed
+ *         <li><b>[float32 x dsub] x ksub x pq_m</b> the codebooks: codeword c of sub-quantizer j at
+ *             index j &times; ksub + c. They quantize residuals, vector minus its list's centroid (cosine:
+ *             of the normalised vector), in squared L2; a sub-space trained on fewer residuals than
+ *             ksub repeats codeword 0 in the unused entries
+ *         <li><b>[byte x pq_m] x count</b> the codes by position in the lists (the code of the vector
+ *             whose ordinal is at that position): byte j is the codeword of sub-vector j
+ *       </ul>
+ *       The raw vectors are read from the flat vectors format to re-rank candidates exactly.
+ *   <li>pqt, graph: reserved for PQ tree codebooks, and fixed-degree graph adjacency.
  * </ul>
  */
 public final class GpuVectorsFormat extends KnnVectorsFormat {

@@ -27,13 +27,18 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.gpu.GpuSegment;
 import org.gpuvectors.codec.ivf.IvfField;
+import org.gpuvectors.codec.ivf.IvfIndex;
+import org.gpuvectors.codec.ivf.IvfPqField;
+import org.gpuvectors.cuda.Metric;
 
 /**
  * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
  * vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
  * GpuSegmentSearcher}) when it can serve them, else on the CPU: exactly ({@link FlatExactSearcher})
- * for flat fields, over the nearest inverted lists ({@link IvfField}) for IVF fields. As a {@link GpuSegment} it tells the service which index it belongs to and
- * which vectors its unfiltered searches accept, so one GPU pass can serve a query's segments.
+ * for flat fields, over the nearest inverted lists for IVF fields ({@link IvfField}; {@link
+ * IvfPqField}, which has no GPU kernel yet, always on the CPU). As a {@link GpuSegment} it tells the
+ * service which index it belongs to and which vectors its unfiltered searches accept, so one GPU pass
+ * can serve a query's segments.
  */
 final class GpuVectorsReader extends KnnVectorsReader implements Accountable, GpuSegment {
 
@@ -42,8 +47,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
 
   private final FlatVectorsReader flatVectorsReader;
   private final Map<String, FieldEntry> fields = new HashMap<>();
-  /** The inverted lists of this segment's IVF fields (fields below the IVF threshold are flat here). */
-  private final Map<String, IvfField> ivfFields = new HashMap<>();
+  /** The IVF indexes of this segment's IVF fields (fields below the IVF threshold are flat here). */
+  private final Map<String, IvfIndex> ivfFields = new HashMap<>();
   private final IndexInput data;
   /** Accept masks of this segment's fields (the live-docs mask is built once per deletion generation). */
   private final AcceptMasks acceptMasks = new AcceptMasks();
@@ -91,12 +96,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
           throw new CorruptIndexException(
               "field [" + e.getKey() + "] data out of bounds: " + entry, dataIn);
         }
-        if (entry.indexType() == IndexType.IVF_FLAT) {
-          ivfFields.put(
-              e.getKey(),
-              IvfField.read(
-                  dataIn, entry.dataOffset(), entry.dataLength(), entry.dimension(), entry.size(),
-                  GpuSearchService.metric(entry.similarityFunction())));
+        if (entry.indexType().isIvf()) {
+          ivfFields.put(e.getKey(), readIvf(dataIn, entry));
         } else if (entry.dataLength() != 0) {
           throw new CorruptIndexException("flat field [" + e.getKey() + "] has index data: " + entry, dataIn);
         }
@@ -108,6 +109,15 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       }
     }
     this.data = dataIn;
+  }
+
+  private static IvfIndex readIvf(IndexInput data, FieldEntry entry) throws IOException {
+    Metric metric = GpuSearchService.metric(entry.similarityFunction());
+    return switch (entry.indexType()) {
+      case IVF_FLAT -> IvfField.read(data, entry.dataOffset(), entry.dataLength(), entry.dimension(), entry.size(), metric);
+      case IVF_PQ -> IvfPqField.read(data, entry.dataOffset(), entry.dataLength(), entry.dimension(), entry.size(), metric);
+      default -> throw new AssertionError("not an IVF type: " + entry.indexType());
+    };
   }
 
   private static IndexInput openDataInput(SegmentReadState state, int versionMeta)
@@ -171,14 +181,19 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return acceptMasks.standing(field);
   }
 
-  /** The field's inverted lists in this segment, or null (flat field, or a segment below the threshold). */
+  /** The field's {@code ivf_flat} lists in this segment, or null (other types, or a segment below the threshold). */
   IvfField ivfField(String field) {
-    return ivfFields.get(field);
+    return ivfFields.get(field) instanceof IvfField lists ? lists : null;
+  }
+
+  /** The field's {@code ivf_pq} index in this segment, or null (other types, or a segment below the threshold). */
+  IvfPqField ivfPqField(String field) {
+    return ivfFields.get(field) instanceof IvfPqField pq ? pq : null;
   }
 
   @Override
   public int probes(String field, int k) {
-    IvfField ivf = ivfFields.get(field);
+    IvfIndex ivf = ivfFields.get(field);
     FieldEntry entry = fields.get(field);
     return ivf == null ? 1 : ivf.probes(k, entry.size());
   }
@@ -220,13 +235,16 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       return;
     }
     FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
-    if (GpuSegmentSearcher.search(
-        GpuSearchServices.current(),
+    GpuSearchService service = GpuSearchServices.current();
+    if (entry.indexType().hasGpuKernel() == false) {
+      GpuSegmentSearcher.countNoKernel(service, collectors);
+    } else if (GpuSegmentSearcher.search(
+        service,
         this,
         field,
         vectors,
         entry.similarityFunction(),
-        ivfFields.get(field),
+        ivfField(field),
         targets,
         collectors,
         acceptDocs,
@@ -240,7 +258,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   private void searchOnCpu(
       String field, FieldEntry entry, FloatVectorValues vectors, float[][] targets, KnnCollector[] collectors,
       AcceptDocs acceptDocs) throws IOException {
-    IvfField ivf = ivfFields.get(field);
+    IvfIndex ivf = ivfFields.get(field);
     if (ivf == null) {
       searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
       return;
@@ -263,13 +281,17 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     if (entry == null) {
       return null;
     }
+    if (entry.indexType().hasGpuKernel() == false) {
+      GpuSegmentSearcher.countNoKernel(service, collectors);
+      return null;
+    }
     return GpuSegmentSearcher.prepare(
         service,
         this,
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        ivfFields.get(field),
+        ivfField(field),
         targets,
         collectors,
         acceptDocs,
@@ -289,11 +311,15 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   /**
    * Makes {@code field}'s vectors resident on the service's GPU ahead of the first search.
    *
-   * @return whether the field is resident (false: not ours, empty, byte vectors, or no GPU room)
+   * @return whether the field is resident (false: not ours, empty, byte vectors, no GPU kernel for its
+   *     index type, or no GPU room)
    */
   boolean warm(String field, GpuSearchService service) throws IOException {
     FieldEntry entry = fields.get(field);
-    if (entry == null || entry.size() == 0 || entry.vectorEncoding() != VectorEncoding.FLOAT32) {
+    if (entry == null
+        || entry.size() == 0
+        || entry.vectorEncoding() != VectorEncoding.FLOAT32
+        || entry.indexType().hasGpuKernel() == false) {
       return false;
     }
     return service.warm(
@@ -301,7 +327,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        GpuSegmentSearcher.gpuIvf(ivfFields.get(field)));
+        GpuSegmentSearcher.gpuIvf(ivfField(field)));
   }
 
   @Override

@@ -25,16 +25,21 @@ import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.ivf.Assigner;
+import org.gpuvectors.codec.ivf.BuiltIvf;
 import org.gpuvectors.codec.ivf.IvfBuilder;
-import org.gpuvectors.codec.ivf.IvfLayout;
+import org.gpuvectors.codec.ivf.IvfPqBuilder;
 import org.gpuvectors.codec.ivf.IvfProbes;
 import org.gpuvectors.codec.ivf.KMeans;
+import org.gpuvectors.codec.ivf.ProductQuantizer;
+import org.gpuvectors.cuda.Metric;
 
 /**
  * Writes the {@link GpuVectorsFormat} files: raw vectors through the wrapped flat vectors writer,
  * then one meta entry (and the field's index data) per field at flush and at merge. IVF fields get
- * their lists built here ({@link IvfBuilder}: k-means on the GPU when the node has one), unless the
- * segment holds fewer vectors than the format's threshold: then the segment's entry says flat.
+ * their lists built here ({@link IvfBuilder}: k-means on the GPU when the node has one), and
+ * {@code ivf_pq} fields their codes too ({@link IvfPqBuilder}), unless the segment holds fewer vectors
+ * than the format's threshold: then the segment's entry says flat.
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
 
@@ -141,7 +146,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       if (buildsLists(field.fieldInfo, field.indexType, count)) {
         @SuppressWarnings("unchecked")
         List<float[]> buffered = (List<float[]>) field.flatFieldWriter.getVectors();
-        IvfLayout layout = buildLists(field.fieldInfo, FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()));
+        BuiltIvf layout =
+            buildLists(field.fieldInfo, field.indexType, FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()));
         if (sortMap != null) {
           // the lists were built on the buffered (unsorted) ordinals: rename them as the sorted segment numbers them
           int[] oldToNew = new int[count];
@@ -178,7 +184,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, mergeState)) {
       IndexType built = IndexType.FLAT;
       if (buildsLists(fieldInfo, type, merged.size())) {
-        writeLists(fieldInfo, buildLists(fieldInfo, merged.vectors()));
+        writeLists(fieldInfo, buildLists(fieldInfo, type, merged.vectors()));
         built = type;
       }
       writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
@@ -188,7 +194,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
 
   /** Whether a field of this type and size gets inverted lists (small segments stay flat). */
   private boolean buildsLists(FieldInfo fieldInfo, IndexType type, int count) {
-    return type == IndexType.IVF_FLAT
+    return type.isIvf()
         && fieldInfo.getVectorEncoding() == VectorEncoding.FLOAT32
         && count >= Math.max(1, ivfMinVectors);
   }
@@ -198,19 +204,29 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     return GpuVectorsFormat.isMarked(fieldInfo) ? IndexParams.of(fieldInfo) : unmarkedFields;
   }
 
-  private IvfLayout buildLists(FieldInfo fieldInfo, FloatVectorValues vectors) throws IOException {
+  /** The field's IVF structure: the lists, and for {@code ivf_pq} the codes of the vectors. */
+  private BuiltIvf buildLists(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors) throws IOException {
     IndexParams params = params(fieldInfo);
     int nlist = IvfBuilder.nlist(params.get(IndexParams.NLIST), vectors.size());
-    return IvfBuilder.build(
-        vectors,
-        nlist,
-        GpuSearchService.metric(fieldInfo.getVectorSimilarityFunction()),
-        KMeans.DEFAULT_ITERATIONS,
-        IvfBuilder.SEED,
-        GpuSearchServices.current().assigner());
+    Metric metric = GpuSearchService.metric(fieldInfo.getVectorSimilarityFunction());
+    Assigner assigner = GpuSearchServices.current().assigner();
+    return switch (type) {
+      case IVF_FLAT -> IvfBuilder.build(vectors, nlist, metric, KMeans.DEFAULT_ITERATIONS, IvfBuilder.SEED, assigner);
+      case IVF_PQ ->
+          IvfPqBuilder.build(
+              vectors,
+              nlist,
+              ProductQuantizer.m(params.get(IndexParams.PQ_M), vectors.dimension()),
+              ProductQuantizer.bits(params.get(IndexParams.PQ_BITS)),
+              metric,
+              KMeans.DEFAULT_ITERATIONS,
+              IvfBuilder.SEED,
+              assigner);
+      default -> throw new AssertionError("not an IVF type: " + type);
+    };
   }
 
-  private void writeLists(FieldInfo fieldInfo, IvfLayout layout) throws IOException {
+  private void writeLists(FieldInfo fieldInfo, BuiltIvf layout) throws IOException {
     IndexParams params = params(fieldInfo);
     layout.writeTo(data, IvfProbes.defaultProbes(params.get(IndexParams.NPROBE), layout.nlist()));
   }

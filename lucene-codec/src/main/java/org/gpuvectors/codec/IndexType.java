@@ -16,7 +16,12 @@ public enum IndexType {
   FLAT(0, "flat"),
   /** Coarse k-means quantizer + inverted lists of raw vectors. */
   IVF_FLAT(1, "ivf_flat"),
-  /** Coarse k-means quantizer + inverted lists of product-quantized codes. */
+  /**
+   * Coarse k-means quantizer + inverted lists of product-quantized residual codes (IVFADC), the
+   * candidates re-ranked with the raw vectors. Parameters: {@code nlist} and {@code nprobe} as
+   * {@link #IVF_FLAT}; {@code pq_m} (default {@link
+   * org.gpuvectors.codec.ivf.ProductQuantizer#defaultM}) and {@code pq_bits} (default 8).
+   */
   IVF_PQ(2, "ivf_pq"),
   /** Product quantization tree (Wieschollek et al.). */
   PQT(3, "pqt"),
@@ -43,10 +48,26 @@ public enum IndexType {
 
   /** Whether this release can write and search this index type. */
   public boolean isImplemented() {
+    return this == FLAT || this == IVF_FLAT || this == IVF_PQ;
+  }
+
+  /**
+   * Whether segments of this type hold coarse k-means lists (built at flush and merge for segment
+   * fields above the format's size threshold; smaller ones stay flat).
+   */
+  public boolean isIvf() {
+    return this == IVF_FLAT || this == IVF_PQ;
+  }
+
+  /**
+   * Whether the GPU service has a kernel for this type. Searches of a type without one run on the
+   * CPU (counted as the fallback {@code no_gpu_kernel}); its k-means training still uses the GPU.
+   */
+  public boolean hasGpuKernel() {
     return this == FLAT || this == IVF_FLAT;
   }
 
-  /** The implemented types' names, as {@code [flat], [ivf_flat]}. */
+  /** The implemented types' names, as {@code [flat], [ivf_flat], [ivf_pq]}. */
   public static String implementedNames() {
     return Arrays.stream(values())
         .filter(IndexType::isImplemented)

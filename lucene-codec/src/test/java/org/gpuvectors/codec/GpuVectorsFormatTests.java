@@ -573,10 +573,10 @@ class GpuVectorsFormatTests {
 
   @Test
   void unsupportedIndexTypeIsRejected() throws IOException {
-    FieldType ivfPq =
+    FieldType pqt =
         GpuVectorsFormat.markField(
-            KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN), IndexType.IVF_PQ);
-    assertRejected(ivfPq, "index type [ivf_pq] is not implemented yet; available types are [flat], [ivf_flat]");
+            KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN), IndexType.PQT);
+    assertRejected(pqt, "index type [pqt] is not implemented yet; available types are [flat], [ivf_flat], [ivf_pq]");
 
     // parameters arrive as attributes and are checked again here (a mapping layer may not be there)
     FieldType badNlist = new FieldType(KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN));

@@ -2,8 +2,15 @@ package org.gpuvectors.codec;
 
 import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.assertSameHits;
-import static org.gpuvectors.codec.GpuVectorsFormatTests.hits;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.oracleTopK;
+import static org.gpuvectors.codec.IvfTestSupport.FIELD;
+import static org.gpuvectors.codec.IvfTestSupport.config;
+import static org.gpuvectors.codec.IvfTestSupport.distance;
+import static org.gpuvectors.codec.IvfTestSupport.doc;
+import static org.gpuvectors.codec.IvfTestSupport.ids;
+import static org.gpuvectors.codec.IvfTestSupport.index;
+import static org.gpuvectors.codec.IvfTestSupport.overlap;
+import static org.gpuvectors.codec.IvfTestSupport.search;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -15,47 +22,31 @@ import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.HashSet;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.function.IntPredicate;
-import org.apache.lucene.codecs.Codec;
-import org.apache.lucene.document.Document;
-import org.apache.lucene.document.Field;
 import org.apache.lucene.document.FieldType;
-import org.apache.lucene.document.KnnFloatVectorField;
-import org.apache.lucene.document.NumericDocValuesField;
-import org.apache.lucene.document.StoredField;
-import org.apache.lucene.document.StringField;
 import org.apache.lucene.index.CorruptIndexException;
 import org.apache.lucene.index.DirectoryReader;
-import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.IndexWriter;
 import org.apache.lucene.index.IndexWriterConfig;
 import org.apache.lucene.index.LeafReader;
 import org.apache.lucene.index.LeafReaderContext;
-import org.apache.lucene.index.LogDocMergePolicy;
 import org.apache.lucene.index.Term;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.IndexSearcher;
-import org.apache.lucene.search.KnnFloatVectorQuery;
 import org.apache.lucene.search.Sort;
 import org.apache.lucene.search.SortField;
 import org.apache.lucene.search.TermQuery;
-import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
-import org.apache.lucene.tests.util.TestUtil;
-import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.FakeBackend;
-import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.ivf.IvfField;
-import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.IvfLists;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -71,20 +62,10 @@ import org.junit.jupiter.params.provider.EnumSource;
 class IvfFlatTests {
 
   private static final int DIMS = 16;
-  private static final int CLUSTERS = 40;
-  private static final String FIELD = "v";
 
   @TempDir Path tempDir;
-  private final Random random = new Random(7);
-  private final float[][] centers = new float[CLUSTERS][DIMS];
-
-  IvfFlatTests() {
-    for (float[] c : centers) {
-      for (int d = 0; d < DIMS; d++) {
-        c[d] = random.nextFloat() * 2 - 1;
-      }
-    }
-  }
+  private final IvfTestSupport data = new IvfTestSupport(DIMS, 7, 0.15f);
+  private final Random random = data.random;
 
   /**
    * On the GPU machine the lists were trained and searched on the GPU: the default service's stats
@@ -96,11 +77,7 @@ class IvfFlatTests {
       if (GpuTestSupport.gpuRequired() && usedDefaultService) {
         var stats = GpuSearchServices.current().stats();
         assertTrue(stats.gpuSearches() > 0, () -> "GPU searches: " + stats);
-        assertTrue(stats.gpuAssignedVectors() > 0 && stats.cpuAssignedVectors() == 0, () -> "k-means on the GPU: " + stats);
-        for (FallbackReason reason : new FallbackReason[] {FallbackReason.NO_GPU, FallbackReason.GPU_FAILED,
-            FallbackReason.CUDA_ERROR, FallbackReason.DEVICE_OUT_OF_MEMORY, FallbackReason.BUDGET_IN_USE}) {
-          assertEquals(0, stats.cpuFallbacks(reason), () -> reason + ": " + stats);
-        }
+        IvfTestSupport.assertTrainedOnTheGpu(stats);
       }
     } finally {
       GpuSearchServices.closeDefault();
@@ -110,120 +87,26 @@ class IvfFlatTests {
   /** Whether the test searched through the default service (the real GPU on the GPU machine). */
   private boolean usedDefaultService = true;
 
-  /** A point near a random cluster center (unit length for the inner-product similarities). */
   private float[] point(VectorSimilarityFunction sim) {
-    float[] c = centers[random.nextInt(CLUSTERS)];
-    float[] v = new float[DIMS];
-    for (int d = 0; d < DIMS; d++) {
-      v[d] = c[d] + (float) random.nextGaussian() * 0.15f;
-    }
-    if (sim == VectorSimilarityFunction.DOT_PRODUCT) {
-      KMeans.normalize(v);
-    }
-    return v;
+    return data.point(sim);
   }
 
   private List<float[]> points(int n, VectorSimilarityFunction sim) {
-    List<float[]> list = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      list.add(point(sim));
-    }
-    return list;
+    return data.points(n, sim);
   }
 
-  private static FieldType ivfType(VectorSimilarityFunction sim, Map<String, Integer> params) {
-    return GpuVectorsFormat.markField(
-        KnnFloatVectorField.createFieldType(DIMS, sim), new IndexParams(IndexType.IVF_FLAT, params));
-  }
-
-  private static IndexWriterConfig config(int ivfMinVectors, int segmentDocs) {
-    LogDocMergePolicy mergePolicy = new LogDocMergePolicy();
-    mergePolicy.setNoCFSRatio(0);
-    Codec codec = TestUtil.alwaysKnnVectorsFormat(new GpuVectorsFormat(ivfMinVectors));
-    return new IndexWriterConfig()
-        .setCodec(codec)
-        .setUseCompoundFile(false) // our files stay visible in the directory
-        .setMergePolicy(mergePolicy)
-        .setMaxBufferedDocs(segmentDocs);
-  }
-
-  private static Document doc(int id, float[] vector, FieldType type) {
-    Document doc = new Document();
-    doc.add(new StoredField("id", id));
-    doc.add(new StringField("sid", Integer.toString(id), Field.Store.NO));
-    doc.add(new StringField("rare", id % 50 == 0 ? "yes" : "no", Field.Store.NO));
-    doc.add(new NumericDocValuesField("sortkey", (id * 7919L) % 1000));
-    if (vector != null) {
-      doc.add(new KnnFloatVectorField(FIELD, vector, type));
-    }
-    return doc;
-  }
-
-  private void index(Directory dir, IndexWriterConfig config, List<float[]> vectors, FieldType type) throws IOException {
-    try (IndexWriter writer = new IndexWriter(dir, config)) {
-      for (int id = 0; id < vectors.size(); id++) {
-        writer.addDocument(doc(id, vectors.get(id), type));
-      }
-      writer.commit();
-    }
+  private FieldType ivfType(VectorSimilarityFunction sim, Map<String, Integer> params) {
+    return data.fieldType(IndexType.IVF_FLAT, sim, params);
   }
 
   private static IvfField lists(LeafReader leaf) {
-    GpuVectorsReader reader = KnnBatchSearcher.gpuVectorsReader(leaf, FIELD);
-    assertNotNull(reader, "segment read by GpuVectorsReader");
-    return reader.ivfField(FIELD);
+    return IvfTestSupport.reader(leaf).ivfField(FIELD);
   }
 
-  /**
-   * Every ordinal sits in exactly one list, ascending within it, and in the list of its nearest
-   * centroid: wrong ordinal remapping (index sorting, merges) breaks the last one.
-   */
   private static void assertListInvariants(LeafReader leaf, VectorSimilarityFunction sim) throws IOException {
     IvfField ivf = lists(leaf);
     assertNotNull(ivf, "IVF lists built");
-    IvfLists lists = ivf.toLists();
-    FloatVectorValues vectors = leaf.getFloatVectorValues(FIELD);
-    int dims = vectors.dimension();
-    Set<Integer> seen = new HashSet<>();
-    for (int l = 0; l < lists.nlist(); l++) {
-      for (int p = lists.offsets()[l]; p < lists.offsets()[l + 1]; p++) {
-        int ord = lists.ords()[p];
-        assertTrue(seen.add(ord), "ordinal " + ord + " in one list only");
-        if (p > lists.offsets()[l]) {
-          assertTrue(lists.ords()[p - 1] < ord, "ascending within a list");
-        }
-        float[] v = vectors.vectorValue(ord).clone();
-        if (sim == VectorSimilarityFunction.COSINE) {
-          KMeans.normalize(v);
-        }
-        int nearest = nearestCentroid(lists, dims, v, sim == VectorSimilarityFunction.EUCLIDEAN);
-        float own = distance(lists, dims, l, v, sim == VectorSimilarityFunction.EUCLIDEAN);
-        float best = distance(lists, dims, nearest, v, sim == VectorSimilarityFunction.EUCLIDEAN);
-        assertEquals(best, own, 1e-4f * Math.max(1, Math.abs(best)), "ordinal " + ord + " in list " + l + ", nearest is " + nearest);
-      }
-    }
-    assertEquals(vectors.size(), seen.size(), "every ordinal in a list");
-  }
-
-  private static float distance(IvfLists lists, int dims, int list, float[] v, boolean l2) {
-    float[] c = java.util.Arrays.copyOfRange(lists.centroids(), list * dims, (list + 1) * dims);
-    return l2 ? VectorUtil.squareDistance(c, v) : -VectorUtil.dotProduct(c, v);
-  }
-
-  private static int nearestCentroid(IvfLists lists, int dims, float[] v, boolean l2) {
-    int best = 0;
-    for (int l = 1; l < lists.nlist(); l++) {
-      if (distance(lists, dims, l, v, l2) < distance(lists, dims, best, v, l2)) {
-        best = l;
-      }
-    }
-    return best;
-  }
-
-  private List<Hit> search(IndexSearcher searcher, float[] query, int k, org.apache.lucene.search.Query filter)
-      throws IOException {
-    TopDocs td = searcher.search(new KnnFloatVectorQuery(FIELD, query, k, filter), k);
-    return hits(searcher, td);
+    IvfTestSupport.assertListInvariants(ivf.toLists(), leaf.getFloatVectorValues(FIELD), sim);
   }
 
   @ParameterizedTest
@@ -273,20 +156,6 @@ class IvfFlatTests {
         assertTrue(atMoreCandidates >= atDefault && atMoreCandidates >= 0.97, "recall@10 at 400 candidates: " + atMoreCandidates);
       }
     }
-  }
-
-  private static Set<Integer> ids(List<Hit> hits) {
-    Set<Integer> ids = new HashSet<>();
-    hits.forEach(h -> ids.add(h.id()));
-    return ids;
-  }
-
-  private static int overlap(Set<Integer> truth, List<Hit> hits) {
-    int n = 0;
-    for (Hit h : hits) {
-      n += truth.contains(h.id()) ? 1 : 0;
-    }
-    return n;
   }
 
   @Test
@@ -391,7 +260,7 @@ class IvfFlatTests {
             for (int l = 0; l < d.length; l++) {
               d[l] = distance(lists, DIMS, l, query, true);
             }
-            java.util.Arrays.sort(d);
+            Arrays.sort(d);
             assertEquals(d[4], d[5], 1e-4f * Math.max(1, d[4]), "hits differ without a near tie at the 5th list: query " + q);
           }
         }

@@ -111,20 +111,50 @@ class GpuIndexOptionsTests {
     }
 
     @Test
-    void refusesTypesNotImplementedListingTheAvailableOnes() {
-        // needs the codec's ivf_flat: ivf_pq, pqt and graph are still refused, after their parameters were checked
-        assertMessage(
-            "[index_options] type [ivf_pq] on field [vec] is not implemented yet; available types are [flat, ivf_flat]",
-            Map.of("type", "ivf_pq", "nlist", 1024, "pq_m", 8, "pq_bits", 8)
-        );
-        assertMessage("type [pqt] on field [vec] is not implemented yet; available types are [flat, ivf_flat]", Map.of("type", "pqt"));
+    void parsesIvfPqWithAndWithoutParameters() {
+        // needs the codec's ivf_pq (IndexType.IVF_PQ.isImplemented())
+        Map<String, Object> mapping = new LinkedHashMap<>();
+        mapping.put("pq_bits", 6);
+        mapping.put("type", "ivf_pq");
+        mapping.put("nlist", 1024);
+        mapping.put("pq_m", 8);
+        mapping.put("nprobe", 16);
+        GpuIndexOptions options = GpuIndexOptions.parse("vec", mapping);
+        assertEquals(IndexType.IVF_PQ, options.type());
+        assertEquals(Map.of("nlist", 1024, "nprobe", 16, "pq_m", 8, "pq_bits", 6), options.parameters());
+        assertEquals("{\"type\":\"ivf_pq\",\"nlist\":1024,\"nprobe\":16,\"pq_bits\":6,\"pq_m\":8}", Strings.toString(options));
+        assertEquals("ivf_pq{nlist=1024, nprobe=16, pq_bits=6, pq_m=8}", options.toString());
+
+        GpuIndexOptions defaults = GpuIndexOptions.parse("vec", Map.of("type", "ivf_pq"));
+        assertEquals(Map.of(), defaults.parameters());
+        assertEquals("{\"type\":\"ivf_pq\"}", Strings.toString(defaults));
+        // the codec's bounds, both ends included
+        int[] bits = IndexParams.schema(IndexType.IVF_PQ).get("pq_bits");
+        assertEquals(bits[0], GpuIndexOptions.parse("vec", Map.of("type", "ivf_pq", "pq_bits", bits[0])).parameters().get("pq_bits"));
+        assertEquals(bits[1], GpuIndexOptions.parse("vec", Map.of("type", "ivf_pq", "pq_bits", bits[1])).parameters().get("pq_bits"));
         assertMessage("[index_options.pq_bits] on field [vec] must be in [4, 8] but was [3]", Map.of("type", "ivf_pq", "pq_bits", 3));
+        assertMessage("[index_options.pq_m] on field [vec] must be in [1, 4096] but was [0]", Map.of("type", "ivf_pq", "pq_m", 0));
+        assertMessage(
+            "unknown parameter [degree] in [index_options] of type [ivf_pq] on field [vec]; valid parameters are [nlist, nprobe, pq_bits, pq_m]",
+            Map.of("type", "ivf_pq", "degree", 8)
+        );
+    }
+
+    @Test
+    void refusesTypesNotImplementedListingTheAvailableOnes() {
+        // needs the codec's ivf_flat and ivf_pq: pqt and graph are still refused, after their parameters were checked
+        assertMessage(
+            "[index_options] type [pqt] on field [vec] is not implemented yet; available types are [flat, ivf_flat, ivf_pq]",
+            Map.of("type", "pqt", "pq_m", 8, "pq_bits", 8)
+        );
+        assertMessage("type [graph] on field [vec] is not implemented yet; available types are [flat, ivf_flat, ivf_pq]", Map.of("type", "graph"));
+        assertMessage("[index_options.pq_bits] on field [vec] must be in [4, 8] but was [3]", Map.of("type", "pqt", "pq_bits", 3));
     }
 
     @Test
     void dimensionChecksNameTheFieldTheParameterAndWhereTheDimensionComesFrom() {
-        // pq_m must divide the dimension; ivf_pq cannot be mapped yet, so its options are made directly
-        GpuIndexOptions pq = new GpuIndexOptions(new IndexParams(IndexType.IVF_PQ, Map.of("pq_m", 4)));
+        // pq_m must divide the dimension
+        GpuIndexOptions pq = GpuIndexOptions.parse("vec", Map.of("type", "ivf_pq", "pq_m", 4));
         pq.checkDimension("vec", 8, "its [dims]");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> pq.checkDimension("vec", 6, "its [dims]"));
         assertEquals(

@@ -117,8 +117,8 @@ class GpuVectorFieldMapperTests {
 
     @Test
     void aParameterThatDoesNotFitTheMappedDimsIsAMappingError() {
-        // pq_m must divide dims (ivf_pq cannot be mapped yet: its options are made directly)
-        GpuIndexOptions pq = new GpuIndexOptions(new IndexParams(IndexType.IVF_PQ, Map.of("nlist", 16, "pq_m", 4, "pq_bits", 8)));
+        // pq_m must divide dims
+        GpuIndexOptions pq = GpuIndexOptions.parse("vec", Map.of("type", "ivf_pq", "nlist", 16, "pq_m", 4, "pq_bits", 8));
         MapperParsingException e = assertThrows(MapperParsingException.class, () -> build(builder(6, pq)));
         assertEquals(
             "[index_options] on field [vec] does not fit its [dims]: [pq_m] must divide the vector dimension [6] but was [4]",
@@ -129,7 +129,7 @@ class GpuVectorFieldMapperTests {
 
     @Test
     void withoutDimsTheDimensionChecksWaitForTheFirstDocument() {
-        GpuIndexOptions pq = new GpuIndexOptions(new IndexParams(IndexType.IVF_PQ, Map.of("pq_m", 4)));
+        GpuIndexOptions pq = GpuIndexOptions.parse("vec", Map.of("type", "ivf_pq", "pq_m", 4));
         GpuVectorFieldMapper noDims = build(builder(null, pq));
         assertNull(noDims.luceneFieldType());
         // parseCreateField runs this check on the first vector before it asks for the mapping update

@@ -24,7 +24,7 @@ public final class IvfBuilder {
   static final int MAX_DEFAULT_NLIST = 1 << 16;
 
   /** Vectors assigned per {@link Assigner} call. */
-  private static final int ASSIGN_BLOCK = 8192;
+  static final int ASSIGN_BLOCK = 8192;
 
   private IvfBuilder() {}
 
@@ -80,7 +80,7 @@ public final class IvfBuilder {
   }
 
   /** A copy of vector {@code ord} (normalised for cosine). */
-  private static float[] row(FloatVectorValues vectors, int ord, Metric metric) throws IOException {
+  static float[] row(FloatVectorValues vectors, int ord, Metric metric) throws IOException {
     float[] v = vectors.vectorValue(ord).clone();
     if (metric == Metric.COSINE) {
       KMeans.normalize(v);

@@ -25,7 +25,7 @@ import org.gpuvectors.cuda.Metric;
  * <p>The GPU runs the same algorithm on the same lists ({@code GpuIvfFlatIndex}): the same lists are
  * probed and the same candidates scored, so both paths return the same hits up to ties.
  */
-public final class IvfField {
+public final class IvfField implements IvfIndex {
 
   private final Metric metric;
   private final float[][] centroids;
@@ -49,16 +49,33 @@ public final class IvfField {
 
   /**
    * Reads the lists written by {@link IvfLayout#writeTo} at {@code [offset, offset + length)} of
-   * {@code data}, checking their structure against the field's vector count.
+   * {@code data} (an {@code ivf_flat} field's data: the lists and nothing else), checking their
+   * structure against the field's vector count.
    */
   public static IvfField read(IndexInput data, long offset, long length, int dims, int size, Metric metric)
       throws IOException {
     IndexInput in = data.slice("ivf", offset, length);
+    IvfField lists = readLists(in, dims, size, metric);
+    if (in.getFilePointer() != length) {
+      throw new CorruptIndexException("IVF data length " + length + " != " + in.getFilePointer(), in);
+    }
+    return lists;
+  }
+
+  /**
+   * Reads lists written by {@link IvfLayout#writeTo} from {@code in}'s position, checking their
+   * structure against the field's vector count, and leaves {@code in} after them (where an index type
+   * that extends the lists, such as {@code ivf_pq}, continues). The ordinals stay in the file.
+   */
+  static IvfField readLists(IndexInput in, int dims, int size, Metric metric) throws IOException {
     int nlist = in.readVInt();
     int probes = in.readVInt();
     IvfBuilder.Training training = new IvfBuilder.Training(in.readVInt(), in.readVInt(), in.readLong());
     if (nlist < 1 || nlist > Math.max(1, size) || probes < 1 || probes > nlist) {
       throw new CorruptIndexException("invalid IVF lists: nlist=" + nlist + " nprobe=" + probes + " size=" + size, in);
+    }
+    if (in.length() - in.getFilePointer() < 4L * nlist * dims + 4L * (nlist + 1) + 4L * size) {
+      throw new CorruptIndexException("IVF data too short for " + nlist + " lists of " + size + " vectors", in);
     }
     float[][] centroids = new float[nlist][dims];
     for (float[] c : centroids) {
@@ -75,12 +92,12 @@ public final class IvfField {
       }
     }
     long ordsStart = in.getFilePointer();
-    if (ordsStart + 4L * size != length) {
-      throw new CorruptIndexException("IVF data length " + length + " != " + (ordsStart + 4L * size), in);
-    }
-    return new IvfField(metric, centroids, offsets, probes, training, in.randomAccessSlice(ordsStart, 4L * size), size);
+    RandomAccessInput ords = in.randomAccessSlice(ordsStart, 4L * size);
+    in.seek(ordsStart + 4L * size);
+    return new IvfField(metric, centroids, offsets, probes, training, ords, size);
   }
 
+  @Override
   public int nlist() {
     return centroids.length;
   }
@@ -94,7 +111,7 @@ public final class IvfField {
     return training;
   }
 
-  /** Lists to scan for a search of k results over {@code accepted} accepted vectors ({@link IvfProbes}). */
+  @Override
   public int probes(int k, long accepted) {
     return IvfProbes.probes(defaultProbes, nlist(), k, accepted, size);
   }
@@ -133,28 +150,61 @@ public final class IvfField {
     return lists;
   }
 
+  /** List {@code l}'s centroid (normalised for cosine); not a copy. */
+  float[] centroid(int l) {
+    return centroids[l];
+  }
+
+  /** The first position of list {@code l}; the list ends where list {@code l + 1} starts. */
+  int listStart(int l) {
+    return offsets[l];
+  }
+
+  /** The vector ordinal at a position of the lists. */
+  int ord(int position) throws IOException {
+    return ords.readInt(4L * position);
+  }
+
+  Metric metric() {
+    return metric;
+  }
+
   /**
-   * Searches one query on the CPU: scores the vectors of the nearest lists (how many: {@link
-   * #probes}) with the field's similarity, exactly as flat search would score them.
+   * What a CPU search needs before it scans (shared by {@code ivf_flat} and {@code ivf_pq}): the
+   * query's exact scorer, the accepted ordinals (null: all) and how many, and the lists to probe,
+   * nearest first.
    */
+  record Scan(RandomVectorScorer scorer, Bits acceptOrds, long accepted, int[] lists) {}
+
+  Scan scan(
+      FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
+      int k, AcceptDocs accept) throws IOException {
+    RandomVectorScorer scorer = scorers.getRandomVectorScorer(similarity, vectors.copy(), query);
+    Bits acceptDocs = accept == null ? null : accept.bits();
+    long accepted = acceptDocs == null ? size : Math.min(size, accept.cost());
+    return new Scan(scorer, scorer.getAcceptOrds(acceptDocs), accepted, nearestLists(query, probes(k, accepted)));
+  }
+
+  /**
+   * Scores the vectors of the nearest lists (how many: {@link #probes}) with the field's
+   * similarity, exactly as flat search would score them.
+   */
+  @Override
   public void search(
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
       KnnCollector collector, AcceptDocs accept) throws IOException {
-    RandomVectorScorer scorer = scorers.getRandomVectorScorer(similarity, vectors.copy(), query);
-    Bits acceptDocs = accept == null ? null : accept.bits();
-    Bits acceptOrds = scorer.getAcceptOrds(acceptDocs);
-    long accepted = acceptDocs == null ? size : Math.min(size, accept.cost());
-    for (int list : nearestLists(query, probes(collector.k(), accepted))) {
+    Scan scan = scan(scorers, similarity, vectors, query, collector.k(), accept);
+    for (int list : scan.lists()) {
       for (int p = offsets[list]; p < offsets[list + 1]; p++) {
         if (collector.earlyTerminated()) {
           return;
         }
-        int ord = ords.readInt(4L * p);
-        if (acceptOrds != null && acceptOrds.get(ord) == false) {
+        int ord = ord(p);
+        if (scan.acceptOrds() != null && scan.acceptOrds().get(ord) == false) {
           continue;
         }
         collector.incVisitedCount(1);
-        collector.collect(scorer.ordToDoc(ord), scorer.score(ord));
+        collector.collect(scan.scorer().ordToDoc(ord), scan.scorer().score(ord));
       }
     }
   }

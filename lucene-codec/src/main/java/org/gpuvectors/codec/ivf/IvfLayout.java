@@ -10,9 +10,11 @@ import org.gpuvectors.cuda.IvfLists;
 /**
  * A segment field's inverted lists as built: the coarse centroids, and the vector ordinals grouped
  * by list (list {@code l} holds {@code ords[offsets[l] .. offsets[l + 1])}, ascending within a list).
- * Also its encoding in the {@code .gvd} file (see {@code GpuVectorsFormat} for the layout).
+ * Also its encoding in the {@code .gvd} file (see {@code GpuVectorsFormat} for the layout): all of an
+ * {@code ivf_flat} field's data, and the start of an {@code ivf_pq} field's ({@link IvfPqLayout}).
  */
-public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuilder.Training training) {
+public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuilder.Training training)
+    implements BuiltIvf {
 
   /** Groups ordinals {@code 0 .. list.length - 1} by their list (a counting sort: stable, so ascending). */
   static IvfLayout fromAssignment(float[][] centroids, int[] list, IvfBuilder.Training training) {
@@ -32,11 +34,24 @@ public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuild
     return new IvfLayout(centroids, offsets, ords, training);
   }
 
+  @Override
   public int nlist() {
     return centroids.length;
   }
 
+  /** The list of every ordinal ({@code list[ord]}), the inverse of the grouping. */
+  int[] listOfOrdinals() {
+    int[] list = new int[ords.length];
+    for (int l = 0; l < nlist(); l++) {
+      for (int p = offsets[l]; p < offsets[l + 1]; p++) {
+        list[ords[p]] = l;
+      }
+    }
+    return list;
+  }
+
   /** The same lists with every ordinal renamed {@code oldToNew[ord]} (index sorting), ascending again. */
+  @Override
   public IvfLayout remap(int[] oldToNew) {
     int[] ords = new int[this.ords.length];
     for (int p = 0; p < ords.length; p++) {
@@ -62,18 +77,15 @@ public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuild
    * Writes the lists: nlist, the training record, centroids (float32), offsets and ordinals (int32),
    * all little-endian.
    */
+  @Override
   public void writeTo(IndexOutput out, int probes) throws IOException {
-    int dims = centroids[0].length;
     out.writeVInt(nlist());
     out.writeVInt(probes);
     out.writeVInt(training.samples());
     out.writeVInt(training.iterations());
     out.writeLong(training.seed());
-    ByteBuffer row = ByteBuffer.allocate(4 * dims).order(ByteOrder.LITTLE_ENDIAN);
     for (float[] c : centroids) {
-      row.clear();
-      row.asFloatBuffer().put(c);
-      out.writeBytes(row.array(), row.capacity());
+      writeFloats(out, c);
     }
     for (int o : offsets) {
       out.writeInt(o);
@@ -81,5 +93,12 @@ public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuild
     for (int ord : ords) {
       out.writeInt(ord);
     }
+  }
+
+  /** Writes floats little-endian, as {@link org.apache.lucene.store.DataInput#readFloats} reads them. */
+  static void writeFloats(IndexOutput out, float[] values) throws IOException {
+    ByteBuffer bytes = ByteBuffer.allocate(4 * values.length).order(ByteOrder.LITTLE_ENDIAN);
+    bytes.asFloatBuffer().put(values);
+    out.writeBytes(bytes.array(), bytes.capacity());
   }
 }

@@ -1,0 +1,273 @@
+package org.gpuvectors.codec.ivf;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.OptionalInt;
+import org.apache.lucene.index.CorruptIndexException;
+import org.apache.lucene.store.IndexInput;
+import org.apache.lucene.store.IndexOutput;
+import org.gpuvectors.cuda.Metric;
+
+/**
+ * A product quantizer (Jégou et al., "Product quantization for nearest neighbor search"; the PQ of
+ * Faiss's IVFADC): a vector of {@code dims} floats is cut into {@code m} sub-vectors of {@code dims /
+ * m} floats, and each sub-vector is replaced by the index of its nearest codeword in that
+ * sub-space's codebook of {@code 2^bits} codewords, one byte per sub-vector ({@code bits <= 8}).
+ * IVF-PQ quantizes residuals (a vector minus its list's centroid), whose spread is much smaller than
+ * the vectors', so the same codebooks serve every list.
+ *
+ * <p>Codebooks are trained by {@link KMeans} (squared L2 in every sub-space, whatever the field's
+ * similarity: the codes approximate the residual itself); the nearest-codeword step of training and
+ * of encoding goes through an {@link Assigner}, i.e. the GPU when the node has one.
+ *
+ * <p>Search compares a query with codes through lookup tables ({@link #l2Table}, {@link
+ * #innerProductTable}): {@code m x 2^bits} partial distances, after which a code's distance is {@code
+ * m} table reads ({@link #distance}: asymmetric distance computation, ADC).
+ */
+public final class ProductQuantizer {
+
+  /** Bits per sub-quantizer code when the mapping gives no {@code pq_bits}: 256 codewords, one byte. */
+  public static final int DEFAULT_BITS = 8;
+  /** Dimensions per sub-vector the default {@code pq_m} aims at (Faiss's common choice for 8-bit codes). */
+  static final int DEFAULT_SUB_DIMS = 8;
+  /** Training residuals per codeword at most (Faiss's k-means warns below 39 per centroid). */
+  static final int TRAINING_POINTS_PER_CODEWORD = 64;
+
+  private final int dims;
+  private final int m;
+  private final int bits;
+  /** Codeword {@code c} of sub-quantizer {@code j} at {@code [(j * ksub + c) * subDims, + subDims)}. */
+  private final float[] codebooks;
+  private final IvfBuilder.Training training;
+
+  ProductQuantizer(int dims, int m, int bits, float[] codebooks, IvfBuilder.Training training) {
+    if (m < 1 || dims % m != 0) {
+      throw new IllegalArgumentException("pq_m must divide the dimension " + dims + ": " + m);
+    }
+    if (bits < 1 || bits > 8) {
+      throw new IllegalArgumentException("pq_bits must be in [1, 8]: " + bits);
+    }
+    if (codebooks.length != (1 << bits) * dims) {
+      throw new IllegalArgumentException("codebooks hold " + codebooks.length + " floats, not " + (1 << bits) * dims);
+    }
+    this.dims = dims;
+    this.m = m;
+    this.bits = bits;
+    this.codebooks = codebooks;
+    this.training = training;
+  }
+
+  /**
+   * The sub-quantizers of a field without {@code pq_m} in its mapping: {@code dims / 8} when 8
+   * divides {@code dims} (sub-vectors of 8 dimensions: codes of {@code dims / 8} bytes, 1/32 of the
+   * raw vector), else the largest divisor of {@code dims} that is at most {@code dims / 4} (sub-vectors
+   * of at least 4 dimensions), and at least 1.
+   */
+  public static int defaultM(int dims) {
+    if (dims % DEFAULT_SUB_DIMS == 0) {
+      return dims / DEFAULT_SUB_DIMS;
+    }
+    for (int m = dims / 4; m > 1; m--) {
+      if (dims % m == 0) {
+        return m;
+      }
+    }
+    return 1;
+  }
+
+  /** The mapping's {@code pq_m} (that it divides {@code dims} is checked with the mapping), else {@link #defaultM}. */
+  public static int m(OptionalInt requested, int dims) {
+    return requested.orElse(defaultM(dims));
+  }
+
+  /** The mapping's {@code pq_bits}, else {@link #DEFAULT_BITS}. */
+  public static int bits(OptionalInt requested) {
+    return requested.orElse(DEFAULT_BITS);
+  }
+
+  /**
+   * Trains {@code m} codebooks of {@code 2^bits} codewords on residual rows. A sub-space with fewer
+   * training rows than codewords (a small segment) gets one codeword per row and the rest copies of
+   * codeword 0: encoding prefers the lower index on ties, so the copies are never used and every
+   * sub-vector seen in training is encoded exactly.
+   *
+   * @param seed k-means of sub-quantizer {@code j} starts from {@code seed + j}
+   */
+  public static ProductQuantizer train(
+      float[][] residuals, int m, int bits, int iterations, long seed, Assigner assigner) throws IOException {
+    if (residuals.length == 0) {
+      throw new IllegalArgumentException("no training residuals");
+    }
+    int dims = residuals[0].length;
+    int ksub = 1 << bits;
+    int subDims = dims / m;
+    float[] codebooks = new float[ksub * dims];
+    int k = Math.min(ksub, residuals.length);
+    float[][] sub = new float[residuals.length][subDims];
+    for (int j = 0; j < m; j++) {
+      for (int i = 0; i < residuals.length; i++) {
+        System.arraycopy(residuals[i], j * subDims, sub[i], 0, subDims);
+      }
+      float[][] centroids = KMeans.train(sub, k, Metric.L2, iterations, seed + j, assigner);
+      for (int c = 0; c < ksub; c++) {
+        System.arraycopy(centroids[c < k ? c : 0], 0, codebooks, (j * ksub + c) * subDims, subDims);
+      }
+    }
+    return new ProductQuantizer(dims, m, bits, codebooks, new IvfBuilder.Training(residuals.length, iterations, seed));
+  }
+
+  public int dims() {
+    return dims;
+  }
+
+  /** Sub-quantizers: bytes per code. */
+  public int m() {
+    return m;
+  }
+
+  public int bits() {
+    return bits;
+  }
+
+  /** Codewords per sub-quantizer ({@code 2^bits}). */
+  public int ksub() {
+    return 1 << bits;
+  }
+
+  public int subDims() {
+    return dims / m;
+  }
+
+  public IvfBuilder.Training training() {
+    return training;
+  }
+
+  /** A copy of codeword {@code c} of sub-quantizer {@code j}. */
+  public float[] codeword(int j, int c) {
+    int start = (j * ksub() + c) * subDims();
+    return Arrays.copyOfRange(codebooks, start, start + subDims());
+  }
+
+  /** Sub-quantizer {@code j}'s codebook as rows (what an {@link Assigner} takes). */
+  private float[][] codebook(int j) {
+    float[][] rows = new float[ksub()][];
+    for (int c = 0; c < rows.length; c++) {
+      rows[c] = codeword(j, c);
+    }
+    return rows;
+  }
+
+  /**
+   * Encodes {@code count} residual rows: the code of row {@code i} goes to {@code codes[offset + i * m
+   * ..]}, byte {@code j} the nearest codeword (squared L2) of sub-vector {@code j}. One {@link
+   * Assigner} call per sub-quantizer for the whole block.
+   */
+  public void encode(float[][] residuals, int count, byte[] codes, int offset, Assigner assigner) throws IOException {
+    int subDims = subDims();
+    float[][] sub = new float[count][subDims];
+    int[] nearest = new int[count];
+    for (int j = 0; j < m; j++) {
+      for (int i = 0; i < count; i++) {
+        System.arraycopy(residuals[i], j * subDims, sub[i], 0, subDims);
+      }
+      assigner.assign(codebook(j), sub, count, Metric.L2, nearest, 0);
+      for (int i = 0; i < count; i++) {
+        codes[offset + i * m + j] = (byte) nearest[i];
+      }
+    }
+  }
+
+  /**
+   * Fills {@code table[j * ksub + c]} with the squared L2 distance between sub-vector {@code j} of
+   * {@code residual} and codeword {@code c}: the distance of a code to the residual is then the sum of
+   * its {@code m} entries ({@link #distance}).
+   */
+  public void l2Table(float[] residual, float[] table) {
+    int subDims = subDims();
+    int ksub = ksub();
+    for (int j = 0; j < m; j++) {
+      int q = j * subDims;
+      for (int c = 0; c < ksub; c++) {
+        int w = (j * ksub + c) * subDims;
+        float s = 0;
+        for (int d = 0; d < subDims; d++) {
+          float diff = residual[q + d] - codebooks[w + d];
+          s += diff * diff;
+        }
+        table[j * ksub + c] = s;
+      }
+    }
+  }
+
+  /**
+   * Fills {@code table[j * ksub + c]} with the inner product of sub-vector {@code j} of {@code query}
+   * and codeword {@code c}. Inner products add up across sub-spaces and across centroid and residual,
+   * so the table does not depend on the list: {@code <q, x> ~ <q, centroid> + distance(table, code)}.
+   */
+  public void innerProductTable(float[] query, float[] table) {
+    int subDims = subDims();
+    int ksub = ksub();
+    for (int j = 0; j < m; j++) {
+      int q = j * subDims;
+      for (int c = 0; c < ksub; c++) {
+        int w = (j * ksub + c) * subDims;
+        float s = 0;
+        for (int d = 0; d < subDims; d++) {
+          s += query[q + d] * codebooks[w + d];
+        }
+        table[j * ksub + c] = s;
+      }
+    }
+  }
+
+  /** The sum of the table entries a code selects ({@code codes[offset .. offset + m)}). */
+  public float distance(float[] table, byte[] codes, int offset) {
+    int ksub = ksub();
+    float s = 0;
+    for (int j = 0, t = 0; j < m; j++, t += ksub) {
+      s += table[t + (codes[offset + j] & 0xFF)];
+    }
+    return s;
+  }
+
+  /** The vector a code stands for (the codewords it names, concatenated). */
+  public float[] decode(byte[] codes, int offset) {
+    float[] v = new float[dims];
+    int subDims = subDims();
+    for (int j = 0; j < m; j++) {
+      int c = codes[offset + j] & 0xFF;
+      System.arraycopy(codebooks, (j * ksub() + c) * subDims, v, j * subDims, subDims);
+    }
+    return v;
+  }
+
+  /** Writes {@code m}, {@code bits}, the training record and the codebooks (see {@code GpuVectorsFormat}). */
+  void writeTo(IndexOutput out) throws IOException {
+    out.writeVInt(m);
+    out.writeVInt(bits);
+    out.writeVInt(training.samples());
+    out.writeVInt(training.iterations());
+    out.writeLong(training.seed());
+    IvfLayout.writeFloats(out, codebooks);
+  }
+
+  /** Reads what {@link #writeTo} wrote, checking it against the field's dimension. */
+  static ProductQuantizer read(IndexInput in, int dims) throws IOException {
+    int m = in.readVInt();
+    int bits = in.readVInt();
+    IvfBuilder.Training training = new IvfBuilder.Training(in.readVInt(), in.readVInt(), in.readLong());
+    if (m < 1 || m > dims || dims % m != 0) {
+      throw new CorruptIndexException("invalid ivf_pq pq_m " + m + " for dimension " + dims, in);
+    }
+    if (bits < 1 || bits > 8) {
+      throw new CorruptIndexException("invalid ivf_pq pq_bits " + bits + " (1 to 8)", in);
+    }
+    long codebookBytes = 4L * (1 << bits) * dims;
+    if (in.length() - in.getFilePointer() < codebookBytes) {
+      throw new CorruptIndexException("ivf_pq data too short for the codebooks (" + codebookBytes + " bytes)", in);
+    }
+    float[] codebooks = new float[(1 << bits) * dims];
+    in.readFloats(codebooks, 0, codebooks.length);
+    return new ProductQuantizer(dims, m, bits, codebooks, training);
+  }
+}

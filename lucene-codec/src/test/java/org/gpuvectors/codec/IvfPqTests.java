@@ -1,0 +1,445 @@
+package org.gpuvectors.codec;
+
+import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
+import static org.gpuvectors.codec.GpuVectorsFormatTests.assertSameHits;
+import static org.gpuvectors.codec.GpuVectorsFormatTests.oracleTopK;
+import static org.gpuvectors.codec.IvfTestSupport.FIELD;
+import static org.gpuvectors.codec.IvfTestSupport.config;
+import static org.gpuvectors.codec.IvfTestSupport.doc;
+import static org.gpuvectors.codec.IvfTestSupport.ids;
+import static org.gpuvectors.codec.IvfTestSupport.index;
+import static org.gpuvectors.codec.IvfTestSupport.overlap;
+import static org.gpuvectors.codec.IvfTestSupport.search;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.function.IntPredicate;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.FieldType;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.index.CodecReader;
+import org.apache.lucene.index.CorruptIndexException;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.LeafReader;
+import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.Term;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.Sort;
+import org.apache.lucene.search.SortField;
+import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.gpuvectors.codec.gpu.FakeBackend;
+import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.ivf.IvfPqField;
+import org.gpuvectors.codec.ivf.KMeans;
+import org.gpuvectors.codec.ivf.ProductQuantizer;
+import org.gpuvectors.cuda.IvfLists;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * {@code ivf_pq} fields through Lucene on the CPU: the lists' and the codes' invariants after flush,
+ * index sorting and merges with deletions, exactness when every list is probed and every candidate
+ * re-ranked, recall at the defaults and with more candidates, filters, thresholds, determinism,
+ * corruption, parameter checks, and (on a {@link FakeBackend}) training on the device with searches
+ * left to the CPU.
+ */
+class IvfPqTests {
+
+  private static final int DIMS = 16;
+
+  @TempDir Path tempDir;
+  private final IvfTestSupport data = new IvfTestSupport(DIMS, 13, 0.15f);
+  private final Random random = data.random;
+
+  /** Whether the test built through the default service (the real GPU on the GPU machine). */
+  private boolean usedDefaultService = true;
+
+  /** On the GPU machine the codebooks (and lists) were trained on the GPU, and nothing failed there. */
+  @AfterEach
+  void trainedOnTheGpuWhenOneIsRequired() {
+    try {
+      if (GpuTestSupport.gpuRequired() && usedDefaultService) {
+        IvfTestSupport.assertTrainedOnTheGpu(GpuSearchServices.current().stats());
+      }
+    } finally {
+      GpuSearchServices.closeDefault();
+    }
+  }
+
+  private FieldType pqType(VectorSimilarityFunction sim, Map<String, Integer> params) {
+    return data.fieldType(IndexType.IVF_PQ, sim, params);
+  }
+
+  private static IvfPqField pq(LeafReader leaf) {
+    return IvfTestSupport.reader(leaf).ivfPqField(FIELD);
+  }
+
+  /**
+   * The lists' invariants ({@link IvfTestSupport#assertListInvariants}), and each code is the nearest
+   * codeword of its vector's residual sub-vectors: a code that did not follow its ordinal (index
+   * sorting, merges) breaks it.
+   */
+  private static void assertInvariants(LeafReader leaf, VectorSimilarityFunction sim) throws IOException {
+    IvfPqField field = pq(leaf);
+    assertNotNull(field, "ivf_pq built");
+    IvfLists lists = field.lists().toLists();
+    FloatVectorValues vectors = leaf.getFloatVectorValues(FIELD);
+    IvfTestSupport.assertListInvariants(lists, vectors, sim);
+    ProductQuantizer pq = field.pq();
+    int sub = pq.subDims();
+    for (int l = 0; l < lists.nlist(); l++) {
+      float[] centroid = IvfTestSupport.centroid(lists, DIMS, l);
+      for (int p = lists.offsets()[l]; p < lists.offsets()[l + 1]; p++) {
+        float[] r = vectors.vectorValue(lists.ords()[p]).clone();
+        if (sim == VectorSimilarityFunction.COSINE) {
+          KMeans.normalize(r);
+        }
+        for (int d = 0; d < DIMS; d++) {
+          r[d] -= centroid[d];
+        }
+        byte[] code = field.code(p);
+        for (int j = 0; j < pq.m(); j++) {
+          float own = subDistance(r, j, pq.codeword(j, code[j] & 0xFF));
+          for (int c = 0; c < pq.ksub(); c++) {
+            float other = subDistance(r, j, pq.codeword(j, c));
+            assertTrue(own <= other + 1e-5f * Math.max(1, other), "position " + p + " sub-quantizer " + j);
+          }
+        }
+      }
+    }
+    assertEquals(sub * pq.m(), DIMS);
+  }
+
+  private static float subDistance(float[] r, int j, float[] codeword) {
+    float s = 0;
+    for (int d = 0; d < codeword.length; d++) {
+      float diff = r[j * codeword.length + d] - codeword[d];
+      s += diff * diff;
+    }
+    return s;
+  }
+
+  /**
+   * A search that re-ranks every accepted vector of the probed lists: Lucene's k for the segment (and
+   * so the re-ranking depth, 4 x k) covers them; its top {@code k} are compared with the oracle.
+   */
+  private static List<Hit> deepSearch(IndexSearcher searcher, float[] query, int k, int accepted, org.apache.lucene.search.Query filter)
+      throws IOException {
+    int segmentK = Math.max(k, (accepted + IvfPqField.RERANK_FACTOR - 1) / IvfPqField.RERANK_FACTOR);
+    List<Hit> hits = search(searcher, query, segmentK, filter);
+    return hits.subList(0, Math.min(k, hits.size()));
+  }
+
+  @ParameterizedTest
+  @EnumSource(VectorSimilarityFunction.class)
+  void probingEveryListAndRerankingEveryCandidateIsExact(VectorSimilarityFunction sim) throws IOException {
+    List<float[]> vectors = data.points(3000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 5000), vectors, pqType(sim, Map.of(IndexParams.NLIST, 30, IndexParams.NPROBE, 30)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(1, reader.leaves().size());
+        LeafReader leaf = reader.leaves().get(0).reader();
+        assertEquals(30, pq(leaf).nlist());
+        assertEquals(ProductQuantizer.defaultM(DIMS), pq(leaf).pq().m(), "default pq_m");
+        assertEquals(ProductQuantizer.DEFAULT_BITS, pq(leaf).pq().bits(), "default pq_bits");
+        assertInvariants(leaf, sim);
+        IndexSearcher searcher = new IndexSearcher(reader);
+        for (int q = 0; q < 10; q++) {
+          float[] query = data.point(sim);
+          int k = 1 + random.nextInt(30);
+          assertSameHits(oracleTopK(vectors, query, sim, k, id -> true), deepSearch(searcher, query, k, vectors.size(), null));
+        }
+      }
+    }
+  }
+
+  /**
+   * Recall@10 against exact search: at the defaults (the lists ivf_flat probes, 4 x k candidates
+   * re-ranked) most true neighbours are found; 400 candidates (more lists, deeper re-ranking) find
+   * nearly all. The scores of what is found are exact.
+   */
+  @Test
+  void defaultsFindMostNeighboursAndNumCandidatesFindsMore() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(8000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 10_000), vectors, pqType(sim, Map.of()));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IvfPqField field = pq(reader.leaves().get(0).reader());
+        assertEquals(Math.round(Math.sqrt(8000)), field.nlist(), "default nlist: about sqrt(n), as ivf_flat");
+        IndexSearcher searcher = new IndexSearcher(reader);
+        double atDefault = 0;
+        double atMoreCandidates = 0;
+        int queries = 100;
+        for (int q = 0; q < queries; q++) {
+          float[] query = data.point(sim);
+          List<Hit> exact = oracleTopK(vectors, query, sim, 10, id -> true);
+          Set<Integer> truth = ids(exact);
+          List<Hit> found = search(searcher, query, 10, null);
+          atDefault += overlap(truth, found) / 10.0;
+          atMoreCandidates += overlap(truth, search(searcher, query, 400, null).subList(0, 10)) / 10.0;
+          for (Hit h : found) {
+            assertEquals(GpuVectorsFormatTests.oracleScore(sim, vectors.get(h.id()), query), h.score(), 1e-5f, "exact score");
+          }
+        }
+        atDefault /= queries;
+        atMoreCandidates /= queries;
+        System.out.println("[ivf_pq] recall@10 at the defaults " + atDefault + ", at 400 candidates " + atMoreCandidates);
+        assertTrue(atDefault >= 0.9, "recall@10 at the defaults: " + atDefault);
+        assertTrue(atMoreCandidates >= atDefault && atMoreCandidates >= 0.97, "recall@10 at 400 candidates: " + atMoreCandidates);
+      }
+    }
+  }
+
+  @Test
+  void selectiveFilterScansEveryListAndOnlyAcceptedVectors() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.DOT_PRODUCT;
+    List<float[]> vectors = data.points(5000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 10_000), vectors, pqType(sim, Map.of(IndexParams.NLIST, 64, IndexParams.NPROBE, 2)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IndexSearcher searcher = new IndexSearcher(reader);
+        IntPredicate rare = id -> id % 50 == 0; // 2 %: 2 lists / 0.02 > 64 lists, so all are scanned
+        TermQuery filter = new TermQuery(new Term("rare", "yes"));
+        for (int q = 0; q < 10; q++) {
+          float[] query = data.point(sim);
+          // 100 accepted vectors: k 10 re-ranks 40 of them (hits all accepted), k 25 all of them (exact)
+          for (Hit h : search(searcher, query, 10, filter)) {
+            assertTrue(rare.test(h.id()), "accepted: " + h.id());
+          }
+          assertSameHits(oracleTopK(vectors, query, sim, 10, rare), deepSearch(searcher, query, 10, 100, filter));
+        }
+      }
+    }
+  }
+
+  @Test
+  void indexSortingRenumbersTheListsAndTheCodes() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.COSINE;
+    List<float[]> vectors = data.points(3000, sim);
+    for (int i = 0; i < vectors.size(); i += 9) {
+      vectors.set(i, null); // documents without a vector: ordinals differ from doc ids
+    }
+    IndexWriterConfig config = config(0, 5000).setIndexSort(new Sort(new SortField("sortkey", SortField.Type.LONG, true)));
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config, vectors, pqType(sim, Map.of(IndexParams.NLIST, 25, IndexParams.NPROBE, 25, IndexParams.PQ_M, 4)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        LeafReader leaf = reader.leaves().get(0).reader();
+        assertEquals(4, pq(leaf).pq().m());
+        assertInvariants(leaf, sim);
+        IndexSearcher searcher = new IndexSearcher(reader);
+        int withVectors = leaf.getFloatVectorValues(FIELD).size();
+        for (int q = 0; q < 10; q++) {
+          float[] query = data.point(sim);
+          assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), deepSearch(searcher, query, 10, withVectors, null));
+        }
+      }
+    }
+  }
+
+  @Test
+  void mergesRebuildTheListsAndCodesWithoutDeletedDocuments() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.MAXIMUM_INNER_PRODUCT;
+    List<float[]> vectors = data.points(4000, sim);
+    FieldType type = pqType(sim, Map.of(IndexParams.NLIST, 20, IndexParams.NPROBE, 20, IndexParams.PQ_BITS, 6));
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      try (IndexWriter writer = new IndexWriter(dir, config(0, 1000))) {
+        for (int id = 0; id < vectors.size(); id++) {
+          writer.addDocument(doc(id, vectors.get(id), type));
+        }
+        writer.commit();
+        for (int id = 0; id < vectors.size(); id += 3) {
+          writer.deleteDocuments(new Term("sid", Integer.toString(id)));
+        }
+        writer.forceMerge(1);
+        writer.commit();
+      }
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(1, reader.leaves().size());
+        LeafReader leaf = reader.leaves().get(0).reader();
+        int live = vectors.size() - (vectors.size() + 2) / 3;
+        assertEquals(live, leaf.getFloatVectorValues(FIELD).size());
+        assertEquals(6, pq(leaf).pq().bits());
+        assertInvariants(leaf, sim);
+        IndexSearcher searcher = new IndexSearcher(reader);
+        for (int q = 0; q < 10; q++) {
+          float[] query = data.point(sim);
+          assertSameHits(oracleTopK(vectors, query, sim, 10, id -> id % 3 != 0), deepSearch(searcher, query, 10, live, null));
+        }
+      }
+    }
+  }
+
+  @Test
+  void segmentsBelowTheThresholdStayFlat() throws IOException {
+    usedDefaultService = false; // flat segments: nothing trained
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(600, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(500, 400), vectors, pqType(sim, Map.of(IndexParams.NLIST, 8, IndexParams.NPROBE, 1)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(2, reader.leaves().size());
+        for (LeafReaderContext leaf : reader.leaves()) {
+          assertNull(pq(leaf.reader()), "a segment of " + leaf.reader().maxDoc() + " docs stays flat");
+        }
+        IndexSearcher searcher = new IndexSearcher(reader);
+        float[] query = data.point(sim);
+        assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), search(searcher, query, 10, null));
+      }
+    }
+  }
+
+  @Test
+  void buildsAreDeterministic() throws IOException {
+    usedDefaultService = false; // builds only
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(3000, sim);
+    IvfLists[] lists = new IvfLists[2];
+    byte[][] codes = new byte[2][];
+    float[][] codewords = new float[2][];
+    for (int run = 0; run < 2; run++) {
+      try (Directory dir = FSDirectory.open(tempDir.resolve("run" + run))) {
+        index(dir, config(0, 5000), vectors, pqType(sim, Map.of(IndexParams.NLIST, 30)));
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IvfPqField field = pq(reader.leaves().get(0).reader());
+          lists[run] = field.lists().toLists();
+          int m = field.pq().m();
+          codes[run] = new byte[vectors.size() * m];
+          for (int p = 0; p < vectors.size(); p++) {
+            System.arraycopy(field.code(p), 0, codes[run], p * m, m);
+          }
+          codewords[run] = new float[field.pq().ksub() * DIMS];
+          for (int j = 0; j < m; j++) {
+            for (int c = 0; c < field.pq().ksub(); c++) {
+              System.arraycopy(field.pq().codeword(j, c), 0, codewords[run], (j * field.pq().ksub() + c) * field.pq().subDims(), field.pq().subDims());
+            }
+          }
+        }
+      }
+    }
+    assertArrayEquals(lists[0].centroids(), lists[1].centroids());
+    assertArrayEquals(lists[0].ords(), lists[1].ords());
+    assertArrayEquals(codewords[0], codewords[1]);
+    assertArrayEquals(codes[0], codes[1]);
+  }
+
+  @Test
+  void corruptCodesFailIntegrityChecks() throws IOException {
+    usedDefaultService = false; // builds only
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 5000), data.points(2000, sim), pqType(sim, Map.of(IndexParams.NLIST, 16)));
+    }
+    Path gvd;
+    try (var files = Files.list(tempDir)) {
+      gvd = files.filter(p -> p.toString().endsWith(".gvd")).findFirst().orElseThrow();
+    }
+    try (RandomAccessFile raf = new RandomAccessFile(gvd.toFile(), "rw")) {
+      long pos = raf.length() - 64; // inside the codes, the field's last part (2 bytes x 2000 vectors)
+      raf.seek(pos);
+      int b = raf.read();
+      raf.seek(pos);
+      raf.write(b ^ 0x5A);
+    }
+    try (Directory dir = FSDirectory.open(tempDir);
+         DirectoryReader reader = DirectoryReader.open(dir)) {
+      LeafReader leaf = reader.leaves().get(0).reader();
+      assertNotNull(pq(leaf), "the structure still parses: only the checksum sees a flipped code");
+      assertThrows(CorruptIndexException.class, () -> ((CodecReader) leaf).checkIntegrity());
+    }
+  }
+
+  @Test
+  void pqMThatDoesNotDivideTheDimensionIsRefused() throws IOException {
+    usedDefaultService = false; // nothing built
+    IllegalArgumentException marked =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> pqType(VectorSimilarityFunction.EUCLIDEAN, Map.of(IndexParams.PQ_M, 3)));
+    assertEquals("[pq_m] must divide the vector dimension [16] but was [3]", marked.getMessage());
+
+    // parameters that arrive as attributes (no mapping layer) are checked by the writer: the document fails
+    FieldType attributes = new FieldType(KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN));
+    attributes.putAttribute(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "ivf_pq");
+    attributes.putAttribute(IndexParams.ATTRIBUTE_PREFIX + IndexParams.PQ_M, "5");
+    try (Directory dir = FSDirectory.open(tempDir);
+         IndexWriter writer = new IndexWriter(dir, config(0, 100))) {
+      Document doc = doc(1, data.point(VectorSimilarityFunction.EUCLIDEAN), attributes);
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> writer.addDocument(doc));
+      assertTrue(
+          e.getMessage().contains("field [" + FIELD + "]: [pq_m] must divide the vector dimension [16] but was [5]"),
+          e.getMessage());
+      assertNull(writer.getTragicException(), "a document failure, not a tragedy for the writer");
+    }
+  }
+
+  /**
+   * With a device, k-means of the lists and of the codebooks runs there (the service's assigner),
+   * but there is no ivf_pq kernel: searches run on the CPU, nothing is uploaded, and each counts as
+   * the fallback {@code no_gpu_kernel} (not as a GPU failure); warm-up leaves the field alone.
+   */
+  @Test
+  void trainsOnTheDeviceAndSearchesOnTheCpu() throws IOException {
+    usedDefaultService = false; // a fake device of its own
+    FakeBackend device = new FakeBackend(1L << 30);
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchServices.install(service);
+    try {
+      VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+      List<float[]> vectors = data.points(4000, sim);
+      try (Directory dir = FSDirectory.open(tempDir)) {
+        index(dir, config(0, 5000), vectors, pqType(sim, Map.of(IndexParams.NLIST, 50, IndexParams.NPROBE, 50)));
+        assertTrue(device.nearestCalls.get() > 0, "k-means assignment ran on the device");
+        assertEquals(0, service.stats().cpuAssignedVectors());
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          assertInvariants(reader.leaves().get(0).reader(), sim);
+          assertEquals(0, GpuWarmup.warm(reader, service).resident(), "nothing to make resident");
+          IndexSearcher searcher = new IndexSearcher(reader);
+          int searches = 20;
+          for (int q = 0; q < searches; q++) {
+            float[] query = data.point(sim);
+            assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), deepSearch(searcher, query, 10, vectors.size(), null));
+          }
+          float[][] batch = {data.point(sim), data.point(sim)};
+          TopDocs[] batched = KnnBatchSearcher.search(searcher, FIELD, batch, 1000, null);
+          for (int q = 0; q < batch.length; q++) {
+            assertSameHits(
+                oracleTopK(vectors, batch[q], sim, 10, id -> true),
+                GpuVectorsFormatTests.hits(searcher, batched[q]).subList(0, 10));
+          }
+          assertEquals(0, service.stats().gpuSearches());
+          assertEquals(0, device.uploads.get(), "nothing uploaded");
+          assertEquals(searches + 1, service.stats().cpuFallbacks(FallbackReason.NO_GPU_KERNEL));
+          assertEquals(searches + 1, service.stats().cpuFallbacks(), "no other fallback");
+        }
+      }
+    } finally {
+      GpuSearchServices.uninstall(service);
+      service.close();
+    }
+  }
+}
