@@ -73,6 +73,18 @@ __device__ __forceinline__ void scanVectors(WarpQueue<K, T>& q, const float* vec
   q.flush();
 }
 
+// Vectors a warp of scanVectorsByWarp reads at once.
+constexpr int kInFlight = 4;
+
+__device__ __forceinline__ float dot4(const float4 a, const float4 b) {
+  return fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, a.w * b.w)));
+}
+
+__device__ __forceinline__ float squaredDistance4(const float4 a, const float4 b) {
+  const float t0 = a.x - b.x, t1 = a.y - b.y, t2 = a.z - b.z, t3 = a.w - b.w;
+  return fmaf(t0, t0, fmaf(t1, t1, fmaf(t2, t2, t3 * t3)));
+}
+
 // As scanVectors, but each vector's distance is computed by the whole warp (lanes over the dimensions,
 // float4 loads: a warp reads 512 consecutive bytes of one row per step instead of 32 rows at once) and
 // reduced with shuffles: the list scan's access pattern, where a block reads a few hundred vectors once.
@@ -95,34 +107,47 @@ __device__ __forceinline__ void scanVectorsByWarp(WarpQueue<K, T>& q, const floa
     unsigned todo = __ballot_sync(kFullMask, take);
     float mine = GV_INF;
     while (todo != 0) {  // uniform: every lane holds the same mask
-      const int j = __ffs(todo) - 1;
-      todo &= todo - 1;
-      const float* x = vectors + (base + j) * dims;
-      float acc0 = 0.f, acc1 = 0.f;
+      // up to kInFlight vectors per step: independent loads keep a lone block's warps from waiting on
+      // memory latency vector by vector (a small batch has few blocks); unused slots repeat the first
+      int j[kInFlight];
+      int used = 0;
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        j[u] = todo != 0 ? __ffs(todo) - 1 : j[0];
+        if (todo != 0) {
+          todo &= todo - 1;
+          used = u + 1;
+        }
+      }
+      float acc[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) acc[u] = 0.f;
       if (vec4) {
-        const float4* x4 = reinterpret_cast<const float4*>(x);
         for (int d = q.lane; d < d4; d += kWarpSize) {
-          const float4 a = __ldg(x4 + d);
           const float4 b = sq4[d];
-          if (ip) {
-            acc0 = fmaf(a.x, b.x, acc0); acc1 = fmaf(a.y, b.y, acc1);
-            acc0 = fmaf(a.z, b.z, acc0); acc1 = fmaf(a.w, b.w, acc1);
-          } else {
-            float t0 = a.x - b.x, t1 = a.y - b.y, t2 = a.z - b.z, t3 = a.w - b.w;
-            acc0 = fmaf(t0, t0, acc0); acc1 = fmaf(t1, t1, acc1);
-            acc0 = fmaf(t2, t2, acc0); acc1 = fmaf(t3, t3, acc1);
+#pragma unroll
+          for (int u = 0; u < kInFlight; ++u) {
+            const float4 a = __ldg(reinterpret_cast<const float4*>(vectors + (base + j[u]) * dims) + d);
+            acc[u] += ip ? dot4(a, b) : squaredDistance4(a, b);
           }
         }
       } else {
         for (int d = q.lane; d < dims; d += kWarpSize) {
-          const float a = __ldg(x + d), b = sq[d];
-          if (ip) acc0 = fmaf(a, b, acc0); else { float t = a - b; acc0 = fmaf(t, t, acc0); }
+          const float b = sq[d];
+#pragma unroll
+          for (int u = 0; u < kInFlight; ++u) {
+            const float a = __ldg(vectors + (base + j[u]) * dims + d);
+            acc[u] = ip ? fmaf(a, b, acc[u]) : fmaf(a - b, a - b, acc[u]);
+          }
         }
       }
-      float s = acc0 + acc1;
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
-      if (q.lane == j) mine = ip ? -s : s;
+      for (int u = 0; u < kInFlight; ++u) {
+        float s = acc[u];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
+        if (u < used && q.lane == j[u]) mine = ip ? -s : s;
+      }
     }
     q.add(mine, take ? vid : -1);
     q.check();

@@ -10,7 +10,7 @@ import org.apache.lucene.tests.util.TestUtil;
  * flush and merge, lists remapped under index sorting, rebuilt from the merged vectors), and every
  * float search probes them. The lists probed are all of them here ({@code nprobe} = the largest
  * {@code nlist}): the suite checks exact top-k hits in places, and recall below that is measured by
- * {@link IvfFlatRecallTests}, not here.
+ * {@link IvfFlatTests}, not here.
  */
 public class TestGpuIvfFlatFormat extends TestGpuVectorsFormat {
 
