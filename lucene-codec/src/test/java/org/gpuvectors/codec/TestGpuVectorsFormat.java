@@ -13,6 +13,7 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.junit.AfterClass;
+import org.junit.BeforeClass;
 
 /** Lucene's own conformance suite for vector formats, run against {@link GpuVectorsFormat}. */
 public class TestGpuVectorsFormat extends BaseKnnVectorsFormatTestCase {
@@ -23,6 +24,19 @@ public class TestGpuVectorsFormat extends BaseKnnVectorsFormatTestCase {
    * {@code @AfterClass} for it, and the randomized runner forbids hiding that method).
    */
   static boolean suiteHasGpuKernel = true;
+
+  /** The process-wide service's counters when the suite started (earlier suites share the service). */
+  private static long gpuSearchesAtStart;
+  private static long noKernelAtStart;
+  private static long gpuAssignedAtStart;
+
+  @BeforeClass
+  public static void countersAtStart() {
+    GpuSearchStats stats = GpuSearchServices.current().stats();
+    gpuSearchesAtStart = stats.gpuSearches();
+    noKernelAtStart = stats.cpuFallbacks(FallbackReason.NO_GPU_KERNEL);
+    gpuAssignedAtStart = stats.gpuAssignedVectors();
+  }
 
   /**
    * On the GPU machine (gv.requireGpu / GV_REQUIRE_GPU) the suite's float searches must have run on
@@ -40,12 +54,14 @@ public class TestGpuVectorsFormat extends BaseKnnVectorsFormatTestCase {
     GpuSearchService service = GpuSearchServices.current();
     GpuSearchStats stats = service.stats();
     System.out.println("[gpu-vectors] BaseKnnVectorsFormatTestCase on the GPU: " + stats);
+    long gpuSearches = stats.gpuSearches() - gpuSearchesAtStart;
     if (gpuKernel) {
-      assertTrue("GPU searches ran: " + stats, stats.gpuSearches() > 0);
+      assertTrue("GPU searches ran: " + stats, gpuSearches > 0);
     } else {
-      assertEquals("no GPU searches without a kernel: " + stats, 0, stats.gpuSearches());
-      assertTrue("searches counted as no_gpu_kernel: " + stats, stats.cpuFallbacks(FallbackReason.NO_GPU_KERNEL) > 0);
-      assertTrue("k-means on the GPU: " + stats, stats.gpuAssignedVectors() > 0);
+      assertEquals("no GPU searches without a kernel: " + stats, 0, gpuSearches);
+      assertTrue("searches counted as no_gpu_kernel: " + stats,
+          stats.cpuFallbacks(FallbackReason.NO_GPU_KERNEL) > noKernelAtStart);
+      assertTrue("k-means on the GPU: " + stats, stats.gpuAssignedVectors() > gpuAssignedAtStart);
     }
     for (FallbackReason reason : new FallbackReason[] {FallbackReason.NO_GPU, FallbackReason.GPU_FAILED,
         FallbackReason.CUDA_ERROR, FallbackReason.DEVICE_OUT_OF_MEMORY, FallbackReason.BUDGET_IN_USE}) {
