@@ -11,8 +11,8 @@ package org.gpuvectors.cuda;
  *
  * <p><b>TF32 error.</b> The pass computes x.q with cuBLAS on TF32 tensor cores: each input keeps 10 of its 23
  * mantissa bits. Rounding to nearest would err by at most 2^-11 relative per input, truncation by less than
- * 2^-10; neither cuBLAS nor PTX's mma says which one cuBLAS's kernels do (mma reads raw FP32 bits as TF32 by
- * ignoring the low 13), so the bound takes truncation. Each product x_i q_i then errs by at most
+ * 2^-10; cuBLAS does not document which its kernels do (a conversion instruction rounds; raw FP32 bits handed to a
+ * TF32 mma lose their low 13 bits), so the bound takes truncation. Each product x_i q_i then errs by at most
  * (1 + 2^-10)^2 - 1 relative, and the FP32 sum of the d products, in any order, split-K or not, and even with
  * truncating adds (as tensor-core accumulators may do: unit 2^-23), by gamma_d(2^-23). So for every vector x
  * <pre>  |dot~ - x.q| &lt;= c_t sum|x_i q_i| &lt;= c_t ||x|| ||q||,  c_t = (1 + 2^-10)^2 (1 + gamma_d(2^-23)) - 1
@@ -21,10 +21,14 @@ package org.gpuvectors.cuda;
  * and the select epilogue's two roundings (2u(1+u) of the terms' magnitude; the scale by -2 is exact and the clamp
  * at 0 only moves a key toward its exact value, which is >= 0). With X >= the largest ||x|| of the index, one bound
  * E per query holds for every vector:
- * <pre>  L2:     E = 2 c_t X ||q|| + gamma_d (X^2 + ||q||^2) + 2u(1+u) (2 (1 + c_t) X ||q|| + (1 + gamma_d)(X^2 + ||q||^2))
+ * <pre>  L2:     E = 2 c_t X ||q|| + gamma_d (X^2 + ||q||^2)
+ *               + 2u(1+u) (2 (1 + c_t) X ||q|| + (1 + gamma_d)(X^2 + ||q||^2))
  *   IP/cos: E = c_t X ||q||            (the select's scale by -1 is exact)</pre>
- * X is the largest FP32-computed ||x||^2 of the index over (1 - gamma_d(u)) (computed once per index; any vector
- * of a much larger norm than the rest widens E for all queries, and so the fallback rate).
+ * X^2 is the largest FP32-computed ||x||^2 of the index over (1 - gamma_d(u)) (computed once per index; a vector
+ * of a much larger norm than the rest widens E for all queries, and so the fallback rate). Relative error bounds
+ * hold for normal numbers only: subnormal inputs, underflowing products and sums (flushed to zero or not) err by
+ * less than 2^-126 each: E (above) and K+ (below) include 4 * 2^-126 (sqrt(d) (X + ||q||) + 3d) more for them
+ * (nothing, for data of ordinary magnitude).
  *
  * <p><b>Certificate.</b> Let T be the TF32 key of the last (k'-th) candidate and K+ an upper bound of the true keys
  * of the k candidates the re-rank keeps: its k-th FP32 key K over (1 - u)^2 (1 - gamma_d(u)) for L2 (each (x_i -
@@ -59,6 +63,8 @@ final class Tf32Bound {
   static final int MAX_DIMS = 12 * 1024;
   /** ||q||^2 arrives rounded up to float from a double sum of d exact products (relative error d 2^-53). */
   private static final double QNORM_SLACK = 1 + 0x1p-30;
+  /** Bound of one subnormal conversion, flushed product or underflowing sum (absolute). */
+  private static final double TINY = 0x1p-126;
   /** Covers the double arithmetic of the bound itself (a few roundings of 2^-53 each). */
   private static final double ARITH_SLACK = 0x1p-40;
 
@@ -115,19 +121,24 @@ final class Tf32Bound {
   double candidateError(double qNorm2) {
     double xq = normProduct(qNorm2);
     if (metric != Metric.L2) {
-      return dotError * xq;
+      return dotError * xq + underflow(qNorm2);
     }
     double norms = maxNorm2 + qNorm2;
     double epilogue = 2 * U * (1 + U) * (2 * (1 + dotError) * xq + (1 + gammaD) * norms);
-    return 2 * dotError * xq + gammaD * norms + epilogue;
+    return 2 * dotError * xq + gammaD * norms + epilogue + underflow(qNorm2);
   }
 
   /** K+: an upper bound of the exact key of a candidate whose FP32 re-rank key is {@code key}. */
   double rerankUpper(double key, double qNorm2) {
     if (metric != Metric.L2) {
-      return key + gammaD * normProduct(qNorm2);
+      return key + gammaD * normProduct(qNorm2) + underflow(qNorm2);
     }
-    return key / ((1 - U) * (1 - U) * (1 - gammaD));
+    return key / ((1 - U) * (1 - U) * (1 - gammaD)) + underflow(qNorm2);
+  }
+
+  /** What subnormal inputs and underflowing products and sums may add to a key's error (absolute). */
+  private double underflow(double qNorm2) {
+    return 4 * TINY * (Math.sqrt(dims) * (Math.sqrt(maxNorm2) + Math.sqrt(qNorm2)) + 3.0 * dims);
   }
 
   /**

@@ -211,6 +211,12 @@ class Tf32BoundTest {
     for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
       worstRatio(m, ox, 20, oq, 4, 32);
     }
+    // tiny values: products and norms in the subnormal range, where only the bound's absolute term holds
+    float[] sx = gaussian(20 * 32, r, 1e-20, 0);
+    float[] sq = gaussian(4 * 32, r, 1e-20, 0);
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      worstRatio(m, sx, 20, sq, 4, 32);
+    }
   }
 
   /**
