@@ -98,6 +98,25 @@ constexpr int kIvfTileQueries = 32;
 constexpr int kIvfGroupedThreads = 512;
 constexpr int kIvfGroupedSharedBytes = 46080;
 
+// Parameters of the exact re-rank of the TF32 candidate pass (rerank_kernels.cu; RerankParams.java writes this
+// layout, 80 bytes). Keys: smaller = better (squared L2, or -x.q for inner product / cosine).
+struct RerankParams {
+  const float* vectors;         // n x dims row-major (the index's vectors, normalised for cosine)
+  const float* queries;         // numQueries x dims row-major
+  const int* candIdx;           // numQueries x candidates: the TF32 pass's ids, best first (-1 = empty)
+  const float* candKeys;        // numQueries x candidates: their TF32 keys, ascending (+inf = empty)
+  float* exactKeys;             // numQueries x candidates: the candidates' FP32 keys (+inf for empty slots)
+  float* stats;                 // numQueries x 4: k-th exact key, last candidate's TF32 key, ||q||^2 rounded up, 0
+  const float* outK;            // the final k values per query (row q at outK + q * k), read by gv_rerank_stats
+  int dims;
+  int numQueries;
+  int candidates;               // k': candidates per query
+  int k;
+  int metric;                   // 0 = squared L2, 1 = inner product (key -x.q)
+  float outScale;               // outK holds outScale * key (-1 for inner product)
+};
+static_assert(sizeof(RerankParams) == 80, "RerankParams layout is shared with Java");
+
 __device__ __forceinline__ bool accepted(const unsigned long long* bits, long long id) {
   return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);
 }

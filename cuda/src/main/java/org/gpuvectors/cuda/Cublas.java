@@ -24,6 +24,12 @@ final class Cublas {
   static final int OP_T = 1;
   static final int DEFAULT_MATH = 0;
   static final int PEDANTIC_MATH = 2;
+  /** cudaDataType_t CUDA_R_32F. */
+  static final int CUDA_R_32F = 0;
+  /** cublasComputeType_t: FP32 in and out, TF32 tensor cores allowed for the products. */
+  static final int COMPUTE_32F_FAST_TF32 = 77;
+  /** cublasGemmAlgo_t CUBLAS_GEMM_DEFAULT: cuBLAS's heuristics pick the kernel. */
+  static final int GEMM_DEFAULT = -1;
 
   private static volatile Cublas instance;
 
@@ -33,6 +39,7 @@ final class Cublas {
   private final MethodHandle setStream;
   private final MethodHandle setMathMode;
   private final MethodHandle sgemm;
+  private final MethodHandle gemmEx; // null when the library lacks it (then TF32 GEMMs are refused)
 
   private Cublas(String library, SymbolLookup lookup) {
     this.library = library;
@@ -44,6 +51,9 @@ final class Cublas {
     sgemm = linker.downcallHandle(find(lookup, "cublasSgemm_v2"), FunctionDescriptor.of(JAVA_INT,
         ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT,
         ADDRESS, ADDRESS, JAVA_INT));
+    gemmEx = lookup.find("cublasGemmEx").map(f -> linker.downcallHandle(f, FunctionDescriptor.of(JAVA_INT,
+        ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS,
+        JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT))).orElse(null);
   }
 
   private static MemorySegment find(SymbolLookup lookup, String name) {
@@ -116,8 +126,9 @@ final class Cublas {
   }
 
   /**
-   * A cuBLAS handle bound to one stream, FP32 math (no TF32). Created and destroyed here; owned by a
-   * {@link GpuDevice} and used only under its lock, with the device's context current.
+   * A cuBLAS handle bound to one stream, FP32 math (no TF32: {@link Handle#sgemmTf32} asks for it per call).
+   * Created and destroyed here; owned by a {@link GpuDevice} and used only under its lock, with the device's
+   * context current.
    */
   final class Handle implements AutoCloseable {
     private final MemorySegment handle;
@@ -156,6 +167,38 @@ final class Cublas {
         throw new IllegalStateException(t);
       }
       check("cublasSgemm_v2", status);
+    }
+
+    /**
+     * As {@link #sgemm} (FP32 matrices in and out), with the products on TF32 tensor cores: each input keeps 10 of
+     * its 23 mantissa bits, the sums stay FP32 (GpuFlatIndex's TF32 candidate pass; its error bound: Tf32Bound).
+     *
+     * <p>Through cublasGemmEx with compute type CUBLAS_COMPUTE_32F_FAST_TF32 rather than cublasSetMathMode(
+     * CUBLAS_TF32_TENSOR_OP_MATH) around cublasSgemm: the precision is an argument of this one call, so the
+     * handle, which every search on the device shares (the FP32 GEMM path, IVF's coarse quantizer, benchmarks),
+     * never changes state: nothing to restore, and no way for TF32 to leak into an FP32 call if this one throws.
+     */
+    void sgemmTf32(int transA, int transB, int m, int n, int k, float a, long aPtr, int lda, long bPtr, int ldb,
+                   float b, long cPtr, int ldc) {
+      if (closed) {
+        throw new IllegalStateException("cuBLAS handle closed");
+      }
+      if (gemmEx == null) {
+        throw new IllegalStateException("cublasGemmEx not found in " + library);
+      }
+      alpha.set(JAVA_FLOAT, 0, a);
+      beta.set(JAVA_FLOAT, 0, b);
+      int status;
+      try {
+        status = (int) gemmEx.invokeExact(handle, transA, transB, m, n, k, alpha, MemorySegment.ofAddress(aPtr),
+            CUDA_R_32F, lda, MemorySegment.ofAddress(bPtr), CUDA_R_32F, ldb, beta, MemorySegment.ofAddress(cPtr),
+            CUDA_R_32F, ldc, COMPUTE_32F_FAST_TF32, GEMM_DEFAULT);
+      } catch (RuntimeException | Error e) {
+        throw e;
+      } catch (Throwable t) {
+        throw new IllegalStateException(t);
+      }
+      check("cublasGemmEx", status);
     }
 
     @Override

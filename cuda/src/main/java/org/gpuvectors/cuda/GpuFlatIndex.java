@@ -3,6 +3,8 @@ package org.gpuvectors.cuda;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
 import jcuda.Pointer;
 
 /**
@@ -17,6 +19,8 @@ import jcuda.Pointer;
  *       queries x vectors matrix), L2 as ||x||^2 - 2 x.q + ||q||^2 with precomputed norms, k-select
  *       per tile, then the tiles' k-lists are merged.
  * </ul>
+ * The GEMM path runs in FP32 or, per index ({@link #setPrecision}), as a TF32 candidate pass with an exact FP32
+ * re-rank ({@link Precision#TF32_RERANK}): the same results, tensor-core GEMMs.
  * An optional accept bitmask (bit {@code id % 64} of word {@code id / 64}) excludes vectors inside
  * the kernels (filters, deletions).
  *
@@ -29,6 +33,25 @@ import jcuda.Pointer;
 public final class GpuFlatIndex implements DeviceIndex {
   /** How {@link #search} computes distances. */
   public enum Strategy { AUTO, FUSED, GEMM }
+
+  /**
+   * How the GEMM path computes distances ({@link Strategy#FUSED} is always FP32).
+   * <ul>
+   *   <li>{@link #FP32}: cuBLAS SGEMM, FP32 throughout.
+   *   <li>{@link #TF32_RERANK}: the tile GEMMs on TF32 tensor cores select k' = {@link Tf32Bound#candidates}(k)
+   *       candidates per query; their keys are recomputed in FP32 from the vectors and the k best kept. Per query a
+   *       certificate (the k-th exact key plus TF32's error bound below the k'-th candidate's TF32 key; {@link
+   *       Tf32Bound}) proves that the candidates hold the exact k best; queries without one are searched again in
+   *       FP32 (counted: {@link #rerankStats}). Results are the FP32 path's, up to FP32 near-ties. k above
+   *       {@link Tf32Bound#MAX_K} runs FP32. Costs one wait for the device per call (the certificates decide the
+   *       re-runs) and k' row reads per query, so it pays where the GEMM dominates: large batches, k small
+   *       against n.
+   * </ul>
+   */
+  public enum Precision { FP32, TF32_RERANK }
+
+  /** Queries the TF32 candidate path answered, and those of them its certificate sent back to FP32. */
+  public record RerankStats(long queries, long fallbacks) {}
 
   /**
    * Batches up to this many queries use the fused kernel under {@link Strategy#AUTO}. Measured on an
@@ -49,6 +72,10 @@ public final class GpuFlatIndex implements DeviceIndex {
   private final DeviceBuffer vectors;
   private final DeviceBuffer norms; // L2 only
   private boolean closed;
+  private volatile Precision precision = Precision.FP32;
+  private final AtomicLong rerankQueries = new AtomicLong();
+  private final AtomicLong rerankFallbacks = new AtomicLong();
+  private Tf32Bound bound; // made on the first TF32 search, under the device lock
 
   private GpuFlatIndex(GpuDevice device, int n, int dims, Metric metric, DeviceBuffer vectors, DeviceBuffer norms) {
     this.device = device;
@@ -197,6 +224,20 @@ public final class GpuFlatIndex implements DeviceIndex {
     return vectors.bytes() + (norms == null ? 0 : norms.bytes());
   }
 
+  /** The GEMM path's precision for the searches that start from now on (default {@link Precision#FP32}). */
+  public void setPrecision(Precision precision) {
+    this.precision = java.util.Objects.requireNonNull(precision);
+  }
+
+  public Precision precision() {
+    return precision;
+  }
+
+  /** Counts of the TF32 candidate path since upload (for benchmarks and stats). */
+  public RerankStats rerankStats() {
+    return new RerankStats(rerankQueries.get(), rerankFallbacks.get());
+  }
+
   /** The k best vectors per query; {@code acceptBits} null = all vectors. Synchronous. */
   public SearchResult search(float[] queriesRowMajor, int numQueries, int k, long[] acceptBits) {
     return search(queriesRowMajor, numQueries, k, acceptBits, Strategy.AUTO);
@@ -268,11 +309,164 @@ public final class GpuFlatIndex implements DeviceIndex {
   void enqueueSearch(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
+    if (precision == Precision.TF32_RERANK && Tf32Bound.applies(k, dims) && nq > 0) {
+      searchTf32Rerank(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
+      return;
+    }
     for (int q0 = 0; q0 < nq; q0 += MAX_QUERY_BLOCK) {
       int block = Math.min(MAX_QUERY_BLOCK, nq - q0);
       long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
       long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
-      searchGemm(queries + 4L * q0 * dims, norms, block, k, accept, acceptRowWords, outV, outI, outElement + (long) q0 * k);
+      searchGemm(queries + 4L * q0 * dims, norms, block, k, accept, acceptRowWords, outV, outI, outElement + (long) q0 * k,
+          false);
+    }
+  }
+
+  /**
+   * {@link Precision#TF32_RERANK} (arguments as {@link #enqueueSearch}): every block of queries gets its TF32
+   * candidates, their FP32 re-rank into the output and the certificate's inputs; then one wait for the stats, and
+   * the queries without a certificate are searched again on the FP32 path, their results written over theirs.
+   */
+  private void searchTf32Rerank(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
+                                DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    Tf32Bound b = bound();
+    float[] stats = new float[4 * nq];
+    try (DeviceBuffer dStats = device.allocate(16L * nq)) {
+      for (int q0 = 0; q0 < nq; q0 += MAX_QUERY_BLOCK) {
+        int block = Math.min(MAX_QUERY_BLOCK, nq - q0);
+        long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
+        long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
+        searchCandidates(queries + 4L * q0 * dims, norms, block, k, accept, acceptRowWords, outV, outI,
+            outElement + (long) q0 * k, dStats.address() + 16L * q0);
+      }
+      device.download(dStats, 0, stats, 0, stats.length); // waits for the pass
+    }
+    int[] rejected = b.uncertified(stats, nq);
+    rerankQueries.addAndGet(nq);
+    rerankFallbacks.addAndGet(rejected.length);
+    if (rejected.length > 0) {
+      searchAgainFp32(rejected, queries, queryNorms, k, acceptAddress, acceptRowWords, outV, outI, outElement);
+    }
+  }
+
+  /**
+   * One block of queries' TF32 candidate pass: k' candidates by TF32 keys, their FP32 keys (gv_rerank_exact), the
+   * k best of those into the output (BlockSelect over the candidates' ids), and per query at {@code stats} the
+   * certificate's inputs (k-th exact key, k'-th TF32 key, ||q||^2). Asynchronous.
+   */
+  private void searchCandidates(long q, long hostNorms, int nq, int k, long accept, long acceptRowWords,
+                                DeviceBuffer outV, DeviceBuffer outI, long outElement, long stats) {
+    int kc = Tf32Bound.candidates(k);
+    boolean ip = metric != Metric.L2;
+    try (DeviceBuffer candV = device.allocate(4L * nq * kc);
+         DeviceBuffer candI = device.allocate(4L * nq * kc);
+         DeviceBuffer exact = device.allocate(4L * nq * kc)) {
+      searchGemm(q, hostNorms, nq, kc, accept, acceptRowWords, candV, candI, 0, true);
+      RerankParams p = new RerankParams();
+      p.vectors = vectors.address();
+      p.queries = q;
+      p.candIdx = candI.address();
+      p.candKeys = candV.address();
+      p.exactKeys = exact.address();
+      p.stats = stats;
+      p.outK = outV.address() + 4L * outElement;
+      p.dims = dims;
+      p.numQueries = nq;
+      p.candidates = kc;
+      p.k = k;
+      p.metric = ip ? 1 : 0;
+      p.outScale = ip ? -1f : 1f;
+      device.module().launch("gv_rerank_exact", nq, 1, 128, 4 * ((dims + 3) / 4 * 4), device.stream(),
+          Pointer.to(p.encode()));
+      KSelect.mergeCandidates(device, new SelectParams().input(exact, nq, kc, kc).inputIds(candI).k(k)
+          .scales(1f, p.outScale).output(outV, outI, k, outElement));
+      device.module().launch("gv_rerank_stats", (nq + 255) / 256, 1, 256, 0, device.stream(), Pointer.to(p.encode()));
+    }
+  }
+
+  /**
+   * Searches the queries {@code rejected} (indexes into the call's queries, ascending) again on the FP32 path, in
+   * blocks: their rows (queries, norms, per-query masks) gathered, their results scattered over the TF32 path's.
+   */
+  private void searchAgainFp32(int[] rejected, long queries, long queryNorms, int k, long acceptAddress,
+                               long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    boolean rowMasks = acceptAddress != 0 && acceptRowWords > 0;
+    for (int f0 = 0; f0 < rejected.length; f0 += MAX_QUERY_BLOCK) {
+      int m = Math.min(MAX_QUERY_BLOCK, rejected.length - f0);
+      try (DeviceBuffer rows = device.allocate(4L * m);
+           DeviceBuffer q = device.allocate(4L * m * dims);
+           DeviceBuffer qn = device.allocate(4L * m);
+           DeviceBuffer masks = device.allocate(rowMasks ? 8L * m * acceptRowWords : 8);
+           DeviceBuffer v = device.allocate(4L * m * k);
+           DeviceBuffer ids = device.allocate(4L * m * k)) {
+        device.upload(Arrays.copyOfRange(rejected, f0, f0 + m), rows);
+        copyRows(queries, dims, rows.address(), q.address(), dims, 0, m, dims);
+        if (queryNorms != 0) {
+          copyRows(queryNorms, 1, rows.address(), qn.address(), 1, 0, m, 1);
+        }
+        if (rowMasks) {
+          copyRows(acceptAddress, 2 * acceptRowWords, rows.address(), masks.address(), 2 * acceptRowWords, 0, m,
+              2 * acceptRowWords);
+        }
+        searchGemm(q.address(), queryNorms == 0 ? 0 : qn.address(), m, k, rowMasks ? masks.address() : acceptAddress,
+            acceptRowWords, v, ids, 0, false);
+        long out = outElement * 4L;
+        copyRows(v.address(), k, 0, outV.address() + out, k, rows.address(), m, k);
+        copyRows(ids.address(), k, 0, outI.address() + out, k, rows.address(), m, k);
+      }
+    }
+  }
+
+  /**
+   * Copies {@code rows} rows of {@code width} 4-byte words: destination row (dstRows ? dstRows[r] : r) = source
+   * row (srcRows ? srcRows[r] : r); strides in words, row lists at device addresses (0: none). Asynchronous.
+   */
+  private void copyRows(long src, long srcStride, long srcRows, long dst, long dstStride, long dstRows, int rows,
+                        long width) {
+    device.module().launch("gv_copy_rows", rows, 1, 128, 0, device.stream(), Pointer.to(new long[] {src}),
+        Pointer.to(new long[] {srcStride}), Pointer.to(new long[] {srcRows}), Pointer.to(new long[] {dst}),
+        Pointer.to(new long[] {dstStride}), Pointer.to(new long[] {dstRows}), Pointer.to(new long[] {width}));
+  }
+
+  /**
+   * The TF32 bound of this index, made on first use: it needs the largest ||x||^2 of the vectors (the L2 norms, or
+   * norms computed for the purpose), read back once. Caller holds the device lock.
+   */
+  private Tf32Bound bound() {
+    if (bound == null) {
+      bound = new Tf32Bound(metric, dims, maxNorm2());
+    }
+    return bound;
+  }
+
+  /** The largest FP32 ||x||^2 of the vectors (NaN norms skipped: such vectors are never found); waits. */
+  private float maxNorm2() {
+    if (n == 0) {
+      return 0f;
+    }
+    DeviceBuffer computed = norms == null ? device.allocate(4L * n) : null;
+    try {
+      DeviceBuffer src = norms;
+      if (computed != null) {
+        rowNorms(device, vectors.address(), n, dims, computed.address());
+        src = computed;
+      }
+      float max = 0f;
+      float[] slab = new float[Math.min(n, 1 << 20)];
+      for (int first = 0; first < n; first += slab.length) {
+        int count = Math.min(slab.length, n - first);
+        device.download(src, 4L * first, slab, 0, count);
+        for (int i = 0; i < count; i++) {
+          if (slab[i] > max) {
+            max = slab[i];
+          }
+        }
+      }
+      return max;
+    } finally {
+      if (computed != null) {
+        computed.close();
+      }
     }
   }
 
@@ -308,9 +502,13 @@ public final class GpuFlatIndex implements DeviceIndex {
         Pointer.to(b.array()));
   }
 
-  /** @param hostNorms ||q||^2 of the queries at this device address (L2), or 0 to compute them here */
+  /**
+   * @param hostNorms ||q||^2 of the queries at this device address (L2), or 0 to compute them here
+   * @param tf32 the TF32 candidate pass: GEMMs on TF32 tensor cores, and keys (smaller = better) stored for every
+   *     metric (-x.q for inner product and cosine) instead of distances
+   */
   private void searchGemm(long q, long hostNorms, int nq, int k, long accept, long acceptRowWords, DeviceBuffer outV,
-                          DeviceBuffer outI, long outElement) {
+                          DeviceBuffer outI, long outElement, boolean tf32) {
     boolean l2 = metric == Metric.L2;
     long tileN = Math.min(n, Math.max(1024, tileBudgetBytes / (4L * nq)));
     if (tileN < n) {
@@ -340,21 +538,28 @@ public final class GpuFlatIndex implements DeviceIndex {
         long start = t * tileN;
         int len = (int) Math.min(tileN, n - start);
         // column-major: C(len x nq) = X_tile^T(len x dims) * Q(dims x nq); column q of C = row q of the tile
-        blas.sgemm(Cublas.OP_T, Cublas.OP_N, len, nq, dims, 1f, vectors.address() + 4L * start * dims, dims,
-            q, dims, 0f, tile.address(), len);
+        if (tf32) {
+          blas.sgemmTf32(Cublas.OP_T, Cublas.OP_N, len, nq, dims, 1f, vectors.address() + 4L * start * dims, dims,
+              q, dims, 0f, tile.address(), len);
+        } else {
+          blas.sgemm(Cublas.OP_T, Cublas.OP_N, len, nq, dims, 1f, vectors.address() + 4L * start * dims, dims,
+              q, dims, 0f, tile.address(), len);
+        }
         int chunkLen = ((len + chunksPerTile - 1) / chunksPerTile + 3) / 4 * 4;
         SelectParams p = new SelectParams().input(tile, nq, len, len).idOffset(start).k(k)
             .acceptBits(accept, acceptRowWords)
             .output(cv, ci, width, (long) t * chunksPerTile * k).chunks(chunksPerTile, Math.max(1, chunkLen));
         if (l2) {
           p.scales(-2f, 1f).norms(norms.address(), qNormsAddress).clampZero(true);
+        } else if (tf32) {
+          p.scales(-1f, 1f); // keys: -x.q, kept as they are
         } else {
           p.largest(true);
         }
         KSelect.run(device, tileSelect, p);
       }
       KSelect.mergeCandidates(device, new SelectParams().input(cv, nq, (int) width, width).inputIds(ci).k(k)
-          .largest(!l2).output(outV, outI, k, outElement));
+          .largest(!l2 && !tf32).output(outV, outI, k, outElement));
     } finally {
       if (qNorms != null) {
         qNorms.close();

@@ -1,6 +1,9 @@
 package org.gpuvectors.cuda;
 
 import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Set;
 
 /**
  * Exact search throughput on synthetic data (uniform random, 1M x 128 and 1M x 768, squared L2):
@@ -8,9 +11,15 @@ import java.io.PrintWriter;
  * synchronous search() call (query upload, kernels, result download), median after warm-up.
  * GEMM TFLOP/s counts 2 * n * queries * dims over the search time, as a fraction of a measured
  * 8192^3 SGEMM. Writes $OUT/exact_bench.csv. Usage: ExactSearchBench [n]
+ *
+ * <p>{@code ExactSearchBench tf32 [fmnist-dir] [n] [dims]}: {@link #tf32} (FP32 vs TF32_RERANK).
  */
 public final class ExactSearchBench {
   public static void main(String[] args) throws Exception {
+    if (args.length > 0 && args[0].equals("tf32")) {
+      tf32(args);
+      return;
+    }
     int n = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
     int[] dimsList = {128, 768};
     int[] batches = {1, 16, 1024, 10_000};
@@ -62,7 +71,122 @@ public final class ExactSearchBench {
     }
   }
 
+  /**
+   * GpuFlatIndex's GEMM path in FP32 and as TF32 candidates + exact FP32 re-rank ({@link GpuFlatIndex.Precision}),
+   * squared L2, batch 10k, k = 1 / 10 / 100, on Fashion-MNIST's shape: the real set when {@code fmnist-dir} (default
+   * /tmp/fmnist) holds Debian's dataset-fashion-mnist files (train-images-idx3-ubyte.gz: the 60k vectors,
+   * t10k-images-idx3-ubyte.gz: the 10k queries), else {@link FashionLike} synthetic images of n x dims (default
+   * 60000 x 784; clusters for other dims). Per row, medians of 5 after warm-up:
+   * <ul>
+   *   <li>device ms: CUDA events around the enqueued search, queries already on the device, results left there
+   *       (the TF32 path's one wait for its certificates, and its FP32 re-runs, included);
+   *   <li>wall ms: the synchronous {@code search()} call (query upload, kernels, download);
+   *   <li>fallbacks: queries per search that the certificate sent back to FP32;
+   *   <li>agree: the fraction of result ids that are also in the FP32 result of the query (1 up to FP32 near-ties).
+   * </ul>
+   * Writes $OUT/exact_tf32.csv.
+   */
+  static void tf32(String[] args) throws Exception {
+    Path dir = Path.of(args.length > 1 ? args[1] : "/tmp/fmnist");
+    int n = args.length > 2 ? Integer.parseInt(args[2]) : 60_000;
+    int dims = args.length > 3 ? Integer.parseInt(args[3]) : FashionLike.DIMS;
+    int nq = 10_000;
+    float[] x = null;
+    float[] queries = null;
+    if (dims == FashionLike.DIMS) {
+      x = FashionLike.readIdx(dir.resolve("train-images-idx3-ubyte.gz"), n);
+      queries = FashionLike.readIdx(dir.resolve("t10k-images-idx3-ubyte.gz"), nq);
+    }
+    String data = "fashion-mnist";
+    if (x == null || queries == null || x.length < n * dims || queries.length < nq * dims) {
+      data = "synthetic";
+      x = dims == FashionLike.DIMS ? FashionLike.vectors(n, 11) : FashionLike.clustered(n, dims, 1000, 11);
+      queries = dims == FashionLike.DIMS ? FashionLike.vectors(nq, 12) : FashionLike.clustered(nq, dims, 1000, 12);
+    }
+    try (GpuDevice d = GpuDevice.open(0)) {
+      System.out.printf("GPU %s; measured GEMM 8192^3: %.1f TFLOP/s FP32, %.1f TFLOP/s TF32; data %s %d x %d, %d queries%n",
+          d.name(), sgemmTflops(d, 8192, false), sgemmTflops(d, 8192, true), data, n, dims, nq);
+      try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2);
+           PrintWriter csv = BenchUtil.csv("exact_tf32.csv",
+               "data,n,dims,batch,k,precision,device_ms,wall_ms,queries_per_s_wall,fallbacks,agree")) {
+        System.out.printf("%-13s %6s %4s %-12s %10s %10s %12s %9s %7s%n", "data", "batch", "k", "precision",
+            "device ms", "wall ms", "queries/s", "fallbacks", "agree");
+        for (int k : new int[] {1, 10, 100}) {
+          SearchResult fp32 = null;
+          for (GpuFlatIndex.Precision precision : GpuFlatIndex.Precision.values()) {
+            index.setPrecision(precision);
+            GpuFlatIndex.RerankStats before = index.rerankStats();
+            double[] wall = new double[5];
+            SearchResult res = null;
+            for (int r = -2; r < wall.length; r++) {
+              long t0 = System.nanoTime();
+              res = index.search(queries, nq, k, null, GpuFlatIndex.Strategy.GEMM);
+              if (r >= 0) {
+                wall[r] = (System.nanoTime() - t0) / 1e6;
+              }
+            }
+            double[] device = deviceTimes(d, index, queries, nq, dims, k, 5);
+            GpuFlatIndex.RerankStats after = index.rerankStats();
+            int searches = wall.length + 2 + device.length + 1;
+            double fallbacks = (double) (after.fallbacks() - before.fallbacks()) / searches;
+            if (precision == GpuFlatIndex.Precision.FP32) {
+              fp32 = res;
+            }
+            double agree = agreement(res, fp32, nq, k);
+            double wallMs = BenchUtil.median(wall);
+            double deviceMs = BenchUtil.median(device);
+            csv.printf("%s,%d,%d,%d,%d,%s,%.4f,%.4f,%.1f,%.2f,%.6f%n", data, n, dims, nq, k, precision, deviceMs,
+                wallMs, nq / (wallMs * 1e-3), fallbacks, agree);
+            System.out.printf("%-13s %6d %4d %-12s %10.3f %10.3f %12.0f %9.1f %7.5f%n", data, nq, k, precision,
+                deviceMs, wallMs, nq / (wallMs * 1e-3), fallbacks, agree);
+          }
+        }
+      }
+    }
+  }
+
+  /** CUDA-event times of {@code reps} enqueued searches (after one warm-up), queries and results on the device. */
+  private static double[] deviceTimes(GpuDevice d, GpuFlatIndex index, float[] queries, int nq, int dims, int k,
+                                      int reps) {
+    try (GpuDevice.Scope s = d.lock();
+         DeviceBuffer dq = d.allocate(4L * nq * dims);
+         DeviceBuffer outV = d.allocate(4L * nq * k);
+         DeviceBuffer outI = d.allocate(4L * nq * k)) {
+      d.upload(queries, 0, nq * dims, dq, 0);
+      Runnable search = () -> index.enqueueSearch(dq.address(), 0, nq, k, 0, 0, outV, outI, 0);
+      search.run();
+      d.synchronize();
+      double[] t = new double[reps];
+      for (int r = 0; r < reps; r++) {
+        t[r] = d.time(search);
+      }
+      return t;
+    }
+  }
+
+  /** The fraction of {@code res}'s ids that are in {@code ref}'s id set of the same query. */
+  private static double agreement(SearchResult res, SearchResult ref, int nq, int k) {
+    long same = 0;
+    long total = 0;
+    for (int q = 0; q < nq; q++) {
+      Set<Integer> ids = new HashSet<>();
+      for (int i = 0; i < ref.count(q); i++) {
+        ids.add(ref.id(q, i));
+      }
+      for (int i = 0; i < res.count(q); i++) {
+        same += ids.contains(res.id(q, i)) ? 1 : 0;
+        total++;
+      }
+    }
+    return total == 0 ? 1 : (double) same / total;
+  }
+
   static double sgemmTflops(GpuDevice d, int m) {
+    return sgemmTflops(d, m, false);
+  }
+
+  /** Measured m^3 GEMM rate, FP32 or on TF32 tensor cores. */
+  static double sgemmTflops(GpuDevice d, int m, boolean tf32) {
     try (GpuDevice.Scope s = d.lock();
          DeviceBuffer a = d.allocate(4L * m * m);
          DeviceBuffer b = d.allocate(4L * m * m);
@@ -71,8 +195,11 @@ public final class ExactSearchBench {
       d.upload(h, 0, h.length, a, 0);
       d.upload(h, 0, h.length, b, 0);
       Cublas.Handle blas = d.cublas();
-      Runnable gemm = () -> blas.sgemm(Cublas.OP_N, Cublas.OP_N, m, m, m, 1f, a.address(), m, b.address(), m, 0f,
-          c.address(), m);
+      Runnable gemm = tf32
+          ? () -> blas.sgemmTf32(Cublas.OP_N, Cublas.OP_N, m, m, m, 1f, a.address(), m, b.address(), m, 0f,
+              c.address(), m)
+          : () -> blas.sgemm(Cublas.OP_N, Cublas.OP_N, m, m, m, 1f, a.address(), m, b.address(), m, 0f,
+              c.address(), m);
       gemm.run();
       d.synchronize();
       double[] t = new double[5];

@@ -1,0 +1,122 @@
+// Exact FP32 re-rank of the TF32 candidate pass (GpuFlatIndex.Precision.TF32_RERANK): the TF32 GEMM + k-select
+// picks k' candidates per query; gv_rerank_exact recomputes their keys in FP32 from the raw vectors, a
+// BlockSelect pass (inIdx mode, KSelect.java) keeps the k best, and gv_rerank_stats gathers per query what the
+// host's certificate needs (Tf32Bound.java): the k-th exact key, the k'-th TF32 key and ||q||^2. Queries the
+// certificate rejects are searched again on the FP32 path, their rows gathered and their results scattered
+// back with gv_copy_rows.
+#include "common.cuh"
+
+namespace gv {
+
+// This lane's share of the FP32 key of vector x against the query in shared memory (lanes over the dimensions;
+// the caller sums over the warp): squared L2 as the sum of (x_i - q_i)^2, or the inner product. One loop per
+// case, so that the loop bodies carry no branch.
+template <bool IP, bool VEC4>
+__device__ __forceinline__ float laneKey(const float* x, const float4* sq4, int dims, int lane) {
+  float acc = 0.f;
+  if constexpr (VEC4) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+#pragma unroll 4
+    for (int d = lane; d < (dims >> 2); d += kWarpSize) {
+      const float4 a = __ldg(x4 + d);
+      const float4 b = sq4[d];
+      if constexpr (IP) {
+        acc = fmaf(a.x, b.x, acc); acc = fmaf(a.y, b.y, acc); acc = fmaf(a.z, b.z, acc); acc = fmaf(a.w, b.w, acc);
+      } else {
+        const float t0 = a.x - b.x, t1 = a.y - b.y, t2 = a.z - b.z, t3 = a.w - b.w;
+        acc = fmaf(t0, t0, acc); acc = fmaf(t1, t1, acc); acc = fmaf(t2, t2, acc); acc = fmaf(t3, t3, acc);
+      }
+    }
+  } else {
+    const float* sq = reinterpret_cast<const float*>(sq4);
+    for (int d = lane; d < dims; d += kWarpSize) {
+      const float a = __ldg(x + d);
+      if constexpr (IP) {
+        acc = fmaf(a, sq[d], acc);
+      } else {
+        const float t = a - sq[d];
+        acc = fmaf(t, t, acc);
+      }
+    }
+  }
+  return acc;
+}
+
+// One block per query, the query in shared memory. Each warp recomputes one candidate's key at a time, the
+// lanes over the dimensions: the candidate's row is read coalesced (float4 when dims % 4 == 0: rows are then
+// 16-byte aligned), then a shuffle reduction. Keys as the TF32 pass's: squared L2 as the sum of (x_i - q_i)^2
+// (more accurate than the GEMM form), or -x.q. A NaN key (NaN in the data) is never selected afterwards.
+// Warp 0 also sums ||q||^2 in double (float products are exact there) and stores it rounded up, with the
+// last candidate's TF32 key, for the certificate.
+__device__ __forceinline__ void rerankExact(const RerankParams& p) {
+  extern __shared__ float4 sq4[];  // dims floats, rounded up to float4
+  float* sq = reinterpret_cast<float*>(sq4);
+  const int query = blockIdx.x;
+  const float* qrow = p.queries + (long long)query * p.dims;
+  for (int d = threadIdx.x; d < p.dims; d += blockDim.x) sq[d] = qrow[d];
+  __syncthreads();
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  const int numWarps = blockDim.x / kWarpSize;
+  const bool ip = p.metric == 1;
+  const bool vec4 = (p.dims & 3) == 0;
+  const long long row = (long long)query * p.candidates;
+  for (int c = warp; c < p.candidates; c += numWarps) {  // uniform per warp
+    const int id = p.candIdx[row + c];
+    float acc = 0.f;
+    if (id >= 0) {
+      const float* x = p.vectors + (long long)id * p.dims;
+      acc = ip ? (vec4 ? laneKey<true, true>(x, sq4, p.dims, lane) : laneKey<true, false>(x, sq4, p.dims, lane))
+               : (vec4 ? laneKey<false, true>(x, sq4, p.dims, lane) : laneKey<false, false>(x, sq4, p.dims, lane));
+#pragma unroll
+      for (int o = kWarpSize / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
+    }
+    if (lane == 0) p.exactKeys[row + c] = id < 0 ? GV_INF : (ip ? -acc : acc);
+  }
+  if (warp == 0) {
+    double s = 0.0;
+    for (int d = lane; d < p.dims; d += kWarpSize) s = fma((double)sq[d], (double)sq[d], s);
+#pragma unroll
+    for (int o = kWarpSize / 2; o > 0; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
+    if (lane == 0) {
+      float* st = p.stats + 4LL * query;
+      st[1] = p.candKeys[row + p.candidates - 1];
+      st[2] = __double2float_ru(s);
+      st[3] = 0.f;
+    }
+  }
+}
+
+// One thread per query: the k-th exact key, from the re-rank's selection (value outScale * key; an empty slot
+// reads +inf).
+__device__ __forceinline__ void rerankStats(const RerankParams& p) {
+  const long long query = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (query >= p.numQueries) return;
+  p.stats[4 * query] = p.outScale * p.outK[query * p.k + p.k - 1];
+}
+
+// dst row (dstRows ? dstRows[r] : r) = src row (srcRows ? srcRows[r] : r), width 32-bit words, one block per row:
+// gathers the rejected queries' rows (queries, norms, accept masks) and scatters their FP32 results back.
+__device__ __forceinline__ void copyRows(const unsigned* src, long long srcStride, const int* srcRows, unsigned* dst,
+                                         long long dstStride, const int* dstRows, long long width) {
+  const int r = blockIdx.x;
+  const unsigned* s = src + (srcRows != nullptr ? srcRows[r] : r) * srcStride;
+  unsigned* d = dst + (dstRows != nullptr ? dstRows[r] : r) * dstStride;
+  for (long long i = threadIdx.x; i < width; i += blockDim.x) d[i] = s[i];
+}
+
+}  // namespace gv
+
+using gv::RerankParams;
+extern "C" {
+// 128 threads (4 warps) per query; dynamic shared memory: dims floats rounded up to a float4.
+__global__ void __launch_bounds__(128) gv_rerank_exact(RerankParams p) { gv::rerankExact(p); }
+// 256 threads, one per query.
+__global__ void __launch_bounds__(256) gv_rerank_stats(RerankParams p) { gv::rerankStats(p); }
+// 128 threads per row; grid.x = rows.
+__global__ void __launch_bounds__(128) gv_copy_rows(const unsigned* src, long long srcStride, const int* srcRows,
+                                                    unsigned* dst, long long dstStride, const int* dstRows,
+                                                    long long width) {
+  gv::copyRows(src, srcStride, srcRows, dst, dstStride, dstRows, width);
+}
+}

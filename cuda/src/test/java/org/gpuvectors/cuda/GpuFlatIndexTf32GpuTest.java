@@ -1,0 +1,254 @@
+package org.gpuvectors.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link GpuFlatIndex.Precision#TF32_RERANK} on the GPU against the CPU oracle (exact id sets up to FP32 near-ties,
+ * {@link CpuOracle#compare}): Fashion-like 784-d pixel data and 128-d clusters, k = 1 / 10 / 100, no mask, a shared
+ * mask and per-query masks (through {@link BatchSearch}), several tiles; near-tie queries that must fall back to FP32
+ * (counted) and still match. Skips (visibly) without a GPU.
+ */
+class GpuFlatIndexTf32GpuTest extends GpuTestCase {
+  private static final int[] KS = {1, 10, 100};
+
+  /**
+   * Searches {@code nq} queries with TF32_RERANK under every mask kind and k, compares each with the oracle (its
+   * k = 100 lists cut for the smaller k) and returns the failures; {@code fallbacks[0]} gets the fallback count.
+   */
+  private static List<String> searchAndCompare(GpuFlatIndex index, float[] vectors, int n, int dims, Metric m,
+                                               float[] queries, int nq, long[] fallbacks, Random r) {
+    List<String> failures = new ArrayList<>();
+    long[] shared = GpuFlatIndexGpuTest.bits(n, 0.3, r);
+    long[][] perQuery = new long[nq][];
+    for (int q = 0; q < nq; q++) {
+      perQuery[q] = q % 3 == 0 ? null : GpuFlatIndexGpuTest.bits(n, q % 3 == 1 ? 0.5 : 0.05, r);
+    }
+    index.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
+    for (int mask = 0; mask < 3; mask++) {
+      List<List<CpuOracle.Entry>> expected = new ArrayList<>();
+      for (int q = 0; q < nq; q++) {
+        long[] bits = mask == 0 ? null : mask == 1 ? shared : perQuery[q];
+        expected.add(CpuOracle.search(vectors, n, dims, m, queries, q, KS[KS.length - 1], bits));
+      }
+      for (int k : KS) {
+        long before = index.rerankStats().fallbacks();
+        SearchResult res = mask == 2
+            ? BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, null, perQuery)))[0]
+            : index.search(queries, nq, k, mask == 0 ? null : shared, GpuFlatIndex.Strategy.GEMM);
+        fallbacks[0] += index.rerankStats().fallbacks() - before;
+        for (int q = 0; q < nq; q++) {
+          long[] bits = mask == 0 ? null : mask == 1 ? shared : perQuery[q];
+          String f = check(res, q, k, expected.get(q), vectors, n, dims, m, queries, bits);
+          if (f != null) {
+            failures.add(m + " mask=" + mask + " k=" + k + " query " + q + ": " + f);
+          }
+        }
+      }
+    }
+    return failures;
+  }
+
+  private static String check(SearchResult res, int q, int k, List<CpuOracle.Entry> expected100, float[] vectors,
+                              int n, int dims, Metric m, float[] queries, long[] bits) {
+    int[] ids = new int[k];
+    float[] vals = new float[k];
+    for (int i = 0; i < k; i++) {
+      ids[i] = res.id(q, i);
+      vals[i] = res.distance(q, i);
+    }
+    List<CpuOracle.Entry> exp = expected100.subList(0, Math.min(k, expected100.size()));
+    String f = CpuOracle.compare(exp, ids, vals, 0, k, CpuOracle.searchTruth(vectors, n, dims, m, queries, q, bits));
+    if (f == null && res.count(q) != exp.size()) {
+      f = "count " + res.count(q) + " != " + exp.size();
+    }
+    return f;
+  }
+
+  @Test
+  void fashionLikePixelsMatchOracle() {
+    int n = 8000, nq = 40, dims = FashionLike.DIMS;
+    float[] vectors = FashionLike.vectors(n, 11);
+    float[] queries = FashionLike.vectors(nq, 12);
+    long saved = GpuFlatIndex.tileBudgetBytes;
+    long[] fallbacks = new long[1];
+    List<String> failures;
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
+      GpuFlatIndex.tileBudgetBytes = 4L * nq * 3000; // 3 tiles (2944 + 2944 + 2112 vectors)
+      failures = searchAndCompare(index, vectors, n, dims, Metric.L2, queries, nq, fallbacks, new Random(3));
+      assertEquals(9L * nq, index.rerankStats().queries(), "every search took the TF32 path");
+    } finally {
+      GpuFlatIndex.tileBudgetBytes = saved;
+    }
+    System.out.println("[gpu-vectors] TF32 re-rank, Fashion-like 784-d: " + fallbacks[0] + " of " + 9 * nq
+        + " queries fell back to FP32");
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+    assertTrue(fallbacks[0] <= nq, "the TF32 candidates answer most queries: " + fallbacks[0] + " fallbacks");
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  @Test
+  void clusteredMatchOracleForEveryMetric() {
+    int n = 10_000, nq = 40, dims = 128;
+    float[] vectors = FashionLike.clustered(n, dims, 200, 21);
+    float[] queries = FashionLike.clustered(nq, dims, 200, 22);
+    List<String> failures = new ArrayList<>();
+    long[] fallbacks = new long[1];
+    for (Metric m : Metric.values()) {
+      try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+        failures.addAll(searchAndCompare(index, vectors, n, dims, m, queries, nq, fallbacks, new Random(4)));
+      }
+    }
+    System.out.println("[gpu-vectors] TF32 re-rank, clustered 128-d: " + fallbacks[0] + " of " + 27 * nq
+        + " queries fell back to FP32");
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+    assertTrue(fallbacks[0] <= 3 * nq, "the TF32 candidates answer most queries: " + fallbacks[0] + " fallbacks");
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /**
+   * A batch large enough for WarpSelect tiles (8 * SMs + 3 queries), several tiles, and rows not 16-byte aligned
+   * (dims 37: the re-rank kernel's scalar loads).
+   */
+  @Test
+  void largeBatchUnalignedRowsMatchOracle() {
+    Random r = new Random(13);
+    int n = 3001, dims = 37;
+    float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+    int nq = 8 * device.multiprocessorCount() + 3;
+    float[] queries = GpuFlatIndexGpuTest.random(nq * dims, r);
+    List<String> failures = new ArrayList<>();
+    long saved = GpuFlatIndex.tileBudgetBytes;
+    try {
+      GpuFlatIndex.tileBudgetBytes = 4L * nq * 1024;
+      for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+        try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+          index.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
+          SearchResult res = index.search(queries, nq, 10, null, GpuFlatIndex.Strategy.GEMM);
+          for (int q = 0; q < nq; q++) {
+            List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, m, queries, q, 10, null);
+            String f = check(res, q, 10, exp, vectors, n, dims, m, queries, null);
+            if (f != null) {
+              failures.add(m + " query " + q + ": " + f);
+            }
+          }
+          System.out.println("[gpu-vectors] TF32 re-rank, " + m + " " + n + " x " + dims + ", " + nq + " queries: "
+              + index.rerankStats());
+        }
+      }
+    } finally {
+      GpuFlatIndex.tileBudgetBytes = saved;
+    }
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+  }
+
+  /**
+   * Near ties the TF32 bound cannot separate: each "tie" query is an integer point c with 256 vectors at exactly
+   * squared distance 9 (c +- 3 e_i, 128 dims), more than k' = 200 even at k = 100, so the k-th and the k'-th keys
+   * tie and no certificate can hold: every tie query must fall back to FP32 and be counted. Integers below 2^11 are
+   * exact in TF32 and every sum below 2^24 exact in FP32, so the FP32 path sees the ties exactly too. The other
+   * queries (random pixels) and interleaved per-query masks check that the fallback's gathered rows and scattered
+   * results land on the right queries.
+   */
+  @Test
+  void nearTiesFallBackToFp32AndStayExact() {
+    int dims = 128, ties = 8, others = 8, filler = 2000;
+    Random r = new Random(17);
+    int n = ties * 2 * dims + filler;
+    float[] vectors = new float[n * dims];
+    float[] centres = new float[ties * dims];
+    for (int t = 0; t < ties; t++) {
+      for (int i = 0; i < dims; i++) {
+        centres[t * dims + i] = 50 + r.nextInt(51);
+      }
+      for (int j = 0; j < 2 * dims; j++) {
+        int v = t * 2 * dims + j;
+        System.arraycopy(centres, t * dims, vectors, v * dims, dims);
+        vectors[v * dims + j / 2] += j % 2 == 0 ? 3 : -3;
+      }
+    }
+    for (int v = ties * 2 * dims; v < n; v++) {
+      for (int i = 0; i < dims; i++) {
+        vectors[v * dims + i] = r.nextInt(256);
+      }
+    }
+    int nq = ties + others;
+    float[] queries = new float[nq * dims];
+    boolean[] tie = new boolean[nq];
+    for (int q = 0, t = 0; q < nq; q++) {
+      tie[q] = q % 2 == 0; // interleaved: the fallback's rows are not one block
+      for (int i = 0; i < dims; i++) {
+        queries[q * dims + i] = tie[q] ? centres[t * dims + i] : r.nextInt(256);
+      }
+      t += tie[q] ? 1 : 0;
+    }
+    long[][] masks = new long[nq][];
+    for (int q = 0; q < nq; q++) {
+      masks[q] = q % 4 < 2 ? null : GpuFlatIndexGpuTest.bits(n, 0.95, r); // keeps > 200 of each tie set (of 256)
+    }
+    List<String> failures = new ArrayList<>();
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
+      index.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
+      for (int k : KS) {
+        for (boolean masked : new boolean[] {false, true}) {
+          GpuFlatIndex.RerankStats before = index.rerankStats();
+          SearchResult res = masked
+              ? BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, null, masks)))[0]
+              : index.search(queries, nq, k, null, GpuFlatIndex.Strategy.GEMM);
+          long fell = index.rerankStats().fallbacks() - before.fallbacks();
+          assertEquals(nq, index.rerankStats().queries() - before.queries());
+          assertTrue(fell >= ties && fell <= nq, "k=" + k + " masked=" + masked + ": " + fell
+              + " fallbacks, every one of the " + ties + " tie queries must be one");
+          for (int q = 0; q < nq; q++) {
+            long[] bits = masked ? masks[q] : null;
+            List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, k, bits);
+            String f = check(res, q, k, exp, vectors, n, dims, Metric.L2, queries, bits);
+            if (f == null && tie[q] && res.distance(q, k - 1) != 9f) {
+              f = "tie query's k-th distance " + res.distance(q, k - 1) + " != 9";
+            }
+            if (f != null) {
+              failures.add("k=" + k + " masked=" + masked + " query " + q + (tie[q] ? " (tie)" : "") + ": " + f);
+            }
+          }
+        }
+      }
+      System.out.println("[gpu-vectors] TF32 re-rank near ties: " + index.rerankStats());
+    }
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  @Test
+  void precisionIsPerIndexAndFp32ByDefault() {
+    Random r = new Random(19);
+    int n = 2000, dims = 32;
+    float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+    float[] queries = GpuFlatIndexGpuTest.random(20 * dims, r);
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
+      assertEquals(GpuFlatIndex.Precision.FP32, index.precision());
+      SearchResult fp32 = index.search(queries, 20, 10, null);
+      assertEquals(new GpuFlatIndex.RerankStats(0, 0), index.rerankStats());
+      index.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
+      SearchResult tf32 = index.search(queries, 20, 10, null);
+      assertEquals(20, index.rerankStats().queries());
+      for (int q = 0; q < 20; q++) {
+        List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, 10, null);
+        assertNull(check(fp32, q, 10, exp, vectors, n, dims, Metric.L2, queries, null), "FP32 query " + q);
+        assertNull(check(tf32, q, 10, exp, vectors, n, dims, Metric.L2, queries, null), "TF32 query " + q);
+      }
+      index.search(queries, 20, Tf32Bound.MAX_K + 1, null);
+      assertEquals(20, index.rerankStats().queries(), "k above Tf32Bound.MAX_K runs FP32");
+    }
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+}

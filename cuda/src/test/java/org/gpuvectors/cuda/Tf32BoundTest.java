@@ -1,0 +1,316 @@
+package org.gpuvectors.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link Tf32Bound} on the CPU: the TF32 candidate pass emulated in Java (inputs cut to TF32, products summed in
+ * FP32 in several orders and rounding modes, the GEMM path's FP32 norms and epilogue) against keys computed in
+ * double from the same floats. Checks that the bound holds, that it is nearly tight where TF32 loses the most
+ * (inputs whose cut mantissa bits are all ones), and that a certified query's candidates hold its exact k best.
+ */
+class Tf32BoundTest {
+
+  /** FP32 -> TF32 by truncation (the mma instruction ignoring the low 13 mantissa bits). */
+  static float tf32Truncate(float x) {
+    return Float.intBitsToFloat(Float.floatToRawIntBits(x) & 0xFFFFE000);
+  }
+
+  /** FP32 -> TF32 rounded to nearest, ties to even. */
+  static float tf32Round(float x) {
+    int b = Float.floatToRawIntBits(x);
+    return Float.intBitsToFloat((b + 0xFFF + ((b >>> 13) & 1)) & 0xFFFFE000);
+  }
+
+  /** v rounded toward zero to float (a truncating accumulator). */
+  static float towardZero(double v) {
+    float f = (float) v;
+    return Math.abs(f) > Math.abs(v) ? Math.nextAfter(f, 0.0) : f;
+  }
+
+  enum Order { SEQUENTIAL, TRUNCATING, PAIRWISE }
+
+  /** The TF32 dot product: inputs converted, exact products (11-bit mantissas), FP32 sums in the given order. */
+  static float tf32Dot(float[] x, int xo, float[] q, int qo, int d, boolean truncate, Order order) {
+    float[] p = new float[d];
+    for (int i = 0; i < d; i++) {
+      float a = truncate ? tf32Truncate(x[xo + i]) : tf32Round(x[xo + i]);
+      float b = truncate ? tf32Truncate(q[qo + i]) : tf32Round(q[qo + i]);
+      p[i] = a * b; // exact: 11 x 11 significant bits
+    }
+    return switch (order) {
+      case SEQUENTIAL -> {
+        float s = 0;
+        for (float v : p) {
+          s += v;
+        }
+        yield s;
+      }
+      case TRUNCATING -> {
+        float s = 0;
+        for (float v : p) {
+          s = towardZero((double) s + v);
+        }
+        yield s;
+      }
+      case PAIRWISE -> pairwise(p, 0, d);
+    };
+  }
+
+  static float pairwise(float[] p, int from, int to) {
+    if (to - from == 1) {
+      return p[from];
+    }
+    int mid = (from + to) >>> 1;
+    return pairwise(p, from, mid) + pairwise(p, mid, to);
+  }
+
+  /** ||x||^2 as the norm kernels compute it (FP32, FMA). */
+  static float norm2(float[] x, int o, int d) {
+    float s = 0;
+    for (int i = 0; i < d; i++) {
+      s = Math.fma(x[o + i], x[o + i], s);
+    }
+    return s;
+  }
+
+  /** The candidate pass's key of one vector: the select epilogue over the TF32 GEMM output. */
+  static float tf32Key(Metric m, float[] x, int xo, float[] q, int qo, int d, boolean truncate, Order order) {
+    float dot = tf32Dot(x, xo, q, qo, d, truncate, order);
+    if (m != Metric.L2) {
+      return -dot;
+    }
+    float v = Math.fma(-2f, dot, norm2(x, xo, d)) + norm2(q, qo, d);
+    return Math.max(v, 0f);
+  }
+
+  /** The re-rank kernel's FP32 key: (x_i - q_i) rounded, squares summed with FMA (or -x.q). */
+  static float rerankKey(Metric m, float[] x, int xo, float[] q, int qo, int d) {
+    float s = 0;
+    for (int i = 0; i < d; i++) {
+      if (m == Metric.L2) {
+        float t = x[xo + i] - q[qo + i];
+        s = Math.fma(t, t, s);
+      } else {
+        s = Math.fma(x[xo + i], q[qo + i], s);
+      }
+    }
+    return m == Metric.L2 ? s : -s;
+  }
+
+  static double exactKey(Metric m, float[] x, int xo, float[] q, int qo, int d) {
+    double s = 0;
+    for (int i = 0; i < d; i++) {
+      if (m == Metric.L2) {
+        double t = (double) x[xo + i] - q[qo + i];
+        s += t * t;
+      } else {
+        s += (double) x[xo + i] * q[qo + i];
+      }
+    }
+    return m == Metric.L2 ? s : -s;
+  }
+
+  static float maxNorm2(float[] x, int n, int d) {
+    float max = 0;
+    for (int i = 0; i < n; i++) {
+      max = Math.max(max, norm2(x, i * d, d));
+    }
+    return max;
+  }
+
+  static float qNorm2Up(float[] q, int qo, int d) {
+    double s = 0;
+    for (int i = 0; i < d; i++) {
+      s += (double) q[qo + i] * q[qo + i];
+    }
+    float f = (float) s;
+    return f < s ? Math.nextUp(f) : f;
+  }
+
+  /** Largest |TF32 key - exact key| / E over all pairs, all conversion and summation modes; fails if above 1. */
+  static double worstRatio(Metric m, float[] x, int n, float[] q, int nq, int d) {
+    Tf32Bound b = new Tf32Bound(m, d, maxNorm2(x, n, d));
+    double worst = 0;
+    for (int qi = 0; qi < nq; qi++) {
+      double e = b.candidateError(qNorm2Up(q, qi * d, d));
+      for (int i = 0; i < n; i++) {
+        double exact = exactKey(m, x, i * d, q, qi * d, d);
+        for (boolean truncate : new boolean[] {true, false}) {
+          for (Order order : Order.values()) {
+            double err = Math.abs(tf32Key(m, x, i * d, q, qi * d, d, truncate, order) - exact);
+            assertTrue(err <= e, m + " d=" + d + " query " + qi + " vector " + i + " " + order + " truncate=" + truncate
+                + ": error " + err + " > bound " + e);
+            worst = Math.max(worst, err / e);
+          }
+        }
+      }
+    }
+    return worst;
+  }
+
+  static float[] gaussian(int count, Random r, double scale, double offset) {
+    float[] x = new float[count];
+    for (int i = 0; i < count; i++) {
+      x[i] = (float) (offset + scale * r.nextGaussian());
+    }
+    return x;
+  }
+
+  @Test
+  void candidatesAndLimits() {
+    assertEquals(33, Tf32Bound.candidates(1));
+    assertEquals(42, Tf32Bound.candidates(10));
+    assertEquals(64, Tf32Bound.candidates(32));
+    assertEquals(200, Tf32Bound.candidates(100));
+    assertEquals(2048, Tf32Bound.candidates(1024));
+    assertTrue(Tf32Bound.applies(1024, 784));
+    assertFalse(Tf32Bound.applies(1025, 784), "k' = 2k would pass the largest select bucket");
+    assertFalse(Tf32Bound.applies(10, Tf32Bound.MAX_DIMS + 1), "the query must fit the re-rank's shared memory");
+    for (int k = 1; k <= Tf32Bound.MAX_K; k++) {
+      int kc = Tf32Bound.candidates(k);
+      assertTrue(kc >= 2 * k && kc >= k + 32 && kc <= KSelect.MAX_K, "k=" + k + " k'=" + kc);
+    }
+  }
+
+  @Test
+  void dotErrorConstantIsTruncationOfBothInputsPlusFp32Sums() {
+    Tf32Bound b = new Tf32Bound(Metric.L2, 784, 1f);
+    // (1 + 2^-10)^2 (1 + gamma_784(2^-23)) - 1: about 2^-9 + 784 * 2^-23
+    assertEquals(1, b.dotError / (0x1p-9 + 784 * 0x1p-23), 1e-3);
+    assertTrue(b.dotError > 0x1p-9 + 784 * 0x1p-23, "never below its first-order terms");
+  }
+
+  @Test
+  void boundHoldsOnGaussianAndPixelData() {
+    Random r = new Random(5);
+    int d = 64, n = 60, nq = 6;
+    float[] x = gaussian(n * d, r, 1, 0);
+    float[] q = gaussian(nq * d, r, 1, 0);
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      worstRatio(m, x, n, q, nq, d);
+    }
+    d = 784;
+    float[] px = FashionLike.vectors(40, 1);
+    float[] pq = FashionLike.vectors(3, 2);
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      worstRatio(m, px, 40, pq, 3, d);
+    }
+    // large offsets: the norms dwarf the distances, as in the near-tie cases that fall back
+    float[] ox = gaussian(20 * 32, r, 0.01, 100);
+    float[] oq = gaussian(4 * 32, r, 0.01, 100);
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      worstRatio(m, ox, 20, oq, 4, 32);
+    }
+    // tiny values: products and norms in the subnormal range, where only the bound's absolute term holds
+    float[] sx = gaussian(20 * 32, r, 1e-20, 0);
+    float[] sq = gaussian(4 * 32, r, 1e-20, 0);
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      worstRatio(m, sx, 20, sq, 4, 32);
+    }
+  }
+
+  /**
+   * Inputs whose 13 cut mantissa bits are all ones (1 + 2^-10 - 2^-23) lose the most to truncation: the
+   * observed error must stay below the bound yet reach most of it, or the bound would be loose for nothing.
+   */
+  @Test
+  void boundIsNearlyTightForWorstCaseMantissas() {
+    int d = 64;
+    float worst = 1f + 0x1p-10f - 0x1p-23f;
+    float[] x = new float[d];
+    Arrays.fill(x, worst);
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      double ratio = worstRatio(m, x, 1, x, 1, d);
+      assertTrue(ratio > 0.9, m + ": the bound is " + (1 / ratio) + "x the worst observed error");
+    }
+  }
+
+  @Test
+  void certificateEdgeCases() {
+    Tf32Bound b = new Tf32Bound(Metric.L2, 16, 100f);
+    float q2 = 100f;
+    double e = b.candidateError(q2);
+    assertTrue(b.certified(1f, Float.POSITIVE_INFINITY, q2), "fewer than k' finite keys: every one is a candidate");
+    assertTrue(b.certified(Float.POSITIVE_INFINITY, Float.POSITIVE_INFINITY, q2));
+    assertFalse(b.certified(Float.POSITIVE_INFINITY, 5f, q2), "fewer than k exact keys, yet k' TF32 keys");
+    assertFalse(b.certified(Float.NaN, 5f, q2));
+    assertFalse(b.certified(1f, Float.NaN, q2));
+    assertFalse(b.certified(1f, 5f, Float.NaN));
+    float kth = 10f;
+    float above = (float) (kth + 1.01 * e);
+    float below = (float) (kth + 0.99 * e);
+    assertTrue(b.certified(kth, above, q2));
+    assertFalse(b.certified(kth, below, q2));
+    assertFalse(b.certified(kth, kth, q2), "a tie at the k-th key is never certified");
+    assertFalse(new Tf32Bound(Metric.L2, 16, Float.POSITIVE_INFINITY).certified(kth, 1e30f, q2),
+        "an unbounded norm certifies nothing");
+    Tf32Bound ip = new Tf32Bound(Metric.INNER_PRODUCT, 16, 1f);
+    assertTrue(ip.certified(-0.9f, -0.5f, 1f));
+    assertFalse(ip.certified(-0.9f, -0.899f, 1f));
+    float[] stats = {kth, above, q2, 0, kth, below, q2, 0, kth, Float.POSITIVE_INFINITY, q2, 0};
+    assertEquals(List.of(1), Arrays.stream(b.uncertified(stats, 3)).boxed().toList());
+  }
+
+  /**
+   * The whole candidate path emulated per query (TF32 keys, k' smallest, FP32 re-rank, k-th re-rank key): whenever
+   * the certificate holds, k candidates are strictly better (exact keys) than every vector left out. Data mixes
+   * well-separated queries with near-tie ones so that both outcomes occur.
+   */
+  @Test
+  void certifiedCandidatesHoldTheExactKBest() {
+    Random r = new Random(9);
+    int d = 24, n = 400;
+    int[] certified = new int[2];
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      for (double offset : new double[] {0, 3, 30}) {
+        float[] x = gaussian(n * d, r, 1, offset);
+        float[] q = gaussian(12 * d, r, 1, offset);
+        Tf32Bound b = new Tf32Bound(m, d, maxNorm2(x, n, d));
+        for (int k : new int[] {1, 5, 20}) {
+          int kc = Tf32Bound.candidates(k);
+          for (int qi = 0; qi < 12; qi++) {
+            int qo = qi * d;
+            float[] tk = new float[n];
+            for (int i = 0; i < n; i++) {
+              tk[i] = tf32Key(m, x, i * d, q, qo, d, true, Order.TRUNCATING);
+            }
+            Integer[] byTf32 = IntStream.range(0, n).boxed().sorted(Comparator.comparingDouble(i -> tk[i]))
+                .toArray(Integer[]::new);
+            List<Integer> cand = new ArrayList<>(Arrays.asList(byTf32).subList(0, kc));
+            float[] rk = new float[n];
+            for (int i : cand) {
+              rk[i] = rerankKey(m, x, i * d, q, qo, d);
+            }
+            cand.sort(Comparator.comparingDouble(i -> rk[i]));
+            boolean ok = b.certified(rk[cand.get(k - 1)], tk[byTf32[kc - 1]], qNorm2Up(q, qo, d));
+            certified[ok ? 1 : 0]++;
+            if (!ok) {
+              continue;
+            }
+            double[] exact = new double[kc];
+            for (int c = 0; c < kc; c++) {
+              exact[c] = exactKey(m, x, cand.get(c) * d, q, qo, d);
+            }
+            Arrays.sort(exact);
+            for (int j = kc; j < n; j++) {
+              double left = exactKey(m, x, byTf32[j] * d, q, qo, d);
+              assertTrue(exact[k - 1] < left, m + " offset " + offset + " k=" + k + " query " + qi + ": vector "
+                  + byTf32[j] + " left out at exact key " + left + ", k-th candidate " + exact[k - 1]);
+            }
+          }
+        }
+      }
+    }
+    assertTrue(certified[0] > 0 && certified[1] > 0, "both outcomes exercised: " + Arrays.toString(certified));
+  }
+}
