@@ -8,7 +8,8 @@
   the codec's CPU path, and PyTorch FP32 matmul + topk on the same data and GPU.
 - kselect.png: k-selection throughput (GB/s read) against k, WarpSelect / BlockSelect / Tang / torch.topk.
 - fashion-mnist.png: recall@10 against queries/s on fashion-mnist-784-euclidean: GPU exact search (one point
-  per batch size), the CPU exact path, Lucene HNSW (one point per search width), as ann-benchmarks draws it.
+  per batch size), ivf_flat (one point per nprobe), the CPU paths, Lucene HNSW (one point per search width),
+  PyTorch FP32 / TF32, and the exact kernels' FP32 / TF32-rerank rows, as ann-benchmarks draws it.
 """
 import csv
 import os
@@ -92,12 +93,23 @@ def kselect():
 
 
 def fashion_mnist():
-    path = os.path.join(results, "fashion-mnist.csv")
-    if not os.path.exists(path):
+    """The latest Fashion-MNIST run (FashionMnistBenchmark + torch_fmnist.py in one call), plus the exact-search
+    kernels' FP32 / TF32-rerank rows of ExactSearchBench tf32 (the same data; kernel level, wall clock)."""
+    run = os.path.join(results, "fmnist-ivf-run2")
+    if not os.path.exists(os.path.join(run, "fashion-mnist.csv")):
         return
-    data = rows("fashion-mnist.csv")
-    fig, ax = plt.subplots(figsize=(7, 5))
-    colors = {"gpu-exact": "tab:green", "cpu-exact-1-thread": "tab:blue"}
+    data = rows("fmnist-ivf-run2/fashion-mnist.csv") + rows("fmnist-ivf-run2/torch-fmnist.csv")
+    tf32 = os.path.join(results, "tf32", "exact_tf32.csv")
+    if os.path.exists(tf32):
+        for r in rows("tf32/exact_tf32.csv"):
+            if r.get("k") == "10":
+                data.append({"system": "kernel-exact-" + r["precision"].lower(), "parameter": "batch=10000",
+                             "recall": r.get("agree", "1.0"), "queries_per_s": r["queries_per_s_wall"]})
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    colors = {"gpu-exact": "tab:green", "cpu-exact-1-thread": "tab:blue", "gpu-ivf-flat": "tab:red",
+              "gpu-ivf-flat-batch-1": "tab:pink", "cpu-ivf-flat-1-thread": "tab:purple",
+              "torch-fp32": "tab:gray", "torch-tf32": "black", "kernel-exact-fp32": "tab:olive",
+              "kernel-exact-tf32_rerank": "tab:cyan"}
     for system in dict.fromkeys(r["system"] for r in data):
         pts = [r for r in data if r["system"] == system]
         x = [float(r["recall"]) for r in pts]
@@ -111,7 +123,7 @@ def fashion_mnist():
     ax.set_ylabel("queries/s")
     ax.set_title("fashion-mnist-784-euclidean, k=10 (H100; HNSW on 16 CPU threads)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     out = os.path.join(here, "fashion-mnist.png")
     fig.savefig(out, dpi=110)
