@@ -77,6 +77,34 @@ struct IvfScanParams {
 };
 static_assert(sizeof(IvfScanParams) == 96, "IvfScanParams layout is shared with Java");
 
+// Parameters of the IVF-PQ list scan (ivf_pq.cu; IvfPqScanParams.java writes this layout, 128 bytes). Block
+// (query, probe) builds the query's lookup table for list probes[query * nprobe + probe] (L2: of the residual
+// query - centroid; inner product: of the query, plus <query, centroid> per list), scans the list's codes and
+// writes its k best (approximate distance or score, ordinal) at outK / outIdx + query * outRowStride + probe * k.
+struct IvfPqScanParams {
+  const unsigned char* codes;   // n x m bytes in list order: position p's code at codes + p * m
+  const int* ords;              // n: the ordinal of the vector at each position
+  const int* listOffsets;       // nlist + 1
+  const float* queries;         // numQueries x dims row-major (normalised for cosine)
+  const float* centroids;       // nlist x dims row-major (the coarse index's)
+  const float* codebooks;       // m x 2^bits x (dims / m): codeword c of sub-quantizer j at ((j << bits) + c) * (dims / m)
+  const int* probes;            // numQueries x nprobe: the lists each query scans (-1: none)
+  const unsigned long long* acceptBits;  // optional: bit ord set = vector ord may be returned
+  float* tables;                // null: the lookup table in dynamic shared memory; else numQueries x nprobe tables of
+                                // m << bits floats in global memory (pair query * nprobe + probe)
+  float* outK;                  // numQueries x (nprobe * k)
+  int* outIdx;                  // numQueries x (nprobe * k) ordinals (-1 = empty)
+  long long acceptRowWords;     // 64-bit words between the accept masks of consecutive queries (0: one mask)
+  long long outRowStride;       // elements between output rows (nprobe * k)
+  int dims;
+  int k;                        // pairs written per (query, probe), 1..2048
+  int nprobe;                   // lists scanned per query (grid.y)
+  int metric;                   // 0 = squared L2 (residual table), 1 = inner product (selected largest)
+  int m;                        // sub-quantizers: code bytes per vector; divides dims
+  int bits;                     // bits per sub-code, 1..8: 2^bits codewords per sub-quantizer
+};
+static_assert(sizeof(IvfPqScanParams) == 128, "IvfPqScanParams layout is shared with Java");
+
 // The grouped IVF-Flat scan (ivf_grouped.cu), for batches in which many queries probe each list: the
 // (query, probe) pairs of a search, counting-sorted by list on the device, then one block per tile of
 // up to kIvfTileQueries pairs of one list, which reads the list's vectors once for all of them. Its

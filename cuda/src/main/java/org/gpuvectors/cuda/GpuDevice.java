@@ -185,6 +185,14 @@ public final class GpuDevice implements AutoCloseable {
     Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(Driver.deviceptr(dst.address()), Pointer.to(src), 8L * src.length));
   }
 
+  /** Copies host bytes to device (synchronous). */
+  public void upload(byte[] src, int srcOffset, int count, DeviceBuffer dst, long dstByteOffset) {
+    checkLocked();
+    check(dst, dstByteOffset, count);
+    Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(Driver.deviceptr(dst.address() + dstByteOffset),
+        Pointer.to(src).withByteOffset(srcOffset), count));
+  }
+
   /** Copies device floats to host (synchronous; waits for the stream's work). */
   public void download(DeviceBuffer src, long srcByteOffset, float[] dst, int dstOffset, int count) {
     checkLocked();

@@ -218,6 +218,15 @@ public final class GpuFlatIndex implements DeviceIndex {
     return metric;
   }
 
+  /**
+   * Device address of the vectors (row-major, normalised for cosine): the IVF-PQ scan reads the coarse
+   * index's centroids from here. Caller holds the device lock.
+   */
+  long vectorsAddress() {
+    ensureOpen();
+    return vectors.address();
+  }
+
   /** Device memory held by this index (vectors and norms). */
   @Override
   public long deviceBytes() {

@@ -31,11 +31,6 @@ import jcuda.Pointer;
  * one pass through {@link BatchSearch}.
  */
 public final class GpuIvfFlatIndex implements DeviceIndex {
-  /**
-   * Scan candidates (distance and ordinal: 8 bytes each, nprobe * k per query) of one block of
-   * queries, at most: bounds the temporaries of a large batch with a large nprobe * k.
-   */
-  private static final long CANDIDATE_BUDGET_BYTES = 256L << 20;
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_flat_scan_k");
   /** Named per k bucket as {@link KSelect#kernel} reads them; built for the buckets up to {@link #GROUPED_MAX_K}. */
   private static final String[] GROUPED_SCAN_KERNELS = KSelect.names("gv_ivf_grouped_scan_k");
@@ -162,18 +157,11 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
   }
 
   /**
-   * Lists a search with {@code nprobe} scans: nprobe capped at nlist. The coarse step selects that
-   * many centroids, so it may not pass {@link KSelect#MAX_K}.
+   * Lists a search with {@code nprobe} scans: nprobe capped at nlist. The coarse step selects that many
+   * centroids, so it may not pass {@link KSelect#MAX_K}.
    */
   int probes(int nprobe) {
-    if (nprobe < 1) {
-      throw new IllegalArgumentException("nprobe must be >= 1: " + nprobe);
-    }
-    int probes = Math.min(nprobe, nlist);
-    if (probes > KSelect.MAX_K) {
-      throw new IllegalArgumentException("nprobe must be at most " + KSelect.MAX_K + " (or nlist): " + nprobe);
-    }
-    return probes;
+    return IvfSearch.probes(nprobe, nlist);
   }
 
   /**
@@ -182,21 +170,14 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
    * nearest lists without waiting: per query the k best (distance, ordinal) pairs at
    * {@code out + 4 * (outElement + q * k)}, as {@link GpuFlatIndex#enqueueSearch} writes them. Accept
    * masks by ordinal: see {@link SelectParams#acceptBits(long, long)}. Caller holds the device lock;
-   * temporaries return to the pool, reused in stream order.
+   * temporaries return to the pool, reused in stream order ({@link IvfSearch#enqueue}: coarse, scan, merge per
+   * block of queries).
    */
   void enqueueSearch(long queries, long queryNorms, int nq, int k, int nprobe, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
-    int probes = probes(nprobe);
-    int width = probes * k; // <= MAX_K * MAX_K
-    int block = (int) Math.max(1, Math.min(nq, CANDIDATE_BUDGET_BYTES / (8L * width)));
-    for (int q0 = 0; q0 < nq; q0 += block) {
-      int count = Math.min(block, nq - q0);
-      long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
-      long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
-      searchBlock(queries + 4L * q0 * dims, norms, count, k, probes, accept, acceptRowWords, outV, outI,
-          outElement + (long) q0 * k);
-    }
+    IvfSearch.enqueue(device, centroids, dims, metric.largestFirst(), queries, queryNorms, nq, k, probes(nprobe),
+        8L * k, acceptAddress, acceptRowWords, outV, outI, outElement, this::scanBlock);
   }
 
   /** Whether a block of {@code nq} queries probing {@code probes} lists each, for k, is scanned grouped. */
@@ -204,39 +185,29 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
     return k <= GROUPED_MAX_K && (long) nq * probes >= (long) groupedPairsPerList * nlist;
   }
 
-  private void searchBlock(long queries, long queryNorms, int nq, int k, int probes, long accept, long acceptRowWords,
-                           DeviceBuffer outV, DeviceBuffer outI, long outElement) {
-    int width = probes * k;
-    try (DeviceBuffer probeDistances = device.allocate(4L * nq * probes);
-         DeviceBuffer probeLists = device.allocate(4L * nq * probes);
-         DeviceBuffer cv = device.allocate(4L * nq * width);
-         DeviceBuffer ci = device.allocate(4L * nq * width)) {
-      // coarse: the nearest centroids of each query are its lists (probe ids: centroid ordinals)
-      centroids.enqueueSearch(queries, queryNorms, nq, probes, 0, 0, probeDistances, probeLists, 0);
-      IvfScanParams p = new IvfScanParams();
-      p.vectors = vectors.address();
-      p.ords = ords.address();
-      p.listOffsets = offsets.address();
-      p.queries = queries;
-      p.probes = probeLists.address();
-      p.acceptBits = accept;
-      p.outK = cv.address();
-      p.outIdx = ci.address();
-      p.acceptRowWords = acceptRowWords;
-      p.outRowStride = width;
-      p.dims = dims;
-      p.k = k;
-      p.nprobe = probes;
-      p.metric = metric == Metric.L2 ? 0 : 1;
-      if (scansGrouped(nq, probes, k)) {
-        enqueueGroupedScan(p, nq);
-      } else {
-        int shared = 4 * ((dims + 3) / 4 * 4); // the query, read as float4
-        device.module().launch(KSelect.kernel(SCAN_KERNELS, k), nq, probes, KSelect.blockSelectThreads(k), shared,
-            device.stream(), Pointer.to(p.encode()));
-      }
-      KSelect.mergeCandidates(device, new SelectParams().input(cv, nq, width, width).inputIds(ci).k(k)
-          .largest(metric.largestFirst()).output(outV, outI, k, outElement));
+  /** One block's list scan, per pair or grouped ({@link #scansGrouped}). */
+  private void scanBlock(IvfSearch.Block b) {
+    IvfScanParams p = new IvfScanParams();
+    p.vectors = vectors.address();
+    p.ords = ords.address();
+    p.listOffsets = offsets.address();
+    p.queries = b.queries();
+    p.probes = b.probeLists();
+    p.acceptBits = b.accept();
+    p.outK = b.candValues();
+    p.outIdx = b.candIds();
+    p.acceptRowWords = b.acceptRowWords();
+    p.outRowStride = (long) b.probes() * b.k();
+    p.dims = dims;
+    p.k = b.k();
+    p.nprobe = b.probes();
+    p.metric = metric == Metric.L2 ? 0 : 1;
+    if (scansGrouped(b.nq(), b.probes(), b.k())) {
+      enqueueGroupedScan(p, b.nq());
+    } else {
+      int shared = 4 * ((dims + 3) / 4 * 4); // the query, read as float4
+      device.module().launch(KSelect.kernel(SCAN_KERNELS, b.k()), b.nq(), b.probes(), KSelect.blockSelectThreads(b.k()),
+          shared, device.stream(), Pointer.to(p.encode()));
     }
   }
 
@@ -249,7 +220,7 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
    * last tile return at once. Temporaries return to the pool, reused in stream order.
    */
   private void enqueueGroupedScan(IvfScanParams p, int nq) {
-    int pairs = nq * p.nprobe; // nq * nprobe * k candidates fit CANDIDATE_BUDGET_BYTES: far below 2^31
+    int pairs = nq * p.nprobe; // nq * nprobe * k candidates fit IvfSearch.BLOCK_BUDGET_BYTES: far below 2^31
     int tile = IvfGroupParams.TILE_QUERIES;
     int maxTiles = (int) ((pairs + (long) Math.min(nlist, pairs) * (tile - 1)) / tile);
     int pairBlocks = (pairs + 255) / 256;

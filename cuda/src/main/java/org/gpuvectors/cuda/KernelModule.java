@@ -27,6 +27,9 @@ final class KernelModule implements AutoCloseable {
   private final CUmodule module = new CUmodule();
   private final Map<String, CUfunction> functions = new HashMap<>();
   private final Map<String, Integer> maxBlocksPerSm = new HashMap<>();
+  private final Map<String, Integer> maxDynamicShared = new HashMap<>();
+  /** Per kernel, the dynamic shared memory its launches were allowed past the default 48 KB. */
+  private final Map<String, Integer> dynamicSharedAllowed = new HashMap<>();
   private boolean closed;
 
   KernelModule() {
@@ -83,6 +86,42 @@ final class KernelModule implements AutoCloseable {
     });
   }
 
+  /**
+   * The most dynamic shared memory a block of kernel {@code name} may use on this context's device: the
+   * device's opt-in maximum per block (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; 227 KB on an
+   * H100, 163 KB on an A100, 99 KB on sm_86 / sm_89) less the kernel's static shared memory. Remembered.
+   */
+  int maxDynamicSharedBytes(String name) {
+    return maxDynamicShared.computeIfAbsent(name, n -> {
+      jcuda.driver.CUdevice dev = new jcuda.driver.CUdevice();
+      Driver.check("cuCtxGetDevice", JCudaDriver.cuCtxGetDevice(dev));
+      int optIn = GpuAvailability.attribute(dev,
+          jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+      int[] statics = new int[1];
+      Driver.check("cuFuncGetAttribute(" + n + ")", JCudaDriver.cuFuncGetAttribute(statics,
+          CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function(n)));
+      return Math.max(0, optIn - statics[0]);
+    });
+  }
+
+  /**
+   * Lets launches of kernel {@code name} take {@code bytes} of dynamic shared memory (at most {@link
+   * #maxDynamicSharedBytes}): past the default 48 KB a kernel must opt in
+   * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). Raises the kernel's allowance only when needed.
+   */
+  void allowDynamicShared(String name, int bytes) {
+    if (bytes <= 48 << 10 || bytes <= dynamicSharedAllowed.getOrDefault(name, 0)) {
+      return;
+    }
+    if (bytes > maxDynamicSharedBytes(name)) {
+      throw new IllegalArgumentException(name + ": " + bytes + " bytes of dynamic shared memory, at most "
+          + maxDynamicSharedBytes(name) + " on this device");
+    }
+    Driver.check("cuFuncSetAttribute(" + name + ")", JCudaDriver.cuFuncSetAttribute(function(name),
+        CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+    dynamicSharedAllowed.put(name, bytes);
+  }
+
   /** Launches kernel {@code name} with one by-value argument per element of {@code args}. */
   void launch(String name, int gridX, int gridY, int block, int sharedBytes, CUstream stream, Pointer... args) {
     CUfunction f = function(name);
@@ -96,6 +135,8 @@ final class KernelModule implements AutoCloseable {
       closed = true;
       functions.clear();
       maxBlocksPerSm.clear();
+      maxDynamicShared.clear();
+      dynamicSharedAllowed.clear();
       Driver.check("cuModuleUnload", JCudaDriver.cuModuleUnload(module));
     }
   }

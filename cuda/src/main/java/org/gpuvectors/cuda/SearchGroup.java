@@ -31,6 +31,8 @@ public record SearchGroup(
     }
     if (index instanceof GpuIvfFlatIndex ivf) {
       ivf.probes(nprobe); // refuses what its coarse step cannot select, before a pass starts
+    } else if (index instanceof GpuIvfPqIndex pq) {
+      pq.probes(nprobe);
     }
     if (sharedMask != null && queryMasks != null) {
       throw new IllegalArgumentException("a shared mask or per-query masks, not both");

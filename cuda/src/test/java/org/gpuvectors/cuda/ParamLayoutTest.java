@@ -17,8 +17,8 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams} and
- * {@link RerankParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
+ * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams},
+ * {@link IvfPqScanParams} and {@link RerankParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
  * struct member has a Java field of the same name, and a value set in that field lands at the member's
  * offset (natural alignment, as nvcc lays it out) with its size. Adding a member on one side only, or
  * reordering, fails here and not on a GPU. Likewise the grouped scan's launch constants.
@@ -66,6 +66,12 @@ class ParamLayoutTest {
   void ivfScanParamsMatchesCommonCuh() throws Exception {
     IvfScanParams params = new IvfScanParams();
     assertEncodes("IvfScanParams", params, params::encode, IvfScanParams.BYTES);
+  }
+
+  @Test
+  void ivfPqScanParamsMatchesCommonCuh() throws Exception {
+    IvfPqScanParams params = new IvfPqScanParams();
+    assertEncodes("IvfPqScanParams", params, params::encode, IvfPqScanParams.BYTES);
   }
 
   @Test

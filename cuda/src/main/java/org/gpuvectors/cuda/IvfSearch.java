@@ -1,0 +1,80 @@
+package org.gpuvectors.cuda;
+
+/**
+ * What the IVF index types ({@link GpuIvfFlatIndex}, {@link GpuIvfPqIndex}) share around their list scans: the
+ * probe count, and the search of a batch of queries in blocks, each block
+ * <ol>
+ *   <li>coarse: the centroid index's exact search with k = probes gives each query's lists, best first;
+ *   <li>scan: the index type's kernels write each (query, probed list) pair's k best (value, ordinal) pairs
+ *       ({@link Scan});
+ *   <li>merge: BlockSelect over each query's probes * k candidates ({@link KSelect#mergeCandidates}).
+ * </ol>
+ * Caller holds the device lock; temporaries return to the pool, reused in stream order.
+ */
+final class IvfSearch {
+  /**
+   * Temporaries of one block of queries at most (scan candidates: value and ordinal, 8 bytes each, probes * k
+   * per query, plus what the scan allocates per pair): bounds a large batch with a large nprobe * k.
+   */
+  static final long BLOCK_BUDGET_BYTES = 256L << 20;
+
+  private IvfSearch() {}
+
+  /**
+   * Lists a search with {@code nprobe} scans: nprobe capped at nlist. The coarse step selects that many
+   * centroids, so it may not pass {@link KSelect#MAX_K}.
+   */
+  static int probes(int nprobe, int nlist) {
+    if (nprobe < 1) {
+      throw new IllegalArgumentException("nprobe must be >= 1: " + nprobe);
+    }
+    int probes = Math.min(nprobe, nlist);
+    if (probes > KSelect.MAX_K) {
+      throw new IllegalArgumentException("nprobe must be at most " + KSelect.MAX_K + " (or nlist): " + nprobe);
+    }
+    return probes;
+  }
+
+  /**
+   * One block of queries' scan: {@code nq} queries at device address {@code queries}, their lists at {@code
+   * probeLists} ({@code nq x probes} ints, -1 = none), accept masks at {@code accept} (0 = all; {@code
+   * acceptRowWords} words apart, 0 = shared); per pair its k best at {@code candValues / candIds + 4 * (q *
+   * probes * k + probe * k)}.
+   */
+  record Block(long queries, int nq, int k, int probes, long probeLists, long accept, long acceptRowWords,
+               long candValues, long candIds) {}
+
+  @FunctionalInterface
+  interface Scan {
+    void enqueue(Block block);
+  }
+
+  /**
+   * Enqueues the search of {@code nq} queries (arguments as {@link GpuIvfFlatIndex#enqueueSearch}) in blocks of
+   * at most {@link #BLOCK_BUDGET_BYTES} / ({@code probes * pairBytes}) queries (at least one): {@code pairBytes}
+   * are the temporaries of one (query, probe) pair, at least its 8 * k candidate bytes.
+   */
+  static void enqueue(GpuDevice device, GpuFlatIndex centroids, int dims, boolean largestFirst, long queries,
+                      long queryNorms, int nq, int k, int probes, long pairBytes, long acceptAddress,
+                      long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement, Scan scan) {
+    int width = probes * k; // <= MAX_K * MAX_K
+    int block = (int) Math.max(1, Math.min(nq, BLOCK_BUDGET_BYTES / (pairBytes * probes)));
+    for (int q0 = 0; q0 < nq; q0 += block) {
+      int count = Math.min(block, nq - q0);
+      long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
+      long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
+      long blockQueries = queries + 4L * q0 * dims;
+      try (DeviceBuffer probeDistances = device.allocate(4L * count * probes);
+           DeviceBuffer probeLists = device.allocate(4L * count * probes);
+           DeviceBuffer cv = device.allocate(4L * count * width);
+           DeviceBuffer ci = device.allocate(4L * count * width)) {
+        // coarse: the nearest centroids of each query are its lists (probe ids: centroid ordinals)
+        centroids.enqueueSearch(blockQueries, norms, count, probes, 0, 0, probeDistances, probeLists, 0);
+        scan.enqueue(new Block(blockQueries, count, k, probes, probeLists.address(), accept, acceptRowWords,
+            cv.address(), ci.address()));
+        KSelect.mergeCandidates(device, new SelectParams().input(cv, count, width, width).inputIds(ci).k(k)
+            .largest(largestFirst).output(outV, outI, k, outElement + (long) q0 * k));
+      }
+    }
+  }
+}
