@@ -44,7 +44,7 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   private static final int[] NPROBES = {NLIST + 36, NLIST, 8, 1};
 
   /** Which vectors the queries may return. */
-  private enum Filter { NONE, SHARED, SPARSE, PER_QUERY }
+  enum Filter { NONE, SHARED, SPARSE, PER_QUERY }
 
   /** The scan a search is forced to take. */
   private enum Path { PER_PAIR, GROUPED }
@@ -54,7 +54,7 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   private int ambiguous;
 
   /** Vectors by ordinal, their lists, and each ordinal's list. */
-  private record Data(float[] vectors, int n, int dims, Metric metric, IvfLists lists, int[] listOf) {
+  record Data(float[] vectors, int n, int dims, Metric metric, IvfLists lists, int[] listOf) {
     /** Row p = the vector of ordinal ords[p]. */
     GpuFlatIndex.RowSource rowsInListOrder() {
       return (first, count, dst) -> {
@@ -425,7 +425,7 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   }
 
   /** The reference IVF search of one query: its KMAX best, and which lists it probed. */
-  private record Reference(List<CpuOracle.Entry> best, boolean[] probed) {}
+  record Reference(List<CpuOracle.Entry> best, boolean[] probed) {}
 
   /** Per query its reference (null: a coarse near-tie), for nprobe and the queries' masks. */
   static Reference[] references(Data data, float[] queries, int nprobe, long[][] masks) {
