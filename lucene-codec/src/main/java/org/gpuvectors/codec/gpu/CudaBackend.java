@@ -8,6 +8,7 @@ import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.GpuIvfFlatIndex;
+import org.gpuvectors.cuda.GpuIvfPqIndex;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
@@ -38,8 +39,10 @@ final class CudaBackend implements GpuBackend {
     if (ivf == null) {
       return 4L * n * dims + (metric == Metric.L2 ? 4L * n : 0);
     }
-    // vectors in list order, their ordinals, list offsets, and the centroids as a flat index (+ norms)
-    return 4L * n * dims + 4L * n + 4L * (ivf.nlist() + 1) + 4L * ivf.nlist() * (dims + 1);
+    // the centroids as a flat index (+ norms), list offsets, the ordinals, then the vectors in list order
+    // (ivf_flat) or the codes and the codebooks (ivf_pq: at most 256 codewords per sub-quantizer)
+    long lists = 4L * ivf.nlist() * (dims + 1) + 4L * (ivf.nlist() + 1) + 4L * n;
+    return lists + (ivf.pq() == null ? 4L * n * dims : (long) n * ivf.pq().m() + 4L * 256 * dims);
   }
 
   @Override
@@ -57,6 +60,10 @@ final class CudaBackend implements GpuBackend {
   @Override
   public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException {
     int dims = vectors.dimension();
+    if (ivf != null && ivf.pq() != null) {
+      return GpuIvfPqIndex.upload(
+          device, ivf.lists().get(), ivf.pq().codebook(), ivf.pq().codesInListOrder().get(), dims, metric);
+    }
     if (ivf != null) {
       IvfLists lists = ivf.lists().get();
       int[] ords = lists.ords();
