@@ -80,17 +80,29 @@ final class CudaBackend implements GpuBackend {
           });
     }
     // streamed a slab at a time: the segment's vectors never sit whole on the Java heap
-    return GpuFlatIndex.upload(
-        device,
-        vectors.size(),
-        dims,
-        metric,
-        (first, count, dst) -> {
-          for (int i = 0; i < count; i++) {
-            System.arraycopy(vectors.vectorValue(first + i), 0, dst, i * dims, dims);
-          }
-        });
+    GpuFlatIndex flat =
+        GpuFlatIndex.upload(
+            device,
+            vectors.size(),
+            dims,
+            metric,
+            (first, count, dst) -> {
+              for (int i = 0; i < count; i++) {
+                System.arraycopy(vectors.vectorValue(first + i), 0, dst, i * dims, dims);
+              }
+            });
+    flat.setPrecision(FLAT_PRECISION);
+    return flat;
   }
+
+  /**
+   * Exact search of large batches through TF32 candidates and an exact re-rank (the same results; see
+   * {@link GpuFlatIndex.Precision#AUTO}); system property {@code gpuvectors.gpu.tf32=false} keeps FP32.
+   */
+  private static final GpuFlatIndex.Precision FLAT_PRECISION =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.tf32", "true"))
+          ? GpuFlatIndex.Precision.AUTO
+          : GpuFlatIndex.Precision.FP32;
 
   @Override
   public SearchResult[] search(List<SearchGroup> groups, long[] timing) {
