@@ -48,7 +48,22 @@ public final class GpuFlatIndex implements DeviceIndex {
    *       against n.
    * </ul>
    */
-  public enum Precision { FP32, TF32_RERANK }
+  public enum Precision {
+    /** FP32 GEMMs. */
+    FP32,
+    /** TF32 candidates, exact FP32 re-rank (results as FP32's: see {@link Tf32Bound}). */
+    TF32_RERANK,
+    /**
+     * TF32_RERANK for batches of at least {@link #TF32_AUTO_MIN_QUERIES} queries whose candidates are at
+     * most 1/50 of the vectors, FP32 otherwise: the re-rank and its certificate cost an extra device wait
+     * per search, which a large batch amortises (Fashion-MNIST, batch 10k, k = 10: 9.6 vs 24.6 ms on an
+     * H100) and a small one does not.
+     */
+    AUTO
+  }
+
+  /** Smallest batch that {@link Precision#AUTO} runs as TF32 candidates. */
+  static final int TF32_AUTO_MIN_QUERIES = 1024;
 
   /** Queries the TF32 candidate path answered, and those of them its certificate sent back to FP32. */
   public record RerankStats(long queries, long fallbacks) {}
@@ -318,7 +333,7 @@ public final class GpuFlatIndex implements DeviceIndex {
   void enqueueSearch(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
-    if (precision == Precision.TF32_RERANK && Tf32Bound.applies(k, dims) && nq > 0) {
+    if (usesTf32(nq, k)) {
       searchTf32Rerank(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
       return;
     }
@@ -329,6 +344,16 @@ public final class GpuFlatIndex implements DeviceIndex {
       searchGemm(queries + 4L * q0 * dims, norms, block, k, accept, acceptRowWords, outV, outI, outElement + (long) q0 * k,
           false);
     }
+  }
+
+  /** Whether a search of nq queries for k results takes the TF32 candidate pass. */
+  boolean usesTf32(int nq, int k) {
+    boolean wanted = switch (precision) {
+      case FP32 -> false;
+      case TF32_RERANK -> true;
+      case AUTO -> nq >= TF32_AUTO_MIN_QUERIES && Tf32Bound.candidates(k) * 50L <= n;
+    };
+    return wanted && nq > 0 && Tf32Bound.applies(k, dims);
   }
 
   /**

@@ -1,6 +1,7 @@
 package org.gpuvectors.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -248,6 +249,34 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
       }
       index.search(queries, 20, Tf32Bound.MAX_K + 1, null);
       assertEquals(20, index.rerankStats().queries(), "k above Tf32Bound.MAX_K runs FP32");
+    }
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /** AUTO takes the TF32 pass for large batches over many vectors only, with the oracle's results either way. */
+  @Test
+  void autoPrecisionChoosesByBatchAndSize() {
+    Random r = new Random(23);
+    int n = 4000, dims = 32;
+    float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+    int nq = GpuFlatIndex.TF32_AUTO_MIN_QUERIES;
+    float[] queries = GpuFlatIndexGpuTest.random(nq * dims, r);
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
+      index.setPrecision(GpuFlatIndex.Precision.AUTO);
+      assertFalse(index.usesTf32(nq - 1, 10), "a batch below the threshold");
+      assertFalse(index.usesTf32(nq, 100), "200 candidates are more than 1/50 of 4,000 vectors");
+      assertTrue(index.usesTf32(nq, 10));
+      SearchResult small = index.search(queries, 16, 10, null);
+      assertEquals(0, index.rerankStats().queries(), "16 queries run FP32");
+      SearchResult large = index.search(queries, nq, 10, null);
+      assertEquals(nq, index.rerankStats().queries(), "a batch of " + nq + " runs TF32 + re-rank");
+      for (int q = 0; q < nq; q += 37) {
+        List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, 10, null);
+        assertNull(check(large, q, 10, exp, vectors, n, dims, Metric.L2, queries, null), "AUTO query " + q);
+        if (q < 16) {
+          assertNull(check(small, q, 10, exp, vectors, n, dims, Metric.L2, queries, null), "AUTO small query " + q);
+        }
+      }
     }
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }

@@ -1,15 +1,19 @@
 package org.gpuvectors.codec;
 
 import java.io.IOException;
+import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.util.VectorUtil;
+import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuIvf;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.ivf.IvfField;
+import org.gpuvectors.codec.ivf.IvfIndex;
+import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -21,8 +25,9 @@ import org.gpuvectors.cuda.SearchResult;
  * <p>Accepted documents (filters, deletions) become an accept mask over vector ordinals that the
  * kernels apply ({@link AcceptMasks}). A collector whose visit limit is below the number of accepted
  * vectors is left to the CPU path, which terminates early exactly as Lucene expects (Lucene then
- * runs its own exact search). Index types without a GPU kernel ({@link IndexType#hasGpuKernel()}:
- * {@code ivf_pq}) never come here: their searches run on the CPU, counted by {@link #countNoKernel}.
+ * runs its own exact search). {@code ivf_pq} fields: the device returns {@link
+ * IvfPqField#rerankDepth} candidates per query by approximate (PQ) distance, which are re-ranked here
+ * with the raw vectors (exact scores, as the CPU path does).
  */
 final class GpuSegmentSearcher {
 
@@ -43,8 +48,9 @@ final class GpuSegmentSearcher {
       int requestedK,
       AcceptMasks.Mask accepted,
       KnnCollector[] collectors,
-      IvfField ivf,
-      int nprobe) {
+      IvfIndex ivf,
+      int nprobe,
+      FlatVectorsScorer scorers) {
 
     /** The service's request for this share (the batch API sends several segments' in one pass). */
     GpuSearchService.Request request() {
@@ -58,24 +64,31 @@ final class GpuSegmentSearcher {
   }
 
   /** Vectors a search looks at per query: all accepted ones, or (about) those in the probed lists. */
-  static long visited(IvfField ivf, long accepted, int nprobe) {
+  static long visited(IvfIndex ivf, long accepted, int nprobe) {
     return ivf == null ? accepted : (long) Math.ceil(accepted * (double) nprobe / ivf.nlist());
   }
 
-  /** The lists as the service uploads them, or null for a flat field. */
-  static GpuIvf gpuIvf(IvfField ivf) {
-    return ivf == null ? null : new GpuIvf(ivf.nlist(), ivf::toLists);
+  /** The lists (and for ivf_pq the codebooks and codes) as the service uploads them; null for flat. */
+  static GpuIvf gpuIvf(IvfIndex ivf) {
+    return switch (ivf) {
+      case null -> null;
+      case IvfField lists -> new GpuIvf(lists.nlist(), lists::toLists);
+      case IvfPqField pq -> new GpuIvf(
+          pq.nlist(),
+          pq.lists()::toLists,
+          new GpuIvf.Pq(pq.pq().m(), pq.pq().toCodebook(), pq::codesInListOrder));
+    };
   }
 
   /**
-   * Counts the CPU fallback of a search whose index type has no GPU kernel: the service's own
-   * refusal when it could not have served it anyway (no GPU, k too large...), else {@link
-   * FallbackReason#NO_GPU_KERNEL}. Nothing is uploaded and nothing counts as a GPU failure.
+   * Results the device is asked for when a search wants k: for ivf_pq the candidates to re-rank (at
+   * most the GPU's k), else k.
    */
-  static void countNoKernel(GpuSearchService service, KnnCollector[] collectors) {
-    if (service.canServe(maxK(collectors))) {
-      service.countFallback(FallbackReason.NO_GPU_KERNEL);
+  static int deviceK(IvfIndex ivf, int k, long accepted) {
+    if (ivf instanceof IvfPqField) {
+      return Math.min(GpuSearchService.MAX_GPU_K, IvfPqField.rerankDepth(k, accepted));
     }
+    return k;
   }
 
   private static int maxK(KnnCollector[] collectors) {
@@ -97,13 +110,14 @@ final class GpuSegmentSearcher {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
-      IvfField ivf,
+      IvfIndex ivf,
+      FlatVectorsScorer scorers,
       float[][] queries,
       KnnCollector[] collectors,
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    Prepared p = prepare(service, segment, field, vectors, similarity, ivf, queries, collectors, accept, masks);
+    Prepared p = prepare(service, segment, field, vectors, similarity, ivf, scorers, queries, collectors, accept, masks);
     if (p == null) {
       return false;
     }
@@ -133,7 +147,8 @@ final class GpuSegmentSearcher {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
-      IvfField ivf,
+      IvfIndex ivf,
+      FlatVectorsScorer scorers,
       float[][] queries,
       KnnCollector[] collectors,
       AcceptDocs accept,
@@ -159,7 +174,11 @@ final class GpuSegmentSearcher {
         return null;
       }
     }
-    k = Math.min(k, accepted.count());
+    if (ivf instanceof IvfPqField && IvfPqField.rerankDepth(k, accepted.count()) > GpuSearchService.MAX_GPU_K) {
+      service.countFallback(FallbackReason.K_TOO_LARGE); // the device cannot return all the candidates to re-rank
+      return null;
+    }
+    k = deviceK(ivf, Math.min(k, accepted.count()), accepted.count());
     int dims = vectors.dimension();
     float[] rows;
     if (queries.length == 1) {
@@ -171,14 +190,28 @@ final class GpuSegmentSearcher {
       }
     }
     return new Prepared(
-        segment, field, vectors, similarity, rows, queries.length, k, requestedK, accepted, collectors, ivf, nprobe);
+        segment, field, vectors, similarity, rows, queries.length, k, requestedK, accepted, collectors, ivf, nprobe,
+        scorers);
   }
 
-  /** Hands a GPU result to the prepared search's collectors, with Lucene's scores and doc ids. */
+  /**
+   * Hands a GPU result to the prepared search's collectors, with Lucene's scores and doc ids; ivf_pq
+   * candidates get their exact scores from the raw vectors first (the collector keeps the best k).
+   */
   static void collect(Prepared p, SearchResult result) throws IOException {
+    int dims = p.vectors().dimension();
     for (int q = 0; q < p.numQueries(); q++) {
       KnnCollector collector = p.collectors()[q];
       collector.incVisitedCount((int) Math.min(Integer.MAX_VALUE, p.visited()));
+      if (p.ivf() instanceof IvfPqField) {
+        float[] query = java.util.Arrays.copyOfRange(p.rows(), q * dims, (q + 1) * dims);
+        RandomVectorScorer exact = p.scorers().getRandomVectorScorer(p.similarity(), p.vectors().copy(), query);
+        for (int i = 0; i < result.count(q); i++) {
+          int ord = result.id(q, i);
+          collector.collect(exact.ordToDoc(ord), exact.score(ord));
+        }
+        continue;
+      }
       int hits = Math.min(result.count(q), collector.k());
       for (int i = 0; i < hits; i++) {
         int doc = p.vectors().ordToDoc(result.id(q, i));

@@ -192,6 +192,12 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   }
 
   @Override
+  public int deviceK(String field, int k) {
+    FieldEntry entry = fields.get(field);
+    return entry == null ? k : GpuSegmentSearcher.deviceK(ivfFields.get(field), k, entry.size());
+  }
+
+  @Override
   public int probes(String field, int k) {
     IvfIndex ivf = ivfFields.get(field);
     FieldEntry entry = fields.get(field);
@@ -236,15 +242,14 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     }
     FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
     GpuSearchService service = GpuSearchServices.current();
-    if (entry.indexType().hasGpuKernel() == false) {
-      GpuSegmentSearcher.countNoKernel(service, collectors);
-    } else if (GpuSegmentSearcher.search(
+    if (GpuSegmentSearcher.search(
         service,
         this,
         field,
         vectors,
         entry.similarityFunction(),
-        ivfField(field),
+        ivfFields.get(field),
+        flatVectorsReader.getFlatVectorScorer(field),
         targets,
         collectors,
         acceptDocs,
@@ -281,17 +286,14 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     if (entry == null) {
       return null;
     }
-    if (entry.indexType().hasGpuKernel() == false) {
-      GpuSegmentSearcher.countNoKernel(service, collectors);
-      return null;
-    }
     return GpuSegmentSearcher.prepare(
         service,
         this,
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        ivfField(field),
+        ivfFields.get(field),
+        flatVectorsReader.getFlatVectorScorer(field),
         targets,
         collectors,
         acceptDocs,
@@ -311,15 +313,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   /**
    * Makes {@code field}'s vectors resident on the service's GPU ahead of the first search.
    *
-   * @return whether the field is resident (false: not ours, empty, byte vectors, no GPU kernel for its
-   *     index type, or no GPU room)
+   * @return whether the field is resident (false: not ours, empty, byte vectors, or no GPU room)
    */
   boolean warm(String field, GpuSearchService service) throws IOException {
     FieldEntry entry = fields.get(field);
     if (entry == null
         || entry.size() == 0
-        || entry.vectorEncoding() != VectorEncoding.FLOAT32
-        || entry.indexType().hasGpuKernel() == false) {
+        || entry.vectorEncoding() != VectorEncoding.FLOAT32) {
       return false;
     }
     return service.warm(
@@ -327,7 +327,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        GpuSegmentSearcher.gpuIvf(ivfField(field)));
+        GpuSegmentSearcher.gpuIvf(ivfFields.get(field)));
   }
 
   @Override

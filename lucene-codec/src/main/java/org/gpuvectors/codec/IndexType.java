@@ -59,14 +59,6 @@ public enum IndexType {
     return this == IVF_FLAT || this == IVF_PQ;
   }
 
-  /**
-   * Whether the GPU service has a kernel for this type. Searches of a type without one run on the
-   * CPU (counted as the fallback {@code no_gpu_kernel}); its k-means training still uses the GPU.
-   */
-  public boolean hasGpuKernel() {
-    return this == FLAT || this == IVF_FLAT;
-  }
-
   /** The implemented types' names, as {@code [flat], [ivf_flat], [ivf_pq]}. */
   public static String implementedNames() {
     return Arrays.stream(values())

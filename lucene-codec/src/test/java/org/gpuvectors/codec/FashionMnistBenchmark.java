@@ -40,7 +40,7 @@ import org.apache.lucene.util.VectorUtil;
 /**
  * The ann-benchmarks {@code fashion-mnist-784-euclidean} set (60k train x 784, 10k test queries,
  * k = 10) through Lucene, side by side in one run: our {@code flat} field searched exactly on the
- * GPU (batches of queries through {@link KnnBatchSearcher}) and on the CPU path, {@code ivf_flat} at
+ * GPU (batches of queries through {@link KnnBatchSearcher}) and on the CPU path, {@code ivf_flat} and {@code ivf_pq} at
  * several nprobe (GPU batches; CPU path at one), and Lucene's HNSW
  * (m = 16, beam width 100, as Elasticsearch's defaults) at several search widths on all cores.
  * Recall@10 against a brute-force ground truth; queries/s; build times. Not a test: a program
@@ -109,7 +109,8 @@ public final class FashionMnistBenchmark {
     }
 
     if (service.gpuActive()) {
-      ivfFlat(train, test, truth, rows, service);
+      ivf(IndexType.IVF_FLAT, new int[] {1, 2, 4, 8, 16, 32, 64}, train, test, truth, rows, service);
+      ivf(IndexType.IVF_PQ, new int[] {4, 8, 16, 32}, train, test, truth, rows, service);
     }
 
     // Lucene HNSW, m=16, beam width 100, built with all cores, one segment; queries on all cores
@@ -153,38 +154,40 @@ public final class FashionMnistBenchmark {
   }
 
   /**
-   * {@code ivf_flat} (default nlist: about sqrt(60k) = 245 lists) at several nprobe: one index per
-   * nprobe (the mapping's value; num_candidates stays at k, so the effort is the lists alone), lists
-   * trained on the GPU at flush/merge; batches of 10k queries on the GPU (and batch 1 at the default
-   * nprobe), plus the CPU path on one thread for the same lists.
+   * {@code ivf_flat} or {@code ivf_pq} (default nlist: about sqrt(60k) = 245 lists; ivf_pq: default
+   * pq_m = 784 / 8 = 98 bytes a vector, 8 bits, 4 x k candidates re-ranked) at several nprobe: one index
+   * per nprobe (the mapping's value; num_candidates stays at k, so the effort is the lists alone),
+   * trained on the GPU at flush/merge; batches of 10k queries on the GPU (and batch 1 at nprobe 16),
+   * plus the CPU path on one thread for the same lists at nprobe 16.
    */
-  private static void ivfFlat(float[][] train, float[][] test, int[][] truth, List<String> rows, GpuSearchService service)
-      throws IOException {
-    for (int nprobe : new int[] {1, 2, 4, 8, 16, 32, 64}) {
+  private static void ivf(IndexType indexType, int[] nprobes, float[][] train, float[][] test, int[][] truth,
+                          List<String> rows, GpuSearchService service) throws IOException {
+    String name = indexType.typeName().replace('_', '-');
+    for (int nprobe : nprobes) {
       Path path = Files.createTempDirectory("gv-fmnist-ivf");
       try (Directory dir = FSDirectory.open(path)) {
         FieldType type =
             GpuVectorsFormat.markField(
                 KnnFloatVectorField.createFieldType(train[0].length, VectorSimilarityFunction.EUCLIDEAN),
-                new IndexParams(IndexType.IVF_FLAT, java.util.Map.of(IndexParams.NPROBE, nprobe)));
+                new IndexParams(indexType, java.util.Map.of(IndexParams.NPROBE, nprobe)));
         long assignedBefore = service.stats().gpuAssignedVectors();
         double build = build(dir, new GpuVectorsCodec(), type, train);
-        System.out.printf(Locale.ROOT, "ivf_flat nprobe=%d: build + force-merge %.1f s (%d vectors assigned on the GPU)%n",
-            nprobe, build, service.stats().gpuAssignedVectors() - assignedBefore);
+        System.out.printf(Locale.ROOT, "%s nprobe=%d: build + force-merge %.1f s (%d vectors assigned on the GPU)%n",
+            indexType, nprobe, build, service.stats().gpuAssignedVectors() - assignedBefore);
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           IndexSearcher searcher = new IndexSearcher(reader);
           KnnBatchSearcher.search(searcher, "vec", Arrays.copyOf(test, 1), K, null); // upload + warm-up
           for (int batch : nprobe == 16 ? new int[] {1, 10_000} : new int[] {10_000}) {
             TopDocs[] all = new TopDocs[test.length];
-            double qps = bestOf3(searcher, test, batch, K, all, service, "ivf_flat nprobe=" + nprobe + " batch=" + batch);
-            rows.add(row(batch == 1 ? "gpu-ivf-flat-batch-1" : "gpu-ivf-flat", "nprobe=" + nprobe, recall(all, truth), qps, build));
+            double qps = bestOf3(searcher, test, batch, K, all, service, indexType + " nprobe=" + nprobe + " batch=" + batch);
+            rows.add(row(batch == 1 ? "gpu-" + name + "-batch-1" : "gpu-" + name, "nprobe=" + nprobe, recall(all, truth), qps, build));
           }
           if (nprobe == 16) {
             service.setEnabled(false);
             int cpuQueries = Math.min(500, test.length);
             long s = System.nanoTime();
             TopDocs[] cpu = KnnBatchSearcher.search(searcher, "vec", Arrays.copyOf(test, cpuQueries), K, null);
-            rows.add(row("cpu-ivf-flat-1-thread", "nprobe=" + nprobe, recall(cpu, Arrays.copyOf(truth, cpuQueries)), cpuQueries / seconds(s), build));
+            rows.add(row("cpu-" + name + "-1-thread", "nprobe=" + nprobe, recall(cpu, Arrays.copyOf(truth, cpuQueries)), cpuQueries / seconds(s), build));
             service.setEnabled(true);
           }
         }

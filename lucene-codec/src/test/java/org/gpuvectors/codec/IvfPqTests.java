@@ -398,12 +398,13 @@ class IvfPqTests {
   }
 
   /**
-   * With a device, k-means of the lists and of the codebooks runs there (the service's assigner),
-   * but there is no ivf_pq kernel: searches run on the CPU, nothing is uploaded, and each counts as
-   * the fallback {@code no_gpu_kernel} (not as a GPU failure); warm-up leaves the field alone.
+   * With a device, k-means of the lists and of the codebooks runs there (the service's assigner), the
+   * lists and codes are uploaded, and searches run there: the device returns candidates, which the
+   * segment re-ranks with the raw vectors (with every list probed and enough candidates, the exact top
+   * k). Warm-up makes the field resident. Candidates beyond the device's k stay on the CPU.
    */
   @Test
-  void trainsOnTheDeviceAndSearchesOnTheCpu() throws IOException {
+  void trainsAndSearchesOnTheDevice() throws IOException {
     usedDefaultService = false; // a fake device of its own
     FakeBackend device = new FakeBackend(1L << 30);
     GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
@@ -417,24 +418,28 @@ class IvfPqTests {
         assertEquals(0, service.stats().cpuAssignedVectors());
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           assertInvariants(reader.leaves().get(0).reader(), sim);
-          assertEquals(0, GpuWarmup.warm(reader, service).resident(), "nothing to make resident");
+          assertEquals(1, GpuWarmup.warm(reader, service).resident(), "lists and codes resident");
           IndexSearcher searcher = new IndexSearcher(reader);
           int searches = 20;
           for (int q = 0; q < searches; q++) {
             float[] query = data.point(sim);
-            assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), deepSearch(searcher, query, 10, vectors.size(), null));
+            // 500 candidates x 4 = 2,000 re-ranked: the device's limit is 2,048
+            List<Hit> hits = search(searcher, query, 500, null).subList(0, 10);
+            assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), hits);
           }
           float[][] batch = {data.point(sim), data.point(sim)};
-          TopDocs[] batched = KnnBatchSearcher.search(searcher, FIELD, batch, 1000, null);
+          TopDocs[] batched = KnnBatchSearcher.search(searcher, FIELD, batch, 500, null);
           for (int q = 0; q < batch.length; q++) {
             assertSameHits(
                 oracleTopK(vectors, batch[q], sim, 10, id -> true),
                 GpuVectorsFormatTests.hits(searcher, batched[q]).subList(0, 10));
           }
-          assertEquals(0, service.stats().gpuSearches());
-          assertEquals(0, device.uploads.get(), "nothing uploaded");
-          assertEquals(searches + 1, service.stats().cpuFallbacks(FallbackReason.NO_GPU_KERNEL));
-          assertEquals(searches + 1, service.stats().cpuFallbacks(), "no other fallback");
+          assertEquals(searches + 1, service.stats().gpuSearches(), "one search per query, one for the batch");
+          assertEquals(searches + batch.length, service.stats().gpuQueries());
+          assertEquals(1, device.uploads.get(), "uploaded once");
+          assertEquals(0, service.stats().cpuFallbacks(), "no fallback");
+          search(searcher, data.point(sim), 1000, null); // 4,000 candidates: more than the device returns
+          assertEquals(1, service.stats().cpuFallbacks(FallbackReason.K_TOO_LARGE));
         }
       }
     } finally {

@@ -3,14 +3,13 @@ package org.gpuvectors.codec;
 import java.util.Map;
 import org.apache.lucene.codecs.Codec;
 import org.apache.lucene.tests.util.TestUtil;
-import org.junit.BeforeClass;
 
 /**
  * Lucene's conformance suite for vector formats, run with every vector field an {@code ivf_pq} field
  * (default {@code pq_m} and {@code pq_bits}: any dimension the suite draws) and no size threshold:
  * every segment with float vectors gets lists and codes (k-means and codebooks at flush and merge,
  * lists and codes remapped under index sorting, rebuilt from the merged vectors), and every float
- * search scans codes and re-ranks with the raw vectors. Every list is probed ({@code nprobe} = the
+ * search scans codes (on the GPU when there is one) and re-ranks with the raw vectors. Every list is probed ({@code nprobe} = the
  * largest {@code nlist}); the re-ranking keeps 4 x k candidates, which is enough for what the suite
  * checks of searches (as many hits as asked, in descending exact scores, visit limits, deletions),
  * so no test is overridden for the lossy codes. Exactness with every candidate re-ranked, and recall,
@@ -22,16 +21,6 @@ public class TestGpuIvfPqFormat extends TestGpuVectorsFormat {
   protected Codec getCodec() {
     IndexParams pq = new IndexParams(IndexType.IVF_PQ, Map.of(IndexParams.NPROBE, 1 << 16));
     return TestUtil.alwaysKnnVectorsFormat(new GpuVectorsFormat(pq, 0));
-  }
-
-  /**
-   * There is no ivf_pq kernel: on the GPU machine no float search of this suite runs on the GPU, and
-   * the parent's check expects that instead (codebooks trained there, searches counted as {@code
-   * no_gpu_kernel}, nothing fell back for a GPU failure).
-   */
-  @BeforeClass
-  public static void noGpuKernel() {
-    suiteHasGpuKernel = false;
   }
 
   @Override

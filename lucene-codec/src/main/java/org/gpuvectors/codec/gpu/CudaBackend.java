@@ -8,6 +8,7 @@ import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.GpuIvfFlatIndex;
+import org.gpuvectors.cuda.GpuIvfPqIndex;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
@@ -38,8 +39,10 @@ final class CudaBackend implements GpuBackend {
     if (ivf == null) {
       return 4L * n * dims + (metric == Metric.L2 ? 4L * n : 0);
     }
-    // vectors in list order, their ordinals, list offsets, and the centroids as a flat index (+ norms)
-    return 4L * n * dims + 4L * n + 4L * (ivf.nlist() + 1) + 4L * ivf.nlist() * (dims + 1);
+    // the centroids as a flat index (+ norms), list offsets, the ordinals, then the vectors in list order
+    // (ivf_flat) or the codes and the codebooks (ivf_pq: at most 256 codewords per sub-quantizer)
+    long lists = 4L * ivf.nlist() * (dims + 1) + 4L * (ivf.nlist() + 1) + 4L * n;
+    return lists + (ivf.pq() == null ? 4L * n * dims : (long) n * ivf.pq().m() + 4L * 256 * dims);
   }
 
   @Override
@@ -57,6 +60,10 @@ final class CudaBackend implements GpuBackend {
   @Override
   public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException {
     int dims = vectors.dimension();
+    if (ivf != null && ivf.pq() != null) {
+      return GpuIvfPqIndex.upload(
+          device, ivf.lists().get(), ivf.pq().codebook(), ivf.pq().codesInListOrder().get(), dims, metric);
+    }
     if (ivf != null) {
       IvfLists lists = ivf.lists().get();
       int[] ords = lists.ords();
@@ -73,17 +80,29 @@ final class CudaBackend implements GpuBackend {
           });
     }
     // streamed a slab at a time: the segment's vectors never sit whole on the Java heap
-    return GpuFlatIndex.upload(
-        device,
-        vectors.size(),
-        dims,
-        metric,
-        (first, count, dst) -> {
-          for (int i = 0; i < count; i++) {
-            System.arraycopy(vectors.vectorValue(first + i), 0, dst, i * dims, dims);
-          }
-        });
+    GpuFlatIndex flat =
+        GpuFlatIndex.upload(
+            device,
+            vectors.size(),
+            dims,
+            metric,
+            (first, count, dst) -> {
+              for (int i = 0; i < count; i++) {
+                System.arraycopy(vectors.vectorValue(first + i), 0, dst, i * dims, dims);
+              }
+            });
+    flat.setPrecision(FLAT_PRECISION);
+    return flat;
   }
+
+  /**
+   * Exact search of large batches through TF32 candidates and an exact re-rank (the same results; see
+   * {@link GpuFlatIndex.Precision#AUTO}); system property {@code gpuvectors.gpu.tf32=false} keeps FP32.
+   */
+  private static final GpuFlatIndex.Precision FLAT_PRECISION =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.tf32", "true"))
+          ? GpuFlatIndex.Precision.AUTO
+          : GpuFlatIndex.Precision.FP32;
 
   @Override
   public SearchResult[] search(List<SearchGroup> groups, long[] timing) {

@@ -14,8 +14,6 @@ public enum FallbackReason {
   K_TOO_LARGE("k larger than the GPU k-selection serves"),
   /** The collector may visit fewer vectors than the segment accepts: Lucene expects an early exit. */
   VISIT_LIMIT("visit limit below the accepted vectors"),
-  /** The segment field's index type has no GPU kernel yet ({@code ivf_pq}): its searches run on the CPU. */
-  NO_GPU_KERNEL("no GPU kernel for this index type"),
   /** The segment field alone is larger than the GPU memory budget. */
   SEGMENT_OVER_BUDGET("segment larger than the GPU memory budget"),
   /** The budget is taken by segment fields that searches are using right now. */

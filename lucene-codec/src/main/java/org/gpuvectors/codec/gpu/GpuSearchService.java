@@ -436,7 +436,9 @@ public final class GpuSearchService implements Closeable {
       List<SearchBatcher.Search> searches = new ArrayList<>(keys.size());
       for (int i = 0; i < keys.size(); i++) {
         DeviceIndex index = handles.get(i).index();
-        int searchK = Math.max(1, Math.min(parkK, index.size()));
+        // this segment's k as the caller chose it; a peer's as it would ask for the parked k (ivf_pq: candidates)
+        int wanted = i == 0 ? parkK : Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), parkK));
+        int searchK = Math.max(1, Math.min(wanted, index.size()));
         // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
         int probes = i == 0 ? nprobe : segments.get(i).probes(keys.get(i).field(), searchK);
         searches.add(new SearchBatcher.Search(index, query, 1, searchK, masks.get(i), probes));

@@ -21,6 +21,12 @@ public interface GpuSegment {
   int probes(String field, int k);
 
   /**
+   * Results to ask the device for when an unfiltered search of {@code field} wants k: ivf_pq fields
+   * return candidates that the segment re-ranks (more than k), the others k.
+   */
+  int deviceK(String field, int k);
+
+  /**
    * The accept mask of unfiltered searches: {@code token} is the live-docs instance it was built
    * from (null: no deletions seen, {@code mask} null: all accepted). A search whose accepted
    * documents are that same instance (or none) may use results computed with this mask.

@@ -78,6 +78,17 @@ public final class IvfPqField implements IvfIndex {
     return pq;
   }
 
+  /** Every code, by position in the lists (n x {@code pq().m()} bytes): what the GPU index uploads. */
+  public byte[] codesInListOrder() throws IOException {
+    long length = codes.length();
+    if (length > Integer.MAX_VALUE - 8) {
+      throw new IllegalStateException("codes too large for one upload: " + length + " bytes");
+    }
+    byte[] all = new byte[(int) length];
+    codes.readBytes(0, all, 0, all.length);
+    return all;
+  }
+
   /** The code of the vector at a position of the lists ({@code pq().m()} bytes). */
   public byte[] code(int position) throws IOException {
     byte[] code = new byte[pq.m()];

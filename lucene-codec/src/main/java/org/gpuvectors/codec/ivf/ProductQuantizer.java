@@ -7,6 +7,7 @@ import org.apache.lucene.index.CorruptIndexException;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PqCodebook;
 
 /**
  * A product quantizer (Jégou et al., "Product quantization for nearest neighbor search"; the PQ of
@@ -140,6 +141,11 @@ public final class ProductQuantizer {
 
   public IvfBuilder.Training training() {
     return training;
+  }
+
+  /** The codebooks as the GPU index takes them (the same layout: codeword c of sub-quantizer j at (j * ksub + c) * subDims). */
+  public PqCodebook toCodebook() {
+    return new PqCodebook(m, bits, subDims(), codebooks.clone());
   }
 
   /** A copy of codeword {@code c} of sub-quantizer {@code j}. */
