@@ -76,7 +76,7 @@ final class GpuSegmentSearcher {
       case IvfPqField pq -> new GpuIvf(
           pq.nlist(),
           pq.lists()::toLists,
-          new GpuIvf.Pq(pq.pq().m(), pq.pq().toCodebook(), pq::codesInListOrder));
+          new GpuIvf.Pq(pq.pq().m(), pq.pq()::toCodebook, pq::codesInListOrder));
     };
   }
 

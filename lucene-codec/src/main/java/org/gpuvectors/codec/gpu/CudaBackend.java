@@ -62,7 +62,7 @@ final class CudaBackend implements GpuBackend {
     int dims = vectors.dimension();
     if (ivf != null && ivf.pq() != null) {
       return GpuIvfPqIndex.upload(
-          device, ivf.lists().get(), ivf.pq().codebook(), ivf.pq().codesInListOrder().get(), dims, metric);
+          device, ivf.lists().get(), ivf.pq().codebook().get(), ivf.pq().codesInListOrder().get(), dims, metric);
     }
     if (ivf != null) {
       IvfLists lists = ivf.lists().get();

@@ -21,7 +21,7 @@ public record GpuIvf(int nlist, IOSupplier<IvfLists> lists, Pq pq) {
 
   /**
    * The PQ part of an {@code ivf_pq} field: {@code m} bytes per vector (sizes the upload), the
-   * codebooks, and the codes by position in the lists.
+   * codebooks and the codes by position in the lists (both read only when the field is uploaded).
    */
-  public record Pq(int m, PqCodebook codebook, IOSupplier<byte[]> codesInListOrder) {}
+  public record Pq(int m, IOSupplier<PqCodebook> codebook, IOSupplier<byte[]> codesInListOrder) {}
 }
