@@ -374,7 +374,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         + RamUsageEstimator.sizeOfMap(
             fields, RamUsageEstimator.shallowSizeOfInstance(FieldEntry.class))
         + flatVectorsReader.ramBytesUsed()
-        + acceptMasks.ramBytesUsed();
+        + acceptMasks.ramBytesUsed()
+        + ivfFields.values().stream().mapToLong(IvfIndex::ramBytesUsed).sum();
   }
 
   @Override

@@ -118,6 +118,8 @@ class IvfFlatTests {
       try (DirectoryReader reader = DirectoryReader.open(dir)) {
         assertEquals(1, reader.leaves().size());
         assertEquals(30, lists(reader.leaves().get(0).reader()).nlist());
+        assertTrue(lists(reader.leaves().get(0).reader()).ramBytesUsed() >= 30L * DIMS * Float.BYTES,
+            "the centroids are accounted for on the heap");
         assertListInvariants(reader.leaves().get(0).reader(), sim);
         IndexSearcher searcher = new IndexSearcher(reader);
         for (int q = 0; q < 10; q++) {

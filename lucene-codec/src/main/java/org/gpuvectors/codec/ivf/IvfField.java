@@ -12,6 +12,7 @@ import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.RandomAccessInput;
 import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.NumericUtils;
+import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.cuda.IvfLists;
@@ -100,6 +101,15 @@ public final class IvfField implements IvfIndex {
   @Override
   public int nlist() {
     return centroids.length;
+  }
+
+  @Override
+  public long ramBytesUsed() {
+    long centroidBytes = centroids.length == 0 ? 0 : (long) centroids.length * RamUsageEstimator.sizeOf(centroids[0]);
+    return RamUsageEstimator.shallowSizeOfInstance(IvfField.class)
+        + RamUsageEstimator.shallowSizeOf(centroids)
+        + centroidBytes
+        + RamUsageEstimator.sizeOf(offsets);
   }
 
   /** Lists scanned per query at num_candidates up to {@link IvfProbes#BASE_CANDIDATES}, unfiltered. */

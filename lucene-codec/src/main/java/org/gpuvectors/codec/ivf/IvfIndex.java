@@ -17,6 +17,9 @@ public sealed interface IvfIndex permits IvfField, IvfPqField {
   /** Number of lists. */
   int nlist();
 
+  /** Heap held (centroids, list offsets, codebooks); ordinals and codes stay in the file. */
+  long ramBytesUsed();
+
   /** Lists to scan for a search of k results over {@code accepted} accepted vectors ({@link IvfProbes}). */
   int probes(int k, long accepted);
 

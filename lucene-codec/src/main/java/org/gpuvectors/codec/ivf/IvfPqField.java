@@ -9,6 +9,7 @@ import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.RandomAccessInput;
+import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.NeighborQueue;
 import org.gpuvectors.cuda.Metric;
@@ -99,6 +100,11 @@ public final class IvfPqField implements IvfIndex {
   @Override
   public int nlist() {
     return lists.nlist();
+  }
+
+  @Override
+  public long ramBytesUsed() {
+    return RamUsageEstimator.shallowSizeOfInstance(IvfPqField.class) + lists.ramBytesUsed() + pq.ramBytesUsed();
   }
 
   @Override

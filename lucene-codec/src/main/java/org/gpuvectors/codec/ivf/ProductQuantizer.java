@@ -6,6 +6,7 @@ import java.util.OptionalInt;
 import org.apache.lucene.index.CorruptIndexException;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
+import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.PqCodebook;
 
@@ -137,6 +138,11 @@ public final class ProductQuantizer {
 
   public int subDims() {
     return dims / m;
+  }
+
+  /** Heap held by the codebooks. */
+  public long ramBytesUsed() {
+    return RamUsageEstimator.shallowSizeOfInstance(ProductQuantizer.class) + RamUsageEstimator.sizeOf(codebooks);
   }
 
   public IvfBuilder.Training training() {
