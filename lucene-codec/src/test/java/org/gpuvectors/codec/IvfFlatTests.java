@@ -160,6 +160,47 @@ class IvfFlatTests {
     }
   }
 
+  /**
+   * Concurrent searches of one reader on the CPU path, on a directory whose inputs are buffered
+   * (NIOFS: a shared input would mix up the threads' positions), answer as the same searches one after
+   * another: each search reads the lists through its own clone.
+   */
+  @Test
+  void concurrentCpuSearchesShareTheReader() throws Exception {
+    usedDefaultService = false; // CPU path only
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = points(4000, sim);
+    try (Directory dir = new org.apache.lucene.store.NIOFSDirectory(tempDir)) {
+      index(dir, config(0, 10_000), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 40, IndexParams.NPROBE, 4)));
+      GpuSearchServices.current().setEnabled(false);
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IndexSearcher searcher = new IndexSearcher(reader);
+        float[][] queries = new float[64][];
+        List<List<Hit>> expected = new java.util.ArrayList<>();
+        for (int q = 0; q < queries.length; q++) {
+          queries[q] = point(sim);
+          expected.add(search(searcher, queries[q], 10, null));
+        }
+        var pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+        try {
+          List<java.util.concurrent.Future<List<Hit>>> answers = new java.util.ArrayList<>();
+          for (int round = 0; round < 4; round++) {
+            for (float[] query : queries) {
+              answers.add(pool.submit(() -> search(searcher, query, 10, null)));
+            }
+          }
+          for (int i = 0; i < answers.size(); i++) {
+            assertEquals(expected.get(i % queries.length), answers.get(i).get(), "query " + (i % queries.length));
+          }
+        } finally {
+          pool.shutdown();
+        }
+      } finally {
+        GpuSearchServices.current().setEnabled(true);
+      }
+    }
+  }
+
   @Test
   void selectiveFilterScansEveryList() throws IOException {
     VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;

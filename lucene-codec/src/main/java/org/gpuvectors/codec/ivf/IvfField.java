@@ -9,7 +9,6 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.store.IndexInput;
-import org.apache.lucene.store.RandomAccessInput;
 import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.NumericUtils;
 import org.apache.lucene.util.RamUsageEstimator;
@@ -33,12 +32,13 @@ public final class IvfField implements IvfIndex {
   private final int[] offsets;
   private final int defaultProbes;
   private final IvfBuilder.Training training;
-  private final RandomAccessInput ords;
+  /** The ordinals by position; cloned for each read (an IndexInput is not safe to share across threads). */
+  private final IndexInput ords;
   private final int size;
 
   private IvfField(
       Metric metric, float[][] centroids, int[] offsets, int defaultProbes, IvfBuilder.Training training,
-      RandomAccessInput ords, int size) {
+      IndexInput ords, int size) {
     this.metric = metric;
     this.centroids = centroids;
     this.offsets = offsets;
@@ -93,7 +93,7 @@ public final class IvfField implements IvfIndex {
       }
     }
     long ordsStart = in.getFilePointer();
-    RandomAccessInput ords = in.randomAccessSlice(ordsStart, 4L * size);
+    IndexInput ords = in.slice("ivf ordinals", ordsStart, 4L * size);
     in.seek(ordsStart + 4L * size);
     return new IvfField(metric, centroids, offsets, probes, training, ords, size);
   }
@@ -129,9 +129,9 @@ public final class IvfField implements IvfIndex {
   /** The lists with every ordinal, for the GPU (reads the ordinals from the file). */
   public IvfLists toLists() throws IOException {
     int[] all = new int[size];
-    for (int p = 0; p < size; p++) {
-      all[p] = ords.readInt(4L * p);
-    }
+    IndexInput in = ords.clone();
+    in.seek(0);
+    in.readInts(all, 0, size);
     int dims = centroids[0].length;
     float[] packed = new float[nlist() * dims];
     for (int l = 0; l < nlist(); l++) {
@@ -170,9 +170,21 @@ public final class IvfField implements IvfIndex {
     return offsets[l];
   }
 
-  /** The vector ordinal at a position of the lists. */
-  int ord(int position) throws IOException {
-    return ords.readInt(4L * position);
+  /** A reader of the ordinals for one search (one thread). */
+  IndexInput ordsReader() {
+    return ords.clone();
+  }
+
+  /**
+   * Reads list {@code l}'s ordinals (positions {@code listStart(l) ..}) with {@code reader} into
+   * {@code buffer}, grown when too small; returns the buffer.
+   */
+  int[] readList(IndexInput reader, int l, int[] buffer) throws IOException {
+    int count = offsets[l + 1] - offsets[l];
+    int[] out = buffer.length >= count ? buffer : new int[count];
+    reader.seek(4L * offsets[l]);
+    reader.readInts(out, 0, count);
+    return out;
   }
 
   Metric metric() {
@@ -204,12 +216,15 @@ public final class IvfField implements IvfIndex {
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
       KnnCollector collector, AcceptDocs accept) throws IOException {
     Scan scan = scan(scorers, similarity, vectors, query, collector.k(), accept);
+    IndexInput reader = ordsReader();
+    int[] ordinals = new int[0];
     for (int list : scan.lists()) {
-      for (int p = offsets[list]; p < offsets[list + 1]; p++) {
+      ordinals = readList(reader, list, ordinals);
+      for (int i = 0, count = offsets[list + 1] - offsets[list]; i < count; i++) {
         if (collector.earlyTerminated()) {
           return;
         }
-        int ord = ord(p);
+        int ord = ordinals[i];
         if (scan.acceptOrds() != null && scan.acceptOrds().get(ord) == false) {
           continue;
         }

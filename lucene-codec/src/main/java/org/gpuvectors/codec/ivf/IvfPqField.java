@@ -8,7 +8,6 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.store.IndexInput;
-import org.apache.lucene.store.RandomAccessInput;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.NeighborQueue;
@@ -40,9 +39,10 @@ public final class IvfPqField implements IvfIndex {
 
   private final IvfField lists;
   private final ProductQuantizer pq;
-  private final RandomAccessInput codes;
+  /** The codes by position; cloned for each read (an IndexInput is not safe to share across threads). */
+  private final IndexInput codes;
 
-  private IvfPqField(IvfField lists, ProductQuantizer pq, RandomAccessInput codes) {
+  private IvfPqField(IvfField lists, ProductQuantizer pq, IndexInput codes) {
     this.lists = lists;
     this.pq = pq;
     this.codes = codes;
@@ -67,7 +67,7 @@ public final class IvfPqField implements IvfIndex {
       throw new CorruptIndexException(
           "ivf_pq data length " + length + " != " + (codesStart + codesLength) + " (codes of " + size + " vectors x " + pq.m() + " bytes)", in);
     }
-    return new IvfPqField(lists, pq, in.randomAccessSlice(codesStart, codesLength));
+    return new IvfPqField(lists, pq, in.slice("ivf_pq codes", codesStart, codesLength));
   }
 
   /** The coarse lists (the ordinals by position; their vectors are not read by this type's search). */
@@ -86,14 +86,18 @@ public final class IvfPqField implements IvfIndex {
       throw new IllegalStateException("codes too large for one upload: " + length + " bytes");
     }
     byte[] all = new byte[(int) length];
-    codes.readBytes(0, all, 0, all.length);
+    IndexInput in = codes.clone();
+    in.seek(0);
+    in.readBytes(all, 0, all.length);
     return all;
   }
 
   /** The code of the vector at a position of the lists ({@code pq().m()} bytes). */
   public byte[] code(int position) throws IOException {
     byte[] code = new byte[pq.m()];
-    codes.readBytes((long) position * pq.m(), code, 0, code.length);
+    IndexInput in = codes.clone();
+    in.seek((long) position * pq.m());
+    in.readBytes(code, 0, code.length);
     return code;
   }
 
@@ -146,6 +150,9 @@ public final class IvfPqField implements IvfIndex {
     // a min-heap on the approximate score (higher is nearer): its top is the candidate to drop next
     NeighborQueue candidates = new NeighborQueue(rerankDepth(collector.k(), scan.accepted()), false);
     byte[] listCodes = new byte[0];
+    IndexInput codeReader = codes.clone();
+    IndexInput ordsReader = lists.ordsReader();
+    int[] ordinals = new int[0];
     for (int list : scan.lists()) {
       float[] centroid = lists.centroid(list);
       float base;
@@ -163,12 +170,14 @@ public final class IvfPqField implements IvfIndex {
       if (listCodes.length < (end - start) * m) {
         listCodes = new byte[(end - start) * m];
       }
-      codes.readBytes((long) start * m, listCodes, 0, (end - start) * m);
+      codeReader.seek((long) start * m);
+      codeReader.readBytes(listCodes, 0, (end - start) * m);
+      ordinals = lists.readList(ordsReader, list, ordinals);
       for (int p = start; p < end; p++) {
         if (collector.earlyTerminated()) {
           return;
         }
-        int ord = lists.ord(p);
+        int ord = ordinals[p - start];
         if (scan.acceptOrds() != null && scan.acceptOrds().get(ord) == false) {
           continue;
         }
