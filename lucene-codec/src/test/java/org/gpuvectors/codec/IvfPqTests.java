@@ -440,6 +440,18 @@ class IvfPqTests {
           assertEquals(0, service.stats().cpuFallbacks(), "no fallback");
           search(searcher, data.point(sim), 1000, null); // 4,000 candidates: more than the device returns
           assertEquals(1, service.stats().cpuFallbacks(FallbackReason.K_TOO_LARGE));
+          // a batch large enough to re-rank in parallel answers as the same queries one at a time
+          float[][] many = new float[GpuSegmentSearcher.PARALLEL_RERANK_QUERIES + 7][];
+          for (int q = 0; q < many.length; q++) {
+            many[q] = data.point(sim);
+          }
+          TopDocs[] together = KnnBatchSearcher.search(searcher, FIELD, many, 10, null);
+          for (int q = 0; q < many.length; q++) {
+            assertEquals(
+                GpuVectorsFormatTests.hits(searcher, KnnBatchSearcher.search(searcher, FIELD, new float[][] {many[q]}, 10, null)[0]),
+                GpuVectorsFormatTests.hits(searcher, together[q]),
+                "query " + q);
+          }
         }
       }
     } finally {
