@@ -95,10 +95,10 @@ def kselect():
 def fashion_mnist():
     """The latest Fashion-MNIST run (FashionMnistBenchmark + torch_fmnist.py in one call), plus the exact-search
     kernels' FP32 / TF32-rerank rows of ExactSearchBench tf32 (the same data; kernel level, wall clock)."""
-    run = os.path.join(results, "fmnist-ivf-run3")
+    run = os.path.join(results, "fmnist-ivf-run4")
     if not os.path.exists(os.path.join(run, "fashion-mnist.csv")):
         return
-    data = rows("fmnist-ivf-run3/fashion-mnist.csv") + rows("fmnist-ivf-run3/torch-fmnist.csv")
+    data = rows("fmnist-ivf-run4/fashion-mnist.csv") + rows("fmnist-ivf-run4/torch-fmnist.csv")
     tf32 = os.path.join(results, "tf32", "exact_tf32.csv")
     if os.path.exists(tf32):
         for r in rows("tf32/exact_tf32.csv"):
