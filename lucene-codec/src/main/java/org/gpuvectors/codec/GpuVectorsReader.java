@@ -35,8 +35,8 @@ import org.gpuvectors.cuda.Metric;
  * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
  * vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
  * GpuSegmentSearcher}) when it can serve them, else on the CPU: exactly ({@link FlatExactSearcher})
- * for flat fields, over the nearest inverted lists for IVF fields ({@link IvfField}; {@link
- * IvfPqField}, which has no GPU kernel yet, always on the CPU). As a {@link GpuSegment} it tells the
+ * for flat fields, over the nearest inverted lists for IVF fields ({@link IvfField}, {@link
+ * IvfPqField}). As a {@link GpuSegment} it tells the
  * service which index it belongs to and which vectors its unfiltered searches accept, so one GPU pass
  * can serve a query's segments.
  */

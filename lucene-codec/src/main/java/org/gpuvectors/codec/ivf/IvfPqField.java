@@ -22,8 +22,9 @@ import org.gpuvectors.cuda.Metric;
  * speed is that a true neighbour whose approximate distance misses the re-ranked candidates is
  * missed (besides the lists not probed, as for {@code ivf_flat}).
  *
- * <p>The centroids and codebooks live on the heap; the ordinals and codes stay in the file. There is
- * no GPU kernel for this type yet: the GPU service does not search it (its training does run there).
+ * <p>The centroids and codebooks live on the heap; the ordinals and codes stay in the file. On the GPU
+ * ({@code GpuIvfPqIndex}) the same lists and tables give the candidates, which the segment re-ranks the
+ * same way ({@link #rerankDepth}).
  */
 public final class IvfPqField implements IvfIndex {
 
