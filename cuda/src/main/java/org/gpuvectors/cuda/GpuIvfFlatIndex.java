@@ -102,18 +102,14 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
       centroidIndex = GpuFlatIndex.upload(device, lists.centroids(), lists.nlist(), dims, metric);
       vectors = GpuFlatIndex.uploadRows(device, n, dims, metric == Metric.COSINE, rowsInListOrder);
       try (GpuDevice.Scope s = device.lock()) {
-        ords = device.allocate(4L * Math.max(1, n));
-        if (n > 0) {
-          device.upload(lists.ords(), ords);
-        }
-        offsets = device.allocate(4L * (lists.nlist() + 1));
-        device.upload(lists.offsets(), offsets);
+        ords = IvfSearch.uploadInts(device, lists.ords());
+        offsets = IvfSearch.uploadInts(device, lists.offsets());
         ok = true;
         return new GpuIvfFlatIndex(device, n, dims, metric, lists.nlist(), centroidIndex, vectors, ords, offsets);
       }
     } finally {
       if (!ok) {
-        release(device, centroidIndex, vectors, ords, offsets);
+        IvfSearch.release(device, centroidIndex, vectors, ords, offsets);
       }
     }
   }
@@ -265,21 +261,7 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
     try (GpuDevice.Scope s = device.lock()) {
       if (!closed) {
         closed = true;
-        release(device, centroids, vectors, ords, offsets);
-      }
-    }
-  }
-
-  /** Returns an index's parts to the pool (null: not made, when an upload failed part way). */
-  private static void release(GpuDevice device, GpuFlatIndex centroids, DeviceBuffer... buffers) {
-    if (centroids != null) {
-      centroids.close();
-    }
-    try (GpuDevice.Scope s = device.lock()) {
-      for (DeviceBuffer b : buffers) {
-        if (b != null) {
-          b.close();
-        }
+        IvfSearch.release(device, centroids, vectors, ords, offsets);
       }
     }
   }

@@ -121,12 +121,8 @@ public final class GpuIvfPqIndex implements DeviceIndex {
         }
       }
       try (GpuDevice.Scope s = device.lock()) {
-        ords = device.allocate(4L * Math.max(1, n));
-        if (n > 0) {
-          device.upload(lists.ords(), ords);
-        }
-        offsets = device.allocate(4L * (lists.nlist() + 1));
-        device.upload(lists.offsets(), offsets);
+        ords = IvfSearch.uploadInts(device, lists.ords());
+        offsets = IvfSearch.uploadInts(device, lists.offsets());
         codebooks = device.allocate(4L * pq.codebooks().length);
         device.upload(pq.codebooks(), 0, pq.codebooks().length, codebooks, 0);
         ok = true;
@@ -135,7 +131,7 @@ public final class GpuIvfPqIndex implements DeviceIndex {
       }
     } finally {
       if (!ok) {
-        release(device, centroidIndex, codes, ords, offsets, codebooks);
+        IvfSearch.release(device, centroidIndex, codes, ords, offsets, codebooks);
       }
     }
   }
@@ -271,21 +267,7 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     try (GpuDevice.Scope s = device.lock()) {
       if (!closed) {
         closed = true;
-        release(device, centroids, codes, ords, offsets, codebooks);
-      }
-    }
-  }
-
-  /** Returns an index's parts to the pool (null: not made, when an upload failed part way). */
-  private static void release(GpuDevice device, GpuFlatIndex centroids, DeviceBuffer... buffers) {
-    if (centroids != null) {
-      centroids.close();
-    }
-    try (GpuDevice.Scope s = device.lock()) {
-      for (DeviceBuffer b : buffers) {
-        if (b != null) {
-          b.close();
-        }
+        IvfSearch.release(device, centroids, codes, ords, offsets, codebooks);
       }
     }
   }

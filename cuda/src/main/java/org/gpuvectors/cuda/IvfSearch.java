@@ -77,4 +77,27 @@ final class IvfSearch {
       }
     }
   }
+
+  /** Allocates and fills a device buffer with {@code values} (at least one int: empty lists hold no ordinal). Caller holds the lock. */
+  static DeviceBuffer uploadInts(GpuDevice device, int[] values) {
+    DeviceBuffer buffer = device.allocate(4L * Math.max(1, values.length));
+    if (values.length > 0) {
+      device.upload(values, buffer);
+    }
+    return buffer;
+  }
+
+  /** Returns an IVF index's device memory (the centroid index, then the buffers; nulls skipped). */
+  static void release(GpuDevice device, GpuFlatIndex centroids, DeviceBuffer... buffers) {
+    if (centroids != null) {
+      centroids.close();
+    }
+    try (GpuDevice.Scope s = device.lock()) {
+      for (DeviceBuffer b : buffers) {
+        if (b != null) {
+          b.close();
+        }
+      }
+    }
+  }
 }
