@@ -5,7 +5,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
-import org.gpuvectors.cuda.IvfLists;
 
 /**
  * A segment field's inverted lists as built: the coarse centroids, and the vector ordinals grouped
@@ -61,16 +60,6 @@ public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuild
       java.util.Arrays.sort(ords, offsets[l], offsets[l + 1]);
     }
     return new IvfLayout(centroids, offsets, ords, training);
-  }
-
-  /** The lists as the GPU index takes them (centroids packed row-major). */
-  public IvfLists toLists() {
-    int dims = centroids[0].length;
-    float[] packed = new float[nlist() * dims];
-    for (int l = 0; l < nlist(); l++) {
-      System.arraycopy(centroids[l], 0, packed, l * dims, dims);
-    }
-    return new IvfLists(nlist(), packed, offsets, ords);
   }
 
   /**
