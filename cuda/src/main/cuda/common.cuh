@@ -77,10 +77,14 @@ struct IvfScanParams {
 };
 static_assert(sizeof(IvfScanParams) == 96, "IvfScanParams layout is shared with Java");
 
-// Parameters of the IVF-PQ list scan (ivf_pq.cu; IvfPqScanParams.java writes this layout, 128 bytes). Block
-// (query, probe) builds the query's lookup table for list probes[query * nprobe + probe] (L2: of the residual
-// query - centroid; inner product: of the query, plus <query, centroid> per list), scans the list's codes and
-// writes its k best (approximate distance or score, ordinal) at outK / outIdx + query * outRowStride + probe * k.
+// Parameters of the IVF-PQ kernels (IvfPqScanParams.java writes this layout, 144 bytes).
+// ivf_pq.cu, the full-table scan: block (query, probe) builds the query's lookup table for list
+// probes[query * nprobe + probe] (L2: of the residual query - centroid; inner product: of the query, plus
+// <query, centroid> per list), scans the list's codes and writes its k best (approximate distance or score,
+// ordinal) at outK / outIdx + query * outRowStride + probe * k.
+// ivf_pq_tables.cu, the precomputed-table scan: codeTerms (per vector, at upload), tables (per query, per
+// search), then block (query, probe group of probesPerBlock) writes its k best at outK / outIdx +
+// query * outRowStride + blockIdx.y * k.
 struct IvfPqScanParams {
   const unsigned char* codes;   // n x m bytes in list order: position p's code at codes + p * m
   const int* ords;              // n: the ordinal of the vector at each position
@@ -90,8 +94,10 @@ struct IvfPqScanParams {
   const float* codebooks;       // m x 2^bits x (dims / m): codeword c of sub-quantizer j at ((j << bits) + c) * (dims / m)
   const int* probes;            // numQueries x nprobe: the lists each query scans (-1: none)
   const unsigned long long* acceptBits;  // optional: bit ord set = vector ord may be returned
-  float* tables;                // null: the lookup table in dynamic shared memory; else numQueries x nprobe tables of
-                                // m << bits floats in global memory (pair query * nprobe + probe)
+  float* tables;                // full-table scan: null = the lookup table in dynamic shared memory, else numQueries x
+                                // nprobe tables of m << bits floats in global memory (pair query * nprobe + probe);
+                                // precomputed-table scan: numQueries tables of m << bits floats (term 3 per query)
+  float* codeTerms;             // precomputed-table scan, L2: n floats, ||r||^2 + 2 <c, r> per position (else null)
   float* outK;                  // numQueries x (nprobe * k)
   int* outIdx;                  // numQueries x (nprobe * k) ordinals (-1 = empty)
   long long acceptRowWords;     // 64-bit words between the accept masks of consecutive queries (0: one mask)
@@ -102,8 +108,10 @@ struct IvfPqScanParams {
   int metric;                   // 0 = squared L2 (residual table), 1 = inner product (selected largest)
   int m;                        // sub-quantizers: code bytes per vector; divides dims
   int bits;                     // bits per sub-code, 1..8: 2^bits codewords per sub-quantizer
+  int probesPerBlock;           // precomputed-table scan: probes per block (grid.y = ceil(nprobe / probesPerBlock))
+  int numQueries;               // precomputed-table kernels: queries of the block of queries (rows of tables)
 };
-static_assert(sizeof(IvfPqScanParams) == 128, "IvfPqScanParams layout is shared with Java");
+static_assert(sizeof(IvfPqScanParams) == 144, "IvfPqScanParams layout is shared with Java");
 
 // The grouped IVF-Flat scan (ivf_grouped.cu), for batches in which many queries probe each list: the
 // (query, probe) pairs of a search, counting-sorted by list on the device, then one block per tile of

@@ -172,8 +172,9 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
   void enqueueSearch(long queries, long queryNorms, int nq, int k, int nprobe, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
-    IvfSearch.enqueue(device, centroids, dims, metric.largestFirst(), queries, queryNorms, nq, k, probes(nprobe),
-        8L * k, acceptAddress, acceptRowWords, outV, outI, outElement, this::scanBlock);
+    int probes = probes(nprobe);
+    IvfSearch.enqueue(device, centroids, dims, metric.largestFirst(), queries, queryNorms, nq, k, probes, probes, 0,
+        acceptAddress, acceptRowWords, outV, outI, outElement, this::scanBlock);
   }
 
   /** Whether a block of {@code nq} queries probing {@code probes} lists each, for k, is scanned grouped. */

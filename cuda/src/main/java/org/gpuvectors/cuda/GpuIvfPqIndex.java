@@ -19,27 +19,49 @@ import jcuda.Pointer;
  *       table[j][c] = < q_j, codeword_{j,c} > (the same for every list) and the approximate score is
  *       {@code <q, centroid_l> + sum_j table[j][code_j]} (largest first), returned as the score.
  * </ul>
- * The tables' entries and the sums over j are computed in the CPU's order and float rounding (no FMA), so
- * only {@code <q, centroid>} (a float dot product in another order) and the query normalisation differ from the
- * CPU's by rounding.
  *
  * <p>A search, per block of queries ({@link IvfSearch#enqueue}): the coarse step of {@link GpuIvfFlatIndex}
- * (the centroid {@link GpuFlatIndex}'s exact search with k = min(nprobe, nlist)); then {@code gv_ivf_pq_scan_kK}
- * (ivf_pq.cu), one block per (query, probed list): the lookup table of {@code m * 2^bits} floats in dynamic
- * shared memory (opted in past 48 KB up to the device's per-block maximum), or, when it does not fit there
- * (e.g. m = 256 x 256 codewords = 256 KB), in global memory, one table per pair allocated with the block's
- * temporaries; the list's codes one vector per lane into per-warp WarpSelect queues, merged per block to the
- * pair's k best (value, ordinal); then BlockSelect merges each query's nprobe * k candidates.
+ * (the centroid {@link GpuFlatIndex}'s exact search with k = min(nprobe, nlist)); then one of two list scans,
+ * each writing per (query, group of probes) the k best (value, ordinal) of its lists, which BlockSelect merges
+ * per query:
+ * <ul>
+ *   <li>precomputed tables (ivf_pq_tables.cu; the default, when a query's table fits in shared memory): the
+ *       decomposition of Faiss's IVFPQ, ||q - c - r||^2 = ||q - c||^2 + (||r||^2 + 2 <c, r>) - 2 <q, r>, with the
+ *       middle term summed per stored vector at upload ({@code codeTerms}, L2 only), the last one a table of m x
+ *       2^bits floats per query ({@code gv_ivf_pq_query_tables}, once per search), and the first per (query,
+ *       list) in the scan; {@code gv_ivf_pq_table_scan_kK} loads a query's table into shared memory once for
+ *       all its probed lists when the block of queries is large ({@link #groupedMinQueries}: one block per
+ *       query, probesPerBlock = nprobe), or once per list for small batches (nprobe blocks per query, for
+ *       parallelism). Values equal the full table's up to float rounding (other terms, other order);
+ *   <li>full tables ({@code gv_ivf_pq_scan_kK}, ivf_pq.cu; when the table does not fit in shared memory, or
+ *       forced by {@link #forceFullTables}): one block per (query, probed list) builds the pair's whole table
+ *       (in the CPU's order and float rounding, no FMA) in dynamic shared memory, or in global memory when it
+ *       does not fit there (e.g. m = 256 x 256 codewords = 256 KB), then scans the list's codes.
+ * </ul>
  *
- * <p>Device memory, owned here and returned by {@link #close()}: the codes in list order, the ordinal at each
- * position, the list offsets, the codebooks and the centroid index. Threading as {@link GpuIvfFlatIndex}.
+ * <p>Device memory, owned here and returned by {@link #close()}: the codes in list order (padded to whole 4-byte
+ * words), the ordinal at each position, the list offsets, the codebooks, the code terms (L2) and the centroid
+ * index. Threading as {@link GpuIvfFlatIndex}.
  */
 public final class GpuIvfPqIndex implements DeviceIndex {
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_pq_scan_k");
+  private static final String[] TABLE_SCAN_KERNELS = KSelect.names("gv_ivf_pq_table_scan_k");
+  /** Queries per block and threads of {@code gv_ivf_pq_query_tables} (ivf_pq_tables.cu's kPqTableQueries). */
+  private static final int TABLE_QUERIES = 16;
+  private static final int TABLE_THREADS = 256;
   /** Bytes of codes uploaded per slab (the device lock is held for one slab's copy). */
   private static final int UPLOAD_SLAB_BYTES = 16 << 20;
-  /** Tests: keep the lookup tables in global memory even when they fit in shared memory. */
+  /** Tests: keep the full-table scan's lookup tables in global memory (implies {@link #forceFullTables}). */
   static volatile boolean forceGlobalTables;
+  /** Tests and benchmarks: the full per-pair table scan (ivf_pq.cu) instead of the precomputed tables. */
+  static volatile boolean forceFullTables;
+  /**
+   * A block of at least this many queries scans all of a query's probed lists in one block (its table read once,
+   * not nprobe times); smaller ones a block per (query, list), for parallelism at small batches. System property
+   * {@code gv.ivfpq.groupedMinQueries}; tests force either (0: always, Integer.MAX_VALUE: never). Why 256: the
+   * per-query grid needs about two blocks per SM to fill the GPU (132 SMs on an H100, two 100 KB tables each).
+   */
+  static volatile int groupedMinQueries = Integer.getInteger("gv.ivfpq.groupedMinQueries", 256);
 
   private final GpuDevice device;
   private final int n;
@@ -52,11 +74,12 @@ public final class GpuIvfPqIndex implements DeviceIndex {
   private final DeviceBuffer ords; // n: the ordinal at each position
   private final DeviceBuffer offsets; // nlist + 1
   private final DeviceBuffer codebooks; // m x 2^bits x subDims floats
+  private final DeviceBuffer codeTerms; // L2: n floats, ||r||^2 + 2 <c, r> at each position; else null
   private boolean closed;
 
   private GpuIvfPqIndex(GpuDevice device, int n, int dims, Metric metric, int nlist, PqCodebook pq,
                         GpuFlatIndex centroids, DeviceBuffer codes, DeviceBuffer ords, DeviceBuffer offsets,
-                        DeviceBuffer codebooks) {
+                        DeviceBuffer codebooks, DeviceBuffer codeTerms) {
     this.device = device;
     this.n = n;
     this.dims = dims;
@@ -68,6 +91,7 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     this.ords = ords;
     this.offsets = offsets;
     this.codebooks = codebooks;
+    this.codeTerms = codeTerms;
   }
 
   /**
@@ -108,11 +132,13 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     DeviceBuffer ords = null;
     DeviceBuffer offsets = null;
     DeviceBuffer codebooks = null;
+    DeviceBuffer codeTerms = null;
     boolean ok = false;
     try {
       centroidIndex = GpuFlatIndex.upload(device, lists.centroids(), lists.nlist(), dims, metric);
       try (GpuDevice.Scope s = device.lock()) {
-        codes = device.allocate(Math.max(4, codeBytes));
+        // whole 4-byte words: the table scan reads each code as the aligned words that hold it
+        codes = device.allocate(Math.max(4, (codeBytes + 3) & ~3L));
       }
       for (int from = 0; from < codesInListOrder.length; from += UPLOAD_SLAB_BYTES) {
         int count = Math.min(UPLOAD_SLAB_BYTES, codesInListOrder.length - from);
@@ -125,15 +151,42 @@ public final class GpuIvfPqIndex implements DeviceIndex {
         offsets = IvfSearch.uploadInts(device, lists.offsets());
         codebooks = device.allocate(4L * pq.codebooks().length);
         device.upload(pq.codebooks(), 0, pq.codebooks().length, codebooks, 0);
+        if (metric == Metric.L2) {
+          codeTerms = device.allocate(4L * Math.max(1, n));
+          computeCodeTerms(device, lists.nlist(), dims, pq, centroidIndex, codes, offsets, codebooks, codeTerms);
+        }
         ok = true;
         return new GpuIvfPqIndex(device, n, dims, metric, lists.nlist(), pq, centroidIndex, codes, ords, offsets,
-            codebooks);
+            codebooks, codeTerms);
       }
     } finally {
       if (!ok) {
-        IvfSearch.release(device, centroidIndex, codes, ords, offsets, codebooks);
+        IvfSearch.release(device, centroidIndex, codes, ords, offsets, codebooks, codeTerms);
       }
     }
+  }
+
+  /**
+   * Enqueues {@code gv_ivf_pq_code_terms}: at each position of list l, ||r||^2 + 2 <centroid_l, r> of its code's
+   * reconstruction r (the precomputed-table scan's per-vector term, L2). Caller holds the lock; the stream orders
+   * it before every search.
+   */
+  private static void computeCodeTerms(GpuDevice device, int nlist, int dims, PqCodebook pq, GpuFlatIndex centroids,
+                                       DeviceBuffer codes, DeviceBuffer offsets, DeviceBuffer codebooks,
+                                       DeviceBuffer codeTerms) {
+    if (nlist == 0) {
+      return;
+    }
+    IvfPqScanParams p = new IvfPqScanParams();
+    p.codes = codes.address();
+    p.listOffsets = offsets.address();
+    p.centroids = centroids.vectorsAddress();
+    p.codebooks = codebooks.address();
+    p.codeTerms = codeTerms.address();
+    p.dims = dims;
+    p.m = pq.m();
+    p.bits = pq.bits();
+    device.module().launch("gv_ivf_pq_code_terms", nlist, 1, 128, 0, device.stream(), Pointer.to(p.encode()));
   }
 
   @Override
@@ -161,10 +214,11 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     return pq;
   }
 
-  /** Device memory held by this index: codes, ordinals, offsets, codebooks and the centroid index. */
+  /** Device memory held by this index: codes, ordinals, offsets, codebooks, code terms and the centroid index. */
   @Override
   public long deviceBytes() {
-    return centroids.deviceBytes() + codes.bytes() + ords.bytes() + offsets.bytes() + codebooks.bytes();
+    return centroids.deviceBytes() + codes.bytes() + ords.bytes() + offsets.bytes() + codebooks.bytes()
+        + (codeTerms == null ? 0 : codeTerms.bytes());
   }
 
   /**
@@ -202,6 +256,32 @@ public final class GpuIvfPqIndex implements DeviceIndex {
         && sharedBytes(true) <= device.module().maxDynamicSharedBytes(KSelect.kernel(SCAN_KERNELS, k));
   }
 
+  /** Threads of a table-scan block for k: 8 warps up to the 128 bucket, else the bucket's (ivf_pq_tables.cu's PqScanWarps). */
+  static int tableScanThreads(int k) {
+    return KSelect.bucket(k) <= 128 ? 256 : KSelect.blockSelectThreads(k);
+  }
+
+  /** Dynamic shared memory of a table-scan block: the query's table (rounded up to 4 floats) and term 1 per probe. */
+  int tableScanSharedBytes(int probesPerBlock) {
+    return 4 * ((pq.tableFloats() + 3) / 4 * 4 + probesPerBlock);
+  }
+
+  /**
+   * Probes per table-scan block for a block of {@code nq} queries probing {@code probes} lists each, for k: all
+   * (from {@link #groupedMinQueries} queries) or 1; 0 when the precomputed tables are not used (forced off, or
+   * the table does not fit in shared memory, or m is past a grid dimension). Caller holds the lock.
+   */
+  int probesPerBlock(int nq, int probes, int k) {
+    if (forceFullTables || forceGlobalTables || pq.m() > 65535) {
+      return 0;
+    }
+    int max = device.module().maxDynamicSharedBytes(KSelect.kernel(TABLE_SCAN_KERNELS, k));
+    if (nq >= groupedMinQueries && tableScanSharedBytes(probes) <= max) {
+      return probes;
+    }
+    return tableScanSharedBytes(1) <= max ? 1 : 0;
+  }
+
   /**
    * Enqueues the search of {@code nq} queries at device address {@code queries} (row-major, already normalised
    * for cosine; {@code queryNorms}: their ||q||^2 for L2, or 0: for the coarse step) in their {@code nprobe}
@@ -213,39 +293,74 @@ public final class GpuIvfPqIndex implements DeviceIndex {
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
     int probes = probes(nprobe);
+    int perBlock = probesPerBlock(nq, probes, k);
+    if (perBlock > 0) {
+      String kernel = KSelect.kernel(TABLE_SCAN_KERNELS, k);
+      int shared = tableScanSharedBytes(perBlock);
+      device.module().allowDynamicShared(kernel, shared);
+      IvfSearch.enqueue(device, centroids, dims, metric.largestFirst(), queries, queryNorms, nq, k, probes,
+          probes / perBlock, 4L * pq.tableFloats(), acceptAddress, acceptRowWords, outV, outI, outElement,
+          b -> tableScanBlock(b, kernel, shared, perBlock));
+      return;
+    }
     String kernel = KSelect.kernel(SCAN_KERNELS, k);
     boolean inShared = tableInShared(k);
     int shared = sharedBytes(inShared);
     device.module().allowDynamicShared(kernel, shared);
     long tableBytes = inShared ? 0 : 4L * pq.tableFloats();
-    IvfSearch.enqueue(device, centroids, dims, metric.largestFirst(), queries, queryNorms, nq, k, probes,
-        8L * k + tableBytes, acceptAddress, acceptRowWords, outV, outI, outElement,
+    IvfSearch.enqueue(device, centroids, dims, metric.largestFirst(), queries, queryNorms, nq, k, probes, probes,
+        probes * tableBytes, acceptAddress, acceptRowWords, outV, outI, outElement,
         b -> scanBlock(b, kernel, shared, tableBytes));
   }
 
-  /** One block's list scan: {@code tableBytes} per pair of global-memory tables, 0 when they are in shared memory. */
+  /** The parameters both scans share, for block {@code b}. */
+  private IvfPqScanParams params(IvfSearch.Block b) {
+    IvfPqScanParams p = new IvfPqScanParams();
+    p.codes = codes.address();
+    p.ords = ords.address();
+    p.listOffsets = offsets.address();
+    p.queries = b.queries();
+    p.centroids = centroids.vectorsAddress();
+    p.codebooks = codebooks.address();
+    p.probes = b.probeLists();
+    p.acceptBits = b.accept();
+    p.outK = b.candValues();
+    p.outIdx = b.candIds();
+    p.acceptRowWords = b.acceptRowWords();
+    p.outRowStride = (long) b.slots() * b.k();
+    p.dims = dims;
+    p.k = b.k();
+    p.nprobe = b.probes();
+    p.metric = metric == Metric.L2 ? 0 : 1;
+    p.m = pq.m();
+    p.bits = pq.bits();
+    p.numQueries = b.nq();
+    return p;
+  }
+
+  /**
+   * One block's precomputed-table scan: the block's query tables (term 3, {@code gv_ivf_pq_query_tables}: grid
+   * x = groups of 16 queries, y = sub-quantizer), then {@code gv_ivf_pq_table_scan_kK}, grid (query, probe group).
+   */
+  private void tableScanBlock(IvfSearch.Block b, String kernel, int shared, int perBlock) {
+    try (DeviceBuffer tables = device.allocate(4L * pq.tableFloats() * b.nq())) {
+      IvfPqScanParams p = params(b);
+      p.tables = tables.address();
+      p.codeTerms = codeTerms == null ? 0 : codeTerms.address();
+      p.probesPerBlock = perBlock;
+      Pointer args = Pointer.to(p.encode());
+      KernelModule module = device.module();
+      module.launch("gv_ivf_pq_query_tables", (b.nq() + TABLE_QUERIES - 1) / TABLE_QUERIES, pq.m(), TABLE_THREADS, 0,
+          device.stream(), args);
+      module.launch(kernel, b.nq(), b.slots(), tableScanThreads(b.k()), shared, device.stream(), args);
+    }
+  }
+
+  /** One block's full-table scan: {@code tableBytes} per pair of global-memory tables, 0 when they are in shared memory. */
   private void scanBlock(IvfSearch.Block b, String kernel, int shared, long tableBytes) {
     try (DeviceBuffer tables = tableBytes == 0 ? null : device.allocate(tableBytes * b.nq() * b.probes())) {
-      IvfPqScanParams p = new IvfPqScanParams();
-      p.codes = codes.address();
-      p.ords = ords.address();
-      p.listOffsets = offsets.address();
-      p.queries = b.queries();
-      p.centroids = centroids.vectorsAddress();
-      p.codebooks = codebooks.address();
-      p.probes = b.probeLists();
-      p.acceptBits = b.accept();
+      IvfPqScanParams p = params(b);
       p.tables = tables == null ? 0 : tables.address();
-      p.outK = b.candValues();
-      p.outIdx = b.candIds();
-      p.acceptRowWords = b.acceptRowWords();
-      p.outRowStride = (long) b.probes() * b.k();
-      p.dims = dims;
-      p.k = b.k();
-      p.nprobe = b.probes();
-      p.metric = metric == Metric.L2 ? 0 : 1;
-      p.m = pq.m();
-      p.bits = pq.bits();
       device.module().launch(kernel, b.nq(), b.probes(), KSelect.blockSelectThreads(b.k()), shared, device.stream(),
           Pointer.to(p.encode()));
     }
@@ -267,7 +382,7 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     try (GpuDevice.Scope s = device.lock()) {
       if (!closed) {
         closed = true;
-        IvfSearch.release(device, centroids, codes, ords, offsets, codebooks);
+        IvfSearch.release(device, centroids, codes, ords, offsets, codebooks, codeTerms);
       }
     }
   }

@@ -4,15 +4,17 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * Parameters of one IVF-PQ list-scan launch ({@code gv_ivf_pq_scan_kK}); mirrors {@code gv::IvfPqScanParams}
- * in common.cuh (128 bytes, little-endian; member by member checked by ParamLayoutTest). Device addresses are
- * longs; 0 = none for the optional accept mask and for {@code tables} (then the lookup table is in shared
- * memory).
+ * Parameters of the IVF-PQ kernels: the full-table list scan ({@code gv_ivf_pq_scan_kK}, ivf_pq.cu) and the
+ * precomputed-table kernels ({@code gv_ivf_pq_code_terms}, {@code gv_ivf_pq_query_tables}, {@code
+ * gv_ivf_pq_table_scan_kK}, ivf_pq_tables.cu); mirrors {@code gv::IvfPqScanParams} in common.cuh (144 bytes,
+ * little-endian; member by member checked by ParamLayoutTest). Device addresses are longs; 0 = none for the
+ * optional accept mask, for {@code codeTerms} (inner product) and, in the full-table scan, for {@code tables}
+ * (then the lookup table is in shared memory).
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class IvfPqScanParams {
-  static final int BYTES = 128;
+  static final int BYTES = 144;
 
   long codes;
   long ords;
@@ -23,6 +25,7 @@ final class IvfPqScanParams {
   long probes;
   long acceptBits;
   long tables;
+  long codeTerms;
   long outK;
   long outIdx;
   long acceptRowWords;
@@ -34,13 +37,18 @@ final class IvfPqScanParams {
   int metric;
   int m;
   int bits;
+  /** Precomputed-table scan: probes per block (1, or all of a query's). */
+  int probesPerBlock;
+  /** Precomputed-table kernels: queries in this launch's block of queries. */
+  int numQueries;
 
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(codes).putLong(ords).putLong(listOffsets).putLong(queries).putLong(centroids).putLong(codebooks)
-        .putLong(probes).putLong(acceptBits).putLong(tables).putLong(outK).putLong(outIdx).putLong(acceptRowWords)
-        .putLong(outRowStride);
-    b.putInt(dims).putInt(k).putInt(nprobe).putInt(metric).putInt(m).putInt(bits);
+        .putLong(probes).putLong(acceptBits).putLong(tables).putLong(codeTerms).putLong(outK).putLong(outIdx)
+        .putLong(acceptRowWords).putLong(outRowStride);
+    b.putInt(dims).putInt(k).putInt(nprobe).putInt(metric).putInt(m).putInt(bits).putInt(probesPerBlock)
+        .putInt(numQueries);
     return b.array();
   }
 }

@@ -38,10 +38,10 @@ final class IvfSearch {
   /**
    * One block of queries' scan: {@code nq} queries at device address {@code queries}, their lists at {@code
    * probeLists} ({@code nq x probes} ints, -1 = none), accept masks at {@code accept} (0 = all; {@code
-   * acceptRowWords} words apart, 0 = shared); per pair its k best at {@code candValues / candIds + 4 * (q *
-   * probes * k + probe * k)}.
+   * acceptRowWords} words apart, 0 = shared); per query {@code slots} slots of k candidates at {@code candValues /
+   * candIds + 4 * (q * slots * k + slot * k)} (a scan per (query, probe) pair: slots = probes, slot = probe).
    */
-  record Block(long queries, int nq, int k, int probes, long probeLists, long accept, long acceptRowWords,
+  record Block(long queries, int nq, int k, int probes, int slots, long probeLists, long accept, long acceptRowWords,
                long candValues, long candIds) {}
 
   @FunctionalInterface
@@ -51,14 +51,18 @@ final class IvfSearch {
 
   /**
    * Enqueues the search of {@code nq} queries (arguments as {@link GpuIvfFlatIndex#enqueueSearch}) in blocks of
-   * at most {@link #BLOCK_BUDGET_BYTES} / ({@code probes * pairBytes}) queries (at least one): {@code pairBytes}
-   * are the temporaries of one (query, probe) pair, at least its 8 * k candidate bytes.
+   * at most {@link #BLOCK_BUDGET_BYTES} / ({@code 8 * k * slots + queryBytes}) queries (at least one): the scan
+   * writes {@code slots} slots of k candidates per query (8 bytes each), and {@code queryBytes} are the other
+   * temporaries it allocates per query.
    */
   static void enqueue(GpuDevice device, GpuFlatIndex centroids, int dims, boolean largestFirst, long queries,
-                      long queryNorms, int nq, int k, int probes, long pairBytes, long acceptAddress,
+                      long queryNorms, int nq, int k, int probes, int slots, long queryBytes, long acceptAddress,
                       long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement, Scan scan) {
-    int width = probes * k; // <= MAX_K * MAX_K
-    int block = (int) Math.max(1, Math.min(nq, BLOCK_BUDGET_BYTES / (pairBytes * probes)));
+    if (slots < 1 || slots > probes) {
+      throw new IllegalArgumentException("slots must be in [1, probes = " + probes + "]: " + slots);
+    }
+    int width = slots * k; // <= MAX_K * MAX_K
+    int block = (int) Math.max(1, Math.min(nq, BLOCK_BUDGET_BYTES / (8L * width + queryBytes)));
     for (int q0 = 0; q0 < nq; q0 += block) {
       int count = Math.min(block, nq - q0);
       long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
@@ -70,7 +74,7 @@ final class IvfSearch {
            DeviceBuffer ci = device.allocate(4L * count * width)) {
         // coarse: the nearest centroids of each query are its lists (probe ids: centroid ordinals)
         centroids.enqueueSearch(blockQueries, norms, count, probes, 0, 0, probeDistances, probeLists, 0);
-        scan.enqueue(new Block(blockQueries, count, k, probes, probeLists.address(), accept, acceptRowWords,
+        scan.enqueue(new Block(blockQueries, count, k, probes, slots, probeLists.address(), accept, acceptRowWords,
             cv.address(), ci.address()));
         KSelect.mergeCandidates(device, new SelectParams().input(cv, count, width, width).inputIds(ci).k(k)
             .largest(largestFirst).output(outV, outI, k, outElement + (long) q0 * k));

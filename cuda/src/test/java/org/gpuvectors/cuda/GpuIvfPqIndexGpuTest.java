@@ -15,7 +15,9 @@ import org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest.Filter;
 import org.junit.jupiter.api.Test;
 
 /**
- * IVF-PQ (IVFADC) candidate search on the GPU against a CPU reference of the same ADC search written here: the
+ * IVF-PQ (IVFADC) candidate search on the GPU against a CPU reference of the same ADC search written here, on
+ * each of the index's scan paths ({@link Path}: the full per-pair tables in shared or global memory, the
+ * precomputed tables per (query, list) block or per query block): the
  * coarse step as GpuIvfFlatIndexGpuTest's reference (the nprobe nearest centroids in double; a query whose
  * nprobe-th and next centroid are a float32 near-tie is counted and skipped), then per probed list the lookup
  * table in double from the same float inputs (L2: of the residual query - centroid; inner product / cosine: of
@@ -25,14 +27,18 @@ import org.junit.jupiter.api.Test;
  * nearest codewords. Skips without a GPU.
  *
  * <p>Tolerance (what {@link CpuOracle#compare} allows a reported value to differ from the double reference, and an
- * id to be missing or extra at a near-tie with the k-th value), per candidate, u = 2^-24. L2: the residual
- * r_d = fl(q_d - c_d), the difference t = fl(r_d - w_d) and its square each round once, so each squared term errs
- * by at most ~5u (|r_d| + |w_d|)^2, and the float sums of subDims terms per table entry and of m entries per code
- * add gamma_(subDims + m) of the sum of the terms: tol = (2 (subDims + m) + 16) u M with M = sum_d (|r_d| +
- * |w_d|)^2 over the code's codewords. Inner product / cosine: the table's products and sums err by
+ * id to be missing or extra at a near-tie with the k-th value), per candidate, u = 2^-24. L2, full tables: the
+ * residual r_d = fl(q_d - c_d), the difference t = fl(r_d - w_d) and its square each round once, so each squared
+ * term errs by at most ~5u (|r_d| + |w_d|)^2, and the float sums of subDims terms per table entry and of m entries
+ * per code add gamma_(subDims + m) of the sum of the terms. L2, precomputed tables: ||q - c||^2 (a float sum of
+ * dims squares) + the code term (sum_d w_d (w_d + 2 c_d), float, subDims + m terms) + the query table's entries
+ * (-2 <q_j, w_j>, m sums of subDims products), so the errors are gamma_(dims + subDims + m) of the sum of the
+ * magnitudes (q_d - c_d)^2 + |w_d| (|w_d| + 2 |c_d|) + 2 |q_d w_d|. One tolerance for both: tol = (2 (dims + subDims
+ * + m) + 16) u M with M = sum_d [(|r_d| + |w_d|)^2 + r_d^2 + |w_d| (|w_d| + 2 |c_d|) + 2 |q_d w_d|] over the
+ * code's codewords. Inner product / cosine (both paths: the table's products and sums err by
  * gamma_(subDims + m) sum |q_d w_d|, {@code <q, centroid>} (a float dot product in any order, the centroid
  * re-normalised for cosine by the coarse index) by (dims + 4) u sum |q_d c_d|, the final add by u |value|: tol =
- * (2 (dims + subDims + m) + 16) u (sum |q_d w_d| + sum |q_d c_d|) + 4 u |value|. The reference takes cosine
+ * (2 (dims + subDims + m) + 16) u (sum |q_d w_d| + sum |q_d c_d|) + 4 u |value|). The reference takes cosine
  * queries as BatchSearch normalises them (float), so normalisation adds nothing. For the test's data these are
  * about 1e-4 of the values: they excuse genuine near-ties only.
  */
@@ -44,8 +50,26 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   /** A product quantizer: its codebooks, and the codes of the vectors in list order. */
   private record Pq(PqCodebook book, byte[] codes, IvfLists lists) {}
 
-  /** One index configuration: dims, sub-quantizers, bits, and whether its tables are forced into global memory. */
-  private record Config(int dims, int m, int bits, boolean globalTables) {}
+  /** One index configuration: dims, sub-quantizers, bits, and whether its full tables are forced into global memory. */
+  private record Config(int dims, int m, int bits, boolean globalTables) {
+    /** The paths its searches are checked on: both precomputed ones and one full-table one. */
+    Path[] paths() {
+      return new Path[] {globalTables ? Path.FULL_GLOBAL : Path.FULL_SHARED, Path.PRECOMPUTED_PER_PAIR,
+          Path.PRECOMPUTED_PER_QUERY};
+    }
+  }
+
+  /** The index's scan paths, forced through its package-private switches. */
+  enum Path {
+    /** The full per-pair table (ivf_pq.cu) in shared memory where it fits. */
+    FULL_SHARED,
+    /** The full per-pair table in global memory. */
+    FULL_GLOBAL,
+    /** Precomputed tables (ivf_pq_tables.cu), a block per (query, probed list). */
+    PRECOMPUTED_PER_PAIR,
+    /** Precomputed tables, a block per query for all its lists. */
+    PRECOMPUTED_PER_QUERY
+  }
 
   private final List<String> failures = new ArrayList<>();
   private int cases;
@@ -167,8 +191,12 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
               double rd = r[j * subDims + d];
               double wd = w[(j * ksub + c) * subDims + d];
               if (l2) {
+                double qd = searched[q * dims + j * subDims + d];
+                double cd = centroids[l * dims + j * subDims + d];
                 s += (rd - wd) * (rd - wd);
+                // the full table's terms, then the precomputed tables' (term 1's share, code term, query table)
                 mag += (Math.abs(rd) + Math.abs(wd)) * (Math.abs(rd) + Math.abs(wd));
+                mag += rd * rd + Math.abs(wd) * (Math.abs(wd) + 2 * Math.abs(cd)) + 2 * Math.abs(qd * wd);
               } else {
                 s += rd * wd;
                 mag += Math.abs(rd * wd);
@@ -193,7 +221,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
           mag += magnitude[j * ksub + c];
         }
         value[ord] = s;
-        tolerance[ord] = l2 ? (2.0 * (subDims + m) + 16) * CpuOracle.U32 * mag
+        tolerance[ord] = l2 ? (2.0 * (dims + subDims + m) + 16) * CpuOracle.U32 * mag
             : (2.0 * (dims + subDims + m) + 16) * CpuOracle.U32 * mag + 4 * CpuOracle.U32 * Math.abs(s);
         candidates.add(new CpuOracle.Entry(ord, s));
       }
@@ -203,10 +231,12 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     return new Reference(new ArrayList<>(candidates.subList(0, Math.min(kmax, candidates.size()))), value, tolerance);
   }
 
+  /** The references of the masks.length queries. */
   private static Reference[] references(Data data, Pq pq, float[] queries, int nprobe, long[][] masks, int kmax) {
-    float[] searched = asSearched(queries, NQ, data.dims(), data.metric());
-    Reference[] refs = new Reference[NQ];
-    for (int q = 0; q < NQ; q++) {
+    int nq = masks.length;
+    float[] searched = asSearched(queries, nq, data.dims(), data.metric());
+    Reference[] refs = new Reference[nq];
+    for (int q = 0; q < nq; q++) {
       refs[q] = reference(data, pq, queries, searched, q, nprobe, masks[q], kmax);
     }
     return refs;
@@ -259,30 +289,48 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
 
   private static SearchResult search(GpuIvfPqIndex index, float[] queries, int k, int nprobe, Filter f,
                                      long[][] masks) {
+    int nq = masks.length;
     if (f == Filter.PER_QUERY) {
-      return BatchSearch.run(device, List.of(new SearchGroup(index, queries, NQ, k, nprobe, null, masks)))[0];
+      return BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, nprobe, null, masks)))[0];
     }
-    return index.search(queries, NQ, k, nprobe, masks[0]);
+    return index.search(queries, nq, k, nprobe, masks[0]);
   }
 
   private static GpuIvfPqIndex upload(Pq pq, Data data) {
     return GpuIvfPqIndex.upload(device, pq.lists(), pq.book(), pq.codes(), data.dims(), data.metric());
   }
 
-  /** Runs {@code body} with the lookup tables forced into global memory or not. */
-  private static void tables(boolean global, Runnable body) {
-    boolean saved = GpuIvfPqIndex.forceGlobalTables;
-    GpuIvfPqIndex.forceGlobalTables = global;
+  /** Runs {@code body} with the index's searches forced onto {@code path}. */
+  private static void on(Path path, Runnable body) {
+    boolean savedGlobal = GpuIvfPqIndex.forceGlobalTables;
+    boolean savedFull = GpuIvfPqIndex.forceFullTables;
+    int savedGrouped = GpuIvfPqIndex.groupedMinQueries;
+    GpuIvfPqIndex.forceGlobalTables = path == Path.FULL_GLOBAL;
+    GpuIvfPqIndex.forceFullTables = path == Path.FULL_SHARED;
+    GpuIvfPqIndex.groupedMinQueries = path == Path.PRECOMPUTED_PER_QUERY ? 0 : Integer.MAX_VALUE;
     try {
       body.run();
     } finally {
-      GpuIvfPqIndex.forceGlobalTables = saved;
+      GpuIvfPqIndex.forceGlobalTables = savedGlobal;
+      GpuIvfPqIndex.forceFullTables = savedFull;
+      GpuIvfPqIndex.groupedMinQueries = savedGrouped;
     }
   }
 
+  /** Device bytes of an index of n vectors of m-byte codes: the codes padded to 4 bytes, and the L2 code terms. */
+  private static long expectedBytes(Pq pq, Data data) {
+    int nlist = data.lists().nlist();
+    int dims = data.dims();
+    int n = data.n();
+    long centroidBytes = 4L * nlist * dims + (data.metric() == Metric.L2 ? 4L * nlist : 0);
+    long codeBytes = Math.max(4, ((long) n * pq.book().m() + 3) / 4 * 4);
+    return centroidBytes + codeBytes + 4L * n + 4L * (nlist + 1) + 4L * pq.book().codebooks().length
+        + (data.metric() == Metric.L2 ? 4L * n : 0);
+  }
+
   /**
-   * Every metric, filter (none, shared, sparse: fewer accepted than k, per query), nprobe 1 / 8 / nlist and k =
-   * 1, 10, 100, 400, on: dims 64 with m = 16, bits 8 (code words of 4 bytes); dims 48 with m = 6, bits 4 (byte
+   * Every metric, filter (none, shared, sparse: fewer accepted than k, per query), nprobe 1 / 8 / nlist, k = 1, 10,
+   * 100, 400 (the 512 bucket) and each config's paths ({@link Config#paths}), on: dims 64 with m = 16, bits 8 (code words of 4 bytes); dims 48 with m = 6, bits 4 (byte
    * codes, 16 codewords); dims 64 with m = 8, bits 8, the tables forced into global memory.
    */
   @Test
@@ -297,9 +345,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
         float[] queries = GpuIvfFlatIndexGpuTest.queries(data, NQ, r);
         int nlist = data.lists().nlist();
         try (GpuIvfPqIndex index = upload(pq, data)) {
-          long centroidBytes = 4L * nlist * cfg.dims() + (metric == Metric.L2 ? 4L * nlist : 0);
-          assertEquals(centroidBytes + (long) N * cfg.m() + 4L * N + 4L * (nlist + 1)
-              + 4L * pq.book().codebooks().length, index.deviceBytes());
+          assertEquals(expectedBytes(pq, data), index.deviceBytes());
           assertEquals(N, index.size());
           assertEquals(nlist, index.nlist());
           assertEquals(cfg.dims(), index.dims());
@@ -309,14 +355,16 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
             for (int nprobe : new int[] {1, 8, nlist}) {
               Reference[] refs = references(data, pq, queries, nprobe, masks, KS[KS.length - 1]);
               for (int k : KS) {
-                String what = metric + " " + cfg + " " + f + " nprobe=" + nprobe + " k=" + k;
-                tables(cfg.globalTables(), () -> check(what, search(index, queries, k, nprobe, f, masks), refs, metric));
-                if (metric == Metric.L2 && nprobe == 1 && f == Filter.NONE) {
-                  tables(cfg.globalTables(), () -> {
-                    if (search(index, queries, k, nprobe, f, masks).count(0) != 0) {
-                      failures.add(what + ": query 0 should probe only its own, empty, list");
-                    }
-                  });
+                for (Path path : cfg.paths()) {
+                  String what = metric + " " + cfg + " " + path + " " + f + " nprobe=" + nprobe + " k=" + k;
+                  on(path, () -> check(what, search(index, queries, k, nprobe, f, masks), refs, metric));
+                  if (metric == Metric.L2 && nprobe == 1 && f == Filter.NONE) {
+                    on(path, () -> {
+                      if (search(index, queries, k, nprobe, f, masks).count(0) != 0) {
+                        failures.add(what + ": query 0 should probe only its own, empty, list");
+                      }
+                    });
+                  }
                 }
               }
             }
@@ -330,7 +378,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   /**
    * A table of m = 98 x 256 codewords (100 KB: past the default 48 KB of dynamic shared memory, so the kernel
    * opts in where the device allows, else the tables go to global memory), byte codes (m % 4 != 0), k up to
-   * 2048 (the 64-thread bucket, whose warp merge takes 16 KB of static shared memory beside the table).
+   * 2048 (the 64-thread bucket, whose warp merge takes 16 KB of static shared memory beside the table), on every
+   * path.
    */
   @Test
   void largeTablesAndDeepCandidates() {
@@ -343,23 +392,64 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
       float[] queries = GpuIvfFlatIndexGpuTest.queries(data, NQ, r);
       try (GpuIvfPqIndex index = upload(pq, data)) {
         try (GpuDevice.Scope s = device.lock()) {
-          System.out.println("[gpu-vectors] IVF-PQ m=98 bits=8: table in shared memory for k=10 "
+          System.out.println("[gpu-vectors] IVF-PQ m=98 bits=8: full table in shared memory for k=10 "
               + index.tableInShared(10) + ", k=2048 " + index.tableInShared(2048) + " (" + index.sharedBytes(true)
-              + " bytes)");
+              + " bytes); precomputed-table probes per block, 30 / 1000 queries, k=10: "
+              + index.probesPerBlock(NQ, 8, 10) + " / " + index.probesPerBlock(1000, 8, 10) + ", k=2048: "
+              + index.probesPerBlock(NQ, 8, 2048) + " / " + index.probesPerBlock(1000, 8, 2048));
+          assertEquals(8, index.probesPerBlock(1000, 8, 10), "a 100 KB query table fits an H100's shared memory");
+          assertEquals(1, index.probesPerBlock(NQ, 8, 10), "small batches: a block per (query, list)");
         }
         for (Filter f : new Filter[] {Filter.NONE, Filter.PER_QUERY}) {
           long[][] masks = GpuIvfFlatIndexGpuTest.masks(f, N, NQ, r);
           Reference[] refs = references(data, pq, queries, 8, masks, 2048);
           for (int k : new int[] {10, 400, 2048}) {
-            for (boolean global : new boolean[] {false, true}) {
-              String what = metric + " m=98 " + f + " nprobe=8 k=" + k + (global ? " global tables" : "");
-              tables(global, () -> check(what, search(index, queries, k, 8, f, masks), refs, metric));
+            for (Path path : Path.values()) {
+              String what = metric + " m=98 " + f + " nprobe=8 k=" + k + " " + path;
+              on(path, () -> check(what, search(index, queries, k, 8, f, masks), refs, metric));
             }
           }
         }
       }
     }
     report("largeTablesAndDeepCandidates");
+  }
+
+  /**
+   * A large batch (600 queries: past {@link GpuIvfPqIndex#groupedMinQueries}, so the default path is the
+   * precomputed tables with one block per query, several 16-query table blocks and one per sub-quantizer) with
+   * codes of m = 30 bytes (each code starts 0 or 2 bytes into a 4-byte word: the partial first and last words),
+   * L2 and cosine, no filter and per-query masks, k = 10 and 400; the same batch on the full-table path.
+   */
+  @Test
+  void largeBatchScansEachQueryInOneBlock() {
+    Random r = new Random(47);
+    int dims = 60;
+    int nq = 600;
+    float[] vectors = GpuIvfFlatIndexGpuTest.clustered(N, dims, r);
+    for (Metric metric : new Metric[] {Metric.L2, Metric.COSINE}) {
+      Data data = GpuIvfFlatIndexGpuTest.lists(vectors, N, dims, metric, r);
+      Pq pq = quantize(data, 30, 8, r);
+      float[] queries = GpuIvfFlatIndexGpuTest.queries(data, nq, r);
+      try (GpuIvfPqIndex index = upload(pq, data)) {
+        assertEquals(expectedBytes(pq, data), index.deviceBytes());
+        try (GpuDevice.Scope s = device.lock()) {
+          assertEquals(8, index.probesPerBlock(nq, 8, 10), "the default path of a large batch: a block per query");
+          assertEquals(8, index.probesPerBlock(nq, 8, 400));
+        }
+        for (Filter f : new Filter[] {Filter.NONE, Filter.PER_QUERY}) {
+          long[][] masks = GpuIvfFlatIndexGpuTest.masks(f, N, nq, r);
+          Reference[] refs = references(data, pq, queries, 8, masks, 400);
+          for (int k : new int[] {10, 400}) {
+            String what = metric + " m=30 " + nq + " queries " + f + " nprobe=8 k=" + k;
+            check(what + " default path", search(index, queries, k, 8, f, masks), refs, metric);
+            on(Path.FULL_SHARED, () -> check(what + " full tables", search(index, queries, k, 8, f, masks), refs,
+                metric));
+          }
+        }
+      }
+    }
+    report("largeBatchScansEachQueryInOneBlock");
   }
 
   /** A flat, an IVF-Flat and two IVF-PQ groups (per-query and shared masks) in one BatchSearch pass. */

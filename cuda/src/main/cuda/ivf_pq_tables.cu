@@ -1,0 +1,250 @@
+// IVF-PQ list scan through precomputed tables (the decomposition of Johnson, Douze, Jegou, "Billion-scale
+// similarity search with GPUs", section 5.2, eq. (11)-(13)); GpuIvfPqIndex.java chooses it over ivf_pq.cu's
+// full per-pair table whenever the query's table fits in shared memory.
+// For L2 with residual codes, vector y = c + r (c its list's centroid, r = sum_j codeword_{j, code_j}, the
+// sub-quantizers on disjoint dimensions):
+//   ||q - c - r||^2 = ||q - c||^2                 term 1: per (query, list), summed here per probed list
+//                   + (||r||^2 + 2 <c, r>)         term 2: per (list, code), i.e. per stored vector
+//                   + sum_j -2 <q_j, codeword_j>   term 3: per query, a table of m x 2^bits floats
+// Faiss keeps term 2 as a table per list (nlist x m x 2^bits floats) and adds it to term 3 per pair; since it
+// depends only on the list and the code, each vector's sum over j is computed once at upload instead
+// (gv_ivf_pq_code_terms: one float per vector, codeTerms), so a scan adds one float per vector and reads one
+// table per query. Inner product / cosine: <q, c + r> = <q, c> + sum_j <q_j, codeword_j>: term 3 alone
+// (unscaled), no term 2.
+//  1. gv_ivf_pq_query_tables: term 3 of every query of a block (numQueries x m x 2^bits floats, global memory):
+//     block (16 queries, sub-quantizer j), thread c = codeword c; the queries' sub-vectors go through shared
+//     memory 32 floats at a time.
+//  2. gv_ivf_pq_table_scan_kK: block (query, group of probesPerBlock probes): the query's table to shared memory
+//     (read once for all the block's lists), term 1 of each probed list (a warp per list, exact float sums of
+//     (q_d - c_d)^2 or q_d c_d), then the lists' codes one vector per lane: key = term1 + codeTerms[v] +
+//     sum_j table[j][code_j] (L2, smallest first), or -(term1 + sum_j ...) (inner product); accept mask by
+//     ordinal; one WarpSelect queue per warp, merged per block, the group's k best written at slot
+//     blockIdx.y of the query's row (outRowStride = groups * k). probesPerBlock = 1 (small batches: nprobe
+//     blocks per query) or nprobe (large batches: one block per query, its table read once, not nprobe times).
+// The sums are in another order than the CPU's (which builds each pair's full table), so values agree with it
+// up to float rounding of the terms (GpuIvfPqIndexGpuTest's tolerance).
+#include "vector_scan.cuh"
+
+namespace gv {
+
+constexpr int kPqTableQueries = 16;  // queries per block of gv_ivf_pq_query_tables
+constexpr int kPqTableChunk = 32;    // sub-vector floats staged per round
+constexpr int kPqTableThreads = 256; // one per codeword (2^bits <= 256)
+
+// Term 2 of every stored vector (L2 only): block = list, threads over its positions; codeTerms[v] =
+// sum_j sum_d w_d * (w_d + 2 c_d), w = codeword_{j, code_j}, c = the list's centroid (same dimensions).
+__device__ __forceinline__ void ivfPqCodeTerms(const IvfPqScanParams& p) {
+  const int list = blockIdx.x;
+  const long long begin = p.listOffsets[list];
+  const long long end = p.listOffsets[list + 1];
+  const int m = p.m;
+  const int subDims = p.dims / m;
+  const float* c = p.centroids + (long long)list * p.dims;
+  for (long long v = begin + threadIdx.x; v < end; v += blockDim.x) {
+    const unsigned char* code = p.codes + v * m;
+    float s = 0.f;
+    for (int j = 0; j < m; ++j) {
+      const float* w = p.codebooks + ((long long)(j << p.bits) + code[j]) * subDims;
+      const float* cj = c + j * subDims;
+      float t = 0.f;
+      for (int d = 0; d < subDims; ++d) {
+        const float wd = __ldg(w + d);
+        t = fmaf(wd, fmaf(2.f, __ldg(cj + d), wd), t);
+      }
+      s += t;
+    }
+    p.codeTerms[v] = s;
+  }
+}
+
+// Term 3 of queries [16 x, 16 x + 16) (x = blockIdx.x) for sub-quantizer j = blockIdx.y:
+// tables[(q * m + j) << bits | c] = scale * <q_j, codeword_{j, c}>, scale -2 (L2) or 1 (inner product);
+// thread c < 2^bits.
+__device__ __forceinline__ void ivfPqQueryTables(const IvfPqScanParams& p) {
+  __shared__ float sq[kPqTableQueries][kPqTableChunk];
+  const int j = blockIdx.y;
+  const long long q0 = (long long)blockIdx.x * kPqTableQueries;
+  const int m = p.m;
+  const int subDims = p.dims / m;
+  const int c = threadIdx.x;
+  const bool mine = c < (1 << p.bits);
+  const float* w = p.codebooks + ((long long)(j << p.bits) + (mine ? c : 0)) * subDims;
+  float acc[kPqTableQueries];
+#pragma unroll
+  for (int i = 0; i < kPqTableQueries; ++i) acc[i] = 0.f;
+  for (int d0 = 0; d0 < subDims; d0 += kPqTableChunk) {  // uniform
+    for (int e = threadIdx.x; e < kPqTableQueries * kPqTableChunk; e += blockDim.x) {
+      const int qi = e / kPqTableChunk, dd = e % kPqTableChunk;
+      const bool in = q0 + qi < p.numQueries && d0 + dd < subDims;
+      sq[qi][dd] = in ? p.queries[(long long)(q0 + qi) * p.dims + j * subDims + d0 + dd] : 0.f;
+    }
+    __syncthreads();
+    if (mine) {
+      const int len = min(kPqTableChunk, subDims - d0);
+      for (int dd = 0; dd < len; ++dd) {
+        const float wd = __ldg(w + d0 + dd);
+#pragma unroll
+        for (int i = 0; i < kPqTableQueries; ++i) acc[i] = fmaf(sq[i][dd], wd, acc[i]);
+      }
+    }
+    __syncthreads();  // sq is restaged next round
+  }
+  if (!mine) return;
+  const float scale = p.metric == 1 ? 1.f : -2.f;
+  const long long tableFloats = (long long)m << p.bits;
+#pragma unroll
+  for (int i = 0; i < kPqTableQueries; ++i) {
+    if (q0 + i < p.numQueries) p.tables[(q0 + i) * tableFloats + ((long long)j << p.bits) + c] = scale * acc[i];
+  }
+}
+
+// Warps of a table-scan block: 8 for K <= 128 (two 100 KB-table blocks per SM still give 16 warps to hide the
+// shared-memory and code-load latency), else the k bucket's (their queues need the registers and the merge the
+// static shared memory). GpuIvfPqIndex.tableScanThreads computes the same.
+template <int K>
+struct PqScanWarps {
+  static constexpr int value = K <= 128 ? 8 : Bucket<K>::Warps;
+};
+
+// Merges the NW warps' queues in shared memory into warp 0's, which writes the first k pairs (best first,
+// values times outScale). Every thread calls it (vector_scan.cuh's mergeWarpsAndWrite, for NW warps).
+template <int NW, int K, int T>
+__device__ __forceinline__ void mergePqWarpsAndWrite(WarpQueue<K, T>& q, float* outK, int* outIdx, int k,
+                                                     float outScale) {
+  __shared__ float sk[(NW - 1) * K];
+  __shared__ int sv[(NW - 1) * K];
+  const int warp = threadIdx.x / kWarpSize;
+  if (warp > 0) q.store(sk + (warp - 1) * K, sv + (warp - 1) * K);
+  __syncthreads();
+  if (warp == 0) {
+    for (int w = 1; w < NW; ++w) q.mergeShared(sk + (w - 1) * K, sv + (w - 1) * K);
+    q.write(outK, outIdx, k, outScale);
+  }
+}
+
+// Dynamic shared memory of a table-scan block: the table (m << bits floats, rounded up to 4) then term 1 of
+// each of the block's probes (probesPerBlock floats). GpuIvfPqIndex.tableScanSharedBytes computes the same.
+__device__ __forceinline__ int pqScanTableFloats(int m, int bits) { return ((m << bits) + 3) & ~3; }
+
+// s + table[j][byte] over the 4 code bytes of `word`, j = j0 .. j0 + 3; checked: only the bytes with j in
+// [0, m) (the first and last word of a code may hold its neighbours' bytes).
+template <bool Checked>
+__device__ __forceinline__ float addWord(float s, unsigned word, int j0, int m, int bits, const float* table) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int j = j0 + i;
+    if (!Checked || (j >= 0 && j < m)) s += table[(j << bits) + ((word >> (8 * i)) & 0xffu)];
+  }
+  return s;
+}
+
+template <int K>
+__device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
+  constexpr int NW = PqScanWarps<K>::value;
+  extern __shared__ float4 pqScanShared4[];
+  float* table = reinterpret_cast<float*>(pqScanShared4);
+  const int m = p.m;
+  const int bits = p.bits;
+  const int tableFloats = m << bits;
+  float* base = table + pqScanTableFloats(m, bits);  // term 1 per probe of the group
+  const int query = blockIdx.x;
+  const int p0 = blockIdx.y * p.probesPerBlock;
+  const int probes = min(p.probesPerBlock, p.nprobe - p0);
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const bool ip = p.metric == 1;
+  // the query's table: 16-byte loads when it is a whole number of float4 (then every table is 16-byte aligned)
+  const float* src = p.tables + (long long)query * tableFloats;
+  if ((tableFloats & 3) == 0) {
+    const float4* src4 = reinterpret_cast<const float4*>(src);
+    for (int e = threadIdx.x; e < (tableFloats >> 2); e += blockDim.x) pqScanShared4[e] = __ldg(src4 + e);
+  } else {
+    for (int e = threadIdx.x; e < tableFloats; e += blockDim.x) table[e] = __ldg(src + e);
+  }
+  // term 1 of each probed list: warp w takes probes w, w + NW, ...
+  const float* qrow = p.queries + (long long)query * p.dims;
+  for (int i = warp; i < probes; i += NW) {
+    const int list = p.probes[(long long)query * p.nprobe + p0 + i];
+    float s = 0.f;
+    if (list >= 0) {
+      const float* c = p.centroids + (long long)list * p.dims;
+      for (int d = lane; d < p.dims; d += kWarpSize) {
+        const float x = __ldg(qrow + d), cd = __ldg(c + d);
+        if (ip) {
+          s = fmaf(x, cd, s);
+        } else {
+          const float t = x - cd;
+          s = fmaf(t, t, s);
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
+    }
+    if (lane == 0) base[i] = s;
+  }
+  __syncthreads();  // the table and the terms 1 are in
+  const unsigned long long* accept = p.acceptBits != nullptr ? p.acceptBits + query * p.acceptRowWords : nullptr;
+  WarpQueue<K, Bucket<K>::T> q;
+  q.init(p.k);
+  for (int i = 0; i < probes; ++i) {  // uniform
+    const int list = p.probes[(long long)query * p.nprobe + p0 + i];
+    if (list < 0) continue;  // no list (a NaN query): nothing to add
+    const long long begin = p.listOffsets[list];
+    const long long end = p.listOffsets[list + 1];
+    const float term1 = base[i];
+    for (long long b = begin + warp * kWarpSize; b < end; b += NW * kWarpSize) {  // uniform per warp
+      const long long v = b + lane;
+      float key = GV_INF;
+      int id = -1;
+      if (v < end) {
+        const int ord = p.ords[v];
+        if (accepted(accept, ord)) {
+          // the code's m bytes as the aligned 32-bit words that hold them (the buffer is padded to 4 bytes):
+          // byte i of word w is sub-code 4 w + i - off; two sums for two independent add chains
+          const long long at = v * m;
+          const int off = (int)(at & 3);
+          const unsigned* words = reinterpret_cast<const unsigned*>(p.codes + (at - off));
+          const int nwords = (off + m + 3) >> 2;
+          float s0 = addWord<true>(0.f, __ldg(words), -off, m, bits, table), s1 = 0.f;
+          int w = 1;
+          for (; w + 2 < nwords; w += 2) {  // whole words, two at a time
+            const unsigned a = __ldg(words + w), c = __ldg(words + w + 1);
+            s1 = addWord<false>(s1, a, 4 * w - off, m, bits, table);
+            s0 = addWord<false>(s0, c, 4 * w + 4 - off, m, bits, table);
+          }
+          for (; w < nwords; ++w) s1 = addWord<true>(s1, __ldg(words + w), 4 * w - off, m, bits, table);
+          const float s = s0 + s1;
+          key = ip ? -(term1 + s) : term1 + (p.codeTerms[v] + s);
+          id = ord;
+        }
+      }
+      q.add(key, id);
+      q.check();
+    }
+  }
+  q.flush();
+  const long long o = (long long)query * p.outRowStride + (long long)blockIdx.y * p.k;
+  mergePqWarpsAndWrite<NW>(q, p.outK + o, p.outIdx + o, p.k, ip ? -1.f : 1.f);
+}
+
+}  // namespace gv
+
+// Stable names for the JCuda driver API. Table scan: 256 threads for k <= 128, else the bucket's 128 (64 for
+// k2048); at most two blocks per SM fit 100 KB tables anyway, so the K <= 128 kernels may use 128 registers.
+extern "C" {
+__global__ void __launch_bounds__(128) gv_ivf_pq_code_terms(gv::IvfPqScanParams p) { gv::ivfPqCodeTerms(p); }
+__global__ void __launch_bounds__(gv::kPqTableThreads) gv_ivf_pq_query_tables(gv::IvfPqScanParams p) {
+  gv::ivfPqQueryTables(p);
+}
+__global__ void __launch_bounds__(256, 2) gv_ivf_pq_table_scan_k32(gv::IvfPqScanParams p) { gv::ivfPqTableScan<32>(p); }
+__global__ void __launch_bounds__(256, 2) gv_ivf_pq_table_scan_k64(gv::IvfPqScanParams p) { gv::ivfPqTableScan<64>(p); }
+__global__ void __launch_bounds__(256, 2) gv_ivf_pq_table_scan_k128(gv::IvfPqScanParams p) {
+  gv::ivfPqTableScan<128>(p);
+}
+__global__ void __launch_bounds__(128) gv_ivf_pq_table_scan_k256(gv::IvfPqScanParams p) { gv::ivfPqTableScan<256>(p); }
+__global__ void __launch_bounds__(128) gv_ivf_pq_table_scan_k512(gv::IvfPqScanParams p) { gv::ivfPqTableScan<512>(p); }
+__global__ void __launch_bounds__(128, 1) gv_ivf_pq_table_scan_k1024(gv::IvfPqScanParams p) {
+  gv::ivfPqTableScan<1024>(p);
+}
+__global__ void __launch_bounds__(64) gv_ivf_pq_table_scan_k2048(gv::IvfPqScanParams p) { gv::ivfPqTableScan<2048>(p); }
+}
