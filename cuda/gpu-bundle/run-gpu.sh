@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|tf32|torch|codec|fmnist|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|torch|codec|fmnist|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run).
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
 # Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images.
+# ivfpq: IvfPqBench: GPU IVF-PQ (nlist 245, pq_m 98) precomputed-table vs full-table scan, batch 10k and 1,
+# nprobe 4/8/16, k = 40, on Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) or synthetic images.
 # codec: FlatSearchBenchmark (GPU path vs CPU path through
 # the codec) and torch_flat.py on the same data, for exact-n x 128 and exact-n x 768.
 # fmnist: Fashion-MNIST (ann-benchmarks' fashion-mnist-784-euclidean), GPU exact vs CPU exact vs
@@ -57,6 +59,9 @@ if [ "$mode" = exact ] || [ "$mode" = all ]; then
 fi
 if [ "$mode" = tf32 ]; then
   "${java[@]}" org.gpuvectors.cuda.ExactSearchBench tf32 "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/exact_tf32.log" || rc=1
+fi
+if [ "$mode" = ivfpq ]; then
+  "${java[@]}" org.gpuvectors.cuda.IvfPqBench "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/ivfpq.log" || rc=1
 fi
 if [ "$mode" = torch ] || [ "$mode" = all ]; then
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_topk.py" "$sel_max" 2>&1 | tee "$OUT/torch_topk.log"

@@ -1,0 +1,283 @@
+package org.gpuvectors.cuda;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Random;
+import java.util.Set;
+import java.util.stream.IntStream;
+
+/**
+ * GPU IVF-PQ search, the precomputed-table scan against the full per-pair table scan ({@link
+ * GpuIvfPqIndex#forceFullTables}), on Fashion-MNIST (60k x 784 from $FMNIST_DIR or the first argument, as
+ * {@code ExactSearchBench tf32} reads it; else {@link FashionLike}'s synthetic images): nlist = 245 lists (k-means,
+ * assignments on the GPU), pq_m = 98 sub-quantizers of 8 dimensions x 256 codewords (k-means per sub-space on the
+ * residuals), k = 40 candidates (the codec's re-rank depth for k = 10), nprobe 4 / 8 / 16, batches of 10,000 and
+ * of 1 query. Per row:
+ * <ul>
+ *   <li>device ms: CUDA events around the enqueued search of the batch (queries already on the device, results
+ *       left there): coarse step, tables and scan, merge;
+ *   <li>wall ms: the synchronous {@code search()} call (query upload, kernels, download); for batch 1 the median
+ *       of 200 single-query searches, and q/s = 1 / that;
+ *   <li>agree: the fraction of the path's result ids that are in the full-table path's result of the query (1 up
+ *       to float near-ties: both rank the same approximate distances).
+ * </ul>
+ * Not a test. Usage: {@code IvfPqBench [fmnist-dir]}; writes $OUT/ivfpq.csv.
+ */
+public final class IvfPqBench {
+  private static final int NLIST = 245;
+  private static final int M = 98;
+  private static final int KSUB = 256;
+  private static final int K = 40;
+
+  private IvfPqBench() {}
+
+  public static void main(String[] args) throws Exception {
+    Path dir = Path.of(args.length > 0 ? args[0] : System.getenv().getOrDefault("FMNIST_DIR", "/tmp/fmnist"));
+    int n = 60_000;
+    int dims = FashionLike.DIMS;
+    int nq = 10_000;
+    float[] x = FashionLike.readIdx(dir.resolve("train-images-idx3-ubyte.gz"), n);
+    float[] queries = FashionLike.readIdx(dir.resolve("t10k-images-idx3-ubyte.gz"), nq);
+    String data = "fashion-mnist";
+    if (x == null || queries == null || x.length < n * dims || queries.length < nq * dims) {
+      data = "synthetic";
+      x = FashionLike.vectors(n, 11);
+      queries = FashionLike.vectors(nq, 12);
+    }
+    try (GpuDevice d = GpuDevice.open(0)) {
+      long t0 = System.nanoTime();
+      int[] listOf = new int[n];
+      float[] centroids = kmeansLists(d, x, n, dims, listOf);
+      IvfLists lists = toLists(centroids, listOf, n);
+      PqCodebook pq = trainPq(x, dims, centroids, listOf, n);
+      byte[] codes = encode(x, dims, centroids, lists, listOf, pq);
+      System.out.printf("GPU %s; data %s %d x %d, %d queries; nlist %d, pq_m %d x %d bits; trained in %.1f s%n",
+          d.name(), data, n, dims, nq, NLIST, M, 8, (System.nanoTime() - t0) / 1e9);
+      try (GpuIvfPqIndex index = GpuIvfPqIndex.upload(d, lists, pq, codes, dims, Metric.L2);
+           PrintWriter csv = BenchUtil.csv("ivfpq.csv",
+               "data,n,dims,nlist,pq_m,nprobe,batch,k,path,device_ms,wall_ms,queries_per_s,agree")) {
+        System.out.printf("index: %.1f MB on the device%n", index.deviceBytes() / 1e6);
+        System.out.printf("%-7s %6s %4s %-12s %10s %10s %12s %7s%n", "nprobe", "batch", "k", "path", "device ms",
+            "wall ms", "queries/s", "agree");
+        for (int nprobe : new int[] {4, 8, 16}) {
+          SearchResult full = null;
+          for (boolean fullTables : new boolean[] {true, false}) {
+            GpuIvfPqIndex.forceFullTables = fullTables;
+            String path = fullTables ? "full-table" : "precomputed";
+            double[] wall = new double[5];
+            SearchResult res = null;
+            for (int r = -2; r < wall.length; r++) {
+              long s = System.nanoTime();
+              res = index.search(queries, nq, K, nprobe, null);
+              if (r >= 0) {
+                wall[r] = (System.nanoTime() - s) / 1e6;
+              }
+            }
+            if (fullTables) {
+              full = res;
+            }
+            double agree = agreement(res, full, nq);
+            double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, nprobe, 5));
+            double wallMs = BenchUtil.median(wall);
+            row(csv, data, n, dims, nprobe, nq, path, deviceMs, wallMs, nq / (wallMs * 1e-3), agree);
+            double[] single = new double[200];
+            for (int r = -20; r < single.length; r++) {
+              float[] q = new float[dims];
+              System.arraycopy(queries, (r + 20) % nq * dims, q, 0, dims);
+              long s = System.nanoTime();
+              index.search(q, 1, K, nprobe, null);
+              if (r >= 0) {
+                single[r] = (System.nanoTime() - s) / 1e6;
+              }
+            }
+            double oneMs = BenchUtil.median(single);
+            double oneDevice = BenchUtil.median(deviceTimes(d, index, queries, 1, dims, nprobe, 20));
+            row(csv, data, n, dims, nprobe, 1, path, oneDevice, oneMs, 1 / (oneMs * 1e-3), Double.NaN);
+          }
+        }
+      } finally {
+        GpuIvfPqIndex.forceFullTables = false;
+      }
+    }
+  }
+
+  private static void row(PrintWriter csv, String data, int n, int dims, int nprobe, int batch, String path,
+                          double deviceMs, double wallMs, double qps, double agree) {
+    csv.printf("%s,%d,%d,%d,%d,%d,%d,%d,%s,%.4f,%.4f,%.1f,%.6f%n", data, n, dims, NLIST, M, nprobe, batch, K, path,
+        deviceMs, wallMs, qps, agree);
+    csv.flush();
+    System.out.printf("%-7d %6d %4d %-12s %10.3f %10.3f %12.0f %7.4f%n", nprobe, batch, K, path, deviceMs, wallMs, qps,
+        agree);
+  }
+
+  /** CUDA-event times of {@code reps} enqueued searches (after one warm-up), queries and results on the device. */
+  private static double[] deviceTimes(GpuDevice d, GpuIvfPqIndex index, float[] queries, int nq, int dims,
+                                      int nprobe, int reps) {
+    try (GpuDevice.Scope s = d.lock();
+         DeviceBuffer dq = d.allocate(4L * nq * dims);
+         DeviceBuffer outV = d.allocate(4L * nq * K);
+         DeviceBuffer outI = d.allocate(4L * nq * K)) {
+      d.upload(queries, 0, nq * dims, dq, 0);
+      Runnable search = () -> index.enqueueSearch(dq.address(), 0, nq, K, nprobe, 0, 0, outV, outI, 0);
+      search.run();
+      d.synchronize();
+      double[] t = new double[reps];
+      for (int r = 0; r < reps; r++) {
+        t[r] = d.time(search);
+      }
+      return t;
+    }
+  }
+
+  /** The fraction of {@code res}'s ids that are in {@code ref}'s id set of the same query. */
+  private static double agreement(SearchResult res, SearchResult ref, int nq) {
+    long same = 0;
+    long total = 0;
+    for (int q = 0; q < nq; q++) {
+      Set<Integer> ids = new HashSet<>();
+      for (int i = 0; i < ref.count(q); i++) {
+        ids.add(ref.id(q, i));
+      }
+      for (int i = 0; i < res.count(q); i++) {
+        same += ids.contains(res.id(q, i)) ? 1 : 0;
+        total++;
+      }
+    }
+    return total == 0 ? 1 : (double) same / total;
+  }
+
+  /** Coarse k-means (6 Lloyd rounds from random samples; assignments by the GPU's exact search): the centroids. */
+  private static float[] kmeansLists(GpuDevice d, float[] x, int n, int dims, int[] listOf) {
+    Random r = new Random(5);
+    float[] c = new float[NLIST * dims];
+    for (int l = 0; l < NLIST; l++) {
+      System.arraycopy(x, r.nextInt(n) * dims, c, l * dims, dims);
+    }
+    for (int round = 0; round < 6; round++) {
+      try (GpuFlatIndex index = GpuFlatIndex.upload(d, c, NLIST, dims, Metric.L2)) {
+        SearchResult res = index.search(x, n, 1, null);
+        for (int i = 0; i < n; i++) {
+          listOf[i] = res.id(i, 0);
+        }
+      }
+      double[] sum = new double[NLIST * dims];
+      int[] count = new int[NLIST];
+      for (int i = 0; i < n; i++) {
+        count[listOf[i]]++;
+        for (int k = 0; k < dims; k++) {
+          sum[listOf[i] * dims + k] += x[i * dims + k];
+        }
+      }
+      for (int l = 0; l < NLIST; l++) {
+        if (count[l] > 0) {
+          for (int k = 0; k < dims; k++) {
+            c[l * dims + k] = (float) (sum[l * dims + k] / count[l]);
+          }
+        }
+      }
+    }
+    try (GpuFlatIndex index = GpuFlatIndex.upload(d, c, NLIST, dims, Metric.L2)) {
+      SearchResult res = index.search(x, n, 1, null);
+      for (int i = 0; i < n; i++) {
+        listOf[i] = res.id(i, 0);
+      }
+    }
+    return c;
+  }
+
+  /** The lists of the assignment: ordinals grouped by list, ascending within each. */
+  private static IvfLists toLists(float[] centroids, int[] listOf, int n) {
+    int[] offsets = new int[NLIST + 1];
+    for (int i = 0; i < n; i++) {
+      offsets[listOf[i] + 1]++;
+    }
+    for (int l = 0; l < NLIST; l++) {
+      offsets[l + 1] += offsets[l];
+    }
+    int[] next = offsets.clone();
+    int[] ords = new int[n];
+    for (int i = 0; i < n; i++) {
+      ords[next[listOf[i]]++] = i;
+    }
+    return new IvfLists(NLIST, centroids, offsets, ords);
+  }
+
+  /** Per sub-space, k-means (4 Lloyd rounds from random samples) of the residuals' sub-vectors, in parallel. */
+  private static PqCodebook trainPq(float[] x, int dims, float[] centroids, int[] listOf, int n) {
+    int sub = dims / M;
+    float[] books = new float[M * KSUB * sub];
+    IntStream.range(0, M).parallel().forEach(j -> {
+      float[] res = new float[n * sub];
+      for (int i = 0; i < n; i++) {
+        for (int t = 0; t < sub; t++) {
+          res[i * sub + t] = x[i * dims + j * sub + t] - centroids[listOf[i] * dims + j * sub + t];
+        }
+      }
+      Random r = new Random(100 + j);
+      float[] w = new float[KSUB * sub];
+      for (int c = 0; c < KSUB; c++) {
+        System.arraycopy(res, r.nextInt(n) * sub, w, c * sub, sub);
+      }
+      int[] assign = new int[n];
+      for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < n; i++) {
+          assign[i] = nearest(res, i * sub, w, 0, sub);
+        }
+        double[] sum = new double[KSUB * sub];
+        int[] count = new int[KSUB];
+        for (int i = 0; i < n; i++) {
+          count[assign[i]]++;
+          for (int t = 0; t < sub; t++) {
+            sum[assign[i] * sub + t] += res[i * sub + t];
+          }
+        }
+        for (int c = 0; c < KSUB; c++) {
+          if (count[c] > 0) {
+            for (int t = 0; t < sub; t++) {
+              w[c * sub + t] = (float) (sum[c * sub + t] / count[c]);
+            }
+          }
+        }
+      }
+      System.arraycopy(w, 0, books, j * KSUB * sub, KSUB * sub);
+    });
+    return new PqCodebook(M, 8, sub, books);
+  }
+
+  /** The codeword of the KSUB x sub at w[from ..] nearest the sub-vector at v[at ..]. */
+  private static int nearest(float[] v, int at, float[] w, int from, int sub) {
+    int best = 0;
+    float bestDist = Float.MAX_VALUE;
+    for (int c = 0; c < KSUB; c++) {
+      float s = 0;
+      for (int t = 0; t < sub; t++) {
+        float diff = v[at + t] - w[from + c * sub + t];
+        s += diff * diff;
+      }
+      if (s < bestDist) {
+        bestDist = s;
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  /** The codes of the vectors in list order: per residual sub-vector its nearest codeword. */
+  private static byte[] encode(float[] x, int dims, float[] centroids, IvfLists lists, int[] listOf, PqCodebook pq) {
+    int sub = pq.subDims();
+    int[] ords = lists.ords();
+    byte[] codes = new byte[ords.length * M];
+    IntStream.range(0, ords.length).parallel().forEach(p -> {
+      int i = ords[p];
+      float[] res = new float[sub];
+      for (int j = 0; j < M; j++) {
+        for (int t = 0; t < sub; t++) {
+          res[t] = x[i * dims + j * sub + t] - centroids[listOf[i] * dims + j * sub + t];
+        }
+        codes[p * M + j] = (byte) nearest(res, 0, pq.codebooks(), j * KSUB * sub, sub);
+      }
+    });
+    return codes;
+  }
+}
