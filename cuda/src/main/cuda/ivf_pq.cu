@@ -131,13 +131,15 @@ __device__ __forceinline__ void ivfPqScan(const IvfPqScanParams& p) {
 
 using gv::IvfPqScanParams;
 // Stable names for the JCuda driver API, one per k bucket (the codec's re-rank depth reaches 2048); 128 threads
-// (4 warps), 64 for k2048, as the IVF-Flat scan (KSelect.blockSelectThreads).
+// (4 warps), 64 for k2048, as the IVF-Flat scan (KSelect.blockSelectThreads). A minimum of one block per SM: with
+// the default bound nvcc capped k64 and k1024 below their needs and spilled (sm_90, -Xptxas -v); a table in
+// shared memory limits the blocks per SM more than registers do anyway.
 extern "C" {
-__global__ void __launch_bounds__(128) gv_ivf_pq_scan_k32(IvfPqScanParams p) { gv::ivfPqScan<32>(p); }
-__global__ void __launch_bounds__(128) gv_ivf_pq_scan_k64(IvfPqScanParams p) { gv::ivfPqScan<64>(p); }
-__global__ void __launch_bounds__(128) gv_ivf_pq_scan_k128(IvfPqScanParams p) { gv::ivfPqScan<128>(p); }
-__global__ void __launch_bounds__(128) gv_ivf_pq_scan_k256(IvfPqScanParams p) { gv::ivfPqScan<256>(p); }
-__global__ void __launch_bounds__(128) gv_ivf_pq_scan_k512(IvfPqScanParams p) { gv::ivfPqScan<512>(p); }
-__global__ void __launch_bounds__(128) gv_ivf_pq_scan_k1024(IvfPqScanParams p) { gv::ivfPqScan<1024>(p); }
+__global__ void __launch_bounds__(128, 1) gv_ivf_pq_scan_k32(IvfPqScanParams p) { gv::ivfPqScan<32>(p); }
+__global__ void __launch_bounds__(128, 1) gv_ivf_pq_scan_k64(IvfPqScanParams p) { gv::ivfPqScan<64>(p); }
+__global__ void __launch_bounds__(128, 1) gv_ivf_pq_scan_k128(IvfPqScanParams p) { gv::ivfPqScan<128>(p); }
+__global__ void __launch_bounds__(128, 1) gv_ivf_pq_scan_k256(IvfPqScanParams p) { gv::ivfPqScan<256>(p); }
+__global__ void __launch_bounds__(128, 1) gv_ivf_pq_scan_k512(IvfPqScanParams p) { gv::ivfPqScan<512>(p); }
+__global__ void __launch_bounds__(128, 1) gv_ivf_pq_scan_k1024(IvfPqScanParams p) { gv::ivfPqScan<1024>(p); }
 __global__ void __launch_bounds__(64) gv_ivf_pq_scan_k2048(IvfPqScanParams p) { gv::ivfPqScan<2048>(p); }
 }

@@ -185,7 +185,9 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
   __syncthreads();  // the table and the terms 1 are in
   const unsigned long long* accept = p.acceptBits != nullptr ? p.acceptBits + query * p.acceptRowWords : nullptr;
   WarpQueue<K, Bucket<K>::T> q;
-  q.init(p.k);
+  // threshold at the k-th value (fewer insertions), but at the bucket's K-th for K = 2048: a run-time k-th
+  // position there made nvcc spill (255 registers, the 64-register warp queue's select chain)
+  if (K == 2048) q.init(); else q.init(p.k);
   for (int i = 0; i < probes; ++i) {  // uniform
     const int list = p.probes[(long long)query * p.nprobe + p0 + i];
     if (list < 0) continue;  // no list (a NaN query): nothing to add
@@ -230,7 +232,9 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
 }  // namespace gv
 
 // Stable names for the JCuda driver API. Table scan: 256 threads for k <= 128, else the bucket's 128 (64 for
-// k2048); at most two blocks per SM fit 100 KB tables anyway, so the K <= 128 kernels may use 128 registers.
+// k2048); at most two blocks per SM fit 100 KB tables anyway, so the K <= 128 kernels may use 128 registers,
+// and k512 / k1024 declare one block per SM as their minimum: with the default bound nvcc capped them at 96 /
+// 128 registers and spilled (sm_90, -Xptxas -v); now none of the table-scan kernels spills.
 extern "C" {
 __global__ void __launch_bounds__(128) gv_ivf_pq_code_terms(gv::IvfPqScanParams p) { gv::ivfPqCodeTerms(p); }
 __global__ void __launch_bounds__(gv::kPqTableThreads) gv_ivf_pq_query_tables(gv::IvfPqScanParams p) {
@@ -242,7 +246,7 @@ __global__ void __launch_bounds__(256, 2) gv_ivf_pq_table_scan_k128(gv::IvfPqSca
   gv::ivfPqTableScan<128>(p);
 }
 __global__ void __launch_bounds__(128) gv_ivf_pq_table_scan_k256(gv::IvfPqScanParams p) { gv::ivfPqTableScan<256>(p); }
-__global__ void __launch_bounds__(128) gv_ivf_pq_table_scan_k512(gv::IvfPqScanParams p) { gv::ivfPqTableScan<512>(p); }
+__global__ void __launch_bounds__(128, 1) gv_ivf_pq_table_scan_k512(gv::IvfPqScanParams p) { gv::ivfPqTableScan<512>(p); }
 __global__ void __launch_bounds__(128, 1) gv_ivf_pq_table_scan_k1024(gv::IvfPqScanParams p) {
   gv::ivfPqTableScan<1024>(p);
 }
