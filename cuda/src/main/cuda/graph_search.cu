@@ -23,8 +23,9 @@
 //   - an open-addressing hash table of ids (linear probing, atomicCAS: exact, and concurrent inserts of one id
 //     from two parents' rows give one winner), cleared when half full;
 //   - a Bloom filter (two bits per id, atomicOr), cleared at a 1/16 fill (false-positive rate ~1.4 %: such a node
-//     is skipped as if visited); concurrent inserts of one id may both look new, so duplicates are dropped after
-//     the candidate sort, where they are adjacent.
+//     is skipped as if visited); a batch is tested against the filter as it was before the batch, then added, so
+//     results do not depend on thread timing; an id twice in one batch (two parents' rows, repeated seeds) looks
+//     new twice, and the copy is dropped after the candidate sort, where the two are adjacent.
 // After a clear, the ids of both lists are inserted again: a node in a list is never a candidate again, and a node
 // evicted earlier can come back only as a candidate no better than the list's last entry, which the merge drops
 // (ties go to the list): the lists never hold an id twice and no node is expanded twice.
@@ -53,17 +54,29 @@ __device__ __forceinline__ unsigned mixId(unsigned x) {  // murmur3 finaliser
   return x;
 }
 
-// Inserts id into the visited set; true when it was not there before (the caller computes its distance).
-__device__ __forceinline__ bool visit(unsigned* table, int words, bool bloom, int id) {
-  if (bloom) {
-    const unsigned bits = (unsigned)words * 32u - 1u;
-    const unsigned h = mixId((unsigned)id);
-    const unsigned b1 = h & bits;
-    const unsigned b2 = mixId(h ^ 0x9e3779b9u) & bits;
-    const unsigned o1 = atomicOr(table + (b1 >> 5), 1u << (b1 & 31));
-    const unsigned o2 = atomicOr(table + (b2 >> 5), 1u << (b2 & 31));
-    return ((o1 >> (b1 & 31)) & (o2 >> (b2 & 31)) & 1u) == 0;
-  }
+// The two bits of id in a Bloom filter of `words` 32-bit words.
+__device__ __forceinline__ void bloomBits(int words, int id, unsigned& b1, unsigned& b2) {
+  const unsigned bits = (unsigned)words * 32u - 1u;
+  const unsigned h = mixId((unsigned)id);
+  b1 = h & bits;
+  b2 = mixId(h ^ 0x9e3779b9u) & bits;
+}
+
+__device__ __forceinline__ bool bloomContains(const unsigned* table, int words, int id) {
+  unsigned b1, b2;
+  bloomBits(words, id, b1, b2);
+  return ((table[b1 >> 5] >> (b1 & 31)) & (table[b2 >> 5] >> (b2 & 31)) & 1u) != 0;
+}
+
+__device__ __forceinline__ void bloomAdd(unsigned* table, int words, int id) {
+  unsigned b1, b2;
+  bloomBits(words, id, b1, b2);
+  atomicOr(table + (b1 >> 5), 1u << (b1 & 31));
+  atomicOr(table + (b2 >> 5), 1u << (b2 & 31));
+}
+
+// Inserts id into the hash table of `words` slots (-1 = empty); true when it was not there before.
+__device__ __forceinline__ bool hashInsert(unsigned* table, int words, int id) {
   const unsigned mask = (unsigned)words - 1u;
   unsigned h = mixId((unsigned)id) & mask;
   while (true) {  // at most half full: terminates
@@ -211,7 +224,8 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p) {
       __syncthreads();
       for (int i = threadIdx.x; i < M + K; i += blockDim.x) {
         const int id = i < M ? listI[i] : accI[i - M];
-        if (id != -1) visit(table, p.hashWords, bloom, id & ~kGraphExpanded);
+        if (id == -1) continue;
+        if (bloom) bloomAdd(table, p.hashWords, id & ~kGraphExpanded); else hashInsert(table, p.hashWords, id & ~kGraphExpanded);
       }
       inserted = M + K;
       __syncthreads();
@@ -220,12 +234,19 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p) {
     bool any = false;
     for (int j = threadIdx.x; j < B; j += blockDim.x) {
       int id = candI[j];
-      if (id >= 0 && !visit(table, p.hashWords, bloom, id)) id = -1;
+      // Bloom: tested against the set as it was before this batch (so the outcome does not depend on the order
+      // of the threads' inserts), the batch's ids added after the barrier
+      if (id >= 0 && (bloom ? bloomContains(table, p.hashWords, id) : !hashInsert(table, p.hashWords, id))) id = -1;
       candI[j] = id;
       candK[j] = GV_INF;
       any |= id >= 0;
     }
     if (__syncthreads_or(any) == 0) return;  // nothing new: the lists stay as they are
+    if (bloom) {
+      for (int j = threadIdx.x; j < B; j += blockDim.x) {
+        if (candI[j] >= 0) bloomAdd(table, p.hashWords, candI[j]);
+      }
+    }
     for (int j = team; j < B; j += teams) {  // uniform per team
       const int id = candI[j];
       if (id < 0) continue;
@@ -259,11 +280,11 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p) {
         const unsigned ballot = __ballot_sync(kFullMask, ok);
         const int warp = threadIdx.x / kWarpSize;
         const int lane = threadIdx.x % kWarpSize;
-        if (lane == 0) tmpI[warp] = __popc(ballot);  // tmp is free between merges
+        if (lane == 0) parents[warp] = __popc(ballot);  // the parents were read before this batch: free here
         __syncthreads();
         int before = total;
-        for (int w = 0; w < warp; ++w) before += tmpI[w];
-        for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) total += tmpI[w];
+        for (int w = 0; w < warp; ++w) before += parents[w];
+        for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) total += parents[w];
         if (ok) {
           const int at = before + __popc(ballot & ((1u << lane) - 1u));
           compK[at] = candK[j];
