@@ -143,6 +143,7 @@ __device__ __forceinline__ float teamKey(const float* x, const float4* q4, int d
   if ((dims & 3) == 0) {
     const float4* x4 = reinterpret_cast<const float4*>(x);
     const int d4 = dims >> 2;
+#pragma unroll 4
     for (int d = tl; d < d4; d += T) {
       const float4 a = __ldg(x4 + d);
       const float4 b = q4[d];

@@ -41,8 +41,15 @@ public final class GpuGraphIndex implements DeviceIndex {
    * search (and CAGRA's default); more cut the iterations (latency at small batches) for more distances.
    */
   static volatile int parents = Integer.getInteger("gv.graph.parents", 1);
-  /** Threads per block (system property {@code gv.graph.threads}: 64, 128, 192 or 256). */
-  static volatile int threads = Integer.getInteger("gv.graph.threads", 128);
+  /**
+   * Threads per block (system property {@code gv.graph.threads}: 64..256, a multiple of 32; 0 = by batch size:
+   * {@link #SMALL_BATCH_THREADS} for batches below {@link #SMALL_BATCH} queries, where few blocks leave the GPU idle
+   * and more distance teams per block cut the latency, else 128, where blocks fill the GPU and a smaller block pays
+   * less per barrier). An estimate, to be tuned on the GPU (GraphSearchBench).
+   */
+  static volatile int threads = Integer.getInteger("gv.graph.threads", 0);
+  static final int SMALL_BATCH = 1024;
+  static final int SMALL_BATCH_THREADS = 256;
   /**
    * Smallest visited set, in 32-bit words (system property {@code gv.graph.hashMinWords}, a power of two): a larger
    * one is cleared less often (each clear lets evicted nodes be computed again).
@@ -212,9 +219,17 @@ public final class GpuGraphIndex implements DeviceIndex {
   record SearchPlan(int width, int k, int threads, int parents, int batch, int teamSize, int hashWords,
                     int maxIterations, int sharedBytes) {
 
+    /** The plan of a large batch. */
     static SearchPlan of(int dims, int degree, int k, int searchWidth) {
+      return of(dims, degree, k, searchWidth, SMALL_BATCH);
+    }
+
+    static SearchPlan of(int dims, int degree, int k, int searchWidth, int nq) {
       int width = GpuGraphIndex.width(searchWidth, k);
       int t = GpuGraphIndex.threads;
+      if (t == 0) {
+        t = nq < SMALL_BATCH ? SMALL_BATCH_THREADS : 128;
+      }
       if (t < 64 || t > 256 || t % 32 != 0) {
         throw new IllegalArgumentException("gv.graph.threads must be 64..256, a multiple of 32: " + t);
       }
@@ -222,11 +237,17 @@ public final class GpuGraphIndex implements DeviceIndex {
       int batch = Math.max(32, pow2Ceil(p * degree));
       int team = Math.min(32, pow2Ceil((dims + 15) / 16));
       // cleared when half full (hash) or at 1/16 of its bits (Bloom, 2 bits of 32 per word: words * 2 ids); after
-      // a clear both lists go back in, and a batch must still fit: 4x that for few clears
-      int words = Math.max(pow2Ceil(Math.max(64, hashMinWords)), pow2Ceil(4 * (width + k + batch)));
+      // a clear both lists go back in, and a batch must still fit: 4x that for few clears, 2x where 4x would take
+      // the block past 96 KB (wide searches: the 99 KB of sm_86 / sm_89 hold them)
+      long fixed = 4L * ((dims + 3) / 4 * 4 + 4L * width + 2L * k + 4L * batch + 32 + 4);
+      int needed = pow2Ceil(2 * (width + k + batch));
+      int words = Math.max(pow2Ceil(Math.max(64, hashMinWords)), 2 * needed);
+      if (fixed + 4L * words > 96 << 10) {
+        words = Math.max(needed, Math.min(words, pow2Ceil(Math.max(64, hashMinWords))));
+      }
       // a safety net: a search normally stops when every node of its list is expanded
       int maxIterations = 4 * width / p + 100;
-      long shared = 4L * ((dims + 3) / 4 * 4 + 4L * width + 2L * k + 4L * batch + 32 + 4 + words);
+      long shared = fixed + 4L * words;
       return new SearchPlan(width, k, t, p, batch, team, words, maxIterations, (int) shared);
     }
   }
@@ -244,7 +265,7 @@ public final class GpuGraphIndex implements DeviceIndex {
   void enqueueSearch(long queries, int nq, int k, int searchWidth, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
-    SearchPlan plan = SearchPlan.of(dims, degree, k, searchWidth);
+    SearchPlan plan = SearchPlan.of(dims, degree, k, searchWidth, nq);
     GraphSearchParams p = new GraphSearchParams();
     p.vectors = vectors.address();
     p.graph = graph.address();

@@ -169,8 +169,9 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
               checkShape(what, res, d, masks);
               double gpu = GraphReference.recall(ids(res), k, truth, k, NQ, k);
               System.out.printf("[gpu-vectors] graph %s: recall@10 GPU %.4f, reference %.4f%n", what, gpu, refRecall);
-              // inner product over unnormalised vectors is the k-NN graph's hard case (hubs): a lower floor
-              double floor = m == Metric.INNER_PRODUCT ? 0.8 : 0.95;
+              // inner product over unnormalised vectors is the k-NN graph's hard case (hubs): a lower floor (the
+              // reference measured 0.77 at a 10 % filter on this data; L2 and cosine 0.99)
+              double floor = m == Metric.INNER_PRODUCT ? 0.7 : 0.95;
               if (Math.abs(gpu - refRecall) > SAME_ALGORITHM || gpu < floor) {
                 failures.add(what + ": GPU recall " + gpu + " vs reference " + refRecall + " (floor " + floor + ")");
               }

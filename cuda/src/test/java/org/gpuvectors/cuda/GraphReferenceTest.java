@@ -87,23 +87,35 @@ class GraphReferenceTest {
       for (int degree : new int[] {1, 8, 32, 100, 128, 1024}) {
         for (int k : new int[] {1, 10, 100, 2048}) {
           for (int searchWidth : new int[] {1, 16, 64, 1000, 2048}) {
-            GpuGraphIndex.SearchPlan p = GpuGraphIndex.SearchPlan.of(dims, degree, k, searchWidth);
-            String what = dims + "/" + degree + "/" + k + "/" + searchWidth + ": " + p;
-            assertEquals(Math.max(k, searchWidth), p.width(), what);
-            assertTrue(p.k() <= p.width(), what);
-            assertTrue(Integer.bitCount(p.batch()) == 1 && p.batch() >= 32 && p.batch() >= p.parents() * degree
-                && p.batch() <= 2048, what);
-            assertTrue(p.parents() >= 1 && p.parents() <= 32, what);
-            assertTrue(Integer.bitCount(p.teamSize()) == 1 && p.teamSize() <= 32 && p.threads() % p.teamSize() == 0,
-                what);
-            assertTrue(Integer.bitCount(p.hashWords()) == 1 && p.hashWords() / 2 >= p.width() + k + p.batch(), what);
-            long words = (dims + 3) / 4 * 4 + 4L * p.width() + 2L * k + 4L * p.batch() + 32 + 4 + p.hashWords();
-            assertEquals(4 * words, p.sharedBytes(), what);
-            assertTrue(p.maxIterations() >= p.width(), what);
+            for (int nq : new int[] {1, 100_000}) {
+              checkPlan(dims, degree, k, searchWidth, nq);
+            }
           }
         }
       }
     }
+  }
+
+  /** What gv_graph_search assumes of its parameters (it traps on the shared memory and visited-set sizes). */
+  private static void checkPlan(int dims, int degree, int k, int searchWidth, int nq) {
+    GpuGraphIndex.SearchPlan p = GpuGraphIndex.SearchPlan.of(dims, degree, k, searchWidth, nq);
+    String what = dims + "/" + degree + "/" + k + "/" + searchWidth + "/" + nq + ": " + p;
+    assertTrue(p.threads() >= 64 && p.threads() <= 256 && p.threads() % 32 == 0, what);
+    assertEquals(Math.max(k, searchWidth), p.width(), what);
+    assertTrue(p.k() <= p.width(), what);
+    assertTrue(Integer.bitCount(p.batch()) == 1 && p.batch() >= 32 && p.batch() >= p.parents() * degree
+        && p.batch() <= 2048, what);
+    assertTrue(p.parents() >= 1 && p.parents() <= 32, what);
+    assertTrue(Integer.bitCount(p.teamSize()) == 1 && p.teamSize() <= 32 && p.threads() % p.teamSize() == 0, what);
+    // a cleared set takes both lists and a batch (hash: half full; Bloom: 2 * words ids)
+    assertTrue(Integer.bitCount(p.hashWords()) == 1 && p.hashWords() / 2 >= p.width() + k + p.batch(), what);
+    long fixed = (dims + 3) / 4 * 4 + 4L * p.width() + 2L * k + 4L * p.batch() + 32 + 4;
+    assertEquals(4 * (fixed + p.hashWords()), p.sharedBytes(), what);
+    long smallest = 4 * (fixed + GpuGraphIndex.pow2Ceil(2 * (p.width() + k + p.batch())));
+    if (smallest <= 96 << 10) {
+      assertTrue(p.sharedBytes() <= 96 << 10, "a block fits sm_86's 99 KB when it can: " + what);
+    }
+    assertTrue(p.maxIterations() >= p.width(), what);
   }
 
   @Test

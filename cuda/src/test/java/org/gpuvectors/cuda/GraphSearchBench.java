@@ -35,8 +35,10 @@ public final class GraphSearchBench {
     try (GpuDevice d = GpuDevice.open(0);
          PrintWriter csv = BenchUtil.csv("graph_bench.csv",
              "data,n,dims,degree,visited,width,batch,recall_at_10,median_ms,queries_per_s")) {
-      System.out.printf("GPU %s; graph search, degree %d, build degree %d, k = %d; parents %d, threads %d%n", d.name(),
-          degree, 2 * degree, K, GpuGraphIndex.parents, GpuGraphIndex.threads);
+      System.out.printf("GPU %s; graph search, degree %d, build degree %d, k = %d; parents %d, threads %s%n", d.name(),
+          degree, 2 * degree, K, GpuGraphIndex.parents,
+          GpuGraphIndex.threads == 0 ? "by batch (" + GpuGraphIndex.SMALL_BATCH_THREADS + " below "
+              + GpuGraphIndex.SMALL_BATCH + " queries, else 128)" : GpuGraphIndex.threads);
       float[] x = FashionLike.readIdx(fmnist.resolve("train-images-idx3-ubyte.gz"), 60_000);
       float[] q = FashionLike.readIdx(fmnist.resolve("t10k-images-idx3-ubyte.gz"), BATCH);
       String name = "fashion-mnist";
