@@ -1,7 +1,9 @@
 package org.gpuvectors.cuda;
 
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import jcuda.Pointer;
 
@@ -57,7 +59,7 @@ public final class GpuGraphIndex implements DeviceIndex {
   static volatile int hashMinWords = Integer.getInteger("gv.graph.hashMinWords", 2048);
   /** The visited set of new indexes (system property {@code gv.graph.visited}: hash or bloom). */
   static final VisitedSet DEFAULT_VISITED =
-      VisitedSet.valueOf(System.getProperty("gv.graph.visited", "hash").toUpperCase(java.util.Locale.ROOT));
+      VisitedSet.valueOf(System.getProperty("gv.graph.visited", "hash").toUpperCase(Locale.ROOT));
 
   private final GpuDevice device;
   private final int n;
@@ -115,7 +117,8 @@ public final class GpuGraphIndex implements DeviceIndex {
     DeviceBuffer s = null;
     boolean ok = false;
     try (GpuDevice.Scope scope = device.lock()) {
-      g = IvfSearch.uploadInts(device, n == 0 ? new int[0] : java.util.Arrays.copyOf(adjacency, n * degree));
+      int rows = n * degree; // validated: adjacency holds at least this many
+      g = IvfSearch.uploadInts(device, adjacency.length == rows ? adjacency : Arrays.copyOf(adjacency, rows));
       s = IvfSearch.uploadInts(device, seeds);
       ok = true;
       return new GpuGraphIndex(device, n, dims, metric, degree, seeds.length, v, g, s);

@@ -2,8 +2,12 @@ package org.gpuvectors.cuda;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.PriorityQueue;
 import java.util.Random;
+import java.util.Set;
 import java.util.stream.IntStream;
 
 /**
@@ -66,7 +70,7 @@ final class GraphReference {
   private static List<double[]> topK(float[] x, int n, int dims, Metric m, float[] q, int qi, int k, long[] accept,
                                      int skip) {
     // a bounded max-heap by (key, id)
-    java.util.PriorityQueue<double[]> heap = new java.util.PriorityQueue<>(
+    PriorityQueue<double[]> heap = new PriorityQueue<>(
         (a, b) -> a[0] != b[0] ? Double.compare(b[0], a[0]) : Double.compare(b[1], a[1]));
     for (int j = 0; j < n; j++) {
       if (j == skip || !CpuOracle.accepted(accept, j)) {
@@ -110,7 +114,7 @@ final class GraphReference {
     int[] g = new int[n * degree];
     Arrays.fill(g, -1);
     for (int i = 0; i < n; i++) {
-      java.util.LinkedHashSet<Integer> row = new java.util.LinkedHashSet<>();
+      LinkedHashSet<Integer> row = new LinkedHashSet<>();
       List<Integer> rev = reverse.get(i);
       for (int r = 0; row.size() < degree && (r < forward || r < rev.size()); r++) {
         if (r < forward && knn[i * kk + r] >= 0) {
@@ -285,7 +289,7 @@ final class GraphReference {
     double sum = 0;
     int counted = 0;
     for (int q = 0; q < nq; q++) {
-      java.util.Set<Integer> t = new java.util.HashSet<>();
+      Set<Integer> t = new HashSet<>();
       for (int i = 0; i < k; i++) {
         if (truth[q * truthK + i] >= 0) {
           t.add(truth[q * truthK + i]);
