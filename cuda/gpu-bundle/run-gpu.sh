@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|torch|codec|fmnist|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|graph|torch|codec|fmnist|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run).
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
 # Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images.
 # ivfpq: IvfPqBench: GPU IVF-PQ (nlist 245, pq_m 98) precomputed-table vs full-table scan, batch 10k and 1,
 # nprobe 4/8/16, k = 40, on Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) or synthetic images.
+# graph: GraphSearchBench: GpuGraphIndex recall@10 and q/s at batch 10k and 1, widths 16..256, hash and Bloom
+# visited sets, on Fashion-MNIST from $FMNIST_DIR (else 60k x 784 synthetic images), then exact-n x 128 clustered
+# (exact-n 0: skipped); graph built with the GPU's exact k-NN; BENCH_OPTS passes e.g. -Dgv.graph.parents=2.
 # codec: FlatSearchBenchmark (GPU path vs CPU path through
 # the codec) and torch_flat.py on the same data, for exact-n x 128 and exact-n x 768.
 # fmnist: Fashion-MNIST (ann-benchmarks' fashion-mnist-784-euclidean), GPU exact vs CPU exact vs
@@ -38,7 +41,8 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.KSelectGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest \
     --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.Tf32BoundTest \
     --select-class org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuIvfPqIndexGpuTest \
-    --select-class org.gpuvectors.cuda.PqCodebookTest --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
+    --select-class org.gpuvectors.cuda.PqCodebookTest --select-class org.gpuvectors.cuda.GpuGraphIndexGpuTest \
+    --select-class org.gpuvectors.cuda.GraphReferenceTest --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60
   check_summary "$OUT/tests.log"
   # the codec on the GPU: Lucene's BaseKnnVectorsFormatTestCase, the format tests, the GPU-vs-oracle path, the service
@@ -62,6 +66,10 @@ if [ "$mode" = tf32 ]; then
 fi
 if [ "$mode" = ivfpq ]; then
   "${java[@]}" org.gpuvectors.cuda.IvfPqBench "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/ivfpq.log" || rc=1
+fi
+if [ "$mode" = graph ]; then
+  "${java[@]}" ${BENCH_OPTS:-} org.gpuvectors.cuda.GraphSearchBench "${FMNIST_DIR:-/tmp/fmnist}" "$exact_n" 2>&1 \
+    | tee "$OUT/graph_bench.log" || rc=1
 fi
 if [ "$mode" = torch ] || [ "$mode" = all ]; then
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_topk.py" "$sel_max" 2>&1 | tee "$OUT/torch_topk.log"

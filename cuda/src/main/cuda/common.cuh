@@ -153,6 +153,36 @@ struct RerankParams {
 };
 static_assert(sizeof(RerankParams) == 80, "RerankParams layout is shared with Java");
 
+// Parameters of the graph (CAGRA / SONG style) beam search (graph_search.cu; GraphSearchParams.java writes this
+// layout, 120 bytes). One block per query; the block's dynamic shared memory holds the query, the internal list,
+// the accepted list, the candidate buffers and the visited set (graphSharedWords in graph_search.cu, and
+// GpuGraphIndex.sharedBytes, compute its size). Keys: smaller = better (squared L2, or -x.q).
+struct GraphSearchParams {
+  const float* vectors;         // n x dims row-major (normalised for cosine)
+  const int* graph;             // n x degree: row i = the out-neighbours of ordinal i (-1 = none)
+  const int* seeds;             // numSeeds entry points (ordinals)
+  const float* queries;         // numQueries x dims row-major (normalised for cosine)
+  const unsigned long long* acceptBits;  // optional: bit ord set = ord may be returned (all are traversed)
+  float* outK;                  // numQueries x k: distances (L2) or inner products, best first
+  int* outIdx;                  // numQueries x k: ordinals (-1 = empty)
+  long long acceptRowWords;     // 64-bit words between the accept masks of consecutive queries (0: one mask)
+  int numQueries;
+  int n;
+  int dims;
+  int degree;
+  int numSeeds;
+  int k;                        // results per query, <= width
+  int width;                    // M: size of the internal sorted list of the best visited nodes
+  int batch;                    // candidate slots per iteration: a power of two >= parents * degree, >= 32
+  int parents;                  // nodes expanded per iteration (the best not yet expanded), 1..32
+  int teamSize;                 // threads that compute one distance together: a power of two, 1..32
+  int hashWords;                // 32-bit words of the visited set (a power of two)
+  int bloom;                    // visited set: 0 = open-addressing hash table, 1 = Bloom filter (2 bits per id)
+  int metric;                   // 0 = squared L2, 1 = inner product (selected largest)
+  int maxIterations;            // safety net: iterations (expansion rounds) at most
+};
+static_assert(sizeof(GraphSearchParams) == 120, "GraphSearchParams layout is shared with Java");
+
 __device__ __forceinline__ bool accepted(const unsigned long long* bits, long long id) {
   return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);
 }

@@ -5,7 +5,7 @@ import java.util.List;
 
 /**
  * Runs a batch of searches, over one or many {@link DeviceIndex}es ({@link GpuFlatIndex}, {@link
- * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}), as one GPU pass: every group's queries and accept masks go to the device in one
+ * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}), as one GPU pass: every group's queries and accept masks go to the device in one
  * copy each, every group's kernels are enqueued back to back on the device stream, and all results
  * come back in one copy per array. The host waits once per batch, not once per index: what makes
  * many segments cost about what one does.
@@ -115,6 +115,8 @@ public final class BatchSearch {
               group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
           case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
               group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
+          case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, group.numQueries(), group.k(), group.nprobe(),
+              accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width
           default -> throw new IllegalArgumentException(
               "no batched search for " + group.index().getClass().getSimpleName());
         }

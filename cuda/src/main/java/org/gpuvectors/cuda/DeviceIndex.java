@@ -2,7 +2,7 @@ package org.gpuvectors.cuda;
 
 /**
  * A search structure of one segment field resident in GPU memory ({@link GpuFlatIndex}, {@link
- * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}; graph types will implement it too). It owns its device memory:
+ * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}). It owns its device memory:
  * {@link #close()} returns it. Searches go through {@link BatchSearch}, which runs many queries over
  * many indexes in one pass.
  */

@@ -5,8 +5,9 @@ import java.util.Objects;
 /**
  * The queries of a batch that search one {@link DeviceIndex}: {@code numQueries} row-major query
  * vectors, the k wanted (per query the k best, best first; callers wanting fewer take a prefix), the
- * lists an IVF index probes per query ({@code nprobe} >= 1, capped at its nlist; ignored by flat
- * indexes), and which vectors each query may return.
+ * lists an IVF index probes per query ({@code nprobe} >= 1, capped at its nlist; for a graph index its
+ * search width: the beam keeps max(nprobe, k) nodes; ignored by flat indexes), and which vectors each
+ * query may return.
  *
  * <p>Accepted vectors: {@code sharedMask} applies to every query (null: all vectors), unless {@code
  * queryMasks} is given, which holds one mask per query (a null entry accepts all). Masks are bit
@@ -33,6 +34,8 @@ public record SearchGroup(
       ivf.probes(nprobe); // refuses what its coarse step cannot select, before a pass starts
     } else if (index instanceof GpuIvfPqIndex pq) {
       pq.probes(nprobe);
+    } else if (index instanceof GpuGraphIndex) {
+      GpuGraphIndex.width(nprobe, k); // refuses a width past the kernel's, before a pass starts
     }
     if (sharedMask != null && queryMasks != null) {
       throw new IllegalArgumentException("a shared mask or per-query masks, not both");

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams},
- * {@link IvfPqScanParams} and {@link RerankParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
+ * {@link IvfPqScanParams}, {@link RerankParams} and {@link GraphSearchParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
  * struct member has a Java field of the same name, and a value set in that field lands at the member's
  * offset (natural alignment, as nvcc lays it out) with its size. Adding a member on one side only, or
  * reordering, fails here and not on a GPU. Likewise the grouped scan's launch constants.
@@ -92,6 +92,12 @@ class ParamLayoutTest {
     Matcher m = Pattern.compile("constexpr int " + name + " = (\\d+);").matcher(header());
     assertTrue(m.find(), name + " in common.cuh");
     return Integer.parseInt(m.group(1));
+  }
+
+  @Test
+  void graphSearchParamsMatchesCommonCuh() throws Exception {
+    GraphSearchParams params = new GraphSearchParams();
+    assertEncodes("GraphSearchParams", params, params::encode, GraphSearchParams.BYTES);
   }
 
   @Test

@@ -1,0 +1,320 @@
+package org.gpuvectors.cuda;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import jcuda.Pointer;
+
+/**
+ * Graph-index (CAGRA-style) approximate k-NN over vectors resident in GPU memory: a fixed-degree proximity graph
+ * over the vectors (built by the codec: k-NN graph, rank-based pruning, reverse links) and a few entry points
+ * (seeds), searched by a best-first beam search, one thread block per query ({@code gv_graph_search},
+ * graph_search.cu). Metrics as {@link GpuFlatIndex}: squared L2, inner product, cosine (the inner product of
+ * vectors normalised at upload and queries normalised per search).
+ *
+ * <p>A search of width M (= max(search width, k)) keeps the M best visited nodes in a sorted list, expands the best
+ * not-yet-expanded ones ({@link #parents} per iteration) until every node of the list is expanded (or after
+ * {@link SearchPlan#maxIterations} iterations), and returns the list's k best. With an accept mask, every node is
+ * traversed but only accepted ones are returned: the kernel keeps a second list of the k best accepted nodes.
+ *
+ * <p>Device memory, owned here and returned by {@link #close()}: the vectors (cosine: normalised), the adjacency
+ * ({@code n x degree} ints) and the seeds. A search allocates nothing past its results: all its state lives in the
+ * block's shared memory. Threading as {@link GpuFlatIndex}: every method takes the device lock; many queries over
+ * many indexes run as one pass through {@link BatchSearch}, where a group's {@code nprobe} is the search width.
+ */
+public final class GpuGraphIndex implements DeviceIndex {
+  /** The largest search width (internal list size). */
+  public static final int MAX_WIDTH = 2048;
+  /** The largest out-degree. */
+  public static final int MAX_DEGREE = 1024;
+
+  /** The kernel's visited set (both kept so they can be measured against each other). */
+  enum VisitedSet {
+    /** Open-addressing hash table of ids in shared memory (exact), cleared when half full. */
+    HASH,
+    /** Bloom filter, two bits per id (a false positive skips a node), cleared at a 1/16 fill. */
+    BLOOM
+  }
+
+  /**
+   * Nodes expanded per iteration (system property {@code gv.graph.parents}, 1..32): 1 is the classic best-first
+   * search (and CAGRA's default); more cut the iterations (latency at small batches) for more distances.
+   */
+  static volatile int parents = Integer.getInteger("gv.graph.parents", 1);
+  /**
+   * Threads per block (system property {@code gv.graph.threads}: 64..256, a multiple of 32; 0 = by batch size:
+   * {@link #SMALL_BATCH_THREADS} for batches below {@link #SMALL_BATCH} queries, where few blocks leave the GPU idle
+   * and more distance teams per block cut the latency, else 128, where blocks fill the GPU and a smaller block pays
+   * less per barrier). An estimate, to be tuned on the GPU (GraphSearchBench).
+   */
+  static volatile int threads = Integer.getInteger("gv.graph.threads", 0);
+  static final int SMALL_BATCH = 1024;
+  static final int SMALL_BATCH_THREADS = 256;
+  /**
+   * Smallest visited set, in 32-bit words (system property {@code gv.graph.hashMinWords}, a power of two): a larger
+   * one is cleared less often (each clear lets evicted nodes be computed again).
+   */
+  static volatile int hashMinWords = Integer.getInteger("gv.graph.hashMinWords", 2048);
+  /** The visited set of new indexes (system property {@code gv.graph.visited}: hash or bloom). */
+  static final VisitedSet DEFAULT_VISITED =
+      VisitedSet.valueOf(System.getProperty("gv.graph.visited", "hash").toUpperCase(Locale.ROOT));
+
+  private final GpuDevice device;
+  private final int n;
+  private final int dims;
+  private final Metric metric;
+  private final int degree;
+  private final int numSeeds;
+  private final DeviceBuffer vectors; // n x dims (cosine: normalised)
+  private final DeviceBuffer graph; // n x degree
+  private final DeviceBuffer seeds;
+  private volatile VisitedSet visitedSet = DEFAULT_VISITED;
+  private boolean closed;
+
+  private GpuGraphIndex(GpuDevice device, int n, int dims, Metric metric, int degree, int numSeeds,
+                        DeviceBuffer vectors, DeviceBuffer graph, DeviceBuffer seeds) {
+    this.device = device;
+    this.n = n;
+    this.dims = dims;
+    this.metric = metric;
+    this.degree = degree;
+    this.numSeeds = numSeeds;
+    this.vectors = vectors;
+    this.graph = graph;
+    this.seeds = seeds;
+  }
+
+  /** Uploads {@code n} row-major vectors of {@code dims} floats with their graph; see the RowSource variant. */
+  public static GpuGraphIndex upload(GpuDevice device, float[] vectorsRowMajor, int n, int dims, Metric metric,
+                                     int[] adjacency, int degree, int[] seeds) {
+    if (n < 0 || dims < 1 || (long) n * dims > vectorsRowMajor.length) {
+      throw new IllegalArgumentException("need n * dims floats: n=" + n + " dims=" + dims + " length="
+          + vectorsRowMajor.length);
+    }
+    try {
+      return upload(device, n, dims, metric,
+          (first, count, dst) -> System.arraycopy(vectorsRowMajor, first * dims, dst, 0, count * dims),
+          adjacency, degree, seeds);
+    } catch (IOException e) {
+      throw new AssertionError("copying from an array does no I/O", e);
+    }
+  }
+
+  /**
+   * Uploads {@code n} vectors of {@code dims} floats read from {@code source} in slabs of a few MB (cosine:
+   * normalised on the way), the adjacency {@code int[n * degree]} (row i: the out-neighbours of ordinal i, -1 =
+   * none) and the entry points {@code seeds} (ordinals; at least one when n > 0).
+   */
+  public static GpuGraphIndex upload(GpuDevice device, int n, int dims, Metric metric, GpuFlatIndex.RowSource source,
+                                     int[] adjacency, int degree, int[] seeds) throws IOException {
+    Objects.requireNonNull(metric, "metric");
+    Objects.requireNonNull(source, "source");
+    validateGraph(n, adjacency, degree, seeds);
+    DeviceBuffer v = GpuFlatIndex.uploadRows(device, n, dims, metric == Metric.COSINE, source);
+    DeviceBuffer g = null;
+    DeviceBuffer s = null;
+    boolean ok = false;
+    try (GpuDevice.Scope scope = device.lock()) {
+      int rows = n * degree; // validated: adjacency holds at least this many
+      g = IvfSearch.uploadInts(device, adjacency.length == rows ? adjacency : Arrays.copyOf(adjacency, rows));
+      s = IvfSearch.uploadInts(device, seeds);
+      ok = true;
+      return new GpuGraphIndex(device, n, dims, metric, degree, seeds.length, v, g, s);
+    } finally {
+      if (!ok) {
+        IvfSearch.release(device, null, v, g, s);
+      }
+    }
+  }
+
+  /** The graph's shape: adjacency of n * degree ordinals in [-1, n), seeds in [0, n), at least one when n > 0. */
+  static void validateGraph(int n, int[] adjacency, int degree, int[] seeds) {
+    Objects.requireNonNull(adjacency, "adjacency");
+    Objects.requireNonNull(seeds, "seeds");
+    if (degree < 1 || degree > MAX_DEGREE) {
+      throw new IllegalArgumentException("degree must be in [1, " + MAX_DEGREE + "]: " + degree);
+    }
+    if (adjacency.length < (long) n * degree) {
+      throw new IllegalArgumentException("adjacency needs n * degree = " + (long) n * degree + " ints, got "
+          + adjacency.length);
+    }
+    for (int i = 0; i < n * degree; i++) {
+      if (adjacency[i] < -1 || adjacency[i] >= n) {
+        throw new IllegalArgumentException("adjacency of ordinal " + i / degree + " holds " + adjacency[i]
+            + ", not an ordinal in [0, " + n + ") or -1");
+      }
+    }
+    if (n > 0 && seeds.length == 0) {
+      throw new IllegalArgumentException("a graph of " + n + " vectors needs at least one seed");
+    }
+    for (int s : seeds) {
+      if (s < 0 || s >= n) {
+        throw new IllegalArgumentException("seed " + s + " is not an ordinal in [0, " + n + ")");
+      }
+    }
+  }
+
+  @Override
+  public int size() {
+    return n;
+  }
+
+  @Override
+  public int dims() {
+    return dims;
+  }
+
+  @Override
+  public Metric metric() {
+    return metric;
+  }
+
+  /** Out-degree of the graph. */
+  public int degree() {
+    return degree;
+  }
+
+  /** Device memory held by this index: vectors, adjacency and seeds. */
+  @Override
+  public long deviceBytes() {
+    return vectors.bytes() + graph.bytes() + seeds.bytes();
+  }
+
+  /** The visited set of the searches that start from now on (package-private: for tests and benchmarks). */
+  void setVisitedSet(VisitedSet v) {
+    this.visitedSet = Objects.requireNonNull(v);
+  }
+
+  VisitedSet visitedSet() {
+    return visitedSet;
+  }
+
+  /**
+   * The k best vectors per query found by a beam search of width max({@code searchWidth}, k); {@code acceptBits}
+   * null = all vectors may be returned, else by ordinal (all are traversed). Synchronous.
+   */
+  public SearchResult search(float[] queries, int numQueries, int k, int searchWidth, long[] acceptBits) {
+    try (GpuDevice.Scope s = device.lock()) {
+      ensureOpen();
+      return BatchSearch.run(device,
+          List.of(new SearchGroup(this, queries, numQueries, k, searchWidth, acceptBits, null)))[0];
+    }
+  }
+
+  /** The internal list size of a search for k with {@code searchWidth}: max(searchWidth, k), checked. */
+  static int width(int searchWidth, int k) {
+    if (searchWidth < 1) {
+      throw new IllegalArgumentException("search width must be >= 1: " + searchWidth);
+    }
+    int width = Math.max(searchWidth, k);
+    if (width > MAX_WIDTH) {
+      throw new IllegalArgumentException("search width must be at most " + MAX_WIDTH + ": " + width);
+    }
+    return width;
+  }
+
+  /**
+   * The launch of one search: block size, the per-iteration expansion and candidate batch, the distance teams,
+   * the visited set's size, the iteration cap and the dynamic shared memory (the kernel's graphSharedWords).
+   */
+  record SearchPlan(int width, int k, int threads, int parents, int batch, int teamSize, int hashWords,
+                    int maxIterations, int sharedBytes) {
+
+    /** The plan of a large batch. */
+    static SearchPlan of(int dims, int degree, int k, int searchWidth) {
+      return of(dims, degree, k, searchWidth, SMALL_BATCH);
+    }
+
+    static SearchPlan of(int dims, int degree, int k, int searchWidth, int nq) {
+      int width = GpuGraphIndex.width(searchWidth, k);
+      int t = GpuGraphIndex.threads;
+      if (t == 0) {
+        t = nq < SMALL_BATCH ? SMALL_BATCH_THREADS : 128;
+      }
+      if (t < 64 || t > 256 || t % 32 != 0) {
+        throw new IllegalArgumentException("gv.graph.threads must be 64..256, a multiple of 32: " + t);
+      }
+      int p = Math.max(1, Math.min(Math.min(GpuGraphIndex.parents, 32), 2048 / degree));
+      int batch = Math.max(32, pow2Ceil(p * degree));
+      int team = Math.min(32, pow2Ceil((dims + 15) / 16));
+      // cleared when half full (hash) or at 1/16 of its bits (Bloom, 2 bits of 32 per word: words * 2 ids); after
+      // a clear both lists go back in, and a batch must still fit: 4x that for few clears, 2x where 4x would take
+      // the block past 96 KB (wide searches: the 99 KB of sm_86 / sm_89 hold them)
+      long fixed = 4L * ((dims + 3) / 4 * 4 + 4L * width + 2L * k + 4L * batch + 32 + 4);
+      int needed = pow2Ceil(2 * (width + k + batch));
+      int words = Math.max(pow2Ceil(Math.max(64, hashMinWords)), 2 * needed);
+      if (fixed + 4L * words > 96 << 10) {
+        words = Math.max(needed, Math.min(words, pow2Ceil(Math.max(64, hashMinWords))));
+      }
+      // a safety net: a search normally stops when every node of its list is expanded
+      int maxIterations = 4 * width / p + 100;
+      long shared = fixed + 4L * words;
+      return new SearchPlan(width, k, t, p, batch, team, words, maxIterations, (int) shared);
+    }
+  }
+
+  static int pow2Ceil(int x) {
+    return x <= 1 ? 1 : Integer.highestOneBit(x - 1) << 1;
+  }
+
+  /**
+   * Enqueues the search of {@code nq} queries at device address {@code queries} (row-major, already normalised for
+   * cosine) without waiting: per query the k best (distance, ordinal) pairs at {@code out + 4 * (outElement + q *
+   * k)}, as {@link GpuFlatIndex#enqueueSearch} writes them. Accept masks by ordinal: see {@link
+   * SelectParams#acceptBits(long, long)}. Caller holds the device lock.
+   */
+  void enqueueSearch(long queries, int nq, int k, int searchWidth, long acceptAddress, long acceptRowWords,
+                     DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    ensureOpen();
+    SearchPlan plan = SearchPlan.of(dims, degree, k, searchWidth, nq);
+    GraphSearchParams p = new GraphSearchParams();
+    p.vectors = vectors.address();
+    p.graph = graph.address();
+    p.seeds = seeds.address();
+    p.queries = queries;
+    p.acceptBits = acceptAddress;
+    p.outK = outV.address() + 4L * outElement;
+    p.outIdx = outI.address() + 4L * outElement;
+    p.acceptRowWords = acceptRowWords;
+    p.numQueries = nq;
+    p.n = n;
+    p.dims = dims;
+    p.degree = degree;
+    p.numSeeds = numSeeds;
+    p.k = k;
+    p.width = plan.width();
+    p.batch = plan.batch();
+    p.parents = plan.parents();
+    p.teamSize = plan.teamSize();
+    p.hashWords = plan.hashWords();
+    p.bloom = visitedSet == VisitedSet.BLOOM ? 1 : 0;
+    p.metric = metric == Metric.L2 ? 0 : 1;
+    p.maxIterations = plan.maxIterations();
+    KernelModule m = device.module();
+    m.allowDynamicShared("gv_graph_search", plan.sharedBytes());
+    m.launch("gv_graph_search", nq, 1, plan.threads(), plan.sharedBytes(), device.stream(), Pointer.to(p.encode()));
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("GpuGraphIndex closed");
+    }
+  }
+
+  /** Returns the index's device memory to the pool. */
+  @Override
+  public void close() {
+    if (device.isClosed()) {
+      closed = true; // the device went first (node shutdown): its context took the memory with it
+      return;
+    }
+    try (GpuDevice.Scope s = device.lock()) {
+      if (!closed) {
+        closed = true;
+        IvfSearch.release(device, null, vectors, graph, seeds);
+      }
+    }
+  }
+}

@@ -1,0 +1,57 @@
+package org.gpuvectors.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * Parameters of one graph-search launch ({@code gv_graph_search}, graph_search.cu); mirrors {@code
+ * gv::GraphSearchParams} in common.cuh (120 bytes, little-endian; member by member checked by ParamLayoutTest).
+ * Device addresses are longs; 0 = none for the optional accept mask.
+ *
+ * <p>Block q searches query q from the seeds and writes its k best (distance, ordinal) pairs at
+ * {@code outK / outIdx + q * k}.
+ *
+ * <p>Not thread-safe (a plain value object).
+ */
+final class GraphSearchParams {
+  static final int BYTES = 120;
+
+  long vectors;
+  long graph;
+  long seeds;
+  long queries;
+  long acceptBits;
+  long outK;
+  long outIdx;
+  long acceptRowWords;
+  int numQueries;
+  int n;
+  int dims;
+  int degree;
+  int numSeeds;
+  int k;
+  /** M: the internal list's size (k <= width). */
+  int width;
+  /** Candidate slots per iteration: a power of two >= parents * degree, >= 32. */
+  int batch;
+  /** Nodes expanded per iteration. */
+  int parents;
+  /** Threads per distance: a power of two, 1..32. */
+  int teamSize;
+  /** 32-bit words of the visited set, a power of two. */
+  int hashWords;
+  /** 0 = open-addressing hash table, 1 = Bloom filter. */
+  int bloom;
+  /** 0 = squared L2, 1 = inner product (selected largest). */
+  int metric;
+  int maxIterations;
+
+  byte[] encode() {
+    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(vectors).putLong(graph).putLong(seeds).putLong(queries).putLong(acceptBits).putLong(outK)
+        .putLong(outIdx).putLong(acceptRowWords);
+    b.putInt(numQueries).putInt(n).putInt(dims).putInt(degree).putInt(numSeeds).putInt(k).putInt(width).putInt(batch)
+        .putInt(parents).putInt(teamSize).putInt(hashWords).putInt(bloom).putInt(metric).putInt(maxIterations);
+    return b.array();
+  }
+}
