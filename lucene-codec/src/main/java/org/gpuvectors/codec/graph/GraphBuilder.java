@@ -11,7 +11,8 @@ import org.gpuvectors.cuda.Metric;
  * Builds a segment field's {@code graph} index, the same way with or without a GPU: (1) the k-NN
  * graph with {@code build_degree} neighbours per vector ({@link KnnFinder}: the GPU's brute force, or
  * on the CPU brute force / NN-descent), (2) rank-based pruning to {@code degree} and (3) reverse links
- * ({@link GraphPruner}), (4) the entry points: {@link #seedCount} ordinals drawn with {@link #SEED}.
+ * ({@link GraphPruner}), (4) the entry points ({@link #seeds}): {@link #seedCount} vectors spread over
+ * the data by farthest-first traversal, plus one per part of the graph they cannot reach.
  */
 public final class GraphBuilder {
 
@@ -29,9 +30,13 @@ public final class GraphBuilder {
   public static final int MAX_SEARCH_WIDTH = 1024;
   /** Seed of everything random in a build (NN-descent's start and samples, the entry points). */
   public static final long SEED = 42;
-  /** Entry points at least / at most (about sqrt(n) in between). */
+  /** Entry points at least / at most (about sqrt(n) in between) before the reachability top-up. */
   static final int MIN_SEEDS = 32;
   static final int MAX_SEEDS = 256;
+  /** Entry points at most after the reachability top-up (one per unreachable part of the graph). */
+  static final int MAX_SEEDS_WITH_TOP_UP = 512;
+  /** Vectors the farthest-first traversal chooses the entry points from (a uniform sample). */
+  static final int SEED_SAMPLE = 32_768;
 
   private GraphBuilder() {}
 
@@ -72,11 +77,83 @@ public final class GraphBuilder {
     }
     int[] knn = finder.knn(vectors, buildDegree, metric);
     int[] adjacency = GraphPruner.addReverseLinks(GraphPruner.prune(knn, n, buildDegree, degree), n, degree);
-    return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency, seeds(n));
+    return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency, seeds(vectors, metric, adjacency, degree));
   }
 
-  /** {@link #seedCount} distinct ordinals drawn uniformly with {@link #SEED}, ascending. */
-  static int[] seeds(int n) {
-    return KMeans.sample(n, seedCount(n), new Random(SEED));
+  /**
+   * The entry points, ascending. A search starts from the best of them, so they must cover the data:
+   * random ones miss whole clusters of clustered data, whose k-NN graph has no edges between clusters,
+   * and queries there then find nothing. So: a farthest-first traversal (Gonzalez's k-center greedy, in
+   * L2, or cosine for cosine fields) over a uniform sample of at most {@link #SEED_SAMPLE} vectors
+   * picks {@link #seedCount} vectors, each the farthest from those before it (ties: the lower
+   * ordinal), starting from the sample's first; then every vector that no entry point reaches along
+   * the edges gets one (in ordinal order, up to {@link #MAX_SEEDS_WITH_TOP_UP} entry points).
+   */
+  static int[] seeds(FloatVectorValues vectors, Metric metric, int[] adjacency, int degree) throws IOException {
+    int n = vectors.size();
+    Metric spread = metric == Metric.COSINE ? Metric.COSINE : Metric.L2;
+    int[] sample = KMeans.sample(n, Math.min(n, SEED_SAMPLE), new Random(SEED));
+    VectorDistances distances = VectorDistances.of(vectors, spread, VectorDistances.norms(vectors, spread));
+    float[] nearestSeed = new float[sample.length];
+    java.util.Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
+    int count = seedCount(n);
+    int[] seeds = new int[Math.min(n, MAX_SEEDS_WITH_TOP_UP)];
+    int next = 0;
+    for (int s = 0; s < count; s++) {
+      int seed = sample[next];
+      seeds[s] = seed;
+      nearestSeed[next] = Float.NEGATIVE_INFINITY; // chosen: never again, even among duplicates
+      float[] x = distances.vector(seed);
+      int farthest = -1;
+      for (int p = 0; p < sample.length; p++) {
+        if (nearestSeed[p] == Float.NEGATIVE_INFINITY) {
+          continue;
+        }
+        nearestSeed[p] = Math.min(nearestSeed[p], distances.distanceTo(x, seed, sample[p]));
+        if (farthest < 0 || nearestSeed[p] > nearestSeed[farthest]) {
+          farthest = p;
+        }
+      }
+      next = farthest;
+    }
+    // reachability: one more entry point per part of the graph the others do not reach
+    org.apache.lucene.util.FixedBitSet reached = new org.apache.lucene.util.FixedBitSet(n);
+    int[] queue = new int[n];
+    for (int s = 0; s < count; s++) {
+      reach(seeds[s], adjacency, degree, reached, queue);
+    }
+    for (int u = 0; u < n && count < seeds.length; u++) {
+      if (reached.get(u) == false) {
+        seeds[count++] = u;
+        reach(u, adjacency, degree, reached, queue);
+      }
+    }
+    int[] result = java.util.Arrays.copyOf(seeds, count);
+    java.util.Arrays.sort(result);
+    for (int s = 1; s < result.length; s++) {
+      if (result[s] == result[s - 1]) {
+        throw new AssertionError("duplicate entry point " + result[s]); // the traversal never picks a seed twice
+      }
+    }
+    return result;
+  }
+
+  /** Marks everything reachable from {@code start} (breadth first; {@code queue} is scratch space of n). */
+  private static void reach(int start, int[] adjacency, int degree, org.apache.lucene.util.FixedBitSet reached, int[] queue) {
+    if (reached.getAndSet(start)) {
+      return;
+    }
+    int head = 0;
+    int tail = 0;
+    queue[tail++] = start;
+    while (head < tail) {
+      int u = queue[head++];
+      for (int p = u * degree, end = p + degree; p < end; p++) {
+        int v = adjacency[p];
+        if (v >= 0 && reached.getAndSet(v) == false) {
+          queue[tail++] = v;
+        }
+      }
+    }
   }
 }

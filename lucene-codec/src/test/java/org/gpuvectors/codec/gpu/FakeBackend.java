@@ -89,12 +89,18 @@ public final class FakeBackend implements GpuBackend {
     return out;
   }
 
+  /** A fault to throw from the next {@link #nearestK} calls (null: none). */
+  public volatile Supplier<RuntimeException> nearestKFault;
   /** Calls of {@link #nearestK} (graph builds' k-NN graph on the "device"). */
   public final AtomicInteger nearestKCalls = new AtomicInteger();
 
   @Override
   public SearchResult nearestK(float[] base, int numBase, float[] points, int count, int dims, Metric metric, int k) {
     check();
+    Supplier<RuntimeException> fault = nearestKFault;
+    if (fault != null) {
+      throw fault.get();
+    }
     nearestKCalls.incrementAndGet();
     int[] ids = new int[count * k];
     float[] distances = new float[count * k];
