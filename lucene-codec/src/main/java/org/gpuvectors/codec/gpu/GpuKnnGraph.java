@@ -18,6 +18,8 @@ final class GpuKnnGraph {
 
   /** Floats of one chunk of vectors on the Java heap (128 MB), as the IVF build's training sample. */
   static final long CHUNK_FLOATS = 32L << 20;
+  /** The chunk size in use (package-private so tests can force many chunks). */
+  static volatile long chunkFloats = CHUNK_FLOATS;
 
   private GpuKnnGraph() {}
 
@@ -26,7 +28,7 @@ final class GpuKnnGraph {
     int dims = vectors.dimension();
     // cosine: normalised rows ranked by the inner product, as the IVF assignment does
     Metric rank = metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric;
-    int chunkRows = (int) Math.max(1, Math.min(n, CHUNK_FLOATS / dims));
+    int chunkRows = (int) Math.max(1, Math.min(n, chunkFloats / dims));
     int[] bestIds = new int[n * k];
     float[] bestDistances = new float[n * k]; // smaller is nearer (minus the inner product)
     Arrays.fill(bestIds, -1);
