@@ -63,43 +63,44 @@ public record IndexParams(IndexType type, Map<String, Integer> values) {
   public static final IndexParams FLAT = new IndexParams(IndexType.FLAT, Map.of());
 
   /**
-   * Checks names and bounds.
+   * Checks names and bounds, and for {@code graph} that {@code build_degree} is at least {@code degree}.
    *
    * @throws IllegalArgumentException naming the parameter and what is wrong with it
    */
   public IndexParams {
     Objects.requireNonNull(type, "type");
-    Map<String, int[]> schema = SCHEMA.get(type);
     for (Map.Entry<String, Integer> e : values.entrySet()) {
-      int[] bounds = schema.get(e.getKey());
-      if (bounds == null) {
-        throw new IllegalArgumentException(
-            "unknown parameter ["
-                + e.getKey()
-                + "] for index type ["
-                + type
-                + "]; "
-                + (schema.isEmpty()
-                    ? "this type takes no parameters"
-                    : "valid parameters are " + new TreeMap<>(schema).keySet()));
-      }
-      int v = Objects.requireNonNull(e.getValue(), e.getKey());
-      if (v < bounds[0] || v > bounds[1]) {
-        throw new IllegalArgumentException(
-            "["
-                + e.getKey()
-                + "] must be in ["
-                + bounds[0]
-                + ", "
-                + bounds[1]
-                + "] but was ["
-                + v
-                + "]");
-      }
+      checkBounds(type, e.getKey(), Objects.requireNonNull(e.getValue(), e.getKey()));
     }
     values = Collections.unmodifiableMap(new TreeMap<>(values));
     if (type == IndexType.GRAPH) {
       checkGraph(values);
+    }
+  }
+
+  /**
+   * Checks one parameter on its own: that {@code type} takes it and that it is within its bounds (what
+   * depends on other parameters is checked by the constructor).
+   *
+   * @throws IllegalArgumentException naming the parameter and what is wrong with it
+   */
+  public static void checkBounds(IndexType type, String name, int value) {
+    Map<String, int[]> schema = SCHEMA.get(type);
+    int[] bounds = schema.get(name);
+    if (bounds == null) {
+      throw new IllegalArgumentException(
+          "unknown parameter ["
+              + name
+              + "] for index type ["
+              + type
+              + "]; "
+              + (schema.isEmpty()
+                  ? "this type takes no parameters"
+                  : "valid parameters are " + new TreeMap<>(schema).keySet()));
+    }
+    if (value < bounds[0] || value > bounds[1]) {
+      throw new IllegalArgumentException(
+          "[" + name + "] must be in [" + bounds[0] + ", " + bounds[1] + "] but was [" + value + "]");
     }
   }
 

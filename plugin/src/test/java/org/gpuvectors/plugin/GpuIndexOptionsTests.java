@@ -164,6 +164,8 @@ class GpuIndexOptionsTests {
             "[index_options] on field [vec]: [build_degree] must be >= [degree] (32, the default) but was [16]",
             Map.of("type", "graph", "build_degree", 16)
         );
+        // checked across the parameters, not one at a time: a small build_degree with a smaller degree is fine
+        assertEquals(Map.of("degree", 8, "build_degree", 16), GpuIndexOptions.parse("vec", Map.of("type", "graph", "build_degree", 16, "degree", 8)).parameters());
         assertMessage(
             "unknown parameter [nprobe] in [index_options] of type [graph] on field [vec]; valid parameters are [build_degree, degree, search_width]",
             Map.of("type", "graph", "nprobe", 4)
