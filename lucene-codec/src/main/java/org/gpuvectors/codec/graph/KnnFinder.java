@@ -13,9 +13,11 @@ import org.gpuvectors.cuda.Metric;
 public interface KnnFinder {
 
   /**
-   * Segments up to this many vectors get the exact k-NN graph on the CPU (n<sup>2</sup> distances:
-   * 32k vectors of 128 dimensions take a few seconds on a few cores); larger ones NN-descent, whose
-   * cost grows about linearly with n.
+   * Segments up to this many vectors get the exact k-NN graph on the CPU (n<sup>2</sup> distances),
+   * larger ones NN-descent, whose cost grows about linearly with n. Measured on 2 cores, Fashion-MNIST
+   * (784 dimensions), whole graph builds at k = 64: exact 22 s for 20k vectors (so about 60 s at this
+   * threshold), NN-descent 35 s for 40k; NN-descent finds about 98 % of the exact graph's edges
+   * ({@code GraphBuildTests}).
    */
   int EXACT_MAX_VECTORS = 32_768;
 
