@@ -1,9 +1,11 @@
 package org.gpuvectors.codec.graph;
 
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.OptionalInt;
 import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.util.FixedBitSet;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.Metric;
 
@@ -95,7 +97,7 @@ public final class GraphBuilder {
     int[] sample = KMeans.sample(n, Math.min(n, SEED_SAMPLE), new Random(SEED));
     VectorDistances distances = VectorDistances.of(vectors, spread, VectorDistances.norms(vectors, spread));
     float[] nearestSeed = new float[sample.length];
-    java.util.Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
+    Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
     int count = seedCount(n);
     int[] seeds = new int[Math.min(n, MAX_SEEDS_WITH_TOP_UP)];
     int next = 0;
@@ -117,7 +119,7 @@ public final class GraphBuilder {
       next = farthest;
     }
     // reachability: one more entry point per part of the graph the others do not reach
-    org.apache.lucene.util.FixedBitSet reached = new org.apache.lucene.util.FixedBitSet(n);
+    FixedBitSet reached = new FixedBitSet(n);
     int[] queue = new int[n];
     for (int s = 0; s < count; s++) {
       reach(seeds[s], adjacency, degree, reached, queue);
@@ -128,8 +130,8 @@ public final class GraphBuilder {
         reach(u, adjacency, degree, reached, queue);
       }
     }
-    int[] result = java.util.Arrays.copyOf(seeds, count);
-    java.util.Arrays.sort(result);
+    int[] result = Arrays.copyOf(seeds, count);
+    Arrays.sort(result);
     for (int s = 1; s < result.length; s++) {
       if (result[s] == result[s - 1]) {
         throw new AssertionError("duplicate entry point " + result[s]); // the traversal never picks a seed twice
@@ -139,7 +141,7 @@ public final class GraphBuilder {
   }
 
   /** Marks everything reachable from {@code start} (breadth first; {@code queue} is scratch space of n). */
-  private static void reach(int start, int[] adjacency, int degree, org.apache.lucene.util.FixedBitSet reached, int[] queue) {
+  private static void reach(int start, int[] adjacency, int degree, FixedBitSet reached, int[] queue) {
     if (reached.getAndSet(start)) {
       return;
     }

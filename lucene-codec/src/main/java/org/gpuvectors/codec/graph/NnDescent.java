@@ -2,6 +2,7 @@ package org.gpuvectors.codec.graph;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
@@ -101,8 +102,8 @@ final class NnDescent {
           old[no++] = list.ids[p];
         }
       }
-      forwardNew[v] = java.util.Arrays.copyOf(fresh, nf);
-      forwardOld[v] = java.util.Arrays.copyOf(old, no);
+      forwardNew[v] = Arrays.copyOf(fresh, nf);
+      forwardOld[v] = Arrays.copyOf(old, no);
     }
     Reservoirs reverseNew = new Reservoirs(n, mix(seed, iteration, 1));
     Reservoirs reverseOld = new Reservoirs(n, mix(seed, iteration, 2));
@@ -122,7 +123,7 @@ final class NnDescent {
 
   /** {@code a} then the members of {@code b} not in {@code a} (both short). */
   private static int[] union(int[] a, int[] b) {
-    int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+    int[] out = Arrays.copyOf(a, a.length + b.length);
     int size = a.length;
     outer:
     for (int x : b) {
@@ -133,7 +134,7 @@ final class NnDescent {
       }
       out[size++] = x;
     }
-    return java.util.Arrays.copyOf(out, size);
+    return Arrays.copyOf(out, size);
   }
 
   /** Per vector, a uniform sample of at most {@link #SAMPLE} of the ordinals offered to it. */
@@ -164,7 +165,7 @@ final class NnDescent {
     }
 
     int[] sample(int owner) {
-      return slots[owner] == null ? new int[0] : java.util.Arrays.copyOf(slots[owner], Math.min(SAMPLE, offered[owner]));
+      return slots[owner] == null ? new int[0] : Arrays.copyOf(slots[owner], Math.min(SAMPLE, offered[owner]));
     }
   }
 
@@ -225,7 +226,7 @@ final class NnDescent {
      */
     long join(int u, NeighborList list, Members members, int[][] joinNew, int[][] joinOld) throws IOException {
       if (++epoch == 0) {
-        java.util.Arrays.fill(stamp, 0);
+        Arrays.fill(stamp, 0);
         epoch = 1;
       }
       stamp[u] = epoch;
