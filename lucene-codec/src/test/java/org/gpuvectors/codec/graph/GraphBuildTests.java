@@ -29,9 +29,9 @@ class GraphBuildTests {
 
   /**
    * k = 3, degree 2. Row 0's edges by rank: 1, 2, 3. 0 -> 2 (rank 1) is detourable via 1 (0 -> 1 has
-   * rank 0 and 1 -> 2 rank 0, both below 1); 0 -> 3 (rank 2) is not (only 2's list holds 3 among 0's
-   * nearer neighbours' lists... and 2's list here does not). So 0 keeps 1 and 3 and drops 2, which a
-   * search reaches through 1. Every other row keeps its two nearest (each has one detour, at rank 2).
+   * rank 0 and 1 -> 2 rank 0, both below 1); 0 -> 3 (rank 2) is not (neither 1's nor 2's list holds 3).
+   * So 0 keeps 1 and 3 and drops 2, which a search reaches through 1. Every other row keeps its two
+   * nearest (each has one detour, at rank 2).
    */
   @Test
   void pruningDropsDetourableEdgesOnAHandCheckedExample() {
