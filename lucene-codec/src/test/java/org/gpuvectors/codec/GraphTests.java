@@ -203,6 +203,51 @@ class GraphTests {
     }
   }
 
+  /**
+   * The graph walk itself under filters (no visit limit, so Lucene never switches to its exact search,
+   * as it does through {@link #filteredSearchesKeepTheirRecall}'s queries when a filter is selective):
+   * rejected vectors are walked through but never collected, and the beam widened by the filter finds
+   * most of the accepted top 10.
+   */
+  @Test
+  void graphWalkUnderFiltersCollectsOnlyAcceptedVectors() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(8000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 10_000), vectors, graphType(sim, Map.of()));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        LeafReader leaf = reader.leaves().get(0).reader();
+        GpuVectorsReader ours = IvfTestSupport.reader(leaf);
+        for (int percent : new int[] {1, 10, 50}) {
+          int modulus = 100 / percent;
+          org.apache.lucene.util.FixedBitSet accepted = new org.apache.lucene.util.FixedBitSet(leaf.maxDoc());
+          for (int doc = 0; doc < leaf.maxDoc(); doc += modulus) {
+            accepted.set(doc); // one segment, every document with a vector, no deletions: doc = id = ordinal
+          }
+          double recall = 0;
+          int queries = 30;
+          for (int q = 0; q < queries; q++) {
+            float[] query = data.point(sim);
+            var collector = new org.apache.lucene.search.TopKnnCollector(10, Integer.MAX_VALUE);
+            ours.search(FIELD, query, collector, org.apache.lucene.search.AcceptDocs.fromIteratorSupplier(
+                () -> new org.apache.lucene.util.BitSetIterator(accepted, accepted.cardinality()), null, leaf.maxDoc()));
+            var hits = collector.topDocs().scoreDocs;
+            Set<Integer> truth = ids(oracleTopK(vectors, query, sim, 10, id -> id % modulus == 0));
+            int found = 0;
+            for (var hit : hits) {
+              assertTrue(accepted.get(hit.doc), "only accepted vectors: " + hit.doc);
+              found += truth.contains(hit.doc) ? 1 : 0;
+            }
+            recall += found / 10.0;
+          }
+          recall /= queries;
+          System.out.printf("[graph] graph walk with a %d%% filter: recall@10 %.4f%n", percent, recall);
+          assertTrue(recall >= 0.9, "recall@10 of the walk with a " + percent + " % filter: " + recall);
+        }
+      }
+    }
+  }
+
   @Test
   void graphInvariantsHoldAndBuildsAreDeterministic() throws IOException {
     VectorSimilarityFunction sim = VectorSimilarityFunction.COSINE;
