@@ -25,10 +25,10 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  * attributes {@link IndexParams#ATTRIBUTE_PREFIX}{@code <name>} ({@link IndexParams}); fields without
  * them get the format's defaults ({@link IndexType#FLAT} unless constructed otherwise). Use {@link
  * #markField(FieldType, IndexParams)} to tag a vector field type. {@code flat} (exact search),
- * {@code ivf_flat} and {@code ivf_pq} are implemented; writing any other type fails with an {@link
- * IllegalArgumentException}. An {@code ivf_flat} or {@code ivf_pq} segment field with fewer vectors
- * than the format's threshold ({@link #IVF_MIN_VECTORS_PROPERTY}) is written as flat: each segment's
- * meta entry says which structure it holds.
+ * {@code ivf_flat}, {@code ivf_pq} and {@code graph} are implemented; writing any other type fails
+ * with an {@link IllegalArgumentException}. An {@code ivf_flat}, {@code ivf_pq} or {@code graph}
+ * segment field with fewer vectors than the format's threshold ({@link #IVF_MIN_VECTORS_PROPERTY})
+ * is written as flat: each segment's meta entry says which structure it holds.
  *
  * <p>The raw vectors live in the files of {@link Lucene99FlatVectorsFormat} ({@code .vec}, {@code
  * .vemf}). This format adds two files per segment:
@@ -89,7 +89,22 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  *             whose ordinal is at that position): byte j is the codeword of sub-vector j
  *       </ul>
  *       The raw vectors are read from the flat vectors format to re-rank candidates exactly.
- *   <li>pqt, graph: reserved for PQ tree codebooks, and fixed-degree graph adjacency.
+ *   <li><b>graph</b> (fixed-degree proximity graph; see {@link org.gpuvectors.codec.graph.GraphLayout},
+ *       built by {@link org.gpuvectors.codec.graph.GraphBuilder}):
+ *       <ul>
+ *         <li><b>[vint]</b> version of the graph data (0)
+ *         <li><b>[vint]</b> degree, the out-degree of every vector (1 to 128)
+ *         <li><b>[vint]</b> build_degree, the k of the k-NN graph it was pruned from (degree to 256)
+ *         <li><b>[vint]</b> search_width, the beam width of a search at num_candidates up to it
+ *         <li><b>[int64]</b> seed of the build's random choices (42)
+ *         <li><b>[vint]</b> s, the number of entry points (1 to count)
+ *         <li><b>[int32] x s</b> the entry points: distinct vector ordinals, ascending
+ *         <li><b>[int32 x degree] x count</b> the adjacency, row-major: row i holds the out-neighbours
+ *             of ordinal i (no self loops, no duplicates); a row ends with -1 padding only when the
+ *             segment has at most degree vectors
+ *       </ul>
+ *       The vectors themselves are read from the flat vectors format (by ordinal).
+ *   <li>pqt: reserved for PQ tree codebooks.
  * </ul>
  */
 public final class GpuVectorsFormat extends KnnVectorsFormat {
@@ -136,8 +151,9 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
       List.of(VectorEncoding.BYTE, VectorEncoding.FLOAT32);
 
   /**
-   * System property: the fewest vectors a segment field needs for its IVF lists to be built (smaller
-   * segments stay flat: exact search over a few thousand vectors costs less than probing lists).
+   * System property: the fewest vectors a segment field needs for its IVF lists or its graph to be
+   * built (smaller segments stay flat: exact search over a few thousand vectors costs less than
+   * probing lists or walking a graph, and needs no build).
    */
   public static final String IVF_MIN_VECTORS_PROPERTY = "gpuvectors.ivf.min_vectors";
 

@@ -25,7 +25,9 @@ import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSegment;
+import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfIndex;
 import org.gpuvectors.codec.ivf.IvfPqField;
@@ -36,7 +38,8 @@ import org.gpuvectors.cuda.Metric;
  * vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
  * GpuSegmentSearcher}) when it can serve them, else on the CPU: exactly ({@link FlatExactSearcher})
  * for flat fields, over the nearest inverted lists for IVF fields ({@link IvfField}, {@link
- * IvfPqField}). As a {@link GpuSegment} it tells the
+ * IvfPqField}), by beam search for graph fields ({@link GraphField}; graph fields are always searched
+ * on the CPU for now, the fallback counted as {@link FallbackReason#GRAPH_ON_CPU}). As a {@link GpuSegment} it tells the
  * service which index it belongs to and which vectors its unfiltered searches accept, so one GPU pass
  * can serve a query's segments.
  */
@@ -49,6 +52,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   private final Map<String, FieldEntry> fields = new HashMap<>();
   /** The IVF indexes of this segment's IVF fields (fields below the IVF threshold are flat here). */
   private final Map<String, IvfIndex> ivfFields = new HashMap<>();
+  /** The graphs of this segment's graph fields (fields below the threshold are flat here). */
+  private final Map<String, GraphField> graphFields = new HashMap<>();
   private final IndexInput data;
   /** Accept masks of this segment's fields (the live-docs mask is built once per deletion generation). */
   private final AcceptMasks acceptMasks = new AcceptMasks();
@@ -98,6 +103,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         }
         if (entry.indexType().isIvf()) {
           ivfFields.put(e.getKey(), readIvf(dataIn, entry));
+        } else if (entry.indexType() == IndexType.GRAPH) {
+          graphFields.put(e.getKey(), GraphField.read(dataIn, entry.dataOffset(), entry.dataLength(), entry.size()));
         } else if (entry.dataLength() != 0) {
           throw new CorruptIndexException("flat field [" + e.getKey() + "] has index data: " + entry, dataIn);
         }
@@ -191,6 +198,30 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return ivfFields.get(field) instanceof IvfPqField pq ? pq : null;
   }
 
+  /** The field's graph in this segment, or null (other types, or a segment below the threshold). */
+  GraphField graphField(String field) {
+    return graphFields.get(field);
+  }
+
+  /**
+   * Whether a GPU search of this field must run on the CPU because it is a graph (no GPU graph
+   * search yet): counted as {@link FallbackReason#GRAPH_ON_CPU} when the GPU could otherwise serve it
+   * (else under the reason the GPU cannot).
+   */
+  private boolean graphOnCpu(GpuSearchService service, String field, KnnCollector[] collectors) {
+    if (graphFields.containsKey(field) == false) {
+      return false;
+    }
+    int k = 0;
+    for (KnnCollector collector : collectors) {
+      k = Math.max(k, collector.k());
+    }
+    if (service.canServe(k)) {
+      service.countFallback(FallbackReason.GRAPH_ON_CPU);
+    }
+    return true;
+  }
+
   @Override
   public int deviceK(String field, int k) {
     FieldEntry entry = fields.get(field);
@@ -242,7 +273,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     }
     FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
     GpuSearchService service = GpuSearchServices.current();
-    if (GpuSegmentSearcher.search(
+    if (graphOnCpu(service, field, collectors) == false && GpuSegmentSearcher.search(
         service,
         this,
         field,
@@ -263,6 +294,14 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   private void searchOnCpu(
       String field, FieldEntry entry, FloatVectorValues vectors, float[][] targets, KnnCollector[] collectors,
       AcceptDocs acceptDocs) throws IOException {
+    GraphField graph = graphFields.get(field);
+    if (graph != null) {
+      FlatVectorsScorer scorers = flatVectorsReader.getFlatVectorScorer(field);
+      for (int q = 0; q < targets.length; q++) {
+        graph.search(scorers, entry.similarityFunction(), vectors, targets[q], collectors[q], acceptDocs);
+      }
+      return;
+    }
     IvfIndex ivf = ivfFields.get(field);
     if (ivf == null) {
       searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
@@ -283,7 +322,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       GpuSearchService service, String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
       throws IOException {
     FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, collectors[0]);
-    if (entry == null) {
+    if (entry == null || graphOnCpu(service, field, collectors)) {
       return null;
     }
     return GpuSegmentSearcher.prepare(
@@ -319,7 +358,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     FieldEntry entry = fields.get(field);
     if (entry == null
         || entry.size() == 0
-        || entry.vectorEncoding() != VectorEncoding.FLOAT32) {
+        || entry.vectorEncoding() != VectorEncoding.FLOAT32
+        || graphFields.containsKey(field)) { // graphs are searched on the CPU for now
       return false;
     }
     return service.warm(
@@ -375,7 +415,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
             fields, RamUsageEstimator.shallowSizeOfInstance(FieldEntry.class))
         + flatVectorsReader.ramBytesUsed()
         + acceptMasks.ramBytesUsed()
-        + ivfFields.values().stream().mapToLong(IvfIndex::ramBytesUsed).sum();
+        + ivfFields.values().stream().mapToLong(IvfIndex::ramBytesUsed).sum()
+        + graphFields.values().stream().mapToLong(GraphField::ramBytesUsed).sum();
   }
 
   @Override

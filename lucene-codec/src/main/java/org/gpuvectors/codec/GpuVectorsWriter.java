@@ -25,6 +25,8 @@ import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.graph.GraphBuilder;
+import org.gpuvectors.codec.graph.GraphLayout;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.codec.ivf.BuiltIvf;
 import org.gpuvectors.codec.ivf.IvfBuilder;
@@ -38,8 +40,10 @@ import org.gpuvectors.cuda.Metric;
  * Writes the {@link GpuVectorsFormat} files: raw vectors through the wrapped flat vectors writer,
  * then one meta entry (and the field's index data) per field at flush and at merge. IVF fields get
  * their lists built here ({@link IvfBuilder}: k-means on the GPU when the node has one), and
- * {@code ivf_pq} fields their codes too ({@link IvfPqBuilder}), unless the segment holds fewer vectors
- * than the format's threshold: then the segment's entry says flat.
+ * {@code ivf_pq} fields their codes too ({@link IvfPqBuilder}); graph fields their graph ({@link
+ * GraphBuilder}: the k-NN graph on the GPU when the node has one); unless the segment holds fewer
+ * vectors than the format's threshold: then the segment's entry says flat. A merge builds from the
+ * merged vectors (without the deleted documents), never from the merged segments' structures.
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
 
@@ -143,19 +147,21 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       int count = field.flatFieldWriter.getDocsWithFieldSet().cardinality();
       IndexType built = IndexType.FLAT;
       long dataOffset = data.getFilePointer();
-      if (buildsLists(field.fieldInfo, field.indexType, count)) {
+      if (buildsIndex(field.fieldInfo, field.indexType, count)) {
         @SuppressWarnings("unchecked")
         List<float[]> buffered = (List<float[]>) field.flatFieldWriter.getVectors();
-        BuiltIvf layout =
-            buildLists(field.fieldInfo, field.indexType, FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()));
+        int[] oldToNew = null;
         if (sortMap != null) {
-          // the lists were built on the buffered (unsorted) ordinals: rename them as the sorted segment numbers them
-          int[] oldToNew = new int[count];
+          // the index is built on the buffered (unsorted) ordinals: rename them as the sorted segment numbers them
+          oldToNew = new int[count];
           KnnVectorsWriter.mapOldOrdToNewOrd(
               field.flatFieldWriter.getDocsWithFieldSet(), sortMap, oldToNew, new int[count], new DocsWithFieldSet());
-          layout = layout.remap(oldToNew);
         }
-        writeLists(field.fieldInfo, layout);
+        writeIndex(
+            field.fieldInfo,
+            field.indexType,
+            FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()),
+            oldToNew);
         built = field.indexType;
       }
       writeMeta(field.fieldInfo, built, count, dataOffset, data.getFilePointer() - dataOffset);
@@ -183,8 +189,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     // the lists need random access to the merged vectors: a temporary copy, read back off-heap
     try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, mergeState)) {
       IndexType built = IndexType.FLAT;
-      if (buildsLists(fieldInfo, type, merged.size())) {
-        writeLists(fieldInfo, buildLists(fieldInfo, type, merged.vectors()));
+      if (buildsIndex(fieldInfo, type, merged.size())) {
+        writeIndex(fieldInfo, type, merged.vectors(), null);
         built = type;
       }
       writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
@@ -192,9 +198,9 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     return null;
   }
 
-  /** Whether a field of this type and size gets inverted lists (small segments stay flat). */
-  private boolean buildsLists(FieldInfo fieldInfo, IndexType type, int count) {
-    return type.isIvf()
+  /** Whether a field of this type and size gets its search structure (small segments stay flat). */
+  private boolean buildsIndex(FieldInfo fieldInfo, IndexType type, int count) {
+    return type.buildsIndex()
         && fieldInfo.getVectorEncoding() == VectorEncoding.FLOAT32
         && count >= Math.max(1, ivfMinVectors);
   }
@@ -202,6 +208,34 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   /** The field's parameters: from its attributes, or the format's for unmarked fields. */
   private IndexParams params(FieldInfo fieldInfo) {
     return GpuVectorsFormat.isMarked(fieldInfo) ? IndexParams.of(fieldInfo) : unmarkedFields;
+  }
+
+  /**
+   * Builds the field's structure on {@code vectors} and writes it to the data file; {@code oldToNew}
+   * (null: none) renames the ordinals as the segment numbers them (a flush under index sorting).
+   */
+  private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew)
+      throws IOException {
+    if (type == IndexType.GRAPH) {
+      GraphLayout graph = buildGraph(fieldInfo, vectors);
+      (oldToNew == null ? graph : graph.remap(oldToNew)).writeTo(data);
+      return;
+    }
+    BuiltIvf layout = buildLists(fieldInfo, type, vectors);
+    writeLists(fieldInfo, oldToNew == null ? layout : layout.remap(oldToNew));
+  }
+
+  /** The field's graph (k-NN graph on the GPU when the node has one, else on the CPU). */
+  private GraphLayout buildGraph(FieldInfo fieldInfo, FloatVectorValues vectors) throws IOException {
+    IndexParams params = params(fieldInfo);
+    int degree = GraphBuilder.degree(params.get(IndexParams.DEGREE));
+    return GraphBuilder.build(
+        vectors,
+        GpuSearchService.metric(fieldInfo.getVectorSimilarityFunction()),
+        degree,
+        GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
+        GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
+        GpuSearchServices.current().knnFinder());
   }
 
   /** The field's IVF structure: the lists, and for {@code ivf_pq} the codes of the vectors. */

@@ -7,6 +7,7 @@ import java.util.OptionalInt;
 import java.util.TreeMap;
 import org.apache.lucene.document.FieldType;
 import org.apache.lucene.index.FieldInfo;
+import org.gpuvectors.codec.graph.GraphBuilder;
 
 /**
  * An index type and the build / search parameters a user gave for it (absent ones take the
@@ -32,9 +33,9 @@ public record IndexParams(IndexType type, Map<String, Integer> values) {
   public static final String PQ_BITS = "pq_bits";
   /** Graph: out-degree of the persisted graph. */
   public static final String DEGREE = "degree";
-  /** Graph: out-degree while building. */
+  /** Graph: neighbours per vector of the k-NN graph the build prunes (at least {@code degree}). */
   public static final String BUILD_DEGREE = "build_degree";
-  /** Graph: search beam width. */
+  /** Graph: the search's beam (best-first list) width at {@code num_candidates} up to it. */
   public static final String SEARCH_WIDTH = "search_width";
 
   /** Integer parameters each type accepts, with inclusive bounds {min, max}. */
@@ -54,49 +55,73 @@ public record IndexParams(IndexType type, Map<String, Integer> values) {
           Map.of(PQ_M, new int[] {1, 4096}, PQ_BITS, new int[] {4, 8}, NPROBE, new int[] {1, 1 << 16}),
           IndexType.GRAPH,
           Map.of(
-              DEGREE, new int[] {4, 256},
-              BUILD_DEGREE, new int[] {4, 512},
-              SEARCH_WIDTH, new int[] {1, 4096}));
+              DEGREE, new int[] {GraphBuilder.MIN_DEGREE, GraphBuilder.MAX_DEGREE},
+              BUILD_DEGREE, new int[] {GraphBuilder.MIN_DEGREE, GraphBuilder.MAX_BUILD_DEGREE},
+              SEARCH_WIDTH, new int[] {GraphBuilder.MIN_SEARCH_WIDTH, GraphBuilder.MAX_SEARCH_WIDTH}));
 
   /** Flat (exact) search, no parameters. */
   public static final IndexParams FLAT = new IndexParams(IndexType.FLAT, Map.of());
 
   /**
-   * Checks names and bounds.
+   * Checks names and bounds, and for {@code graph} that {@code build_degree} is at least {@code degree}.
    *
    * @throws IllegalArgumentException naming the parameter and what is wrong with it
    */
   public IndexParams {
     Objects.requireNonNull(type, "type");
-    Map<String, int[]> schema = SCHEMA.get(type);
     for (Map.Entry<String, Integer> e : values.entrySet()) {
-      int[] bounds = schema.get(e.getKey());
-      if (bounds == null) {
-        throw new IllegalArgumentException(
-            "unknown parameter ["
-                + e.getKey()
-                + "] for index type ["
-                + type
-                + "]; "
-                + (schema.isEmpty()
-                    ? "this type takes no parameters"
-                    : "valid parameters are " + new TreeMap<>(schema).keySet()));
-      }
-      int v = Objects.requireNonNull(e.getValue(), e.getKey());
-      if (v < bounds[0] || v > bounds[1]) {
-        throw new IllegalArgumentException(
-            "["
-                + e.getKey()
-                + "] must be in ["
-                + bounds[0]
-                + ", "
-                + bounds[1]
-                + "] but was ["
-                + v
-                + "]");
-      }
+      checkBounds(type, e.getKey(), Objects.requireNonNull(e.getValue(), e.getKey()));
     }
     values = Collections.unmodifiableMap(new TreeMap<>(values));
+    if (type == IndexType.GRAPH) {
+      checkGraph(values);
+    }
+  }
+
+  /**
+   * Checks one parameter on its own: that {@code type} takes it and that it is within its bounds (what
+   * depends on other parameters is checked by the constructor).
+   *
+   * @throws IllegalArgumentException naming the parameter and what is wrong with it
+   */
+  public static void checkBounds(IndexType type, String name, int value) {
+    Map<String, int[]> schema = SCHEMA.get(type);
+    int[] bounds = schema.get(name);
+    if (bounds == null) {
+      throw new IllegalArgumentException(
+          "unknown parameter ["
+              + name
+              + "] for index type ["
+              + type
+              + "]; "
+              + (schema.isEmpty()
+                  ? "this type takes no parameters"
+                  : "valid parameters are " + new TreeMap<>(schema).keySet()));
+    }
+    if (value < bounds[0] || value > bounds[1]) {
+      throw new IllegalArgumentException(
+          "[" + name + "] must be in [" + bounds[0] + ", " + bounds[1] + "] but was [" + value + "]");
+    }
+  }
+
+  /** {@code build_degree} (given or default) must be at least {@code degree} (given or default). */
+  private static void checkGraph(Map<String, Integer> values) {
+    Integer buildDegree = values.get(BUILD_DEGREE);
+    Integer degree = values.get(DEGREE);
+    int effectiveDegree = degree == null ? GraphBuilder.DEFAULT_DEGREE : degree;
+    if (buildDegree != null && buildDegree < effectiveDegree) {
+      throw new IllegalArgumentException(
+          "["
+              + BUILD_DEGREE
+              + "] must be >= ["
+              + DEGREE
+              + "] ("
+              + effectiveDegree
+              + (degree == null ? ", the default" : "")
+              + ") but was ["
+              + buildDegree
+              + "]");
+    }
   }
 
   /** The parameters {@code type} accepts, with their bounds {min, max}. */

@@ -25,7 +25,13 @@ public enum IndexType {
   IVF_PQ(2, "ivf_pq"),
   /** Product quantization tree (Wieschollek et al.). */
   PQT(3, "pqt"),
-  /** Fixed-degree k-NN graph (GGNN build, SONG / GGNN search). */
+  /**
+   * Fixed-degree proximity graph (CAGRA-style build: k-NN graph, rank-based pruning, reverse links),
+   * searched best-first from a few entry points. Parameters: {@code degree} (default {@link
+   * org.gpuvectors.codec.graph.GraphBuilder#DEFAULT_DEGREE}), {@code build_degree} (default twice
+   * the degree) and {@code search_width} (default {@link
+   * org.gpuvectors.codec.graph.GraphBuilder#DEFAULT_SEARCH_WIDTH}).
+   */
   GRAPH(4, "graph");
 
   private final int code;
@@ -48,7 +54,7 @@ public enum IndexType {
 
   /** Whether this release can write and search this index type. */
   public boolean isImplemented() {
-    return this == FLAT || this == IVF_FLAT || this == IVF_PQ;
+    return this == FLAT || this == IVF_FLAT || this == IVF_PQ || this == GRAPH;
   }
 
   /**
@@ -59,7 +65,15 @@ public enum IndexType {
     return this == IVF_FLAT || this == IVF_PQ;
   }
 
-  /** The implemented types' names, as {@code [flat], [ivf_flat], [ivf_pq]}. */
+  /**
+   * Whether segment fields of this type get a search structure built at flush and merge (those above
+   * the format's size threshold; smaller ones stay flat): the IVF types and {@link #GRAPH}.
+   */
+  public boolean buildsIndex() {
+    return isIvf() || this == GRAPH;
+  }
+
+  /** The implemented types' names, as {@code [flat], [ivf_flat], [ivf_pq], [graph]}. */
   public static String implementedNames() {
     return Arrays.stream(values())
         .filter(IndexType::isImplemented)

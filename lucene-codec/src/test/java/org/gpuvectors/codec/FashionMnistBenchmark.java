@@ -113,6 +113,8 @@ public final class FashionMnistBenchmark {
       ivf(IndexType.IVF_PQ, new int[] {4, 8, 16, 32}, train, test, truth, rows, service);
     }
 
+    graph(train, test, truth, rows, service, threads);
+
     // Lucene HNSW, m=16, beam width 100, built with all cores, one segment; queries on all cores
     Path hnswPath = Files.createTempDirectory("gv-fmnist-hnsw");
     ExecutorService pool = Executors.newFixedThreadPool(threads);
@@ -198,6 +200,42 @@ public final class FashionMnistBenchmark {
   }
 
   /**
+   * {@code graph} at the default degree (32) and build degree (64), one segment, with {@code
+   * search_width} 16 so that num_candidates sets the beam width (max(search_width, num_candidates)):
+   * rows at several widths. The k-NN step of the build runs on the GPU when there is one (printed);
+   * searches run on the CPU on all cores (no GPU graph search yet: counted as graph_on_cpu), top 10 of
+   * num_candidates as Elasticsearch does.
+   */
+  private static void graph(float[][] train, float[][] test, int[][] truth, List<String> rows, GpuSearchService service,
+                            int threads) throws Exception {
+    Path path = Files.createTempDirectory("gv-fmnist-graph");
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try (Directory dir = FSDirectory.open(path)) {
+      FieldType type =
+          GpuVectorsFormat.markField(
+              KnnFloatVectorField.createFieldType(train[0].length, VectorSimilarityFunction.EUCLIDEAN),
+              new IndexParams(IndexType.GRAPH, java.util.Map.of(IndexParams.SEARCH_WIDTH, 16)));
+      long gpuBefore = service.stats().gpuKnnGraphVectors();
+      long cpuBefore = service.stats().cpuKnnGraphVectors();
+      double build = build(dir, new GpuVectorsCodec(), type, train);
+      System.out.printf(Locale.ROOT, "graph: build + force-merge %.1f s (k-NN graph of %d vectors on the GPU, %d on the CPU)%n",
+          build, service.stats().gpuKnnGraphVectors() - gpuBefore, service.stats().cpuKnnGraphVectors() - cpuBefore);
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IndexSearcher searcher = new IndexSearcher(reader);
+        for (int candidates : new int[] {16, 32, 64, 128, 256}) {
+          searchHnsw(searcher, test, candidates, pool); // warm-up
+          long s = System.nanoTime();
+          TopDocs[] all = searchHnsw(searcher, test, candidates, pool);
+          rows.add(row("cpu-graph-" + threads + "-threads", "width=" + candidates, recall(all, truth), test.length / seconds(s), build));
+        }
+      }
+    } finally {
+      pool.shutdown();
+      IOUtils.rm(path);
+    }
+  }
+
+  /**
    * Queries/s of the best of 3 runs over all queries in batches through {@link KnnBatchSearcher}
    * (the first run pays JIT and device-pool warm-up), results of the last run in {@code all}; prints
    * where the best run's time went: host work outside the GPU passes, the passes' host enqueue, and
@@ -229,6 +267,7 @@ public final class FashionMnistBenchmark {
     return best;
   }
 
+  /** Top K of Lucene's kNN query for max(K, ef) candidates, queries spread over all cores (HNSW's ef; graph's width). */
   private static TopDocs[] searchHnsw(IndexSearcher searcher, float[][] queries, int ef, ExecutorService pool) throws Exception {
     TopDocs[] results = new TopDocs[queries.length];
     List<Future<?>> futures = new ArrayList<>();

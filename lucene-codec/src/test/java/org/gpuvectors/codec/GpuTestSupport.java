@@ -11,18 +11,18 @@ import org.gpuvectors.cuda.GpuAvailability;
  * (CI), failed when the run demands a GPU (the GPU bundle sets {@code -Dgv.requireGpu=true} or
  * {@code GV_REQUIRE_GPU=1}): there a missing fatbin, JCuda natives or CUDA init is a broken build.
  */
-final class GpuTestSupport {
+public final class GpuTestSupport {
 
   private GpuTestSupport() {}
 
-  static boolean gpuRequired() {
+  public static boolean gpuRequired() {
     String env = System.getenv("GV_REQUIRE_GPU");
     return Boolean.getBoolean("gv.requireGpu")
         || (env != null && (env.equals("1") || env.toLowerCase(Locale.ROOT).equals("true")));
   }
 
   /** Skips (or, when a GPU is required, fails) the test unless a GPU is usable. */
-  static void assumeGpuOrFail(GpuAvailability availability) {
+  public static void assumeGpuOrFail(GpuAvailability availability) {
     if (availability.available()) {
       return;
     }

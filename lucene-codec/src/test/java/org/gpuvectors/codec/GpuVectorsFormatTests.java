@@ -576,7 +576,7 @@ class GpuVectorsFormatTests {
     FieldType pqt =
         GpuVectorsFormat.markField(
             KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN), IndexType.PQT);
-    assertRejected(pqt, "index type [pqt] is not implemented yet; available types are [flat], [ivf_flat], [ivf_pq]");
+    assertRejected(pqt, "index type [pqt] is not implemented yet; available types are [flat], [ivf_flat], [ivf_pq], [graph]");
 
     // parameters arrive as attributes and are checked again here (a mapping layer may not be there)
     FieldType badNlist = new FieldType(KnnFloatVectorField.createFieldType(DIMS, VectorSimilarityFunction.EUCLIDEAN));

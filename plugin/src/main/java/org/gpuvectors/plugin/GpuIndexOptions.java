@@ -83,7 +83,7 @@ record GpuIndexOptions(IndexParams params) implements ToXContentObject {
             }
             int v = (Integer) entry.getValue();
             try {
-                new IndexParams(type, Map.of(name, v)); // the codec's bounds, one parameter at a time to name it
+                IndexParams.checkBounds(type, name, v); // the codec's bounds, one parameter at a time to name it
             } catch (IllegalArgumentException e) {
                 throw parameterError(field, name, e);
             }

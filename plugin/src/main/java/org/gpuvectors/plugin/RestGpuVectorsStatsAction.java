@@ -79,10 +79,13 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             }
             builder.endObject();
             builder.endObject();
-            // index builds: the nearest-centroid step of k-means and of IVF list assignment
+            // index builds: the nearest-centroid step of k-means and of IVF list assignment, and the
+            // k-NN graph step of graph builds
             builder.startObject("builds");
             builder.field("gpu_assigned_vectors", stats.gpuAssignedVectors());
             builder.field("cpu_assigned_vectors", stats.cpuAssignedVectors());
+            builder.field("gpu_knn_graph_vectors", stats.gpuKnnGraphVectors());
+            builder.field("cpu_knn_graph_vectors", stats.cpuKnnGraphVectors());
             builder.endObject();
             builder.endObject();
             channel.sendResponse(new RestResponse(RestStatus.OK, builder));

@@ -73,7 +73,7 @@ class GpuIndexOptionsTests {
         );
         assertMessage("[index_options.nlist] on field [vec] must be an integer but got [many]", Map.of("type", "ivf_pq", "nlist", "many"));
         assertMessage("[index_options.pq_bits] on field [vec] must be in [4, 8] but was [9]", Map.of("type", "ivf_pq", "pq_bits", 9));
-        assertMessage("[index_options] type [graph] on field [vec] is not implemented yet", Map.of("type", "graph"));
+        assertMessage("[index_options] type [pqt] on field [vec] is not implemented yet", Map.of("type", "pqt"));
     }
 
     @Test
@@ -141,13 +141,44 @@ class GpuIndexOptionsTests {
     }
 
     @Test
-    void refusesTypesNotImplementedListingTheAvailableOnes() {
-        // needs the codec's ivf_flat and ivf_pq: pqt and graph are still refused, after their parameters were checked
+    void parsesGraphAndRefusesBadGraphParameters() {
+        // needs the codec's graph (IndexType.GRAPH.isImplemented())
+        Map<String, Object> mapping = new LinkedHashMap<>();
+        mapping.put("type", "graph");
+        mapping.put("search_width", 128);
+        mapping.put("degree", 16);
+        mapping.put("build_degree", 48);
+        GpuIndexOptions options = GpuIndexOptions.parse("vec", mapping);
+        assertEquals(IndexType.GRAPH, options.type());
+        assertEquals(Map.of("degree", 16, "build_degree", 48, "search_width", 128), options.parameters());
+        assertEquals("{\"type\":\"graph\",\"build_degree\":48,\"degree\":16,\"search_width\":128}", Strings.toString(options));
+        assertEquals(Map.of(), GpuIndexOptions.parse("vec", Map.of("type", "graph")).parameters());
+        assertMessage("[index_options.degree] on field [vec] must be in [8, 128] but was [4]", Map.of("type", "graph", "degree", 4));
+        assertMessage("[index_options.build_degree] on field [vec] must be in [8, 256] but was [512]", Map.of("type", "graph", "build_degree", 512));
+        assertMessage("[index_options.search_width] on field [vec] must be in [8, 1024] but was [2048]", Map.of("type", "graph", "search_width", 2048));
         assertMessage(
-            "[index_options] type [pqt] on field [vec] is not implemented yet; available types are [flat, ivf_flat, ivf_pq]",
+            "[index_options] on field [vec]: [build_degree] must be >= [degree] (64) but was [32]",
+            Map.of("type", "graph", "degree", 64, "build_degree", 32)
+        );
+        assertMessage(
+            "[index_options] on field [vec]: [build_degree] must be >= [degree] (32, the default) but was [16]",
+            Map.of("type", "graph", "build_degree", 16)
+        );
+        // checked across the parameters, not one at a time: a small build_degree with a smaller degree is fine
+        assertEquals(Map.of("degree", 8, "build_degree", 16), GpuIndexOptions.parse("vec", Map.of("type", "graph", "build_degree", 16, "degree", 8)).parameters());
+        assertMessage(
+            "unknown parameter [nprobe] in [index_options] of type [graph] on field [vec]; valid parameters are [build_degree, degree, search_width]",
+            Map.of("type", "graph", "nprobe", 4)
+        );
+    }
+
+    @Test
+    void refusesTypesNotImplementedListingTheAvailableOnes() {
+        // needs the codec's ivf_flat, ivf_pq and graph: pqt is still refused, after its parameters were checked
+        assertMessage(
+            "[index_options] type [pqt] on field [vec] is not implemented yet; available types are [flat, ivf_flat, ivf_pq, graph]",
             Map.of("type", "pqt", "pq_m", 8, "pq_bits", 8)
         );
-        assertMessage("type [graph] on field [vec] is not implemented yet; available types are [flat, ivf_flat, ivf_pq]", Map.of("type", "graph"));
         assertMessage("[index_options.pq_bits] on field [vec] must be in [4, 8] but was [3]", Map.of("type", "pqt", "pq_bits", 3));
     }
 

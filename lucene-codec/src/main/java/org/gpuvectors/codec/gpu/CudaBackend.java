@@ -57,6 +57,31 @@ final class CudaBackend implements GpuBackend {
     }
   }
 
+  /** Queries per brute-force pass of {@link #nearestK} (bounds the results held on the device at once). */
+  private static final int NEAREST_K_BLOCK = 8192;
+
+  @Override
+  public SearchResult nearestK(float[] base, int numBase, float[] points, int count, int dims, Metric metric, int k) {
+    int[] ids = new int[count * k];
+    float[] distances = new float[count * k];
+    // the base is uploaded once, the points go in blocks; the flat index tiles the distance matrix itself
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, base, numBase, dims, metric)) {
+      for (int first = 0; first < count; first += NEAREST_K_BLOCK) {
+        int n = Math.min(NEAREST_K_BLOCK, count - first);
+        float[] block = java.util.Arrays.copyOfRange(points, first * dims, (first + n) * dims);
+        SearchResult result = BatchSearch.run(device, List.of(new SearchGroup(index, block, n, k, null, null)))[0];
+        for (int q = 0; q < n; q++) {
+          for (int i = 0; i < k; i++) {
+            boolean present = i < result.count(q);
+            ids[(first + q) * k + i] = present ? result.id(q, i) : -1;
+            distances[(first + q) * k + i] = present ? result.distance(q, i) : Float.NaN;
+          }
+        }
+      }
+    }
+    return new SearchResult(count, k, ids, distances);
+  }
+
   @Override
   public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException {
     int dims = vectors.dimension();

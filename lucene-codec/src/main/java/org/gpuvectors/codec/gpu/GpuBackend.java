@@ -42,6 +42,14 @@ public interface GpuBackend extends Closeable {
   int[] nearest(float[] centroids, int numCentroids, float[] points, int count, int dims, Metric metric);
 
   /**
+   * For each of {@code count} points (row-major) its {@code k} nearest of {@code numBase} base rows
+   * (row-major) by {@code metric}, best first, with their raw distances: the brute-force primitive
+   * that builds a graph's k-NN graph. Cosine: callers pass normalised rows and ask for the inner
+   * product. {@code k <= numBase}.
+   */
+  SearchResult nearestK(float[] base, int numBase, float[] points, int count, int dims, Metric metric, int k);
+
+  /**
    * Runs a batch of searches as one pass; results in group order. One batch at a time. Adds the
    * pass's host enqueue time to {@code timing[0]} and its wait for the device to {@code timing[1]}
    * (nanoseconds; a backend that cannot tell leaves them).

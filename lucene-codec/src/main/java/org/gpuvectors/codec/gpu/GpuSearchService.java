@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
@@ -509,6 +510,29 @@ public final class GpuSearchService implements Closeable {
       }
       Assigner.CPU.assign(centroids, points, count, metric, out, outOffset);
       stats.recordAssigned(count, false);
+    };
+  }
+
+  /**
+   * Step (1) of a graph build, the k-NN graph: on this service's GPU (exact brute force, {@link
+   * GpuBackend#nearestK}) while it serves, else on the CPU ({@link KnnFinder#CPU}, also when a GPU call
+   * fails: an index build never fails because of the GPU). Counted in the stats by vectors.
+   */
+  public KnnFinder knnFinder() {
+    return (vectors, k, metric) -> {
+      int n = vectors.size();
+      if (n > 1 && refusal(0) == null) {
+        try {
+          int[] knn = GpuKnnGraph.knn(backend, vectors, k, metric);
+          stats.recordKnnGraph(n, true);
+          return knn;
+        } catch (CudaException e) {
+          gpuError(e); // counted; the graph is built on the CPU
+        }
+      }
+      int[] knn = KnnFinder.CPU.knn(vectors, k, metric);
+      stats.recordKnnGraph(n, false);
+      return knn;
     };
   }
 

@@ -26,6 +26,8 @@ public final class GpuSearchStats {
   private final LongAdder speculativeHits = new LongAdder();
   private final LongAdder gpuAssignedVectors = new LongAdder();
   private final LongAdder cpuAssignedVectors = new LongAdder();
+  private final LongAdder gpuKnnGraphVectors = new LongAdder();
+  private final LongAdder cpuKnnGraphVectors = new LongAdder();
   private final LongAdder exhaustiveIvfSearches = new LongAdder();
   private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
 
@@ -122,6 +124,20 @@ public final class GpuSearchStats {
   /** Counts an IVF search that scans every list because of its filter. */
   public void recordExhaustiveIvfSearch() {
     exhaustiveIvfSearches.increment();
+  }
+
+  /** Vectors whose graph build's k-NN graph the GPU computed. */
+  public long gpuKnnGraphVectors() {
+    return gpuKnnGraphVectors.sum();
+  }
+
+  /** Vectors whose graph build's k-NN graph the CPU computed (no GPU, or the GPU failed). */
+  public long cpuKnnGraphVectors() {
+    return cpuKnnGraphVectors.sum();
+  }
+
+  void recordKnnGraph(int count, boolean gpu) {
+    (gpu ? gpuKnnGraphVectors : cpuKnnGraphVectors).add(count);
   }
 
   void recordAssigned(int count, boolean gpu) {

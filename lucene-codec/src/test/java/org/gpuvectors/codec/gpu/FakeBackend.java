@@ -89,6 +89,44 @@ public final class FakeBackend implements GpuBackend {
     return out;
   }
 
+  /** A fault to throw from the next {@link #nearestK} calls (null: none). */
+  public volatile Supplier<RuntimeException> nearestKFault;
+  /** Calls of {@link #nearestK} (graph builds' k-NN graph on the "device"). */
+  public final AtomicInteger nearestKCalls = new AtomicInteger();
+
+  @Override
+  public SearchResult nearestK(float[] base, int numBase, float[] points, int count, int dims, Metric metric, int k) {
+    check();
+    Supplier<RuntimeException> fault = nearestKFault;
+    if (fault != null) {
+      throw fault.get();
+    }
+    nearestKCalls.incrementAndGet();
+    int[] ids = new int[count * k];
+    float[] distances = new float[count * k];
+    for (int q = 0; q < count; q++) {
+      // exact in double, best first, ties by the lower row: a raw distance (squared L2 or inner product) per hit
+      double[] value = new double[numBase];
+      Integer[] order = new Integer[numBase];
+      for (int r = 0; r < numBase; r++) {
+        double acc = 0;
+        for (int d = 0; d < dims; d++) {
+          float a = base[r * dims + d];
+          float b = points[q * dims + d];
+          acc += metric == Metric.L2 ? (a - b) * (double) (a - b) : (double) a * b;
+        }
+        value[r] = metric == Metric.L2 ? acc : -acc;
+        order[r] = r;
+      }
+      java.util.Arrays.sort(order, (x, y) -> value[x] != value[y] ? Double.compare(value[x], value[y]) : Integer.compare(x, y));
+      for (int i = 0; i < k; i++) {
+        ids[q * k + i] = order[i];
+        distances[q * k + i] = (float) (metric == Metric.L2 ? value[order[i]] : -value[order[i]]);
+      }
+    }
+    return new SearchResult(count, k, ids, distances);
+  }
+
   /** The nearest of {@code rows} rows of {@code matrix} to the vector at {@code x[from]} (ties: lower row). */
   private static int nearestRow(float[] matrix, int rows, float[] x, int from, int dims, Metric metric) {
     int best = 0;

@@ -1,0 +1,127 @@
+package org.gpuvectors.codec.graph;
+
+import java.io.IOException;
+import org.apache.lucene.search.KnnCollector;
+import org.apache.lucene.store.IndexInput;
+import org.apache.lucene.util.BitSet;
+import org.apache.lucene.util.Bits;
+import org.apache.lucene.util.FixedBitSet;
+import org.apache.lucene.util.SparseFixedBitSet;
+import org.apache.lucene.util.hnsw.RandomVectorScorer;
+
+/**
+ * One best-first beam search of a {@link GraphField} on the CPU (the CAGRA / SONG loop): a list of the
+ * {@code width} best vectors scored so far, best first; each iteration expands the best vector not
+ * yet expanded (scores its neighbours not yet visited and merges them into the list); the search
+ * ends when every vector in the list is expanded. It starts from the entry points. Vectors a filter
+ * or a deletion rejects are traversed (they lead to accepted ones) but never collected: the collector
+ * receives every accepted vector scored and keeps its best k.
+ */
+final class BeamSearch {
+
+  /** A filter widens the beam by at most this factor (selective filters end in Lucene's exact search, through the visit limit). */
+  static final int MAX_FILTER_WIDENING = 16;
+  /** Segments up to this many vectors mark visits in a {@link FixedBitSet}, larger ones in a sparse one. */
+  private static final int DENSE_VISITED_MAX = 1 << 20;
+
+  private final GraphField graph;
+  private final RandomVectorScorer scorer;
+  private final Bits acceptOrds;
+  private final int[] ids;
+  private final float[] scores;
+  private final boolean[] expanded;
+  private int count;
+  /** No vector before this position is unexpanded. */
+  private int cursor;
+
+  BeamSearch(GraphField graph, RandomVectorScorer scorer, Bits acceptOrds, int width) {
+    this.graph = graph;
+    this.scorer = scorer;
+    this.acceptOrds = acceptOrds;
+    this.ids = new int[width];
+    this.scores = new float[width];
+    this.expanded = new boolean[width];
+  }
+
+  /** See {@link GraphField#width}. */
+  static int width(int searchWidth, int k, long accepted, int size) {
+    double width = Math.max(searchWidth, k);
+    if (accepted < size) {
+      width = Math.min(width * MAX_FILTER_WIDENING, width * size / Math.max(1, accepted));
+    }
+    return (int) Math.max(1, Math.min(size, Math.max(k, Math.ceil(width))));
+  }
+
+  void run(KnnCollector collector) throws IOException {
+    int size = graph.size();
+    BitSet visited = size <= DENSE_VISITED_MAX ? new FixedBitSet(size) : new SparseFixedBitSet(size);
+    for (int seed : graph.entryPoints()) {
+      if (collector.earlyTerminated()) {
+        return;
+      }
+      visited.set(seed);
+      visit(seed, collector);
+    }
+    IndexInput adjacency = graph.adjacencyReader();
+    int degree = graph.degree();
+    int[] row = new int[degree];
+    // each vector enters the list at most once (visited), so at most size expansions: the cap is a safety net
+    for (int iteration = 0; iteration < size; iteration++) {
+      while (cursor < count && expanded[cursor]) {
+        cursor++;
+      }
+      if (cursor == count) {
+        return; // every vector in the list is expanded
+      }
+      expanded[cursor] = true;
+      adjacency.seek(4L * ids[cursor] * degree);
+      adjacency.readInts(row, 0, degree);
+      for (int j : row) {
+        if (j < 0) {
+          break; // padding
+        }
+        if (visited.getAndSet(j)) {
+          continue;
+        }
+        if (collector.earlyTerminated()) {
+          return;
+        }
+        visit(j, collector);
+      }
+    }
+  }
+
+  /** Scores vector {@code ord}, hands it to the collector if accepted, and merges it into the list. */
+  private void visit(int ord, KnnCollector collector) throws IOException {
+    float score = scorer.score(ord);
+    collector.incVisitedCount(1);
+    if (acceptOrds == null || acceptOrds.get(ord)) {
+      collector.collect(scorer.ordToDoc(ord), score);
+    }
+    insert(ord, score);
+  }
+
+  /** Inserts (ord, score) in score order (ties: lower ordinal first) if it ranks within the width. */
+  private void insert(int ord, float score) {
+    int width = ids.length;
+    if (count == width && better(score, ord, scores[count - 1], ids[count - 1]) == false) {
+      return;
+    }
+    int pos = count < width ? count++ : count - 1;
+    while (pos > 0 && better(score, ord, scores[pos - 1], ids[pos - 1])) {
+      ids[pos] = ids[pos - 1];
+      scores[pos] = scores[pos - 1];
+      expanded[pos] = expanded[pos - 1];
+      pos--;
+    }
+    ids[pos] = ord;
+    scores[pos] = score;
+    expanded[pos] = false;
+    cursor = Math.min(cursor, pos);
+  }
+
+  private static boolean better(float s1, int id1, float s2, int id2) {
+    int c = Float.compare(s1, s2);
+    return c > 0 || (c == 0 && id1 < id2);
+  }
+}

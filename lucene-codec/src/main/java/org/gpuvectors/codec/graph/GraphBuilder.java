@@ -1,0 +1,161 @@
+package org.gpuvectors.codec.graph;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.OptionalInt;
+import java.util.Random;
+import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.util.FixedBitSet;
+import org.gpuvectors.codec.ivf.KMeans;
+import org.gpuvectors.cuda.Metric;
+
+/**
+ * Builds a segment field's {@code graph} index, the same way with or without a GPU: (1) the k-NN
+ * graph with {@code build_degree} neighbours per vector ({@link KnnFinder}: the GPU's brute force, or
+ * on the CPU brute force / NN-descent), (2) rank-based pruning to {@code degree} and (3) reverse links
+ * ({@link GraphPruner}), (4) the entry points ({@link #seeds}): {@link #seedCount} vectors spread over
+ * the data by farthest-first traversal, plus one per part of the graph they cannot reach.
+ */
+public final class GraphBuilder {
+
+  /** Out-degree without {@code degree} in the mapping (CAGRA's default graph degree is 64; 32 halves the memory at a small recall cost). */
+  public static final int DEFAULT_DEGREE = 32;
+  /** Search beam width without {@code search_width} in the mapping. */
+  public static final int DEFAULT_SEARCH_WIDTH = 64;
+  /** Bounds of {@code degree}. */
+  public static final int MIN_DEGREE = 8;
+  public static final int MAX_DEGREE = 128;
+  /** Largest {@code build_degree} (the k of the k-NN graph). */
+  public static final int MAX_BUILD_DEGREE = 256;
+  /** Bounds of {@code search_width}. */
+  public static final int MIN_SEARCH_WIDTH = 8;
+  public static final int MAX_SEARCH_WIDTH = 1024;
+  /** Seed of everything random in a build (NN-descent's start and samples, the entry points). */
+  public static final long SEED = 42;
+  /** Entry points at least / at most (about sqrt(n) in between) before the reachability top-up. */
+  static final int MIN_SEEDS = 32;
+  static final int MAX_SEEDS = 256;
+  /** Entry points at most after the reachability top-up (one per unreachable part of the graph). */
+  static final int MAX_SEEDS_WITH_TOP_UP = 512;
+  /** Vectors the farthest-first traversal chooses the entry points from (a uniform sample). */
+  static final int SEED_SAMPLE = 32_768;
+
+  private GraphBuilder() {}
+
+  /** The mapping's {@code degree}, else {@link #DEFAULT_DEGREE}. */
+  public static int degree(OptionalInt requested) {
+    return requested.orElse(DEFAULT_DEGREE);
+  }
+
+  /** The mapping's {@code build_degree}, else twice the degree (at most {@link #MAX_BUILD_DEGREE}). */
+  public static int buildDegree(OptionalInt requested, int degree) {
+    return requested.orElse(Math.min(MAX_BUILD_DEGREE, 2 * degree));
+  }
+
+  /** The mapping's {@code search_width}, else {@link #DEFAULT_SEARCH_WIDTH}. */
+  public static int searchWidth(OptionalInt requested) {
+    return requested.orElse(DEFAULT_SEARCH_WIDTH);
+  }
+
+  /** Entry points of a segment of {@code n} vectors: about sqrt(n), within [32, 256], at most n. */
+  public static int seedCount(int n) {
+    return (int) Math.min(n, Math.max(MIN_SEEDS, Math.min(MAX_SEEDS, Math.round(Math.sqrt(n)))));
+  }
+
+  /**
+   * The graph of {@code vectors} (ordinals = positions in {@code vectors}), at least one vector.
+   *
+   * @param metric how the build ranks vectors (cosine: by the cosine, whatever the vectors' lengths)
+   */
+  public static GraphLayout build(
+      FloatVectorValues vectors, Metric metric, int degree, int buildDegree, int searchWidth, KnnFinder finder)
+      throws IOException {
+    int n = vectors.size();
+    if (n < 1) {
+      throw new IllegalArgumentException("a graph needs at least one vector");
+    }
+    if (degree < 1 || buildDegree < degree) {
+      throw new IllegalArgumentException("need 1 <= degree <= build_degree: degree=" + degree + ", build_degree=" + buildDegree);
+    }
+    int[] knn = finder.knn(vectors, buildDegree, metric);
+    int[] adjacency = GraphPruner.addReverseLinks(GraphPruner.prune(knn, n, buildDegree, degree), n, degree);
+    return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency, seeds(vectors, metric, adjacency, degree));
+  }
+
+  /**
+   * The entry points, ascending. A search starts from the best of them, so they must cover the data:
+   * random ones miss whole clusters of clustered data, whose k-NN graph has no edges between clusters,
+   * and queries there then find nothing. So: a farthest-first traversal (Gonzalez's k-center greedy, in
+   * L2, or cosine for cosine fields) over a uniform sample of at most {@link #SEED_SAMPLE} vectors
+   * picks {@link #seedCount} vectors, each the farthest from those before it (ties: the lower
+   * ordinal), starting from the sample's first; then every vector that no entry point reaches along
+   * the edges gets one (in ordinal order, up to {@link #MAX_SEEDS_WITH_TOP_UP} entry points).
+   */
+  static int[] seeds(FloatVectorValues vectors, Metric metric, int[] adjacency, int degree) throws IOException {
+    int n = vectors.size();
+    Metric spread = metric == Metric.COSINE ? Metric.COSINE : Metric.L2;
+    int[] sample = KMeans.sample(n, Math.min(n, SEED_SAMPLE), new Random(SEED));
+    VectorDistances distances = VectorDistances.of(vectors, spread, VectorDistances.norms(vectors, spread));
+    float[] nearestSeed = new float[sample.length];
+    Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
+    int count = seedCount(n);
+    int[] seeds = new int[Math.min(n, MAX_SEEDS_WITH_TOP_UP)];
+    int next = 0;
+    for (int s = 0; s < count; s++) {
+      int seed = sample[next];
+      seeds[s] = seed;
+      nearestSeed[next] = Float.NEGATIVE_INFINITY; // chosen: never again, even among duplicates
+      float[] x = distances.vector(seed);
+      int farthest = -1;
+      for (int p = 0; p < sample.length; p++) {
+        if (nearestSeed[p] == Float.NEGATIVE_INFINITY) {
+          continue;
+        }
+        nearestSeed[p] = Math.min(nearestSeed[p], distances.distanceTo(x, seed, sample[p]));
+        if (farthest < 0 || nearestSeed[p] > nearestSeed[farthest]) {
+          farthest = p;
+        }
+      }
+      next = farthest;
+    }
+    // reachability: one more entry point per part of the graph the others do not reach
+    FixedBitSet reached = new FixedBitSet(n);
+    int[] queue = new int[n];
+    for (int s = 0; s < count; s++) {
+      reach(seeds[s], adjacency, degree, reached, queue);
+    }
+    for (int u = 0; u < n && count < seeds.length; u++) {
+      if (reached.get(u) == false) {
+        seeds[count++] = u;
+        reach(u, adjacency, degree, reached, queue);
+      }
+    }
+    int[] result = Arrays.copyOf(seeds, count);
+    Arrays.sort(result);
+    for (int s = 1; s < result.length; s++) {
+      if (result[s] == result[s - 1]) {
+        throw new AssertionError("duplicate entry point " + result[s]); // the traversal never picks a seed twice
+      }
+    }
+    return result;
+  }
+
+  /** Marks everything reachable from {@code start} (breadth first; {@code queue} is scratch space of n). */
+  private static void reach(int start, int[] adjacency, int degree, FixedBitSet reached, int[] queue) {
+    if (reached.getAndSet(start)) {
+      return;
+    }
+    int head = 0;
+    int tail = 0;
+    queue[tail++] = start;
+    while (head < tail) {
+      int u = queue[head++];
+      for (int p = u * degree, end = p + degree; p < end; p++) {
+        int v = adjacency[p];
+        if (v >= 0 && reached.getAndSet(v) == false) {
+          queue[tail++] = v;
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,62 @@
+package org.gpuvectors.codec.graph;
+
+import java.io.IOException;
+import java.util.Arrays;
+import org.apache.lucene.store.IndexOutput;
+
+/**
+ * A segment field's graph as built, and its encoding in the {@code .gvd} file (see {@code
+ * GpuVectorsFormat} for the layout): the fixed-degree adjacency ({@code n * degree} ordinals, row i
+ * the out-neighbours of vector i, -1 padding only in segments of at most {@code degree} vectors), the
+ * entry points, and the parameters the build used.
+ */
+public record GraphLayout(
+    int degree, int buildDegree, int searchWidth, long seed, int[] adjacency, int[] seeds) {
+
+  /** Version of the graph data's encoding, written first. */
+  static final int VERSION = 0;
+
+  /** Vectors in the graph. */
+  public int size() {
+    return adjacency.length / degree;
+  }
+
+  /**
+   * The same graph with every ordinal renamed {@code oldToNew[ord]} (a flush under index sorting builds
+   * on the buffered order; the segment numbers vectors in the sorted order): row {@code oldToNew[i]}
+   * is old row {@code i} renamed, seeds renamed and sorted again.
+   */
+  public GraphLayout remap(int[] oldToNew) {
+    int n = size();
+    int[] mapped = new int[adjacency.length];
+    for (int i = 0; i < n; i++) {
+      int to = oldToNew[i] * degree;
+      for (int p = 0; p < degree; p++) {
+        int j = adjacency[i * degree + p];
+        mapped[to + p] = j < 0 ? -1 : oldToNew[j];
+      }
+    }
+    int[] mappedSeeds = new int[seeds.length];
+    for (int s = 0; s < seeds.length; s++) {
+      mappedSeeds[s] = oldToNew[seeds[s]];
+    }
+    Arrays.sort(mappedSeeds);
+    return new GraphLayout(degree, buildDegree, searchWidth, seed, mapped, mappedSeeds);
+  }
+
+  /** Writes the graph: version, parameters, seeds, adjacency (int32 little-endian). */
+  public void writeTo(IndexOutput out) throws IOException {
+    out.writeVInt(VERSION);
+    out.writeVInt(degree);
+    out.writeVInt(buildDegree);
+    out.writeVInt(searchWidth);
+    out.writeLong(seed);
+    out.writeVInt(seeds.length);
+    for (int s : seeds) {
+      out.writeInt(s);
+    }
+    for (int j : adjacency) {
+      out.writeInt(j);
+    }
+  }
+}

@@ -1,0 +1,37 @@
+package org.gpuvectors.codec.graph;
+
+import java.io.IOException;
+import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.cuda.Metric;
+
+/**
+ * Step (1) of a graph build: every vector's {@code k} nearest other vectors, the k-NN graph that
+ * {@link GraphPruner} then prunes. On the GPU it is the brute-force primitive, batched ({@code
+ * GpuSearchService#knnFinder}); {@link #CPU} is exact brute force for segments of at most {@link
+ * #EXACT_MAX_VECTORS} vectors and NN-descent above.
+ */
+public interface KnnFinder {
+
+  /**
+   * Segments up to this many vectors get the exact k-NN graph on the CPU (n<sup>2</sup> distances),
+   * larger ones NN-descent, whose cost grows about linearly with n. Measured on 2 cores, Fashion-MNIST
+   * (784 dimensions), whole graph builds at k = 64: exact 22 s for 20k vectors (so about 60 s at this
+   * threshold), NN-descent 35 s for 40k; NN-descent finds about 98 % of the exact graph's edges
+   * ({@code GraphBuildTests}).
+   */
+  int EXACT_MAX_VECTORS = 32_768;
+
+  /**
+   * The k-NN graph of {@code vectors} (ordinals = positions): {@code n * k} ordinals, row {@code i}
+   * the {@code k} vectors nearest to vector {@code i} by {@code metric}, nearest first (ties: lower
+   * ordinal), never {@code i} itself; rows end with -1 when the segment has at most {@code k} vectors.
+   */
+  int[] knn(FloatVectorValues vectors, int k, Metric metric) throws IOException;
+
+  /** The CPU: exact up to {@link #EXACT_MAX_VECTORS} vectors, NN-descent above; on the common pool. */
+  KnnFinder CPU =
+      (vectors, k, metric) ->
+          vectors.size() <= EXACT_MAX_VECTORS
+              ? ExactKnn.knn(vectors, k, metric)
+              : NnDescent.knn(vectors, k, metric, GraphBuilder.SEED);
+}
