@@ -51,7 +51,9 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.codec.gpu.GpuSearchServiceTests --select-class org.gpuvectors.codec.GpuVectorsFormatTests \
     --select-class org.gpuvectors.codec.TestGpuVectorsFormat --select-class org.gpuvectors.codec.TestGpuIvfFlatFormat \
     --select-class org.gpuvectors.codec.IvfFlatTests --select-class org.gpuvectors.codec.ivf.KMeansTests \
-    --select-class org.gpuvectors.codec.TestGpuIvfPqFormat --select-class org.gpuvectors.codec.IvfPqTests --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
+    --select-class org.gpuvectors.codec.TestGpuIvfPqFormat --select-class org.gpuvectors.codec.IvfPqTests \
+    --select-class org.gpuvectors.codec.TestGpuGraphFormat --select-class org.gpuvectors.codec.GraphTests \
+    --select-class org.gpuvectors.codec.graph.GraphBuildTests --select-class org.gpuvectors.codec.gpu.GpuKnnGraphTests --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/codec-tests.log" | head -60
   check_summary "$OUT/codec-tests.log"
 fi

@@ -9,17 +9,22 @@ import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuGraph;
 import org.gpuvectors.codec.gpu.GpuIvf;
 import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuStructure;
+import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfIndex;
 import org.gpuvectors.codec.ivf.IvfPqField;
+import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
  * k-NN search of one segment field on the GPU: exact for flat fields (the GPU counterpart of {@link
  * FlatExactSearcher}), over the nearest inverted lists for IVF fields (the counterpart of {@link
- * IvfField#search}, probing as many lists). Same inputs and the same scores as the CPU paths
+ * IvfField#search}, probing as many lists), by beam search for graph fields (the counterpart of {@link
+ * GraphField#search}, with the same width). Same inputs and the same scores as the CPU paths
  * (Lucene's similarity formulas applied to the exact distances the kernels return).
  *
  * <p>Accepted documents (filters, deletions) become an accept mask over vector ordinals that the
@@ -48,44 +53,62 @@ final class GpuSegmentSearcher {
       int requestedK,
       AcceptMasks.Mask accepted,
       KnnCollector[] collectors,
-      IvfIndex ivf,
-      int nprobe,
+      ApproximateIndex index,
+      int effort,
       FlatVectorsScorer scorers) {
 
     /** The service's request for this share (the batch API sends several segments' in one pass). */
     GpuSearchService.Request request() {
       return new GpuSearchService.Request(
-          segment, field, vectors, similarity, gpuIvf(ivf), nprobe, rows, numQueries, k, accepted.bits());
+          segment, field, vectors, similarity, gpuStructure(index), effort, rows, numQueries, k, accepted.bits());
     }
 
     long visited() {
-      return GpuSegmentSearcher.visited(ivf, accepted.count(), nprobe);
+      return GpuSegmentSearcher.visited(index, accepted.count(), effort);
     }
   }
 
-  /** Vectors a search looks at per query: all accepted ones, or (about) those in the probed lists. */
-  static long visited(IvfIndex ivf, long accepted, int nprobe) {
-    return ivf == null ? accepted : (long) Math.ceil(accepted * (double) nprobe / ivf.nlist());
+  /** Vectors a search looks at per query: all accepted ones (flat), or about those its structure scores. */
+  static long visited(ApproximateIndex index, long accepted, int effort) {
+    return index == null ? accepted : index.visited(accepted, effort);
   }
 
-  /** The lists (and for ivf_pq the codebooks and codes) as the service uploads them; null for flat. */
-  static GpuIvf gpuIvf(IvfIndex ivf) {
-    return switch (ivf) {
+  /**
+   * The lists (and for ivf_pq the codebooks and codes) or the graph as the service uploads them; null
+   * for flat.
+   */
+  static GpuStructure gpuStructure(ApproximateIndex index) {
+    return switch (index) {
       case null -> null;
       case IvfField lists -> new GpuIvf(lists.nlist(), lists::toLists);
       case IvfPqField pq -> new GpuIvf(
           pq.nlist(),
           pq.lists()::toLists,
           new GpuIvf.Pq(pq.pq().m(), pq.pq()::toCodebook, pq::codesInListOrder));
+      case GraphField graph -> new GpuGraph(graph.degree(), graph::toAdjacency, graph.seeds());
+      default -> throw new IllegalArgumentException("no GPU form for " + index.getClass().getName());
     };
+  }
+
+  /**
+   * The effort of a search for k over {@code accepted} vectors: lists probed (IVF), the beam's width
+   * (graph; at most the kernel's widest, so a num_candidates above it searches a 2,048-wide beam on the
+   * GPU), 1 (flat).
+   */
+  static int effort(ApproximateIndex index, int k, long accepted) {
+    if (index == null) {
+      return 1;
+    }
+    int effort = index.effort(k, accepted);
+    return index instanceof GraphField ? Math.min(effort, GpuGraphIndex.MAX_WIDTH) : effort;
   }
 
   /**
    * Results the device is asked for when a search wants k: for ivf_pq the candidates to re-rank (at
    * most the GPU's k), else k.
    */
-  static int deviceK(IvfIndex ivf, int k, long accepted) {
-    if (ivf instanceof IvfPqField) {
+  static int deviceK(ApproximateIndex index, int k, long accepted) {
+    if (index instanceof IvfPqField) {
       return Math.min(GpuSearchService.MAX_GPU_K, IvfPqField.rerankDepth(k, accepted));
     }
     return k;
@@ -110,14 +133,14 @@ final class GpuSegmentSearcher {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
-      IvfIndex ivf,
+      ApproximateIndex index,
       FlatVectorsScorer scorers,
       float[][] queries,
       KnnCollector[] collectors,
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    Prepared p = prepare(service, segment, field, vectors, similarity, ivf, scorers, queries, collectors, accept, masks);
+    Prepared p = prepare(service, segment, field, vectors, similarity, index, scorers, queries, collectors, accept, masks);
     if (p == null) {
       return false;
     }
@@ -128,7 +151,7 @@ final class GpuSegmentSearcher {
     boolean speculative = queries.length == 1 && p.accepted().standing();
     SearchResult result =
         service.search(
-            segment, field, vectors, similarity, gpuIvf(ivf), p.nprobe(), p.rows(), queries.length, p.k(),
+            segment, field, vectors, similarity, gpuStructure(index), p.effort(), p.rows(), queries.length, p.k(),
             p.accepted().bits(), speculative, p.accepted().token(), p.requestedK());
     if (result == null) {
       return false;
@@ -147,7 +170,7 @@ final class GpuSegmentSearcher {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
-      IvfIndex ivf,
+      ApproximateIndex index,
       FlatVectorsScorer scorers,
       float[][] queries,
       KnnCollector[] collectors,
@@ -160,25 +183,22 @@ final class GpuSegmentSearcher {
       return null; // before the mask: without a GPU, building it would be wasted work
     }
     AcceptMasks.Mask accepted = masks.of(field, accept, vectors);
-    int nprobe = 1;
-    if (ivf != null) {
-      nprobe = ivf.probes(k, accepted.count());
-      if (nprobe == ivf.nlist() && accepted.count() < vectors.size()) {
-        service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
-      }
+    int effort = effort(index, k, accepted.count());
+    if (index instanceof IvfIndex ivf && effort == ivf.nlist() && accepted.count() < vectors.size()) {
+      service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
     }
-    long visited = visited(ivf, accepted.count(), nprobe);
+    long visited = visited(index, accepted.count(), effort);
     for (KnnCollector collector : collectors) {
       if (visited > collector.visitLimit()) {
         service.countFallback(FallbackReason.VISIT_LIMIT);
         return null;
       }
     }
-    if (ivf instanceof IvfPqField && IvfPqField.rerankDepth(k, accepted.count()) > GpuSearchService.MAX_GPU_K) {
+    if (index instanceof IvfPqField && IvfPqField.rerankDepth(k, accepted.count()) > GpuSearchService.MAX_GPU_K) {
       service.countFallback(FallbackReason.K_TOO_LARGE); // the device cannot return all the candidates to re-rank
       return null;
     }
-    k = deviceK(ivf, Math.min(k, accepted.count()), accepted.count());
+    k = deviceK(index, Math.min(k, accepted.count()), accepted.count());
     int dims = vectors.dimension();
     float[] rows;
     if (queries.length == 1) {
@@ -190,7 +210,7 @@ final class GpuSegmentSearcher {
       }
     }
     return new Prepared(
-        segment, field, vectors, similarity, rows, queries.length, k, requestedK, accepted, collectors, ivf, nprobe,
+        segment, field, vectors, similarity, rows, queries.length, k, requestedK, accepted, collectors, index, effort,
         scorers);
   }
 
@@ -199,7 +219,7 @@ final class GpuSegmentSearcher {
    * candidates get their exact scores from the raw vectors first (the collector keeps the best k).
    */
   static void collect(Prepared p, SearchResult result) throws IOException {
-    if (p.ivf() instanceof IvfPqField) {
+    if (p.index() instanceof IvfPqField) {
       rerank(p, result);
       return;
     }

@@ -38,8 +38,7 @@ import org.gpuvectors.cuda.Metric;
  * vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
  * GpuSegmentSearcher}) when it can serve them, else on the CPU: exactly ({@link FlatExactSearcher})
  * for flat fields, over the nearest inverted lists for IVF fields ({@link IvfField}, {@link
- * IvfPqField}), by beam search for graph fields ({@link GraphField}; graph fields are always searched
- * on the CPU for now, the fallback counted as {@link FallbackReason#GRAPH_ON_CPU}). As a {@link GpuSegment} it tells the
+ * IvfPqField}), by beam search for graph fields ({@link GraphField}). As a {@link GpuSegment} it tells the
  * service which index it belongs to and which vectors its unfiltered searches accept, so one GPU pass
  * can serve a query's segments.
  */
@@ -203,36 +202,22 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return graphFields.get(field);
   }
 
-  /**
-   * Whether a GPU search of this field must run on the CPU because it is a graph (no GPU graph
-   * search yet): counted as {@link FallbackReason#GRAPH_ON_CPU} when the GPU could otherwise serve it
-   * (else under the reason the GPU cannot).
-   */
-  private boolean graphOnCpu(GpuSearchService service, String field, KnnCollector[] collectors) {
-    if (graphFields.containsKey(field) == false) {
-      return false;
-    }
-    int k = 0;
-    for (KnnCollector collector : collectors) {
-      k = Math.max(k, collector.k());
-    }
-    if (service.canServe(k)) {
-      service.countFallback(FallbackReason.GRAPH_ON_CPU);
-    }
-    return true;
+  /** The field's approximate structure in this segment (IVF lists or a graph), or null (flat here). */
+  private ApproximateIndex approximate(String field) {
+    IvfIndex ivf = ivfFields.get(field);
+    return ivf != null ? ivf : graphFields.get(field);
   }
 
   @Override
   public int deviceK(String field, int k) {
     FieldEntry entry = fields.get(field);
-    return entry == null ? k : GpuSegmentSearcher.deviceK(ivfFields.get(field), k, entry.size());
+    return entry == null ? k : GpuSegmentSearcher.deviceK(approximate(field), k, entry.size());
   }
 
   @Override
   public int probes(String field, int k) {
-    IvfIndex ivf = ivfFields.get(field);
     FieldEntry entry = fields.get(field);
-    return ivf == null ? 1 : ivf.probes(k, entry.size());
+    return entry == null ? 1 : GpuSegmentSearcher.effort(approximate(field), k, entry.size());
   }
 
   @Override
@@ -273,13 +258,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     }
     FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
     GpuSearchService service = GpuSearchServices.current();
-    if (graphOnCpu(service, field, collectors) == false && GpuSegmentSearcher.search(
+    if (GpuSegmentSearcher.search(
         service,
         this,
         field,
         vectors,
         entry.similarityFunction(),
-        ivfFields.get(field),
+        approximate(field),
         flatVectorsReader.getFlatVectorScorer(field),
         targets,
         collectors,
@@ -294,22 +279,14 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   private void searchOnCpu(
       String field, FieldEntry entry, FloatVectorValues vectors, float[][] targets, KnnCollector[] collectors,
       AcceptDocs acceptDocs) throws IOException {
-    GraphField graph = graphFields.get(field);
-    if (graph != null) {
-      FlatVectorsScorer scorers = flatVectorsReader.getFlatVectorScorer(field);
-      for (int q = 0; q < targets.length; q++) {
-        graph.search(scorers, entry.similarityFunction(), vectors, targets[q], collectors[q], acceptDocs);
-      }
-      return;
-    }
-    IvfIndex ivf = ivfFields.get(field);
-    if (ivf == null) {
+    ApproximateIndex index = approximate(field);
+    if (index == null) {
       searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
       return;
     }
     FlatVectorsScorer scorers = flatVectorsReader.getFlatVectorScorer(field);
     for (int q = 0; q < targets.length; q++) {
-      ivf.search(scorers, entry.similarityFunction(), vectors, targets[q], collectors[q], acceptDocs);
+      index.search(scorers, entry.similarityFunction(), vectors, targets[q], collectors[q], acceptDocs);
     }
   }
 
@@ -322,7 +299,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       GpuSearchService service, String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
       throws IOException {
     FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, collectors[0]);
-    if (entry == null || graphOnCpu(service, field, collectors)) {
+    if (entry == null) {
       return null;
     }
     return GpuSegmentSearcher.prepare(
@@ -331,7 +308,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        ivfFields.get(field),
+        approximate(field),
         flatVectorsReader.getFlatVectorScorer(field),
         targets,
         collectors,
@@ -358,8 +335,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     FieldEntry entry = fields.get(field);
     if (entry == null
         || entry.size() == 0
-        || entry.vectorEncoding() != VectorEncoding.FLOAT32
-        || graphFields.containsKey(field)) { // graphs are searched on the CPU for now
+        || entry.vectorEncoding() != VectorEncoding.FLOAT32) {
       return false;
     }
     return service.warm(
@@ -367,7 +343,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        GpuSegmentSearcher.gpuIvf(ivfFields.get(field)));
+        GpuSegmentSearcher.gpuStructure(approximate(field)));
   }
 
   @Override

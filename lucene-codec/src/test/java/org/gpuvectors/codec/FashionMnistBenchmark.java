@@ -202,9 +202,10 @@ public final class FashionMnistBenchmark {
   /**
    * {@code graph} at the default degree (32) and build degree (64), one segment, with {@code
    * search_width} 16 so that num_candidates sets the beam width (max(search_width, num_candidates)):
-   * rows at several widths. The k-NN step of the build runs on the GPU when there is one (printed);
-   * searches run on the CPU on all cores (no GPU graph search yet: counted as graph_on_cpu), top 10 of
-   * num_candidates as Elasticsearch does.
+   * rows at several widths. The k-NN step of the build runs on the GPU when there is one (printed).
+   * With a GPU: batches of 10k (and one query at a time at width 64) through {@link KnnBatchSearcher}
+   * asking num_candidates hits, of which the top 10 count, as Elasticsearch does; then the CPU's
+   * beam search of the same graph on all cores (Lucene's kNN query, the GPU switched off).
    */
   private static void graph(float[][] train, float[][] test, int[][] truth, List<String> rows, GpuSearchService service,
                             int threads) throws Exception {
@@ -222,12 +223,24 @@ public final class FashionMnistBenchmark {
           build, service.stats().gpuKnnGraphVectors() - gpuBefore, service.stats().cpuKnnGraphVectors() - cpuBefore);
       try (DirectoryReader reader = DirectoryReader.open(dir)) {
         IndexSearcher searcher = new IndexSearcher(reader);
+        if (service.gpuActive()) {
+          KnnBatchSearcher.search(searcher, "vec", Arrays.copyOf(test, 1), K, null); // upload + warm-up
+          for (int candidates : new int[] {16, 32, 64, 128, 256}) {
+            for (int batch : candidates == 64 ? new int[] {1, 10_000} : new int[] {10_000}) {
+              TopDocs[] all = new TopDocs[test.length];
+              double qps = bestOf3(searcher, test, batch, candidates, all, service, "graph width=" + candidates + " batch=" + batch);
+              rows.add(row(batch == 1 ? "gpu-graph-batch-1" : "gpu-graph", "width=" + candidates, recall(topK(all), truth), qps, build));
+            }
+          }
+        }
+        service.setEnabled(false);
         for (int candidates : new int[] {16, 32, 64, 128, 256}) {
           searchHnsw(searcher, test, candidates, pool); // warm-up
           long s = System.nanoTime();
           TopDocs[] all = searchHnsw(searcher, test, candidates, pool);
           rows.add(row("cpu-graph-" + threads + "-threads", "width=" + candidates, recall(all, truth), test.length / seconds(s), build));
         }
+        service.setEnabled(true);
       }
     } finally {
       pool.shutdown();
@@ -334,6 +347,16 @@ public final class FashionMnistBenchmark {
   }
 
   /** Recall@K: fraction of the true K nearest found among the K returned (one segment: doc = id). */
+  /** The first K hits of each result (a search that asked num_candidates hits, as Elasticsearch keeps k of them). */
+  private static TopDocs[] topK(TopDocs[] results) {
+    TopDocs[] top = new TopDocs[results.length];
+    for (int q = 0; q < results.length; q++) {
+      ScoreDoc[] hits = results[q].scoreDocs;
+      top[q] = new TopDocs(results[q].totalHits, Arrays.copyOf(hits, Math.min(K, hits.length)));
+    }
+    return top;
+  }
+
   private static double recall(TopDocs[] results, int[][] truth) {
     long found = 0;
     for (int q = 0; q < truth.length; q++) {

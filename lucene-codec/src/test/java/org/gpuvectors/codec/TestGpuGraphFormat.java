@@ -11,8 +11,8 @@ import org.gpuvectors.codec.graph.GraphBuilder;
  * reverse links at flush and merge, remapped under index sorting, rebuilt from the merged vectors),
  * and every float search walks it. The beam is as wide as the schema allows ({@code search_width}
  * 1024, wider than the suite's segments): the suite checks exact top-k hits in places, and the recall
- * of narrower beams is measured by {@link GraphTests}, not here. On the GPU machine the parent's
- * check accepts graph searches counted as {@code graph_on_cpu} (no GPU graph search yet).
+ * of narrower beams is measured by {@link GraphTests}, not here. On the GPU machine the searches run
+ * on the GPU's beam search (the parent's check).
  */
 public class TestGpuGraphFormat extends TestGpuVectorsFormat {
 

@@ -7,6 +7,7 @@ import org.gpuvectors.cuda.BatchSearch;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
+import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.GpuIvfFlatIndex;
 import org.gpuvectors.cuda.GpuIvfPqIndex;
 import org.gpuvectors.cuda.IvfLists;
@@ -34,15 +35,20 @@ final class CudaBackend implements GpuBackend {
   }
 
   @Override
-  public long estimateBytes(int size, int dims, Metric metric, GpuIvf ivf) {
+  public long estimateBytes(int size, int dims, Metric metric, GpuStructure structure) {
     long n = Math.max(1, size);
-    if (ivf == null) {
-      return 4L * n * dims + (metric == Metric.L2 ? 4L * n : 0);
-    }
-    // the centroids as a flat index (+ norms), list offsets, the ordinals, then the vectors in list order
-    // (ivf_flat) or the codes and the codebooks (ivf_pq: at most 256 codewords per sub-quantizer)
-    long lists = 4L * ivf.nlist() * (dims + 1) + 4L * (ivf.nlist() + 1) + 4L * n;
-    return lists + (ivf.pq() == null ? 4L * n * dims : (long) n * ivf.pq().m() + 4L * 256 * dims);
+    long vectors = 4L * n * dims;
+    return switch (structure) {
+      case null -> vectors + (metric == Metric.L2 ? 4L * n : 0);
+      // the vectors, the adjacency and the entry points
+      case GpuGraph graph -> vectors + 4L * n * graph.degree() + 4L * graph.seeds().length;
+      // the centroids as a flat index (+ norms), list offsets, the ordinals, then the vectors in list order
+      // (ivf_flat) or the codes and the codebooks (ivf_pq: at most 256 codewords per sub-quantizer)
+      case GpuIvf ivf -> {
+        long lists = 4L * ivf.nlist() * (dims + 1) + 4L * (ivf.nlist() + 1) + 4L * n;
+        yield lists + (ivf.pq() == null ? vectors : (long) n * ivf.pq().m() + 4L * 256 * dims);
+      }
+    };
   }
 
   @Override
@@ -83,13 +89,18 @@ final class CudaBackend implements GpuBackend {
   }
 
   @Override
-  public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException {
+  public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuStructure structure) throws IOException {
     int dims = vectors.dimension();
-    if (ivf != null && ivf.pq() != null) {
+    if (structure instanceof GpuGraph graph) {
+      return GpuGraphIndex.upload(
+          device, vectors.size(), dims, metric, rowsInOrder(vectors), graph.adjacency().get(), graph.degree(),
+          graph.seeds());
+    }
+    if (structure instanceof GpuIvf ivf && ivf.pq() != null) {
       return GpuIvfPqIndex.upload(
           device, ivf.lists().get(), ivf.pq().codebook().get(), ivf.pq().codesInListOrder().get(), dims, metric);
     }
-    if (ivf != null) {
+    if (structure instanceof GpuIvf ivf) {
       IvfLists lists = ivf.lists().get();
       int[] ords = lists.ords();
       // the vectors go in list order: row p of the device index is the vector of ordinal ords[p]
@@ -105,19 +116,19 @@ final class CudaBackend implements GpuBackend {
           });
     }
     // streamed a slab at a time: the segment's vectors never sit whole on the Java heap
-    GpuFlatIndex flat =
-        GpuFlatIndex.upload(
-            device,
-            vectors.size(),
-            dims,
-            metric,
-            (first, count, dst) -> {
-              for (int i = 0; i < count; i++) {
-                System.arraycopy(vectors.vectorValue(first + i), 0, dst, i * dims, dims);
-              }
-            });
+    GpuFlatIndex flat = GpuFlatIndex.upload(device, vectors.size(), dims, metric, rowsInOrder(vectors));
     flat.setPrecision(FLAT_PRECISION);
     return flat;
+  }
+
+  /** The vectors by ordinal, a slab at a time (they never sit whole on the Java heap). */
+  private static GpuFlatIndex.RowSource rowsInOrder(FloatVectorValues vectors) {
+    int dims = vectors.dimension();
+    return (first, count, dst) -> {
+      for (int i = 0; i < count; i++) {
+        System.arraycopy(vectors.vectorValue(first + i), 0, dst, i * dims, dims);
+      }
+    };
   }
 
   /**

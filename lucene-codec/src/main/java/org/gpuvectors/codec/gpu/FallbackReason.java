@@ -22,8 +22,6 @@ public enum FallbackReason {
   DEVICE_OUT_OF_MEMORY("GPU out of memory"),
   /** A CUDA or cuBLAS call failed without poisoning the context. */
   CUDA_ERROR("CUDA error"),
-  /** A graph segment: graphs are searched on the CPU until the GPU graph search is wired in. */
-  GRAPH_ON_CPU("graph index searched on the CPU (no GPU graph search yet)"),
   /** The service is closed (the node is shutting down). */
   CLOSED("GPU search service closed");
 

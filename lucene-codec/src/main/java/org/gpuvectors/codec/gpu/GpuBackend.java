@@ -23,16 +23,16 @@ public interface GpuBackend extends Closeable {
   long totalMemoryBytes();
 
   /**
-   * Device bytes that {@link #upload} will take for these vectors and lists (the residency gate asks
-   * first); {@code ivf} null: a flat field.
+   * Device bytes that {@link #upload} will take for these vectors and lists or graph (the residency
+   * gate asks first); {@code structure} null: a flat field.
    */
-  long estimateBytes(int size, int dims, Metric metric, GpuIvf ivf);
+  long estimateBytes(int size, int dims, Metric metric, GpuStructure structure);
 
   /**
-   * Makes a segment field resident: its vectors, and with {@code ivf} its inverted lists (the
-   * vectors then go in list order). May run concurrently with {@link #search}.
+   * Makes a segment field resident: its vectors, and with {@code structure} its inverted lists (the
+   * vectors then go in list order) or its graph. May run concurrently with {@link #search}.
    */
-  DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException;
+  DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuStructure structure) throws IOException;
 
   /**
    * For each of {@code count} points (row-major) the index of its nearest of {@code numCentroids}

@@ -12,7 +12,7 @@ import org.gpuvectors.cuda.PqCodebook;
  *
  * @param pq null for {@code ivf_flat}
  */
-public record GpuIvf(int nlist, IOSupplier<IvfLists> lists, Pq pq) {
+public record GpuIvf(int nlist, IOSupplier<IvfLists> lists, Pq pq) implements GpuStructure {
 
   /** An {@code ivf_flat} field's lists. */
   public GpuIvf(int nlist, IOSupplier<IvfLists> lists) {

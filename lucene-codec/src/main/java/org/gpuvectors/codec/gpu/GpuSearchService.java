@@ -259,8 +259,8 @@ public final class GpuSearchService implements Closeable {
    * ask searches every resident segment of the index for this query in the same pass, and the others
    * take their results when they ask ({@link Speculations}).
    *
-   * @param ivf the field's inverted lists, or null for a flat field
-   * @param nprobe lists to scan (IVF; ignored for flat fields)
+   * @param structure the field's inverted lists or graph, or null for a flat field
+   * @param nprobe lists to scan (IVF) or the beam's width (graph); ignored for flat fields
    * @param speculative whether this is one unfiltered query that may search the index's other
    *     segments too (Lucene passes every segment the same vector array: its identity and contents
    *     tie the segments' calls together)
@@ -272,7 +272,7 @@ public final class GpuSearchService implements Closeable {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
-      GpuIvf ivf,
+      GpuStructure structure,
       int nprobe,
       float[] queries,
       int numQueries,
@@ -299,13 +299,13 @@ public final class GpuSearchService implements Closeable {
         // not computed for this segment (not resident then, a larger k, other deletions): search it now
       } else {
         try {
-          return searchIndex(gpuSegment, key, vectors, similarity, ivf, nprobe, queries, k, mask, token, mine, requestedK);
+          return searchIndex(gpuSegment, key, vectors, similarity, structure, nprobe, queries, k, mask, token, mine, requestedK);
         } finally {
           mine.finish(); // whatever happened, segments waiting on it go on
         }
       }
     }
-    return run(List.of(new Request(segment, field, vectors, similarity, ivf, nprobe, queries, numQueries, k, mask)))[0];
+    return run(List.of(new Request(segment, field, vectors, similarity, structure, nprobe, queries, numQueries, k, mask)))[0];
   }
 
   /** One segment field's share of {@link #searchAll}: as the arguments of {@link #search}. */
@@ -314,7 +314,7 @@ public final class GpuSearchService implements Closeable {
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
-      GpuIvf ivf,
+      GpuStructure structure,
       int nprobe,
       float[] queries,
       int numQueries,
@@ -354,7 +354,7 @@ public final class GpuSearchService implements Closeable {
       List<Integer> at = new ArrayList<>();
       for (int i = 0; i < requests.size(); i++) {
         Request r = requests.get(i);
-        Residency.Handle handle = acquire(r.segment(), r.field(), r.vectors(), r.similarity(), r.ivf());
+        Residency.Handle handle = acquire(r.segment(), r.field(), r.vectors(), r.similarity(), r.structure());
         if (handle == null) {
           continue; // counted; this one runs on the CPU
         }
@@ -394,7 +394,7 @@ public final class GpuSearchService implements Closeable {
       Residency.Key key,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
-      GpuIvf ivf,
+      GpuStructure structure,
       int nprobe,
       float[] query,
       int k,
@@ -405,7 +405,7 @@ public final class GpuSearchService implements Closeable {
       throws IOException {
     List<Residency.Handle> handles = new ArrayList<>();
     try {
-      Residency.Handle own = acquire(key.segment(), key.field(), vectors, similarity, ivf);
+      Residency.Handle own = acquire(key.segment(), key.field(), vectors, similarity, structure);
       if (own == null) {
         return null;
       }
@@ -547,13 +547,13 @@ public final class GpuSearchService implements Closeable {
    * @return whether it is resident (false: no GPU, does not fit, or the upload failed: counted)
    */
   public boolean warm(
-      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuIvf ivf)
+      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuStructure structure)
       throws IOException {
     if (refusal(0) != null || vectors.size() == 0) {
       return false;
     }
     boolean resident = isResident(segment, field);
-    try (Residency.Handle handle = acquire(segment, field, vectors, similarity, ivf)) {
+    try (Residency.Handle handle = acquire(segment, field, vectors, similarity, structure)) {
       if (handle != null && resident == false) {
         stats.recordWarmup();
       }
@@ -563,15 +563,15 @@ public final class GpuSearchService implements Closeable {
 
   /** A handle on the segment field's device index (uploaded if needed), or null (fallback counted). */
   private Residency.Handle acquire(
-      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuIvf ivf)
+      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuStructure structure)
       throws IOException {
     Metric metric = metric(similarity);
-    long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric, ivf);
+    long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric, structure);
     Residency.Acquired acquired;
     try {
       acquired =
           residency.acquire(
-              new Residency.Key(segment, field), bytes, () -> backend.upload(vectors.copy(), metric, ivf));
+              new Residency.Key(segment, field), bytes, () -> backend.upload(vectors.copy(), metric, structure));
     } catch (CudaException e) {
       gpuError(e);
       return null;

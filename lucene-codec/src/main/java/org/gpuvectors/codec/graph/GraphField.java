@@ -12,13 +12,14 @@ import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
+import org.gpuvectors.codec.ApproximateIndex;
 
 /**
  * One segment field's graph as read from the {@code .gvd} file ({@link GraphLayout#writeTo}), checked
  * when the segment opens, and its CPU search ({@link BeamSearch}). The entry points live on the heap;
  * the adjacency stays in the file (read a row at a time through a clone per search).
  */
-public final class GraphField {
+public final class GraphField implements ApproximateIndex {
 
   private final int size;
   private final int degree;
@@ -145,6 +146,7 @@ public final class GraphField {
   }
 
   /** Heap held: the entry points (the adjacency stays in the file). */
+  @Override
   public long ramBytesUsed() {
     return RamUsageEstimator.shallowSizeOfInstance(GraphField.class) + RamUsageEstimator.sizeOf(seeds);
   }
@@ -173,11 +175,28 @@ public final class GraphField {
     return BeamSearch.width(searchWidth, k, accepted, size);
   }
 
+  /** The beam's width ({@link #width}). */
+  @Override
+  public int effort(int k, long accepted) {
+    return width(k, accepted);
+  }
+
+  /**
+   * About the vectors a search of this width scores: each of about {@code width} expanded nodes
+   * scores its unvisited neighbours; non-accepted nodes are traversed too, so the count does not
+   * shrink with a filter.
+   */
+  @Override
+  public long visited(long accepted, int width) {
+    return Math.min(size, (long) width * degree);
+  }
+
   /**
    * Searches one query on the CPU, handing the collector every accepted vector the search scores
    * (the collector keeps the best k), with the field's exact scores; honours the accepted documents
    * and the collector's visit limit (it stops once the collector is early-terminated).
    */
+  @Override
   public void search(
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
       KnnCollector collector, AcceptDocs accept) throws IOException {

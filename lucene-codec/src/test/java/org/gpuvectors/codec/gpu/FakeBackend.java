@@ -33,6 +33,8 @@ public final class FakeBackend implements GpuBackend {
   public final AtomicLong liveBytes = new AtomicLong();
   public final AtomicLong peakLiveBytes = new AtomicLong();
   public final AtomicInteger uploads = new AtomicInteger();
+  /** Uploads of graph fields. */
+  public final AtomicInteger graphUploads = new AtomicInteger();
   public final AtomicInteger passes = new AtomicInteger();
   public final AtomicInteger maxGroupsPerPass = new AtomicInteger();
   /** Calls of {@link #nearest} (k-means assignment on the "device"). */
@@ -74,8 +76,13 @@ public final class FakeBackend implements GpuBackend {
   }
 
   @Override
-  public long estimateBytes(int size, int dims, Metric metric, GpuIvf ivf) {
-    return 4L * Math.max(1, size) * dims + (ivf == null ? 0 : 4L * size + 4L * ivf.nlist() * (dims + 1));
+  public long estimateBytes(int size, int dims, Metric metric, GpuStructure structure) {
+    long vectors = 4L * Math.max(1, size) * dims;
+    return switch (structure) {
+      case null -> vectors;
+      case GpuIvf ivf -> vectors + 4L * size + 4L * ivf.nlist() * (dims + 1);
+      case GpuGraph graph -> vectors + 4L * size * graph.degree();
+    };
   }
 
   @Override
@@ -147,7 +154,7 @@ public final class FakeBackend implements GpuBackend {
   }
 
   @Override
-  public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuIvf ivf) throws IOException {
+  public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuStructure structure) throws IOException {
     check();
     Supplier<RuntimeException> fault = uploadFault;
     if (fault != null) {
@@ -163,9 +170,14 @@ public final class FakeBackend implements GpuBackend {
         normalize(data, i * dims, dims);
       }
     }
-    IvfLists lists = ivf == null ? null : ivf.lists().get();
+    // a graph is searched exactly here (this double checks the codec's plumbing, not the graph search)
+    IvfLists lists = structure instanceof GpuIvf ivf ? ivf.lists().get() : null;
+    if (structure instanceof GpuGraph graph) {
+      graph.adjacency().get(); // read as the real upload does
+      graphUploads.incrementAndGet();
+    }
     uploads.incrementAndGet();
-    FakeIndex index = new FakeIndex(data, n, dims, metric, lists, estimateBytes(n, dims, metric, ivf));
+    FakeIndex index = new FakeIndex(data, n, dims, metric, lists, estimateBytes(n, dims, metric, structure));
     indexes.add(index);
     return index;
   }
