@@ -92,8 +92,7 @@ public final class BatchSearch {
       }
       for (int g = 0; g < count; g++) {
         if (direct[g]) {
-          SearchGroup group = groups.get(g);
-          device.upload(group.queries(), 0, group.numQueries() * group.index().dims(), dq, 4L * queryAt[g]);
+          device.uploadQueries(groups.get(g), dq, 4L * queryAt[g]); // query rows: through the pinned staging buffer
         }
       }
       if (masks.length > 0) {
@@ -155,9 +154,8 @@ public final class BatchSearch {
    */
   private static void pack(SearchGroup group, float[] queries, int queryAt, int normsAt, long[] masks, int maskAt) {
     int dims = group.index().dims();
-    int floats = group.numQueries() * dims;
     if (queries != null) {
-      System.arraycopy(group.queries(), 0, queries, queryAt, floats);
+      group.copyQueries(0, group.numQueries(), queries, queryAt);
       if (group.index().metric() == Metric.COSINE) {
         GpuFlatIndex.normalizeRange(queries, queryAt, group.numQueries(), dims);
       }
