@@ -3,6 +3,7 @@ package org.gpuvectors.codec.gpu;
 import java.io.Closeable;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
@@ -249,7 +250,12 @@ public final class GpuSearchService implements Closeable {
       int k,
       long[] mask)
       throws IOException {
-    return search(segment, field, vectors, similarity, null, 1, queries, numQueries, k, mask, false, null, k);
+    float[][] rows = new float[numQueries][];
+    int dims = vectors.dimension();
+    for (int q = 0; q < numQueries; q++) {
+      rows[q] = numQueries == 1 && queries.length == dims ? queries : Arrays.copyOfRange(queries, q * dims, (q + 1) * dims);
+    }
+    return search(segment, field, vectors, similarity, null, 1, rows, numQueries, k, mask, false, null, k);
   }
 
   /**
@@ -258,6 +264,8 @@ public final class GpuSearchService implements Closeable {
    * ask searches every resident segment of the index for this query in the same pass, and the others
    * take their results when they ask ({@link Speculations}).
    *
+   * @param queries the queries, one array per query (read, never written; not copied: the device
+   *     layer stages them for the copy to the device)
    * @param ivf the field's inverted lists, or null for a flat field
    * @param nprobe lists to scan (IVF; ignored for flat fields)
    * @param speculative whether this is one unfiltered query that may search the index's other
@@ -273,7 +281,7 @@ public final class GpuSearchService implements Closeable {
       VectorSimilarityFunction similarity,
       GpuIvf ivf,
       int nprobe,
-      float[] queries,
+      float[][] queries,
       int numQueries,
       int k,
       long[] mask,
@@ -286,10 +294,11 @@ public final class GpuSearchService implements Closeable {
     }
     if (speculate && speculative && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
       Residency.Key key = new Residency.Key(segment, field);
-      Speculations.Speculation mine = new Speculations.Speculation(queries);
-      Speculations.Speculation running = speculations.claim(queries, mine);
+      float[] query = queries[0];
+      Speculations.Speculation mine = new Speculations.Speculation(query);
+      Speculations.Speculation running = speculations.claim(query, mine);
       if (running != null) {
-        SearchResult parked = running.take(key, token, k, queries);
+        SearchResult parked = running.take(key, token, k, query);
         if (parked != null) {
           stats.recordGpuSearch(1);
           stats.recordSpeculativeHit();
@@ -307,7 +316,10 @@ public final class GpuSearchService implements Closeable {
     return run(List.of(new Request(segment, field, vectors, similarity, ivf, nprobe, queries, numQueries, k, mask)))[0];
   }
 
-  /** One segment field's share of {@link #searchAll}: as the arguments of {@link #search}. */
+  /**
+   * One segment field's share of {@link #searchAll}: as the arguments of {@link #search} (the queries
+   * one array per query, the caller's own: segments of one batch share them).
+   */
   public record Request(
       Object segment,
       String field,
@@ -315,7 +327,7 @@ public final class GpuSearchService implements Closeable {
       VectorSimilarityFunction similarity,
       GpuIvf ivf,
       int nprobe,
-      float[] queries,
+      float[][] queries,
       int numQueries,
       int k,
       long[] mask) {
@@ -323,7 +335,7 @@ public final class GpuSearchService implements Closeable {
     /** A flat field's request. */
     public Request(
         Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity,
-        float[] queries, int numQueries, int k, long[] mask) {
+        float[][] queries, int numQueries, int k, long[] mask) {
       this(segment, field, vectors, similarity, null, 1, queries, numQueries, k, mask);
     }
   }
@@ -395,7 +407,7 @@ public final class GpuSearchService implements Closeable {
       VectorSimilarityFunction similarity,
       GpuIvf ivf,
       int nprobe,
-      float[] query,
+      float[][] query,
       int k,
       long[] mask,
       Object token,
