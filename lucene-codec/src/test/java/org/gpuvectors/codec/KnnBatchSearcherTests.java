@@ -164,37 +164,45 @@ class KnnBatchSearcherTests {
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           assertTrue(reader.leaves().size() >= 5, "several segments");
           IndexSearcher searcher = new IndexSearcher(reader);
-          // more queries than the parallel conversion and merge thresholds, so that those run too
-          float[][] queries = queries(Math.max(KnnBatchSearcher.PARALLEL_MERGE_QUERIES,
-              GpuSegmentSearcher.PARALLEL_CONVERT_QUERIES) + 3);
-          Query tagA = new TermQuery(new Term("tag", "a"));
-          for (int k : new int[] {1, 7, 50}) { // 50: above any segment's size
-            for (Query filter : new Query[] {null, tagA}) {
-              IntPredicate accepted = filter == null ? KnnBatchSearcherTests::live : id -> live(id) && id % 3 != 1;
-              long fallbacks = service.stats().cpuFallbacks();
-              TopDocs[] gpu = KnnBatchSearcher.search(searcher, "vec", queries, k, filter);
-              assertEquals(fallbacks, service.stats().cpuFallbacks(), () -> "all on the device: " + service.stats());
-              service.setEnabled(false);
-              TopDocs[] cpu = KnnBatchSearcher.search(searcher, "vec", queries, k, filter);
-              service.setEnabled(true);
-              for (int q = 0; q < queries.length; q++) {
-                List<Hit> expected = oracle(vectors, queries[q], sim, k, accepted);
-                String where = type + " " + sim + " k=" + k + " filter=" + filter + " query " + q;
-                assertHits(expected, gpu[q], "GPU path, " + where);
-                if (cpuIsExact) {
-                  assertHits(expected, cpu[q], "CPU path, " + where);
-                }
-                if (type == IndexType.FLAT) { // flat search visits every accepted vector
-                  TotalHits total = new TotalHits(acceptedCount(vectors, accepted), TotalHits.Relation.EQUAL_TO);
-                  assertEquals(total, gpu[q].totalHits, where);
-                  assertEquals(total, cpu[q].totalHits, where);
-                }
-              }
-            }
+          // batches of every size class: one by one; the re-rank on the pool; conversion, merge and the
+          // ordinal-order re-rank on the pool
+          int large = Math.max(KnnBatchSearcher.PARALLEL_MERGE_QUERIES, GpuSegmentSearcher.PARALLEL_CONVERT_QUERIES) + 3;
+          assertTrue(large >= GpuSegmentSearcher.ORDINAL_ORDER_RERANK_QUERIES);
+          for (int numQueries : new int[] {5, GpuSegmentSearcher.PARALLEL_RERANK_QUERIES + 1, large}) {
+            check(searcher, vectors, type, sim, cpuIsExact, queries(numQueries), service);
           }
         }
       } finally {
         GpuSearchServices.uninstall(service);
+      }
+    }
+  }
+
+  private void check(IndexSearcher searcher, float[][] vectors, IndexType type, VectorSimilarityFunction sim,
+                     boolean cpuIsExact, float[][] queries, GpuSearchService service) throws IOException {
+    Query tagA = new TermQuery(new Term("tag", "a"));
+    for (int k : new int[] {1, 7, 50}) { // 50: above any segment's size
+      for (Query filter : new Query[] {null, tagA}) {
+        IntPredicate accepted = filter == null ? KnnBatchSearcherTests::live : id -> live(id) && id % 3 != 1;
+        long fallbacks = service.stats().cpuFallbacks();
+        TopDocs[] gpu = KnnBatchSearcher.search(searcher, "vec", queries, k, filter);
+        assertEquals(fallbacks, service.stats().cpuFallbacks(), () -> "all on the device: " + service.stats());
+        service.setEnabled(false);
+        TopDocs[] cpu = KnnBatchSearcher.search(searcher, "vec", queries, k, filter);
+        service.setEnabled(true);
+        for (int q = 0; q < queries.length; q++) {
+          List<Hit> expected = oracle(vectors, queries[q], sim, k, accepted);
+          String where = type + " " + sim + " k=" + k + " filter=" + filter + " query " + q + " of " + queries.length;
+          assertHits(expected, gpu[q], "GPU path, " + where);
+          if (cpuIsExact) {
+            assertHits(expected, cpu[q], "CPU path, " + where);
+          }
+          if (type == IndexType.FLAT) { // flat search visits every accepted vector
+            TotalHits total = new TotalHits(acceptedCount(vectors, accepted), TotalHits.Relation.EQUAL_TO);
+            assertEquals(total, gpu[q].totalHits, where);
+            assertEquals(total, cpu[q].totalHits, where);
+          }
+        }
       }
     }
   }
