@@ -185,6 +185,11 @@ public final class GpuDevice implements AutoCloseable {
    * copy into one Java array and the copy to the device runs at full bus speed.
    */
   public void uploadQueries(SearchGroup group, DeviceBuffer dst, long dstByteOffset) {
+    uploadQueries(group, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
+  }
+
+  /** As {@link #uploadQueries(SearchGroup, DeviceBuffer, long)}, staging at most {@code bytesPerCopy} at a time. */
+  void uploadQueries(SearchGroup group, DeviceBuffer dst, long dstByteOffset, long bytesPerCopy) {
     checkLocked();
     int dims = group.index().dims();
     int numQueries = group.numQueries();
@@ -199,7 +204,7 @@ public final class GpuDevice implements AutoCloseable {
       upload(packed, 0, packed.length, dst, dstByteOffset);
       return;
     }
-    int rowsPerCopy = (int) Math.max(1, PinnedHostBuffer.MAX_BYTES / (4L * dims));
+    int rowsPerCopy = (int) Math.max(1, Math.min(bytesPerCopy, PinnedHostBuffer.MAX_BYTES) / (4L * dims));
     for (int from = 0; from < numQueries; from += rowsPerCopy) {
       int rows = Math.min(rowsPerCopy, numQueries - from);
       long bytes = 4L * rows * dims;
