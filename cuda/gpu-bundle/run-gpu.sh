@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|graph|torch|codec|fmnist|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|graph|torch|codec|fmnist|hostpath|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run).
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
 # Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images.
@@ -42,7 +42,8 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.Tf32BoundTest \
     --select-class org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuIvfPqIndexGpuTest \
     --select-class org.gpuvectors.cuda.PqCodebookTest --select-class org.gpuvectors.cuda.GpuGraphIndexGpuTest \
-    --select-class org.gpuvectors.cuda.GraphReferenceTest --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
+    --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.QueryRowsGpuTest \
+    --select-class org.gpuvectors.cuda.SearchGroupTest --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60
   check_summary "$OUT/tests.log"
   # the codec on the GPU: Lucene's BaseKnnVectorsFormatTestCase, the format tests, the GPU-vs-oracle path, the service
@@ -53,7 +54,10 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.codec.IvfFlatTests --select-class org.gpuvectors.codec.ivf.KMeansTests \
     --select-class org.gpuvectors.codec.TestGpuIvfPqFormat --select-class org.gpuvectors.codec.IvfPqTests \
     --select-class org.gpuvectors.codec.TestGpuGraphFormat --select-class org.gpuvectors.codec.GraphTests \
-    --select-class org.gpuvectors.codec.graph.GraphBuildTests --select-class org.gpuvectors.codec.gpu.GpuKnnGraphTests --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
+    --select-class org.gpuvectors.codec.graph.GraphBuildTests --select-class org.gpuvectors.codec.gpu.GpuKnnGraphTests \
+    --select-class org.gpuvectors.codec.KnnBatchSearcherTests --select-class org.gpuvectors.codec.SegmentHitsTests \
+    --select-class org.gpuvectors.codec.OrdinalOrderRerankTests \
+    --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/codec-tests.log" | head -60
   check_summary "$OUT/codec-tests.log"
 fi
@@ -95,5 +99,12 @@ if [ "$mode" = fmnist ]; then
     | grep -v '^WARNING' | tee "$OUT/fashion-mnist.log" || rc=1
   # the exact-search peer on the same data, timed the same way (wall clock, transfers included)
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_fmnist.py" "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 | tee "$OUT/torch-fmnist.log"
+fi
+# hostpath: HostPathBenchmark, the host side of a 10k-query batch through KnnBatchSearcher (flat, ivf_flat,
+# ivf_pq at nprobe 8) with a backend that answers at once: what the machine's cores spend around a pass
+if [ "$mode" = hostpath ]; then
+  "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.HostPathBenchmark \
+    "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | grep -v '^WARNING' | tee "$OUT/hostpath.log" || rc=1
+  rm -rf /tmp/gv-hostpath-*
 fi
 exit $rc

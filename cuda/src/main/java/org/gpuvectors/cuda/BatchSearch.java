@@ -92,8 +92,7 @@ public final class BatchSearch {
       }
       for (int g = 0; g < count; g++) {
         if (direct[g]) {
-          SearchGroup group = groups.get(g);
-          device.upload(group.queries(), 0, group.numQueries() * group.index().dims(), dq, 4L * queryAt[g]);
+          device.uploadQueries(groups.get(g), dq, 4L * queryAt[g]); // query rows: through the pinned staging buffer
         }
       }
       if (masks.length > 0) {
@@ -144,7 +143,8 @@ public final class BatchSearch {
   }
 
   /**
-   * Groups of at least this many queries (not cosine) are uploaded from their own array and their L2
+   * Groups of at least this many queries (not cosine) are uploaded from their own array (rows: through
+   * the device's pinned staging buffer, {@link GpuDevice#uploadQueries}) and their L2
    * norms computed on the device: packing and summing norms on the host costs ~2 us per 784-float
    * query (H100 box, Fashion-MNIST batches of 10k: ~20 ms of a 58 ms pass), while a norm kernel per
    * group costs a launch, which only small groups (one query per segment, speculation) feel.
@@ -157,9 +157,8 @@ public final class BatchSearch {
    */
   private static void pack(SearchGroup group, float[] queries, int queryAt, int normsAt, long[] masks, int maskAt) {
     int dims = group.index().dims();
-    int floats = group.numQueries() * dims;
     if (queries != null) {
-      System.arraycopy(group.queries(), 0, queries, queryAt, floats);
+      group.copyQueries(0, group.numQueries(), queries, queryAt);
       if (group.index().metric() == Metric.COSINE) {
         GpuFlatIndex.normalizeRange(queries, queryAt, group.numQueries(), dims);
       }

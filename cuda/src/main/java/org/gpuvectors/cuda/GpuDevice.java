@@ -1,6 +1,8 @@
 package org.gpuvectors.cuda;
 
+import java.nio.FloatBuffer;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.stream.IntStream;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
@@ -26,6 +28,7 @@ public final class GpuDevice implements AutoCloseable {
   private final ReentrantLock lock = new ReentrantLock();
   private final DeviceMemoryPool pool;
   private final KernelModule module;
+  private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
   private Cublas.Handle cublas;
   private boolean closed;
 
@@ -165,6 +168,67 @@ public final class GpuDevice implements AutoCloseable {
     return pool.allocate(bytes);
   }
 
+  /**
+   * Whether query rows ({@link SearchGroup#queryRows()}) go to the device through the pinned
+   * staging buffer (default) or through a Java array per pass that the driver stages itself
+   * ({@code -Dgpuvectors.gpu.pinned_staging=false}, to compare both).
+   */
+  static final boolean PINNED_STAGING =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.pinned_staging", "true"));
+
+  /** Batches of at least this many query rows are copied into the staging buffer on the common pool. */
+  static final int PARALLEL_STAGING_ROWS = 1024;
+
+  /**
+   * Copies a group's queries to the device, row-major (synchronous): row-major queries straight from
+   * their array; query rows through the pinned staging buffer, so that the caller's rows need no
+   * copy into one Java array and the copy to the device runs at full bus speed.
+   */
+  public void uploadQueries(SearchGroup group, DeviceBuffer dst, long dstByteOffset) {
+    uploadQueries(group, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
+  }
+
+  /** As {@link #uploadQueries(SearchGroup, DeviceBuffer, long)}, staging at most {@code bytesPerCopy} at a time. */
+  void uploadQueries(SearchGroup group, DeviceBuffer dst, long dstByteOffset, long bytesPerCopy) {
+    checkLocked();
+    int dims = group.index().dims();
+    int numQueries = group.numQueries();
+    check(dst, dstByteOffset, 4L * numQueries * dims);
+    if (group.queryRows() == null) {
+      upload(group.queries(), 0, numQueries * dims, dst, dstByteOffset);
+      return;
+    }
+    if (PINNED_STAGING == false) {
+      float[] packed = new float[numQueries * dims];
+      group.copyQueries(0, numQueries, packed, 0);
+      upload(packed, 0, packed.length, dst, dstByteOffset);
+      return;
+    }
+    int rowsPerCopy = (int) Math.max(1, Math.min(bytesPerCopy, PinnedHostBuffer.MAX_BYTES) / (4L * dims));
+    for (int from = 0; from < numQueries; from += rowsPerCopy) {
+      int rows = Math.min(rowsPerCopy, numQueries - from);
+      long bytes = 4L * rows * dims;
+      FloatBuffer floats = staging.floats(bytes);
+      float[][] queryRows = group.queryRows();
+      int first = from;
+      if (rows >= PARALLEL_STAGING_ROWS) {
+        int block = 256;
+        IntStream.range(0, (rows + block - 1) / block).parallel().forEach(b -> {
+          for (int q = b * block; q < Math.min(rows, (b + 1) * block); q++) {
+            floats.put(q * dims, queryRows[first + q]); // absolute puts: no shared buffer position
+          }
+        });
+      } else {
+        for (int q = 0; q < rows; q++) {
+          floats.put(q * dims, queryRows[first + q]);
+        }
+      }
+      // synchronous from pinned memory: the buffer may be refilled when this returns
+      Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
+          Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), staging.pointer(), bytes));
+    }
+  }
+
   /** Copies host floats to device (synchronous). */
   public void upload(float[] src, int srcOffset, int count, DeviceBuffer dst, long dstByteOffset) {
     checkLocked();
@@ -288,8 +352,12 @@ public final class GpuDevice implements AutoCloseable {
       Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
       JCudaDriver.cuStreamSynchronize(stream);
       try {
-        if (cublas != null) {
-          cublas.close();
+        try {
+          staging.close();
+        } finally {
+          if (cublas != null) {
+            cublas.close();
+          }
         }
       } finally {
         try {

@@ -1,28 +1,54 @@
 package org.gpuvectors.cuda;
 
+import java.util.Arrays;
 import java.util.Objects;
 
 /**
- * The queries of a batch that search one {@link DeviceIndex}: {@code numQueries} row-major query
- * vectors, the k wanted (per query the k best, best first; callers wanting fewer take a prefix), the
- * lists an IVF index probes per query ({@code nprobe} >= 1, capped at its nlist; for a graph index its
- * search width: the beam keeps max(nprobe, k) nodes; ignored by flat indexes), and which vectors each
- * query may return.
+ * The queries of a batch that search one {@link DeviceIndex}: {@code numQueries} query vectors,
+ * row-major in {@code queries} or one array per query in {@code queryRows} (exactly one of the two
+ * is given: rows let a caller hand over its own arrays, with no copy into one), the k wanted (per
+ * query the k best, best first; callers wanting fewer take a prefix), the lists an IVF index probes
+ * per query ({@code nprobe} >= 1, capped at its nlist; for a graph index its search width: the beam
+ * keeps max(nprobe, k) nodes; ignored by flat indexes), and which vectors each query may return.
  *
  * <p>Accepted vectors: {@code sharedMask} applies to every query (null: all vectors), unless {@code
  * queryMasks} is given, which holds one mask per query (a null entry accepts all). Masks are bit
  * {@code ord % 64} of word {@code ord / 64}, at least {@code (size + 63) / 64} words.
  */
 public record SearchGroup(
-    DeviceIndex index, float[] queries, int numQueries, int k, int nprobe, long[] sharedMask, long[][] queryMasks) {
+    DeviceIndex index,
+    float[] queries,
+    int numQueries,
+    int k,
+    int nprobe,
+    long[] sharedMask,
+    long[][] queryMasks,
+    float[][] queryRows) {
 
   public SearchGroup {
     Objects.requireNonNull(index, "index");
-    Objects.requireNonNull(queries, "queries");
-    if (numQueries < 0 || (long) numQueries * index.dims() > queries.length) {
+    if ((queries == null) == (queryRows == null)) {
+      throw new IllegalArgumentException("row-major queries or query rows, exactly one of them");
+    }
+    if (numQueries < 0) {
+      throw new IllegalArgumentException("numQueries must be >= 0: " + numQueries);
+    }
+    if (queries != null && (long) numQueries * index.dims() > queries.length) {
       throw new IllegalArgumentException(
           "need numQueries * dims query floats: numQueries=" + numQueries + " dims=" + index.dims()
               + " length=" + queries.length);
+    }
+    if (queryRows != null) {
+      if (queryRows.length < numQueries) {
+        throw new IllegalArgumentException("need numQueries query rows: numQueries=" + numQueries
+            + " rows=" + queryRows.length);
+      }
+      for (int q = 0; q < numQueries; q++) {
+        if (queryRows[q].length != index.dims()) {
+          throw new IllegalArgumentException(
+              "query " + q + " has " + queryRows[q].length + " dimensions, the index " + index.dims());
+        }
+      }
     }
     if (k < 1 || k > KSelect.MAX_K) {
       throw new IllegalArgumentException("k must be in [1, " + KSelect.MAX_K + "]: " + k);
@@ -56,10 +82,40 @@ public record SearchGroup(
     }
   }
 
-  /** A group with nprobe 1 (for flat indexes, which ignore it). */
+  /** A group of row-major queries. */
+  public SearchGroup(DeviceIndex index, float[] queries, int numQueries, int k, int nprobe, long[] sharedMask,
+                     long[][] queryMasks) {
+    this(index, queries, numQueries, k, nprobe, sharedMask, queryMasks, null);
+  }
+
+  /** A group of row-major queries with nprobe 1 (for flat indexes, which ignore it). */
   public SearchGroup(DeviceIndex index, float[] queries, int numQueries, int k, long[] sharedMask,
                      long[][] queryMasks) {
-    this(index, queries, numQueries, k, 1, sharedMask, queryMasks);
+    this(index, queries, numQueries, k, 1, sharedMask, queryMasks, null);
+  }
+
+  /** A group of the first {@code numQueries} of {@code rows}, one array per query (read, never written). */
+  public static SearchGroup ofRows(DeviceIndex index, float[][] rows, int numQueries, int k, int nprobe,
+                                   long[] sharedMask, long[][] queryMasks) {
+    return new SearchGroup(index, null, numQueries, k, nprobe, sharedMask, queryMasks, rows);
+  }
+
+  /** Copies queries {@code [from, from + count)} row-major into {@code dst} at {@code dstOffset}. */
+  public void copyQueries(int from, int count, float[] dst, int dstOffset) {
+    int dims = index.dims();
+    if (queries != null) {
+      System.arraycopy(queries, from * dims, dst, dstOffset, count * dims);
+      return;
+    }
+    for (int q = 0; q < count; q++) {
+      System.arraycopy(queryRows[from + q], 0, dst, dstOffset + q * dims, dims);
+    }
+  }
+
+  /** A copy of query {@code q}. */
+  public float[] query(int q) {
+    int dims = index.dims();
+    return queries != null ? Arrays.copyOfRange(queries, q * dims, (q + 1) * dims) : queryRows[q].clone();
   }
 
   /** 64-bit words of an accept mask over {@code size} vectors. */

@@ -1,6 +1,8 @@
 package org.gpuvectors.codec;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.stream.IntStream;
 import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
@@ -39,28 +41,31 @@ final class GpuSegmentSearcher {
   private GpuSegmentSearcher() {}
 
   /**
-   * One segment's share of a GPU search, ready to run: its queries as rows, the k to ask (the
-   * collectors' k capped by the accepted count), the accept mask, and the collectors to fill.
+   * One segment's share of a GPU search, ready to run: its queries (the caller's arrays: the device
+   * layer stages them, so a batch over many segments copies them once per pass, not once per
+   * segment), the k to ask (the search's k capped by the accepted count), and the accept mask.
    */
   record Prepared(
       Object segment,
       String field,
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
-      float[] rows,
-      int numQueries,
+      float[][] queries,
       int k,
       int requestedK,
       AcceptMasks.Mask accepted,
-      KnnCollector[] collectors,
       ApproximateIndex index,
       int effort,
       FlatVectorsScorer scorers) {
 
+    int numQueries() {
+      return queries.length;
+    }
+
     /** The service's request for this share (the batch API sends several segments' in one pass). */
     GpuSearchService.Request request() {
       return new GpuSearchService.Request(
-          segment, field, vectors, similarity, gpuStructure(index), effort, rows, numQueries, k, accepted.bits());
+          segment, field, vectors, similarity, gpuStructure(index), effort, queries, queries.length, k, accepted.bits());
     }
 
     long visited() {
@@ -140,7 +145,12 @@ final class GpuSegmentSearcher {
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    Prepared p = prepare(service, segment, field, vectors, similarity, index, scorers, queries, collectors, accept, masks);
+    long visitLimit = Long.MAX_VALUE;
+    for (KnnCollector collector : collectors) {
+      visitLimit = Math.min(visitLimit, collector.visitLimit());
+    }
+    Prepared p = prepare(
+        service, segment, field, vectors, similarity, index, scorers, queries, maxK(collectors), visitLimit, accept, masks);
     if (p == null) {
       return false;
     }
@@ -151,18 +161,19 @@ final class GpuSegmentSearcher {
     boolean speculative = queries.length == 1 && p.accepted().standing();
     SearchResult result =
         service.search(
-            segment, field, vectors, similarity, gpuStructure(index), p.effort(), p.rows(), queries.length, p.k(),
+            segment, field, vectors, similarity, gpuStructure(index), p.effort(), queries, queries.length, p.k(),
             p.accepted().bits(), speculative, p.accepted().token(), p.requestedK());
     if (result == null) {
       return false;
     }
-    collect(p, result);
+    collect(p, result, collectors);
     return true;
   }
 
   /**
-   * Prepares a GPU search of one segment, or returns null when the CPU must run it (the fallback is
-   * counted); a prepared search with k 0 has nothing to collect.
+   * Prepares a GPU search of one segment for {@code k} results per query, or returns null when the
+   * CPU must run it (the fallback is counted): also when it would visit more than {@code visitLimit}
+   * vectors (the lowest of the collectors'). A prepared search with k 0 has nothing to collect.
    */
   static Prepared prepare(
       GpuSearchService service,
@@ -173,11 +184,11 @@ final class GpuSegmentSearcher {
       ApproximateIndex index,
       FlatVectorsScorer scorers,
       float[][] queries,
-      KnnCollector[] collectors,
+      int k,
+      long visitLimit,
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    int k = maxK(collectors);
     int requestedK = k;
     if (service.canServe(k) == false) {
       return null; // before the mask: without a GPU, building it would be wasted work
@@ -187,12 +198,9 @@ final class GpuSegmentSearcher {
     if (index instanceof IvfIndex ivf && effort == ivf.nlist() && accepted.count() < vectors.size()) {
       service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
     }
-    long visited = visited(index, accepted.count(), effort);
-    for (KnnCollector collector : collectors) {
-      if (visited > collector.visitLimit()) {
-        service.countFallback(FallbackReason.VISIT_LIMIT);
-        return null;
-      }
+    if (visited(index, accepted.count(), effort) > visitLimit) {
+      service.countFallback(FallbackReason.VISIT_LIMIT);
+      return null;
     }
     if (index instanceof IvfPqField && IvfPqField.rerankDepth(k, accepted.count()) > GpuSearchService.MAX_GPU_K) {
       service.countFallback(FallbackReason.K_TOO_LARGE); // the device cannot return all the candidates to re-rank
@@ -200,38 +208,91 @@ final class GpuSegmentSearcher {
     }
     k = deviceK(index, Math.min(k, accepted.count()), accepted.count());
     int dims = vectors.dimension();
-    float[] rows;
-    if (queries.length == 1) {
-      rows = queries[0]; // read, never written: the batch copies what it sends
-    } else {
-      rows = new float[queries.length * dims];
-      for (int q = 0; q < queries.length; q++) {
-        System.arraycopy(queries[q], 0, rows, q * dims, dims);
+    for (int q = 0; q < queries.length; q++) {
+      if (queries[q].length != dims) {
+        throw new IllegalArgumentException("vector query dimension: " + queries[q].length
+            + " differs from field dimension: " + dims + " (query " + q + " of field [" + field + "])");
       }
     }
     return new Prepared(
-        segment, field, vectors, similarity, rows, queries.length, k, requestedK, accepted, collectors, index, effort,
-        scorers);
+        segment, field, vectors, similarity, queries, k, requestedK, accepted, index, effort, scorers);
   }
 
   /**
-   * Hands a GPU result to the prepared search's collectors, with Lucene's scores and doc ids; ivf_pq
+   * Hands a GPU result to the collectors (one per query), with Lucene's scores and doc ids; ivf_pq
    * candidates get their exact scores from the raw vectors first (the collector keeps the best k).
    */
-  static void collect(Prepared p, SearchResult result) throws IOException {
-    if (p.index() instanceof IvfPqField) {
-      rerank(p, result);
-      return;
-    }
-    for (int q = 0; q < p.numQueries(); q++) {
-      KnnCollector collector = p.collectors()[q];
-      collector.incVisitedCount((int) Math.min(Integer.MAX_VALUE, p.visited()));
-      int hits = Math.min(result.count(q), collector.k());
-      for (int i = 0; i < hits; i++) {
-        int doc = p.vectors().ordToDoc(result.id(q, i));
-        collector.collect(doc, score(p.similarity(), result.distance(q, i)));
+  static void collect(Prepared p, SearchResult result, KnnCollector[] collectors) throws IOException {
+    int visited = (int) Math.min(Integer.MAX_VALUE, p.visited());
+    HitSink sink = new HitSink() {
+      @Override
+      public int start(int q) {
+        collectors[q].incVisitedCount(visited);
+        return collectors[q].k();
       }
+
+      @Override
+      public void add(int q, int doc, float score) {
+        collectors[q].collect(doc, score);
+      }
+    };
+    // Lucene's collectors may share state across queries (a global queue): only the re-rank, one
+    // collector and scorer per query, runs on the pool, as it did before
+    convert(p, result, sink, p.index() instanceof IvfPqField && p.numQueries() >= PARALLEL_RERANK_QUERIES);
+  }
+
+  /**
+   * A GPU result as the batch's hits in this segment: per query the best {@code k}, kept and ordered
+   * as a {@link org.apache.lucene.search.TopKnnCollector} of that k (with no visit limit) would keep
+   * them from {@link #collect}, with no collector per query. Large batches are converted on the
+   * common fork-join pool.
+   */
+  static SegmentHits hits(Prepared p, SearchResult result, int k) throws IOException {
+    SegmentHits hits = new SegmentHits(p.numQueries(), k);
+    long visited = Math.min(Integer.MAX_VALUE, p.visited());
+    HitSink sink = new HitSink() {
+      @Override
+      public int start(int q) {
+        hits.visited(q, visited, Integer.MAX_VALUE);
+        return k;
+      }
+
+      @Override
+      public void add(int q, int doc, float score) {
+        hits.add(q, doc, score);
+      }
+    };
+    if (p.index() instanceof IvfPqField
+        && p.numQueries() >= ORDINAL_ORDER_RERANK_QUERIES
+        && p.vectors().size() >= ORDINAL_ORDER_VECTORS_PER_QUERY * (long) p.numQueries()) {
+      OrdinalOrderRerank.rerank(p, result, hits, visited);
+      return hits;
     }
+    int parallelFrom = p.index() instanceof IvfPqField ? PARALLEL_RERANK_QUERIES : PARALLEL_CONVERT_QUERIES;
+    convert(p, result, sink, p.numQueries() >= parallelFrom);
+    return hits;
+  }
+
+  /**
+   * Batches of at least this many ivf_pq queries re-rank their candidates in ordinal order ({@link
+   * OrdinalOrderRerank}) in segments of at least {@link #ORDINAL_ORDER_VECTORS_PER_QUERY} vectors a
+   * query: the random reads then go to the queries instead of the larger set of raw vectors, and a
+   * vector that is a candidate of several queries is read once. Measured on Fashion-MNIST batches of
+   * 10k (2-core box, process CPU per batch): 60k vectors in one segment 112-120 ms vs 162-167 query
+   * by query; 2 segments of 30k 211-213 vs 246-266; 4 segments of 15k 412-431 vs 361-392 (there the
+   * queries are the larger set). -Dgpuvectors.rerank.ordinal_order_queries sets the first (to compare).
+   */
+  static final int ORDINAL_ORDER_RERANK_QUERIES = Integer.getInteger("gpuvectors.rerank.ordinal_order_queries", 1024);
+
+  /** See {@link #ORDINAL_ORDER_RERANK_QUERIES}: between the 1.5 (loses) and 3 (wins) vectors a query measured. */
+  static final int ORDINAL_ORDER_VECTORS_PER_QUERY = 2;
+
+  /** Receives a GPU result's hits query by query (queries may come from several threads). */
+  private interface HitSink {
+    /** Starts query q (counts what it visited); returns the most of its hits that can be kept. */
+    int start(int q);
+
+    void add(int q, int doc, float score);
   }
 
   /**
@@ -242,34 +303,54 @@ final class GpuSegmentSearcher {
    */
   static final int PARALLEL_RERANK_QUERIES = 64;
 
-  /** ivf_pq: each query's candidates get their exact scores from the raw vectors; the collector keeps the best k. */
-  private static void rerank(Prepared p, SearchResult result) throws IOException {
-    java.util.stream.IntStream queries = java.util.stream.IntStream.range(0, p.numQueries());
-    if (p.numQueries() >= PARALLEL_RERANK_QUERIES) {
-      queries = queries.parallel(); // every query has its own collector and scorer
+  /**
+   * Queries of one batch whose flat or ivf_flat results are converted to hits on the common pool: a
+   * query costs ~0.1 us a hit (doc id, score, ordered insert), so only large batches gain from it.
+   */
+  static final int PARALLEL_CONVERT_QUERIES = 2048;
+
+  /** Queries a task of a parallel conversion takes. */
+  private static final int QUERIES_PER_TASK = 256;
+
+  private static void convert(Prepared p, SearchResult result, HitSink sink, boolean parallel) throws IOException {
+    if (parallel == false) {
+      convert(p, result, sink, 0, p.numQueries());
+      return;
     }
+    int tasks = (p.numQueries() + QUERIES_PER_TASK - 1) / QUERIES_PER_TASK;
     try {
-      queries.forEach(q -> {
+      IntStream.range(0, tasks).parallel().forEach(t -> {
         try {
-          rerank(p, result, q);
+          convert(p, result, sink, t * QUERIES_PER_TASK, Math.min(p.numQueries(), (t + 1) * QUERIES_PER_TASK));
         } catch (IOException e) {
-          throw new java.io.UncheckedIOException(e);
+          throw new UncheckedIOException(e);
         }
       });
-    } catch (java.io.UncheckedIOException e) {
+    } catch (UncheckedIOException e) {
       throw e.getCause();
     }
   }
 
-  private static void rerank(Prepared p, SearchResult result, int q) throws IOException {
-    int dims = p.vectors().dimension();
-    KnnCollector collector = p.collectors()[q];
-    collector.incVisitedCount((int) Math.min(Integer.MAX_VALUE, p.visited()));
-    float[] query = java.util.Arrays.copyOfRange(p.rows(), q * dims, (q + 1) * dims);
-    RandomVectorScorer exact = p.scorers().getRandomVectorScorer(p.similarity(), p.vectors().copy(), query);
-    for (int i = 0; i < result.count(q); i++) {
-      int ord = result.id(q, i);
-      collector.collect(exact.ordToDoc(ord), exact.score(ord));
+  /** Queries {@code [from, to)} of a result into the sink, on one thread (its own copy of the vectors). */
+  private static void convert(Prepared p, SearchResult result, HitSink sink, int from, int to) throws IOException {
+    FloatVectorValues vectors = p.vectors().copy(); // ordToDoc and raw reads: one reader per thread
+    if (p.index() instanceof IvfPqField) {
+      // ivf_pq: each query's candidates get their exact scores from the raw vectors; the sink keeps the best k
+      for (int q = from; q < to; q++) {
+        sink.start(q);
+        RandomVectorScorer exact = p.scorers().getRandomVectorScorer(p.similarity(), vectors, p.queries()[q]);
+        for (int i = 0; i < result.count(q); i++) {
+          int ord = result.id(q, i);
+          sink.add(q, exact.ordToDoc(ord), exact.score(ord));
+        }
+      }
+      return;
+    }
+    for (int q = from; q < to; q++) {
+      int hits = Math.min(result.count(q), sink.start(q));
+      for (int i = 0; i < hits; i++) {
+        sink.add(q, vectors.ordToDoc(result.id(q, i)), score(p.similarity(), result.distance(q, i)));
+      }
     }
   }
 

@@ -296,9 +296,9 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
    * ({@link #searchBatchOnCpu}).
    */
   GpuSegmentSearcher.Prepared prepareBatch(
-      GpuSearchService service, String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
+      GpuSearchService service, String field, float[][] targets, int k, AcceptDocs acceptDocs)
       throws IOException {
-    FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, collectors[0]);
+    FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, k);
     if (entry == null) {
       return null;
     }
@@ -311,7 +311,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         approximate(field),
         flatVectorsReader.getFlatVectorScorer(field),
         targets,
-        collectors,
+        k,
+        Integer.MAX_VALUE, // the batch API's collectors have no visit limit
         acceptDocs,
         acceptMasks);
   }
@@ -358,10 +359,14 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
 
   /** The field's entry, or null if there is nothing to search (as Lucene's readers do). */
   private FieldEntry searchable(String field, VectorEncoding encoding, KnnCollector knnCollector) {
+    return searchable(field, encoding, knnCollector.k());
+  }
+
+  private FieldEntry searchable(String field, VectorEncoding encoding, int k) {
     FieldEntry entry = fields.get(field);
     if (entry == null
         || entry.size() == 0
-        || knnCollector.k() == 0
+        || k == 0
         || entry.vectorEncoding() != encoding) {
       return null;
     }

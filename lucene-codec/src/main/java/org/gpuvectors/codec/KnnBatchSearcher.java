@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.stream.IntStream;
 import org.apache.lucene.codecs.KnnVectorsReader;
 import org.apache.lucene.codecs.perfield.PerFieldKnnVectorsFormat;
 import org.apache.lucene.index.CodecReader;
@@ -13,9 +14,7 @@ import org.apache.lucene.index.LeafReaderContext;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.DocIdSetIterator;
 import org.apache.lucene.search.IndexSearcher;
-import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.search.Query;
-import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.ScoreMode;
 import org.apache.lucene.search.Scorer;
 import org.apache.lucene.search.TopDocs;
@@ -32,7 +31,9 @@ import org.gpuvectors.cuda.SearchResult;
  * Searches many query vectors in one call over all segments of an index: the shape the GPU is best
  * at. All segments of a {@link GpuVectorsFormat} field answer the whole batch in one GPU pass
  * (segments the GPU cannot take, on the CPU); segments of other formats answer query by query. Per
- * query, the segments' hits are merged into the top {@code k} of the index.
+ * query, the segments' hits are merged into the top {@code k} of the index, as Lucene merges them
+ * ({@link TopDocs#merge(int, TopDocs[])}): the GPU's results go straight into each segment's hits
+ * ({@link SegmentHits}), with no collector per query and no copy of the queries.
  *
  * <pre>{@code
  * TopDocs[] hits = KnnBatchSearcher.search(searcher, "embedding", queries, 10, null);
@@ -59,34 +60,36 @@ public final class KnnBatchSearcher {
             ? null
             : searcher.createWeight(searcher.rewrite(filter), ScoreMode.COMPLETE_NO_SCORES, 1f);
     var leaves = searcher.getIndexReader().leaves();
-    TopDocs[][] perLeaf = new TopDocs[queries.length][leaves.size()];
-    KnnCollector[][] collectors = new KnnCollector[leaves.size()][queries.length];
+    // per leaf the batch's hits there (null: nothing to search); no collector per query where the GPU answers
+    SegmentHits[] perLeaf = new SegmentHits[leaves.size()];
+    int[] docBases = new int[leaves.size()];
     GpuSearchService service = GpuSearchServices.current();
     // our segments' GPU shares go in one pass together; the others (and any the GPU cannot take) run here
     List<GpuSegmentSearcher.Prepared> prepared = new ArrayList<>();
     List<Integer> preparedLeaf = new ArrayList<>();
     List<GpuVectorsReader> preparedReader = new ArrayList<>();
-    List<AcceptDocs> accepts = new ArrayList<>();
+    AcceptDocs[] accepts = new AcceptDocs[leaves.size()];
     for (int l = 0; l < leaves.size(); l++) {
       LeafReaderContext leaf = leaves.get(l);
-      for (int q = 0; q < queries.length; q++) {
-        collectors[l][q] = new TopKnnCollector(k, Integer.MAX_VALUE);
-      }
+      docBases[l] = leaf.docBase;
       AcceptDocs accept = acceptDocs(leaf, filterWeight);
-      accepts.add(accept);
+      accepts[l] = accept;
       if (accept == null) {
         continue;
       }
       GpuVectorsReader ours = gpuVectorsReader(leaf.reader(), field);
       if (ours == null) {
+        TopKnnCollector[] collectors = collectors(queries.length, k);
         for (int q = 0; q < queries.length; q++) {
-          leaf.reader().searchNearestVectors(field, queries[q], collectors[l][q], accept);
+          leaf.reader().searchNearestVectors(field, queries[q], collectors[q], accept);
         }
+        perLeaf[l] = SegmentHits.of(collectors, k);
         continue;
       }
-      GpuSegmentSearcher.Prepared p = ours.prepareBatch(service, field, queries, collectors[l], accept);
+      // the queries as they are: every segment's share reads the caller's arrays, none copies them
+      GpuSegmentSearcher.Prepared p = ours.prepareBatch(service, field, queries, k, accept);
       if (p == null) {
-        ours.searchBatchOnCpu(field, queries, collectors[l], accept);
+        perLeaf[l] = searchOnCpu(ours, field, queries, k, accept);
       } else if (p.k() > 0) {
         prepared.add(p);
         preparedLeaf.add(l);
@@ -101,28 +104,53 @@ public final class KnnBatchSearcher {
       SearchResult[] results = service.searchAll(requests);
       for (int i = 0; i < prepared.size(); i++) {
         int l = preparedLeaf.get(i);
-        if (results[i] != null) {
-          GpuSegmentSearcher.collect(prepared.get(i), results[i]);
-        } else {
-          preparedReader.get(i).searchBatchOnCpu(field, queries, collectors[l], accepts.get(l));
-        }
+        perLeaf[l] = results[i] != null
+            ? GpuSegmentSearcher.hits(prepared.get(i), results[i], k)
+            : searchOnCpu(preparedReader.get(i), field, queries, k, accepts[l]);
       }
     }
-    for (int l = 0; l < leaves.size(); l++) {
-      LeafReaderContext leaf = leaves.get(l);
-      for (int q = 0; q < queries.length; q++) {
-        TopDocs topDocs = collectors[l][q].topDocs();
-        for (ScoreDoc scoreDoc : topDocs.scoreDocs) {
-          scoreDoc.doc += leaf.docBase;
-        }
-        perLeaf[q][l] = topDocs;
+    return merge(perLeaf, docBases, queries.length, k);
+  }
+
+  /**
+   * Batches of at least this many queries merge their segments' hits on the common fork-join pool
+   * (a query's merge builds its TopDocs: ~0.2 us a hit).
+   */
+  static final int PARALLEL_MERGE_QUERIES = 2048;
+
+  private static final int QUERIES_PER_TASK = 512;
+
+  /** Per query the top k of all segments, as {@link TopDocs#merge(int, TopDocs[])} would merge them. */
+  private static TopDocs[] merge(SegmentHits[] perLeaf, int[] docBases, int numQueries, int k) {
+    TopDocs[] results = new TopDocs[numQueries];
+    if (numQueries < PARALLEL_MERGE_QUERIES) {
+      for (int q = 0; q < numQueries; q++) {
+        results[q] = SegmentHits.merge(perLeaf, docBases, q, k);
       }
+      return results;
     }
-    TopDocs[] results = new TopDocs[queries.length];
-    for (int q = 0; q < queries.length; q++) {
-      results[q] = TopDocs.merge(k, perLeaf[q]);
-    }
+    IntStream.range(0, (numQueries + QUERIES_PER_TASK - 1) / QUERIES_PER_TASK).parallel().forEach(t -> {
+      for (int q = t * QUERIES_PER_TASK; q < Math.min(numQueries, (t + 1) * QUERIES_PER_TASK); q++) {
+        results[q] = SegmentHits.merge(perLeaf, docBases, q, k);
+      }
+    });
     return results;
+  }
+
+  /** The batch over one of our segments on the CPU, through one collector per query. */
+  private static SegmentHits searchOnCpu(
+      GpuVectorsReader reader, String field, float[][] queries, int k, AcceptDocs accept) throws IOException {
+    TopKnnCollector[] collectors = collectors(queries.length, k);
+    reader.searchBatchOnCpu(field, queries, collectors, accept);
+    return SegmentHits.of(collectors, k);
+  }
+
+  private static TopKnnCollector[] collectors(int numQueries, int k) {
+    TopKnnCollector[] collectors = new TopKnnCollector[numQueries];
+    for (int q = 0; q < numQueries; q++) {
+      collectors[q] = new TopKnnCollector(k, Integer.MAX_VALUE);
+    }
+    return collectors;
   }
 
   /** Live documents that match the filter, or null when none can match in this segment. */

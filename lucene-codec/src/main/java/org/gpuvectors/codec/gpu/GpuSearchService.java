@@ -3,6 +3,7 @@ package org.gpuvectors.codec.gpu;
 import java.io.Closeable;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
@@ -250,7 +251,12 @@ public final class GpuSearchService implements Closeable {
       int k,
       long[] mask)
       throws IOException {
-    return search(segment, field, vectors, similarity, null, 1, queries, numQueries, k, mask, false, null, k);
+    float[][] rows = new float[numQueries][];
+    int dims = vectors.dimension();
+    for (int q = 0; q < numQueries; q++) {
+      rows[q] = numQueries == 1 && queries.length == dims ? queries : Arrays.copyOfRange(queries, q * dims, (q + 1) * dims);
+    }
+    return search(segment, field, vectors, similarity, null, 1, rows, numQueries, k, mask, false, null, k);
   }
 
   /**
@@ -259,6 +265,8 @@ public final class GpuSearchService implements Closeable {
    * ask searches every resident segment of the index for this query in the same pass, and the others
    * take their results when they ask ({@link Speculations}).
    *
+   * @param queries the queries, one array per query (read, never written; not copied: the device
+   *     layer stages them for the copy to the device)
    * @param structure the field's inverted lists or graph, or null for a flat field
    * @param nprobe lists to scan (IVF) or the beam's width (graph); ignored for flat fields
    * @param speculative whether this is one unfiltered query that may search the index's other
@@ -274,7 +282,7 @@ public final class GpuSearchService implements Closeable {
       VectorSimilarityFunction similarity,
       GpuStructure structure,
       int nprobe,
-      float[] queries,
+      float[][] queries,
       int numQueries,
       int k,
       long[] mask,
@@ -287,10 +295,11 @@ public final class GpuSearchService implements Closeable {
     }
     if (speculate && speculative && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
       Residency.Key key = new Residency.Key(segment, field);
-      Speculations.Speculation mine = new Speculations.Speculation(queries);
-      Speculations.Speculation running = speculations.claim(queries, mine);
+      float[] query = queries[0];
+      Speculations.Speculation mine = new Speculations.Speculation(query);
+      Speculations.Speculation running = speculations.claim(query, mine);
       if (running != null) {
-        SearchResult parked = running.take(key, token, k, queries);
+        SearchResult parked = running.take(key, token, k, query);
         if (parked != null) {
           stats.recordGpuSearch(1);
           stats.recordSpeculativeHit();
@@ -308,7 +317,10 @@ public final class GpuSearchService implements Closeable {
     return run(List.of(new Request(segment, field, vectors, similarity, structure, nprobe, queries, numQueries, k, mask)))[0];
   }
 
-  /** One segment field's share of {@link #searchAll}: as the arguments of {@link #search}. */
+  /**
+   * One segment field's share of {@link #searchAll}: as the arguments of {@link #search} (the queries
+   * one array per query, the caller's own: segments of one batch share them).
+   */
   public record Request(
       Object segment,
       String field,
@@ -316,7 +328,7 @@ public final class GpuSearchService implements Closeable {
       VectorSimilarityFunction similarity,
       GpuStructure structure,
       int nprobe,
-      float[] queries,
+      float[][] queries,
       int numQueries,
       int k,
       long[] mask) {
@@ -324,7 +336,7 @@ public final class GpuSearchService implements Closeable {
     /** A flat field's request. */
     public Request(
         Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity,
-        float[] queries, int numQueries, int k, long[] mask) {
+        float[][] queries, int numQueries, int k, long[] mask) {
       this(segment, field, vectors, similarity, null, 1, queries, numQueries, k, mask);
     }
   }
@@ -396,7 +408,7 @@ public final class GpuSearchService implements Closeable {
       VectorSimilarityFunction similarity,
       GpuStructure structure,
       int nprobe,
-      float[] query,
+      float[][] query,
       int k,
       long[] mask,
       Object token,

@@ -35,13 +35,13 @@ public final class SearchBatcher {
   }
 
   /**
-   * One caller's search of one resident index: its queries (row-major), its k, its accepted vectors
+   * One caller's search of one resident index: its queries (one array per query, read only), its k, its accepted vectors
    * ({@code mask} for all its queries, null = all) and the lists it scans (IVF indexes; flat ones
    * ignore it). Filled by the pass that runs it.
    */
   public static final class Search {
     final DeviceIndex index;
-    final float[] queries;
+    final float[][] queries;
     final int numQueries;
     final int k;
     final long[] mask;
@@ -50,7 +50,7 @@ public final class SearchBatcher {
     private Throwable error;
     private boolean done; // guarded by the batcher's lock
 
-    public Search(DeviceIndex index, float[] queries, int numQueries, int k, long[] mask, int nprobe) {
+    public Search(DeviceIndex index, float[][] queries, int numQueries, int k, long[] mask, int nprobe) {
       this.index = index;
       this.queries = queries;
       this.numQueries = numQueries;
@@ -60,7 +60,7 @@ public final class SearchBatcher {
     }
 
     /** A search of a flat index. */
-    public Search(DeviceIndex index, float[] queries, int numQueries, int k, long[] mask) {
+    public Search(DeviceIndex index, float[][] queries, int numQueries, int k, long[] mask) {
       this(index, queries, numQueries, k, mask, 1);
     }
 
@@ -192,15 +192,14 @@ public final class SearchBatcher {
   }
 
   /**
-   * The searches of one index as one group: queries stacked, the largest k and the most lists (more
+   * The searches of one index as one group: query rows stacked (the arrays, not their contents), the largest k and the most lists (more
    * lists only add candidates: each search gets at least the hits it asked for), masks shared if equal.
    */
   private static SearchGroup group(DeviceIndex index, List<Search> searches) {
     if (searches.size() == 1) {
       Search s = searches.get(0);
-      return new SearchGroup(index, s.queries, s.numQueries, s.k, s.nprobe, s.mask, null);
+      return SearchGroup.ofRows(index, s.queries, s.numQueries, s.k, s.nprobe, s.mask, null);
     }
-    int dims = index.dims();
     int numQueries = 0;
     int k = 0;
     int nprobe = 1;
@@ -211,16 +210,16 @@ public final class SearchBatcher {
       nprobe = Math.max(nprobe, s.nprobe);
       oneMask &= s.mask == searches.get(0).mask; // the same array: a segment's cached live docs, or none
     }
-    float[] queries = new float[numQueries * dims];
+    float[][] queries = new float[numQueries][];
     long[][] masks = oneMask ? null : new long[numQueries][];
     int row = 0;
     for (Search s : searches) {
-      System.arraycopy(s.queries, 0, queries, row * dims, s.numQueries * dims);
+      System.arraycopy(s.queries, 0, queries, row, s.numQueries);
       for (int q = 0; masks != null && q < s.numQueries; q++) {
         masks[row + q] = s.mask;
       }
       row += s.numQueries;
     }
-    return new SearchGroup(index, queries, numQueries, k, nprobe, oneMask ? searches.get(0).mask : null, masks);
+    return SearchGroup.ofRows(index, queries, numQueries, k, nprobe, oneMask ? searches.get(0).mask : null, masks);
   }
 }

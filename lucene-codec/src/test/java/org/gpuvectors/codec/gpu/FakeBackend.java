@@ -217,7 +217,7 @@ public final class FakeBackend implements GpuBackend {
     float[] distances = new float[group.numQueries() * k];
     Arrays.fill(ids, -1);
     for (int q = 0; q < group.numQueries(); q++) {
-      float[] query = Arrays.copyOfRange(group.queries(), q * dims, (q + 1) * dims);
+      float[] query = group.query(q);
       if (index.metric == Metric.COSINE) {
         normalize(query, 0, dims);
       }

@@ -1,0 +1,235 @@
+package org.gpuvectors.codec;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.function.IntPredicate;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.Field;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.document.StringField;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.NoMergePolicy;
+import org.apache.lucene.index.Term;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.Query;
+import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.search.TotalHits;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.tests.util.TestUtil;
+import org.gpuvectors.codec.gpu.FakeBackend;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link KnnBatchSearcher}'s results, exactly, against a brute-force oracle over all documents: the
+ * same doc ids in the same order with the same scores (and for flat fields the same total hits), on
+ * the GPU path (a CPU double of the device) and on the CPU path. Vectors have small integer
+ * coordinates, so every distance is exact in float on every path and equal scores are frequent:
+ * documents in the second half repeat the vectors of the first (ties across segments, broken by
+ * doc id as Lucene breaks them). Several segments, some documents without a vector, deletions, a
+ * filter, and k above a segment's size.
+ */
+class KnnBatchSearcherTests {
+
+  private static final int DIMS = 8;
+  private static final int DOCS = 230;
+  private static final int SEGMENT_DOCS = 40;
+
+  @TempDir Path tempDir;
+  private final Random random = new Random(0x6a7c4);
+
+  /** Doc ids are positions (no merges); null where a document has no vector. */
+  private float[][] index(Directory dir, IndexType type, VectorSimilarityFunction sim) throws IOException {
+    Map<String, Integer> params = switch (type) {
+      case FLAT -> Map.of();
+      case IVF_FLAT -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4); // every list: exact
+      case IVF_PQ -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4, IndexParams.PQ_M, 2);
+      default -> throw new IllegalArgumentException(type.toString());
+    };
+    var fieldType = GpuVectorsFormat.markField(
+        KnnFloatVectorField.createFieldType(DIMS, sim), new IndexParams(type, params));
+    float[][] vectors = new float[DOCS][];
+    IndexWriterConfig config = new IndexWriterConfig()
+        .setCodec(TestUtil.alwaysKnnVectorsFormat(new GpuVectorsFormat(0))) // lists in every segment
+        .setMergePolicy(NoMergePolicy.INSTANCE)
+        .setMaxBufferedDocs(SEGMENT_DOCS);
+    try (IndexWriter writer = new IndexWriter(dir, config)) {
+      for (int id = 0; id < DOCS; id++) {
+        Document doc = new Document();
+        doc.add(new StringField("id", Integer.toString(id), Field.Store.NO));
+        doc.add(new StringField("tag", id % 3 == 1 ? "b" : "a", Field.Store.NO));
+        if (id % 7 != 5) {
+          float[] v = new float[DIMS];
+          if (id >= DOCS / 2 && vectors[id - DOCS / 2] != null) {
+            v = vectors[id - DOCS / 2].clone();
+          } else {
+            for (int d = 0; d < DIMS; d++) {
+              v[d] = random.nextInt(3);
+            }
+          }
+          vectors[id] = v;
+          doc.add(new KnnFloatVectorField("vec", v, fieldType));
+        }
+        writer.addDocument(doc);
+      }
+      for (int id = 3; id < DOCS; id += 11) {
+        writer.deleteDocuments(new Term("id", Integer.toString(id)));
+      }
+    }
+    return vectors;
+  }
+
+  private static boolean live(int id) {
+    return id % 11 != 3;
+  }
+
+  private record Hit(int doc, float score) {}
+
+  /** The top k of the accepted documents with a vector: by score, equal scores by the lower doc id. */
+  private static List<Hit> oracle(float[][] vectors, float[] query, VectorSimilarityFunction sim, int k, IntPredicate accepted) {
+    List<Hit> all = new ArrayList<>();
+    for (int doc = 0; doc < vectors.length; doc++) {
+      if (vectors[doc] != null && accepted.test(doc)) {
+        all.add(new Hit(doc, sim.compare(query, vectors[doc])));
+      }
+    }
+    all.sort(Comparator.comparingDouble((Hit h) -> -h.score()).thenComparingInt(Hit::doc));
+    return all.subList(0, Math.min(k, all.size()));
+  }
+
+  private static long acceptedCount(float[][] vectors, IntPredicate accepted) {
+    long n = 0;
+    for (int doc = 0; doc < vectors.length; doc++) {
+      if (vectors[doc] != null && accepted.test(doc)) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  private float[][] queries(int n) {
+    float[][] queries = new float[n][DIMS];
+    for (float[] q : queries) {
+      for (int d = 0; d < DIMS; d++) {
+        q[d] = random.nextInt(3);
+      }
+    }
+    return queries;
+  }
+
+  @Test
+  void flatMatchesTheOracleExactly() throws IOException {
+    check(IndexType.FLAT, VectorSimilarityFunction.EUCLIDEAN, true);
+    check(IndexType.FLAT, VectorSimilarityFunction.MAXIMUM_INNER_PRODUCT, true);
+  }
+
+  @Test
+  void ivfFlatProbingEveryListMatchesTheOracleExactly() throws IOException {
+    check(IndexType.IVF_FLAT, VectorSimilarityFunction.EUCLIDEAN, true);
+    check(IndexType.IVF_FLAT, VectorSimilarityFunction.MAXIMUM_INNER_PRODUCT, true);
+  }
+
+  /**
+   * ivf_pq re-ranks the device's candidates by their raw vectors: with every list probed the double
+   * device's candidates are the exact nearest, so the batch's hits are exact. (The CPU path ranks its
+   * candidates by PQ distance first, so it is approximate: IvfPqTests cover its recall.)
+   */
+  @Test
+  void ivfPqRerankedOnTheGpuPathMatchesTheOracleExactly() throws IOException {
+    check(IndexType.IVF_PQ, VectorSimilarityFunction.EUCLIDEAN, false);
+  }
+
+  private void check(IndexType type, VectorSimilarityFunction sim, boolean cpuIsExact) throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    try (GpuSearchService service = GpuSearchService.withBackend(
+        backend, new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024))) {
+      GpuSearchServices.install(service);
+      try (Directory dir = FSDirectory.open(tempDir.resolve(type + "-" + sim))) {
+        float[][] vectors = index(dir, type, sim);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          assertTrue(reader.leaves().size() >= 5, "several segments");
+          IndexSearcher searcher = new IndexSearcher(reader);
+          // batches of every size class: one by one; the re-rank on the pool; conversion and merge on the
+          // pool (these segments are too small for the ordinal-order re-rank: OrdinalOrderRerankTests)
+          int large = Math.max(KnnBatchSearcher.PARALLEL_MERGE_QUERIES, GpuSegmentSearcher.PARALLEL_CONVERT_QUERIES) + 3;
+          for (int numQueries : new int[] {5, GpuSegmentSearcher.PARALLEL_RERANK_QUERIES + 1, large}) {
+            check(searcher, vectors, type, sim, cpuIsExact, queries(numQueries), service);
+          }
+        }
+      } finally {
+        GpuSearchServices.uninstall(service);
+      }
+    }
+  }
+
+  private void check(IndexSearcher searcher, float[][] vectors, IndexType type, VectorSimilarityFunction sim,
+                     boolean cpuIsExact, float[][] queries, GpuSearchService service) throws IOException {
+    Query tagA = new TermQuery(new Term("tag", "a"));
+    for (int k : new int[] {1, 7, 50}) { // 50: above any segment's size
+      for (Query filter : new Query[] {null, tagA}) {
+        IntPredicate accepted = filter == null ? KnnBatchSearcherTests::live : id -> live(id) && id % 3 != 1;
+        long fallbacks = service.stats().cpuFallbacks();
+        TopDocs[] gpu = KnnBatchSearcher.search(searcher, "vec", queries, k, filter);
+        assertEquals(fallbacks, service.stats().cpuFallbacks(), () -> "all on the device: " + service.stats());
+        service.setEnabled(false);
+        TopDocs[] cpu = KnnBatchSearcher.search(searcher, "vec", queries, k, filter);
+        service.setEnabled(true);
+        for (int q = 0; q < queries.length; q++) {
+          List<Hit> expected = oracle(vectors, queries[q], sim, k, accepted);
+          String where = type + " " + sim + " k=" + k + " filter=" + filter + " query " + q + " of " + queries.length;
+          assertHits(expected, gpu[q], "GPU path, " + where);
+          if (cpuIsExact) {
+            assertHits(expected, cpu[q], "CPU path, " + where);
+          }
+          if (type == IndexType.FLAT) { // flat search visits every accepted vector
+            TotalHits total = new TotalHits(acceptedCount(vectors, accepted), TotalHits.Relation.EQUAL_TO);
+            assertEquals(total, gpu[q].totalHits, where);
+            assertEquals(total, cpu[q].totalHits, where);
+          }
+        }
+      }
+    }
+  }
+
+  private static void assertHits(List<Hit> expected, TopDocs actual, String where) {
+    List<Hit> hits = new ArrayList<>();
+    for (var scoreDoc : actual.scoreDocs) {
+      hits.add(new Hit(scoreDoc.doc, scoreDoc.score));
+    }
+    assertEquals(expected, hits, where);
+  }
+
+  @Test
+  void aQueryOfTheWrongDimensionIsRefused() throws IOException {
+    try (GpuSearchService service = GpuSearchService.withBackend(
+        new FakeBackend(1L << 30), new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024))) {
+      GpuSearchServices.install(service);
+      try (Directory dir = FSDirectory.open(tempDir.resolve("dims"))) {
+        index(dir, IndexType.FLAT, VectorSimilarityFunction.EUCLIDEAN);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          float[][] queries = {new float[DIMS], new float[DIMS + 1]};
+          IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+              () -> KnnBatchSearcher.search(new IndexSearcher(reader), "vec", queries, 3, null));
+          assertTrue(e.getMessage().contains("dimension"), e.getMessage());
+        }
+      } finally {
+        GpuSearchServices.uninstall(service);
+      }
+    }
+  }
+}
