@@ -92,38 +92,50 @@ def kselect():
     print("wrote", out)
 
 
+# the Fashion-MNIST run the plot shows (a directory under docs/results/)
+FMNIST_RUN = "fmnist-2026-11-24"
+
+
 def fashion_mnist():
     """The latest Fashion-MNIST run (FashionMnistBenchmark + torch_fmnist.py in one call), plus the exact-search
     kernels' FP32 / TF32-rerank rows of ExactSearchBench tf32 (the same data; kernel level, wall clock)."""
-    run = os.path.join(results, "fmnist-ivf-run4")
+    run = os.path.join(results, FMNIST_RUN)
     if not os.path.exists(os.path.join(run, "fashion-mnist.csv")):
         return
-    data = rows("fmnist-ivf-run4/fashion-mnist.csv") + rows("fmnist-ivf-run4/torch-fmnist.csv")
+    data = rows(f"{FMNIST_RUN}/fashion-mnist.csv") + rows(f"{FMNIST_RUN}/torch-fmnist.csv")
     tf32 = os.path.join(results, "tf32", "exact_tf32.csv")
     if os.path.exists(tf32):
         for r in rows("tf32/exact_tf32.csv"):
             if r.get("k") == "10":
                 data.append({"system": "kernel-exact-" + r["precision"].lower(), "parameter": "batch=10000",
                              "recall": r.get("agree", "1.0"), "queries_per_s": r["queries_per_s_wall"]})
-    fig, ax = plt.subplots(figsize=(8, 5.5))
     colors = {"gpu-exact": "tab:green", "cpu-exact-1-thread": "tab:blue", "gpu-ivf-flat": "tab:red",
               "gpu-ivf-flat-batch-1": "tab:pink", "cpu-ivf-flat-1-thread": "tab:purple",
               "torch-fp32": "tab:gray", "torch-tf32": "black", "kernel-exact-fp32": "tab:olive",
-              "kernel-exact-tf32_rerank": "tab:cyan"}
-    for system in dict.fromkeys(r["system"] for r in data):
-        pts = [r for r in data if r["system"] == system]
-        x = [float(r["recall"]) for r in pts]
-        y = [float(r["queries_per_s"]) for r in pts]
-        color = colors.get(system, "tab:orange")
-        ax.plot(x, y, marker="o", color=color, label=system, linestyle="-" if len(pts) > 1 else "none")
-        for r, xi, yi in zip(pts, x, y):
-            ax.annotate(r["parameter"], (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.set_yscale("log")
-    ax.set_xlabel("recall@10")
-    ax.set_ylabel("queries/s")
-    ax.set_title("fashion-mnist-784-euclidean, k=10 (H100; HNSW on 16 CPU threads)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+              "kernel-exact-tf32_rerank": "tab:cyan", "gpu-ivf-pq": "tab:brown", "gpu-ivf-pq-batch-1": "peru",
+              "cpu-ivf-pq-1-thread": "rosybrown", "gpu-graph": "darkviolet",
+              "gpu-graph-batch-1": "violet", "cpu-graph-16-threads": "indigo",
+              "lucene-hnsw-16-threads": "tab:orange"}
+    # left: every point; right: the high-recall corner where the systems compete (points left of 0.97 off the axis)
+    fig, axes = plt.subplots(1, 2, figsize=(15, 6))
+    for ax, zoom in zip(axes, (False, True)):
+        for system in dict.fromkeys(r["system"] for r in data):
+            pts = [r for r in data if r["system"] == system and (not zoom or float(r["recall"]) >= 0.97)]
+            if not pts:
+                continue
+            x = [float(r["recall"]) for r in pts]
+            y = [float(r["queries_per_s"]) for r in pts]
+            color = colors.get(system, "tab:orange")
+            ax.plot(x, y, marker="o", color=color, label=system, linestyle="-" if len(pts) > 1 else "none")
+            if zoom:
+                for r, xi, yi in zip(pts, x, y):
+                    ax.annotate(r["parameter"], (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_yscale("log")
+        ax.set_xlabel("recall@10")
+        ax.set_ylabel("queries/s")
+        ax.set_title("recall >= 0.97" if zoom else "fashion-mnist-784-euclidean, k=10 (H100; CPU rows 16 threads)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     out = os.path.join(here, "fashion-mnist.png")
     fig.savefig(out, dpi=110)
