@@ -1,6 +1,7 @@
 package org.gpuvectors.codec;
 
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.IndexReader;
@@ -62,8 +63,8 @@ final class LiveVectors extends FloatVectorValues {
       }
     }
     return new LiveVectors(
-        leaves, java.util.Arrays.copyOf(leafOf, n), java.util.Arrays.copyOf(ordOf, n),
-        java.util.Arrays.copyOf(docOf, n), dims);
+        leaves, Arrays.copyOf(leafOf, n), Arrays.copyOf(ordOf, n),
+        Arrays.copyOf(docOf, n), dims);
   }
 
   /** The global doc id of ordinal {@code ord}. */

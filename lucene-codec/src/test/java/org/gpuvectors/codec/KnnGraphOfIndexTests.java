@@ -97,6 +97,10 @@ class KnnGraphOfIndexTests {
         check(reader, vectors, VectorSimilarityFunction.EUCLIDEAN, 5, 0);
         assertTrue(device.nearestKCalls.get() > 0, "brute force on the device");
         assertTrue(installed.stats().gpuKnnGraphVectors() > 0, installed.stats().toString());
+        assertEquals(0, installed.stats().cpuKnnGraphVectors(), installed.stats().toString());
+        // k + 1 past the device's k-selection: the CPU computes it, counted as such
+        check(reader, vectors, VectorSimilarityFunction.EUCLIDEAN, GpuSearchService.MAX_GPU_K, 0);
+        assertTrue(installed.stats().cpuKnnGraphVectors() > 0, installed.stats().toString());
       }
     }
   }

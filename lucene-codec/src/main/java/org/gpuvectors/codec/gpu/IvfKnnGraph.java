@@ -2,6 +2,7 @@ package org.gpuvectors.codec.gpu;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.OptionalInt;
@@ -138,7 +139,7 @@ final class IvfKnnGraph {
       }
       int row = (ords == null ? first + q : q) * k;
       System.arraycopy(rowIds, 0, out, row, taken);
-      java.util.Arrays.fill(out, row + taken, row + k, -1);
+      Arrays.fill(out, row + taken, row + k, -1);
     }
   }
 
