@@ -106,6 +106,42 @@ class KnnGraphOfIndexTests {
   }
 
   @Test
+  void deviceIvfPathFindsTheOracleNeighbours() throws IOException {
+    FakeBackend device = new FakeBackend(1L << 30);
+    install(GpuSearchService.withBackend(device, new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024)));
+    System.setProperty("gpuvectors.knn_graph.exact_max_vectors", "10"); // the index's ~120 vectors go through IVF
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      Map<Integer, float[]> vectors = index(dir, VectorSimilarityFunction.COSINE);
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        int k = 5;
+        KnnGraphOfIndex graph = KnnGraphOfIndex.compute(reader, "vec", k);
+        assertEquals(1, device.uploads.get(), "an IVF index of the live vectors on the device");
+        float[][] byDoc = liveVectors(reader, vectors);
+        long edges = 0;
+        long found = 0;
+        for (int doc = 0; doc < reader.maxDoc(); doc++) {
+          List<ScoreDoc> expected = oracle(byDoc, doc, VectorSimilarityFunction.COSINE, k);
+          int[] near = graph.neighbors(doc);
+          float[] scores = graph.scores(doc);
+          assertEquals(expected.size(), near.length, "doc " + doc + ": neighbours");
+          for (int i = 0; i < near.length; i++) {
+            assertTrue(byDoc[near[i]] != null && near[i] != doc, "doc " + doc + ": a live other document " + near[i]);
+            assertEquals(VectorSimilarityFunction.COSINE.compare(byDoc[doc], byDoc[near[i]]), scores[i], "doc " + doc);
+            assertTrue(i == 0 || scores[i - 1] >= scores[i], "doc " + doc + ": best first " + Arrays.toString(scores));
+          }
+          for (ScoreDoc e : expected) {
+            edges++;
+            found += Arrays.stream(near).anyMatch(d -> d == e.doc) ? 1 : 0;
+          }
+        }
+        assertTrue(found >= 0.95 * edges, "recall of the exact edges: " + found + " / " + edges);
+      }
+    } finally {
+      System.clearProperty("gpuvectors.knn_graph.exact_max_vectors");
+    }
+  }
+
+  @Test
   void gpuMatchesTheOracle() throws IOException {
     GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
     GpuSearchService gpu = GpuSearchServices.current();
@@ -215,40 +251,17 @@ class KnnGraphOfIndexTests {
     KnnGraphOfIndex graph = KnnGraphOfIndex.compute(reader, "vec", k);
     assertEquals(reader.maxDoc(), graph.maxDoc());
     assertEquals(k, graph.k());
-    // the live documents with vectors, by global doc id
-    float[][] byDoc = new float[reader.maxDoc()][];
-    int live = 0;
-    for (LeafReaderContext leaf : reader.leaves()) {
-      Bits liveDocs = leaf.reader().getLiveDocs();
-      NumericDocValues ids = leaf.reader().getNumericDocValues("id");
-      for (int doc = ids.nextDoc(); doc != NumericDocValues.NO_MORE_DOCS; doc = ids.nextDoc()) {
-        float[] v = byId.get((int) ids.longValue());
-        if (v != null && (liveDocs == null || liveDocs.get(doc))) {
-          byDoc[leaf.docBase + doc] = v;
-          live++;
-        }
-      }
-    }
+    float[][] byDoc = liveVectors(reader, byId);
+    int live = (int) Arrays.stream(byDoc).filter(v -> v != null).count();
     int differing = 0;
     for (int doc = 0; doc < reader.maxDoc(); doc++) {
-      int[] expectedDocs = new int[0];
-      float[] expectedScores = new float[0];
-      if (byDoc[doc] != null) {
-        List<ScoreDoc> all = new ArrayList<>();
-        for (int other = 0; other < byDoc.length; other++) {
-          if (other != doc && byDoc[other] != null) {
-            all.add(new ScoreDoc(other, similarity.compare(byDoc[doc], byDoc[other])));
-          }
-        }
-        all.sort(Comparator.comparingDouble((ScoreDoc s) -> -s.score).thenComparingInt(s -> s.doc));
-        List<ScoreDoc> top = all.subList(0, Math.min(k, all.size()));
-        expectedDocs = top.stream().mapToInt(s -> s.doc).toArray();
-        expectedScores = new float[top.size()];
-        for (int i = 0; i < top.size(); i++) {
-          expectedScores[i] = top.get(i).score;
-        }
-        assertEquals(Math.min(k, live - 1), expectedDocs.length);
+      List<ScoreDoc> top = oracle(byDoc, doc, similarity, k);
+      int[] expectedDocs = top.stream().mapToInt(s -> s.doc).toArray();
+      float[] expectedScores = new float[top.size()];
+      for (int i = 0; i < top.size(); i++) {
+        expectedScores[i] = top.get(i).score;
       }
+      assertEquals(byDoc[doc] == null ? 0 : Math.min(k, live - 1), expectedDocs.length);
       assertEquals(expectedDocs.length, graph.count(doc), "doc " + doc + ": neighbours");
       if (Arrays.equals(expectedDocs, graph.neighbors(doc)) == false) {
         differing++;
@@ -269,5 +282,36 @@ class KnnGraphOfIndexTests {
         assertEquals(expectedScores[i], hits.scoreDocs[i].score);
       }
     }
+  }
+
+  /** Per global doc id its vector, for the live documents that have one (null for the others). */
+  private static float[][] liveVectors(DirectoryReader reader, Map<Integer, float[]> byId) throws IOException {
+    float[][] byDoc = new float[reader.maxDoc()][];
+    for (LeafReaderContext leaf : reader.leaves()) {
+      Bits liveDocs = leaf.reader().getLiveDocs();
+      NumericDocValues ids = leaf.reader().getNumericDocValues("id");
+      for (int doc = ids.nextDoc(); doc != NumericDocValues.NO_MORE_DOCS; doc = ids.nextDoc()) {
+        float[] v = byId.get((int) ids.longValue());
+        if (v != null && (liveDocs == null || liveDocs.get(doc))) {
+          byDoc[leaf.docBase + doc] = v;
+        }
+      }
+    }
+    return byDoc;
+  }
+
+  /** Brute force: the k best other live documents of {@code doc}, best first (ties: lower doc); none without a vector. */
+  private static List<ScoreDoc> oracle(float[][] byDoc, int doc, VectorSimilarityFunction similarity, int k) {
+    List<ScoreDoc> all = new ArrayList<>();
+    if (byDoc[doc] == null) {
+      return all;
+    }
+    for (int other = 0; other < byDoc.length; other++) {
+      if (other != doc && byDoc[other] != null) {
+        all.add(new ScoreDoc(other, similarity.compare(byDoc[doc], byDoc[other])));
+      }
+    }
+    all.sort(Comparator.comparingDouble((ScoreDoc s) -> -s.score).thenComparingInt(s -> s.doc));
+    return new ArrayList<>(all.subList(0, Math.min(k, all.size())));
   }
 }
