@@ -18,7 +18,7 @@ import org.gpuvectors.cuda.SearchResult;
  *       of at most {@link #CHUNK_FLOATS} floats as the base and, per base chunk, in chunks as the
  *       queries; each vector's candidates from every base chunk are merged on the host. It costs n^2
  *       distances and, worse on the device, n^2 candidates through the k-selection: Fashion-MNIST
- *       (60k x 784) takes 0.7 s on the H100, 1M x 128 would take minutes;
+ *       (60k x 784) takes 0.7 s on the H100; by n^2, 1M x 128 would take minutes (an estimate);
  *   <li>approximate through IVF ({@link IvfKnnGraph}): every vector searched as a query in its
  *       nearest lists, with nprobe calibrated on a sample for the exact graph's edges (Faiss builds
  *       k-NN graphs at scale this way, section 6.5 of its paper; CAGRA's IVF-PQ build likewise).
@@ -92,13 +92,13 @@ final class GpuKnnGraph {
       int ask = Math.min(k + 1, baseCount); // + 1: a vector of this chunk finds itself
       for (int queryStart = 0; queryStart < m; queryStart += chunkRows) {
         int queryCount = Math.min(chunkRows, m - queryStart);
-        float[] rows;
+        float[] queryRows;
         if (queries != null) {
-          rows = rows(vectors, queries, queryStart, queryCount, metric);
+          queryRows = rows(vectors, queries, queryStart, queryCount, metric);
         } else {
-          rows = queryStart == baseStart ? base : rows(vectors, queryStart, queryCount, metric);
+          queryRows = queryStart == baseStart ? base : rows(vectors, queryStart, queryCount, metric);
         }
-        SearchResult result = backend.nearestK(base, baseCount, rows, queryCount, dims, rank, ask);
+        SearchResult result = backend.nearestK(base, baseCount, queryRows, queryCount, dims, rank, ask);
         for (int q = 0; q < queryCount; q++) {
           int self = queries == null ? queryStart + q : queries[queryStart + q];
           int row = queryStart + q;
