@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|graph|torch|codec|fmnist|hostpath|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|graph|torch|codec|fmnist|knngraph|hostpath|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run).
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
 # Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images.
@@ -14,6 +14,11 @@
 # fmnist: Fashion-MNIST (ann-benchmarks' fashion-mnist-784-euclidean), GPU exact vs CPU exact vs
 # Lucene HNSW; needs Debian's dataset-fashion-mnist .gz files in $FMNIST_DIR (default /tmp/fmnist,
 # staged by an earlier call: they do not fit in one transfer with the bundle).
+# knngraph: KnnGraphBenchmark: the whole-index k-NN graph (k = 10) with its recall on 1,000 sampled rows, a graph
+# field's build, and their k-NN steps on the GPU (default path, plus IVF forced or exact brute force for comparison),
+# for Fashion-MNIST from $FMNIST_DIR (skipped when absent; with Lucene HNSW's build on all cores) and exact-n x 128
+# clustered synthetic (exact brute force of more than 200k vectors: timed on a quarter, x 16). BENCH_PHASES picks
+# phases (default fmnist,synthetic,hnsw; add full-exact to time the whole exact step).
 # Unpacks the JRE into /tmp, runs the GPU tests (JUnit console, reports under $OUT/junit) and the
 # benchmarks (tables on stdout, CSVs and logs under $OUT). Test classes are selected by name: the
 # jlinked JRE has no jdk.zipfs, which JUnit's package scan of jars would need.
@@ -57,6 +62,7 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.codec.graph.GraphBuildTests --select-class org.gpuvectors.codec.gpu.GpuKnnGraphTests \
     --select-class org.gpuvectors.codec.KnnBatchSearcherTests --select-class org.gpuvectors.codec.SegmentHitsTests \
     --select-class org.gpuvectors.codec.OrdinalOrderRerankTests \
+    --select-class org.gpuvectors.codec.gpu.IvfKnnGraphTests --select-class org.gpuvectors.codec.KnnGraphOfIndexTests \
     --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/codec-tests.log" | head -60
   check_summary "$OUT/codec-tests.log"
@@ -93,6 +99,10 @@ if [ "$mode" = concurrent ]; then
   # concurrent single-query searches through Lucene: natural segments vs force-merged (args: n dims segments seconds)
   "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.ConcurrentSearchBenchmark "$exact_n" "${4:-128}" \
     "${5:-12}" "$OUT" "${6:-3}" "${7:-10}" 2>&1 | grep -v '^WARNING' | tee "$OUT/concurrent-$exact_n-${4:-128}.log" || rc=1
+fi
+if [ "$mode" = knngraph ]; then
+  "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.KnnGraphBenchmark "${FMNIST_DIR:-/tmp/fmnist}" \
+    "$OUT" "$exact_n" "${BENCH_PHASES:-fmnist,synthetic,hnsw}" 2>&1 | grep -v '^WARNING' | tee "$OUT/knn-graph.log" || rc=1
 fi
 if [ "$mode" = fmnist ]; then
   "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FashionMnistBenchmark "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 \

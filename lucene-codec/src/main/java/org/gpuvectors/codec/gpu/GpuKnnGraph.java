@@ -3,16 +3,26 @@ package org.gpuvectors.codec.gpu;
 import java.io.IOException;
 import java.util.Arrays;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
- * A graph build's k-NN graph on the device ({@link GpuBackend#nearestK}, exact brute force): the
- * vectors go up in chunks of at most {@link #CHUNK_FLOATS} floats as the base and, per base chunk, in
- * chunks as the queries; each vector's candidates from every base chunk are merged on the host into
- * its k nearest (itself left out), nearest first, ties by the lower ordinal, as {@link
- * org.gpuvectors.codec.graph.KnnFinder#knn} specifies.
+ * A k-NN graph on the device, as {@link org.gpuvectors.codec.graph.KnnFinder#knn} specifies: each
+ * vector's k nearest other vectors, nearest first, ties by the lower ordinal.
+ *
+ * <p>Two ways, chosen by size ({@link #exactMaxVectors}):
+ * <ul>
+ *   <li>exact brute force ({@link GpuBackend#nearestK}, {@link #exact}): the vectors go up in chunks
+ *       of at most {@link #CHUNK_FLOATS} floats as the base and, per base chunk, in chunks as the
+ *       queries; each vector's candidates from every base chunk are merged on the host. It costs n^2
+ *       distances and, worse on the device, n^2 candidates through the k-selection: Fashion-MNIST
+ *       (60k x 784) takes 0.7 s on the H100; by n^2, 1M x 128 would take minutes (an estimate);
+ *   <li>approximate through IVF ({@link IvfKnnGraph}): every vector searched as a query in its
+ *       nearest lists, with nprobe calibrated on a sample for the exact graph's edges (Faiss builds
+ *       k-NN graphs at scale this way, section 6.5 of its paper; CAGRA's IVF-PQ build likewise).
+ * </ul>
  */
 final class GpuKnnGraph {
 
@@ -21,32 +31,81 @@ final class GpuKnnGraph {
   /** The chunk size in use (package-private so tests can force many chunks). */
   static volatile long chunkFloats = CHUNK_FLOATS;
 
+  /**
+   * System property: graphs of more vectors than this are built through IVF, smaller ones exactly.
+   * Why 100,000 by default, by estimate (to be tuned with {@code KnnGraphBenchmark}): exact brute force
+   * took 0.7 s for 60k vectors on the H100 and grows with n^2 (about 2 s at 100k, 190 s at 1M: the
+   * k-selection of n^2 candidates dominates, whatever the dimension), IVF with sqrt(n) lists grows
+   * with n^1.5 and pays a fixed price for k-means and the calibration (about a second).
+   */
+  public static final String EXACT_MAX_PROPERTY = "gpuvectors.knn_graph.exact_max_vectors";
+  static final int DEFAULT_EXACT_MAX_VECTORS = 100_000;
+
   private GpuKnnGraph() {}
 
-  static int[] knn(GpuBackend backend, FloatVectorValues vectors, int k, Metric metric) throws IOException {
+  /** Vectors up to which the graph is built exactly ({@link #EXACT_MAX_PROPERTY}, read per build). */
+  static int exactMaxVectors() {
+    return Integer.getInteger(EXACT_MAX_PROPERTY, DEFAULT_EXACT_MAX_VECTORS);
+  }
+
+  /**
+   * See {@link org.gpuvectors.codec.graph.KnnFinder#knn}: exact up to {@link #exactMaxVectors}, else
+   * through IVF, whose k-means assigns with {@code assigner}.
+   */
+  static int[] knn(GpuBackend backend, FloatVectorValues vectors, int k, Metric metric, Assigner assigner)
+      throws IOException {
+    if (vectors.size() <= exactMaxVectors()) {
+      KnnGraphProgress progress = new KnnGraphProgress("exact", vectors.size());
+      int[] ids = exact(backend, vectors, null, k, metric, progress);
+      progress.finish("exact brute force");
+      return ids;
+    }
+    return IvfKnnGraph.knn(backend, vectors, k, metric, assigner).ids();
+  }
+
+  /**
+   * Exact brute force: for each vector of {@code queries} (ordinals; null: every vector, the k-NN
+   * graph) its {@code k} nearest other vectors, nearest first (ties: lower ordinal), rows ending in -1
+   * when there are at most k vectors.
+   */
+  static int[] exact(
+      GpuBackend backend, FloatVectorValues vectors, int[] queries, int k, Metric metric, KnnGraphProgress progress)
+      throws IOException {
     int n = vectors.size();
     int dims = vectors.dimension();
+    int m = queries == null ? n : queries.length;
     // cosine: normalised rows ranked by the inner product, as the IVF assignment does
     Metric rank = metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric;
     int chunkRows = (int) Math.max(1, Math.min(n, chunkFloats / dims));
-    int[] bestIds = new int[n * k];
-    float[] bestDistances = new float[n * k]; // smaller is nearer (minus the inner product)
+    int[] bestIds = new int[m * k];
+    float[] bestDistances = new float[m * k]; // smaller is nearer (minus the inner product)
     Arrays.fill(bestIds, -1);
     Arrays.fill(bestDistances, Float.POSITIVE_INFINITY);
     int[] mergedIds = new int[k];
     float[] mergedDistances = new float[k];
+    long baseChunks = (n + chunkRows - 1) / chunkRows;
+    long queryChunks = (m + chunkRows - 1) / chunkRows;
+    long passes = 0;
     for (int baseStart = 0; baseStart < n; baseStart += chunkRows) {
       int baseCount = Math.min(chunkRows, n - baseStart);
       float[] base = rows(vectors, baseStart, baseCount, metric);
       int ask = Math.min(k + 1, baseCount); // + 1: a vector of this chunk finds itself
-      for (int queryStart = 0; queryStart < n; queryStart += chunkRows) {
-        int queryCount = Math.min(chunkRows, n - queryStart);
-        float[] queries = queryStart == baseStart ? base : rows(vectors, queryStart, queryCount, metric);
-        SearchResult result = backend.nearestK(base, baseCount, queries, queryCount, dims, rank, ask);
-        for (int q = 0; q < queryCount; q++) {
-          int self = queryStart + q;
-          merge(result, q, baseStart, self, rank, bestIds, bestDistances, self * k, k, mergedIds, mergedDistances);
+      for (int queryStart = 0; queryStart < m; queryStart += chunkRows) {
+        int queryCount = Math.min(chunkRows, m - queryStart);
+        float[] queryRows;
+        if (queries != null) {
+          queryRows = rows(vectors, queries, queryStart, queryCount, metric);
+        } else {
+          queryRows = queryStart == baseStart ? base : rows(vectors, queryStart, queryCount, metric);
         }
+        SearchResult result = backend.nearestK(base, baseCount, queryRows, queryCount, dims, rank, ask);
+        for (int q = 0; q < queryCount; q++) {
+          int self = queries == null ? queryStart + q : queries[queryStart + q];
+          int row = queryStart + q;
+          merge(result, q, baseStart, self, rank, bestIds, bestDistances, row * k, k, mergedIds, mergedDistances);
+        }
+        passes++;
+        progress.report("exact brute force", m * passes / (baseChunks * queryChunks));
       }
     }
     return bestIds;
@@ -95,8 +154,23 @@ final class GpuKnnGraph {
     return c < 0 || (c == 0 && id1 < id2);
   }
 
+  /** Vectors {@code ords[from .. from + count)} packed row-major (normalised for cosine). */
+  static float[] rows(FloatVectorValues vectors, int[] ords, int from, int count, Metric metric) throws IOException {
+    int dims = vectors.dimension();
+    float[] packed = new float[count * dims];
+    float[] row = new float[dims];
+    for (int i = 0; i < count; i++) {
+      System.arraycopy(vectors.vectorValue(ords[from + i]), 0, row, 0, dims);
+      if (metric == Metric.COSINE) {
+        KMeans.normalize(row);
+      }
+      System.arraycopy(row, 0, packed, i * dims, dims);
+    }
+    return packed;
+  }
+
   /** Vectors {@code [first, first + count)} packed row-major (normalised for cosine). */
-  private static float[] rows(FloatVectorValues vectors, int first, int count, Metric metric) throws IOException {
+  static float[] rows(FloatVectorValues vectors, int first, int count, Metric metric) throws IOException {
     int dims = vectors.dimension();
     float[] packed = new float[count * dims];
     float[] row = new float[dims];

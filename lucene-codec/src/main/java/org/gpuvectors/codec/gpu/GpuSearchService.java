@@ -526,16 +526,18 @@ public final class GpuSearchService implements Closeable {
   }
 
   /**
-   * Step (1) of a graph build, the k-NN graph: on this service's GPU (exact brute force, {@link
-   * GpuBackend#nearestK}) while it serves, else on the CPU ({@link KnnFinder#CPU}, also when a GPU call
-   * fails: an index build never fails because of the GPU). Counted in the stats by vectors.
+   * Step (1) of a graph build, the k-NN graph, and the whole-index k-NN graph: on this service's GPU
+   * ({@link GpuKnnGraph}: exact brute force up to {@link GpuKnnGraph#EXACT_MAX_PROPERTY} vectors, IVF
+   * above) while it serves and k + 1 fits its k-selection, else on the CPU ({@link KnnFinder#CPU}, also
+   * when a GPU call fails: an index build never fails because of the GPU). Counted in the stats by
+   * vectors.
    */
   public KnnFinder knnFinder() {
     return (vectors, k, metric) -> {
       int n = vectors.size();
-      if (n > 1 && refusal(0) == null) {
+      if (n > 1 && refusal(k + 1) == null) {
         try {
-          int[] knn = GpuKnnGraph.knn(backend, vectors, k, metric);
+          int[] knn = GpuKnnGraph.knn(backend, vectors, k, metric, assigner());
           stats.recordKnnGraph(n, true);
           return knn;
         } catch (CudaException e) {
