@@ -93,14 +93,16 @@ final class GpuSegmentSearcher {
   /**
    * The effort of a search for k over {@code accepted} vectors: lists probed (IVF), the beam's width
    * (graph; at most the kernel's widest, so a num_candidates above it searches a 2,048-wide beam on the
-   * GPU), 1 (flat).
+   * GPU; or {@link GpuGraphIndex#EXACT} under a selective filter: {@link GraphField#exact}), 1 (flat).
    */
   static int effort(ApproximateIndex index, int k, long accepted) {
     if (index == null) {
       return 1;
     }
     int effort = index.effort(k, accepted);
-    return index instanceof GraphField ? Math.min(effort, GpuGraphIndex.MAX_WIDTH) : effort;
+    return index instanceof GraphField && effort != GpuGraphIndex.EXACT
+        ? Math.min(effort, GpuGraphIndex.MAX_WIDTH)
+        : effort;
   }
 
   /**
@@ -186,6 +188,8 @@ final class GpuSegmentSearcher {
     int effort = effort(index, k, accepted.count());
     if (index instanceof IvfIndex ivf && effort == ivf.nlist() && accepted.count() < vectors.size()) {
       service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
+    } else if (index instanceof GraphField && effort == GpuGraphIndex.EXACT) {
+      service.stats().recordGraphExactSearch(); // the filter made this an exact search
     }
     long visited = visited(index, accepted.count(), effort);
     for (KnnCollector collector : collectors) {
