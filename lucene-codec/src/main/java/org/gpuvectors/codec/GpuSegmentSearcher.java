@@ -188,8 +188,6 @@ final class GpuSegmentSearcher {
     int effort = effort(index, k, accepted.count());
     if (index instanceof IvfIndex ivf && effort == ivf.nlist() && accepted.count() < vectors.size()) {
       service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
-    } else if (index instanceof GraphField && effort == GpuGraphIndex.EXACT) {
-      service.stats().recordGraphExactSearch(); // the filter made this an exact search
     }
     long visited = visited(index, accepted.count(), effort);
     for (KnnCollector collector : collectors) {
@@ -201,6 +199,9 @@ final class GpuSegmentSearcher {
     if (index instanceof IvfPqField && IvfPqField.rerankDepth(k, accepted.count()) > GpuSearchService.MAX_GPU_K) {
       service.countFallback(FallbackReason.K_TOO_LARGE); // the device cannot return all the candidates to re-rank
       return null;
+    }
+    if (index instanceof GraphField && effort == GpuGraphIndex.EXACT) {
+      service.stats().recordGraphExactSearch(); // the filter made this an exact search, on the GPU
     }
     k = deviceK(index, Math.min(k, accepted.count()), accepted.count());
     int dims = vectors.dimension();
