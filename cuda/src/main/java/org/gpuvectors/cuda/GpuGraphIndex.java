@@ -25,8 +25,9 @@ import jcuda.Pointer;
  * <p>Device memory, owned here and returned by {@link #close()}: the vectors as a {@link GpuFlatIndex} (cosine:
  * normalised; L2: with their norms), which the walk reads and the exact search searches (one upload, one owner),
  * the adjacency ({@code n x degree} ints) and the seeds. A walk allocates nothing past its results: all its state
- * lives in the block's shared memory. Threading as {@link GpuFlatIndex}: every method takes the device lock; many queries over
- * many indexes run as one pass through {@link BatchSearch}, where a group's {@code nprobe} is the search width.
+ * lives in the block's shared memory. Threading as {@link GpuFlatIndex}: every method takes the device lock; many
+ * queries over many indexes run as one pass through {@link BatchSearch}, where a group's {@code nprobe} is the
+ * search width.
  */
 public final class GpuGraphIndex implements DeviceIndex {
   /** The largest search width (internal list size). */
@@ -93,7 +94,7 @@ public final class GpuGraphIndex implements DeviceIndex {
   private final Metric metric;
   private final int degree;
   private final int numSeeds;
-  private final GpuFlatIndex vectors; // n x dims (cosine: normalised): the walk reads them, the exact search searches them
+  private final GpuFlatIndex vectors; // n x dims (cosine: normalised): the walk reads them, the exact search too
   private final DeviceBuffer graph; // n x degree
   private final DeviceBuffer seeds;
   private volatile VisitedSet visitedSet = DEFAULT_VISITED;

@@ -116,9 +116,10 @@ class GraphFilterPlanTest {
         }
       }
     }
-    // what the exact switch is for: 32 separate clusters, ~3 accepted vectors in each of the query's cluster's
-    // 310, the walk cannot reach the others (0.63 measured)
-    assertTrue(clusteredWalkAtOnePercent < 0.9, "the walk alone at 1 % on clustered data: " + clusteredWalkAtOnePercent);
+    // what the exact switch is for: 32 separate clusters of ~310 vectors, ~3 accepted in the query's, and the walk
+    // hardly leaves its cluster (0.73 measured at width 32 -> 512, 0.94-0.95 at 64 -> 1024)
+    assertTrue(clusteredWalkAtOnePercent < 0.9,
+        "the walk alone at 1 % on clustered data: " + clusteredWalkAtOnePercent);
     assertTrue(failures.isEmpty(), failures.toString());
   }
 }
