@@ -36,8 +36,11 @@
 
 namespace gv {
 
-constexpr int kGraphMaxThreads = 256;
-constexpr int kGraphMaxParents = 32;
+// Up to 1024 threads: a batch of a few queries leaves most multiprocessors idle, and a wide block gives each query
+// more distance teams (the kernel needs 32 registers a thread, so the bound costs the narrow launches nothing).
+constexpr int kGraphMaxThreads = 1024;
+constexpr int kGraphMaxParents = 32;  // also one popcount slot per warp in the accept compaction: 32 warps at most
+static_assert(kGraphMaxThreads / kWarpSize <= kGraphMaxParents, "one parents[] slot per warp");
 constexpr unsigned kGraphExpanded = 0x80000000u;  // list ids: expanded flag; -1 = empty slot
 
 // 32-bit words of dynamic shared memory a block needs; GpuGraphIndex.sharedBytes computes the same.
@@ -351,7 +354,7 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p) {
 }  // namespace gv
 
 using gv::GraphSearchParams;
-// Stable name for the JCuda driver API: one block of 64..256 threads per query (GpuGraphIndex.threads).
+// Stable name for the JCuda driver API: one block of 64..1024 threads per query (GpuGraphIndex.threads).
 extern "C" {
 __global__ void __launch_bounds__(gv::kGraphMaxThreads) gv_graph_search(GraphSearchParams p) { gv::graphSearch(p); }
 }

@@ -114,8 +114,8 @@ public final class BatchSearch {
               group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
           case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
               group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
-          case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, group.numQueries(), group.k(), group.nprobe(),
-              accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width
+          case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width (or EXACT)
           default -> throw new IllegalArgumentException(
               "no batched search for " + group.index().getClass().getSimpleName());
         }

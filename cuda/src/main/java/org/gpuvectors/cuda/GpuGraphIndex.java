@@ -19,16 +19,28 @@ import jcuda.Pointer;
  * {@link SearchPlan#maxIterations} iterations), and returns the list's k best. With an accept mask, every node is
  * traversed but only accepted ones are returned: the kernel keeps a second list of the k best accepted nodes.
  *
- * <p>Device memory, owned here and returned by {@link #close()}: the vectors (cosine: normalised), the adjacency
- * ({@code n x degree} ints) and the seeds. A search allocates nothing past its results: all its state lives in the
- * block's shared memory. Threading as {@link GpuFlatIndex}: every method takes the device lock; many queries over
- * many indexes run as one pass through {@link BatchSearch}, where a group's {@code nprobe} is the search width.
+ * <p>A search of width {@link #EXACT} is exact instead: the flat search ({@link GpuFlatIndex}) of the accepted
+ * vectors, for filters so selective that a walk would score more vectors than they hold ({@link GraphFilterPlan}).
+ *
+ * <p>Device memory, owned here and returned by {@link #close()}: the vectors as a {@link GpuFlatIndex} (cosine:
+ * normalised; L2: with their norms), which the walk reads and the exact search searches (one upload, one owner),
+ * the adjacency ({@code n x degree} ints) and the seeds. A walk allocates nothing past its results: all its state
+ * lives in the block's shared memory. Threading as {@link GpuFlatIndex}: every method takes the device lock; many
+ * queries over many indexes run as one pass through {@link BatchSearch}, where a group's {@code nprobe} is the
+ * search width.
  */
 public final class GpuGraphIndex implements DeviceIndex {
   /** The largest search width (internal list size). */
   public static final int MAX_WIDTH = 2048;
   /** The largest out-degree. */
   public static final int MAX_DEGREE = 1024;
+  /**
+   * The search width that asks for an exact search of the accepted vectors (the flat path over this index's
+   * vectors) instead of a walk: above every walk's width, so that a batch that merges searches of one index by
+   * their largest width ({@code SearchBatcher}) runs the exact search for all of them, which loses none of the
+   * hits a walk would have found.
+   */
+  public static final int EXACT = Integer.MAX_VALUE;
 
   /** The kernel's visited set (both kept so they can be measured against each other). */
   enum VisitedSet {
@@ -39,19 +51,30 @@ public final class GpuGraphIndex implements DeviceIndex {
   }
 
   /**
-   * Nodes expanded per iteration (system property {@code gv.graph.parents}, 1..32): 1 is the classic best-first
-   * search (and CAGRA's default); more cut the iterations (latency at small batches) for more distances.
+   * Nodes expanded per iteration (system property {@code gv.graph.parents}, 1..32; 0 = by batch size: {@link
+   * #LATENCY_BATCH_PARENTS} for batches below {@link #LATENCY_BATCH} queries, else 1). 1 is the classic best-first
+   * search (and CAGRA's default). A query's latency is about iterations x the cost of one iteration, and p parents
+   * cut the iterations about p-fold (the reference search, GraphFilterPlanTest's data, widths 32 / 64: 33 / 65
+   * iterations at p = 1, 17 / 33 at 2, 9.5 / 17 at 4) for 2-8 % more distances at the same recall; an iteration
+   * costs its barriers (about 30, the candidate sort's grow from 15 to 28 stages at p = 4) plus its distance
+   * rounds, p x degree / teams, which a wide block ({@link #LATENCY_BATCH_THREADS}) keeps at the p = 1 count of a
+   * 256-thread block. A full GPU pays for the extra distances instead: large batches expand one.
    */
-  static volatile int parents = Integer.getInteger("gv.graph.parents", 1);
+  static volatile int parents = Integer.getInteger("gv.graph.parents", 0);
   /**
-   * Threads per block (system property {@code gv.graph.threads}: 64..256, a multiple of 32; 0 = by batch size:
-   * {@link #SMALL_BATCH_THREADS} for batches below {@link #SMALL_BATCH} queries, where few blocks leave the GPU idle
-   * and more distance teams per block cut the latency, else 128, where blocks fill the GPU and a smaller block pays
-   * less per barrier). An estimate, to be tuned on the GPU (GraphSearchBench).
+   * Threads per block (system property {@code gv.graph.threads}: 64..1024, a multiple of 32; 0 = by batch size:
+   * {@link #LATENCY_BATCH_THREADS} below {@link #LATENCY_BATCH} queries, where the blocks are fewer than the
+   * multiprocessors and each query can have a whole one; {@link #SMALL_BATCH_THREADS} below {@link #SMALL_BATCH},
+   * where few blocks leave the GPU idle and more distance teams per block cut the latency; else 128, where blocks
+   * fill the GPU and a smaller block pays less per barrier). Estimates, to be tuned on the GPU (GraphSearchBench).
    */
   static volatile int threads = Integer.getInteger("gv.graph.threads", 0);
   static final int SMALL_BATCH = 1024;
   static final int SMALL_BATCH_THREADS = 256;
+  /** Batches below this many queries are latency-bound: fewer blocks than an H100's 132 multiprocessors. */
+  static final int LATENCY_BATCH = 128;
+  static final int LATENCY_BATCH_THREADS = 1024;
+  static final int LATENCY_BATCH_PARENTS = 4;
   /**
    * Smallest visited set, in 32-bit words (system property {@code gv.graph.hashMinWords}, a power of two): a larger
    * one is cleared less often (each clear lets evicted nodes be computed again).
@@ -71,14 +94,14 @@ public final class GpuGraphIndex implements DeviceIndex {
   private final Metric metric;
   private final int degree;
   private final int numSeeds;
-  private final DeviceBuffer vectors; // n x dims (cosine: normalised)
+  private final GpuFlatIndex vectors; // n x dims (cosine: normalised): the walk reads them, the exact search too
   private final DeviceBuffer graph; // n x degree
   private final DeviceBuffer seeds;
   private volatile VisitedSet visitedSet = DEFAULT_VISITED;
   private boolean closed;
 
   private GpuGraphIndex(GpuDevice device, int n, int dims, Metric metric, int degree, int numSeeds,
-                        DeviceBuffer vectors, DeviceBuffer graph, DeviceBuffer seeds) {
+                        GpuFlatIndex vectors, DeviceBuffer graph, DeviceBuffer seeds) {
     this.device = device;
     this.n = n;
     this.dims = dims;
@@ -116,7 +139,7 @@ public final class GpuGraphIndex implements DeviceIndex {
     Objects.requireNonNull(metric, "metric");
     Objects.requireNonNull(source, "source");
     validateGraph(n, adjacency, degree, seeds);
-    DeviceBuffer v = GpuFlatIndex.uploadRows(device, n, dims, metric == Metric.COSINE, source);
+    GpuFlatIndex v = GpuFlatIndex.upload(device, n, dims, metric, source);
     DeviceBuffer g = null;
     DeviceBuffer s = null;
     boolean ok = false;
@@ -128,7 +151,7 @@ public final class GpuGraphIndex implements DeviceIndex {
       return new GpuGraphIndex(device, n, dims, metric, degree, seeds.length, v, g, s);
     } finally {
       if (!ok) {
-        IvfSearch.release(device, null, v, g, s);
+        IvfSearch.release(device, v, g, s);
       }
     }
   }
@@ -180,10 +203,10 @@ public final class GpuGraphIndex implements DeviceIndex {
     return degree;
   }
 
-  /** Device memory held by this index: vectors, adjacency and seeds. */
+  /** Device memory held by this index: vectors (L2: and their norms), adjacency and seeds. */
   @Override
   public long deviceBytes() {
-    return vectors.bytes() + graph.bytes() + seeds.bytes();
+    return vectors.deviceBytes() + graph.bytes() + seeds.bytes();
   }
 
   /** The visited set of the searches that start from now on (package-private: for tests and benchmarks). */
@@ -196,8 +219,9 @@ public final class GpuGraphIndex implements DeviceIndex {
   }
 
   /**
-   * The k best vectors per query found by a beam search of width max({@code searchWidth}, k); {@code acceptBits}
-   * null = all vectors may be returned, else by ordinal (all are traversed). Synchronous.
+   * The k best vectors per query found by a beam search of width max({@code searchWidth}, k), or the exact k best
+   * when {@code searchWidth} is {@link #EXACT}; {@code acceptBits} null = all vectors may be returned, else by
+   * ordinal (a walk traverses them all). Synchronous.
    */
   public SearchResult search(float[] queries, int numQueries, int k, int searchWidth, long[] acceptBits) {
     try (GpuDevice.Scope s = device.lock()) {
@@ -207,7 +231,14 @@ public final class GpuGraphIndex implements DeviceIndex {
     }
   }
 
-  /** The internal list size of a search for k with {@code searchWidth}: max(searchWidth, k), checked. */
+  /** Checks a search width: {@link #EXACT}, or a walk's width ({@link #width}). */
+  static void checkSearchWidth(int searchWidth, int k) {
+    if (searchWidth != EXACT) {
+      width(searchWidth, k);
+    }
+  }
+
+  /** The internal list size of a walk for k with {@code searchWidth}: max(searchWidth, k), checked. */
   static int width(int searchWidth, int k) {
     if (searchWidth < 1) {
       throw new IllegalArgumentException("search width must be >= 1: " + searchWidth);
@@ -235,12 +266,19 @@ public final class GpuGraphIndex implements DeviceIndex {
       int width = GpuGraphIndex.width(searchWidth, k);
       int t = GpuGraphIndex.threads;
       if (t == 0) {
-        t = nq < SMALL_BATCH ? SMALL_BATCH_THREADS : 128;
+        t = nq < LATENCY_BATCH ? LATENCY_BATCH_THREADS : nq < SMALL_BATCH ? SMALL_BATCH_THREADS : 128;
       }
-      if (t < 64 || t > 256 || t % 32 != 0) {
-        throw new IllegalArgumentException("gv.graph.threads must be 64..256, a multiple of 32: " + t);
+      if (t < 64 || t > 1024 || t % 32 != 0) {
+        throw new IllegalArgumentException("gv.graph.threads must be 64..1024, a multiple of 32: " + t);
       }
-      int p = Math.max(1, Math.min(Math.min(GpuGraphIndex.parents, 32), 2048 / degree));
+      int wanted = GpuGraphIndex.parents;
+      if (wanted == 0) {
+        wanted = nq < LATENCY_BATCH ? LATENCY_BATCH_PARENTS : 1;
+      }
+      if (wanted < 1 || wanted > 32) {
+        throw new IllegalArgumentException("gv.graph.parents must be 0 (by batch size) or 1..32: " + wanted);
+      }
+      int p = Math.max(1, Math.min(wanted, 2048 / degree));
       int batch = Math.max(32, pow2Ceil(p * degree));
       int team = Math.min(32, pow2Ceil((dims + 15) / 16));
       // cleared when half full (hash) or at 1/16 of its bits (Bloom, 2 bits of 32 per word: words * 2 ids); after
@@ -266,15 +304,20 @@ public final class GpuGraphIndex implements DeviceIndex {
   /**
    * Enqueues the search of {@code nq} queries at device address {@code queries} (row-major, already normalised for
    * cosine) without waiting: per query the k best (distance, ordinal) pairs at {@code out + 4 * (outElement + q *
-   * k)}, as {@link GpuFlatIndex#enqueueSearch} writes them. Accept masks by ordinal: see {@link
-   * SelectParams#acceptBits(long, long)}. Caller holds the device lock.
+   * k)}, as {@link GpuFlatIndex#enqueueSearch} writes them. Width {@link #EXACT}: the flat search of the accepted
+   * vectors, which reads the queries' squared norms at {@code queryNorms} (L2; 0 = computed there). Accept masks
+   * by ordinal: see {@link SelectParams#acceptBits(long, long)}. Caller holds the device lock.
    */
-  void enqueueSearch(long queries, int nq, int k, int searchWidth, long acceptAddress, long acceptRowWords,
-                     DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+  void enqueueSearch(long queries, long queryNorms, int nq, int k, int searchWidth, long acceptAddress,
+                     long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
+    if (searchWidth == EXACT) {
+      vectors.enqueueSearch(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
+      return;
+    }
     SearchPlan plan = SearchPlan.of(dims, degree, k, searchWidth, nq);
     GraphSearchParams p = new GraphSearchParams();
-    p.vectors = vectors.address();
+    p.vectors = vectors.vectorsAddress();
     p.graph = graph.address();
     p.seeds = seeds.address();
     p.queries = queries;
@@ -317,7 +360,7 @@ public final class GpuGraphIndex implements DeviceIndex {
     try (GpuDevice.Scope s = device.lock()) {
       if (!closed) {
         closed = true;
-        IvfSearch.release(device, null, vectors, graph, seeds);
+        IvfSearch.release(device, vectors, graph, seeds);
       }
     }
   }

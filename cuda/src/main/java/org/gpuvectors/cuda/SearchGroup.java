@@ -9,7 +9,8 @@ import java.util.Objects;
  * is given: rows let a caller hand over its own arrays, with no copy into one), the k wanted (per
  * query the k best, best first; callers wanting fewer take a prefix), the lists an IVF index probes
  * per query ({@code nprobe} >= 1, capped at its nlist; for a graph index its search width: the beam
- * keeps max(nprobe, k) nodes; ignored by flat indexes), and which vectors each query may return.
+ * keeps max(nprobe, k) nodes, and {@link GpuGraphIndex#EXACT} asks for the exact search of the
+ * accepted vectors; ignored by flat indexes), and which vectors each query may return.
  *
  * <p>Accepted vectors: {@code sharedMask} applies to every query (null: all vectors), unless {@code
  * queryMasks} is given, which holds one mask per query (a null entry accepts all). Masks are bit
@@ -61,7 +62,7 @@ public record SearchGroup(
     } else if (index instanceof GpuIvfPqIndex pq) {
       pq.probes(nprobe);
     } else if (index instanceof GpuGraphIndex) {
-      GpuGraphIndex.width(nprobe, k); // refuses a width past the kernel's, before a pass starts
+      GpuGraphIndex.checkSearchWidth(nprobe, k); // refuses a width past the kernel's, before a pass starts
     }
     if (sharedMask != null && queryMasks != null) {
       throw new IllegalArgumentException("a shared mask or per-query masks, not both");

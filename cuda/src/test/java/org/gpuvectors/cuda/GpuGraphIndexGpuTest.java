@@ -66,8 +66,14 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     return index;
   }
 
+  /** The reference search with the plan of a large batch. */
   static int[] referenceSearch(Data d, int nq, int k, int searchWidth, long[][] masks) {
-    GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(d.dims(), d.degree(), k, searchWidth);
+    return referenceSearch(d, nq, k, searchWidth, masks, GpuGraphIndex.SMALL_BATCH);
+  }
+
+  /** The reference search with the plan (parents, iteration cap) of a batch of {@code batch} queries. */
+  static int[] referenceSearch(Data d, int nq, int k, int searchWidth, long[][] masks, int batch) {
+    GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(d.dims(), d.degree(), k, searchWidth, batch);
     return GraphReference.search(d.vectors(), d.n(), d.dims(), d.metric(), d.graph(), d.degree(), d.seeds(),
         d.queries(), nq, k, plan.width(), plan.parents(), plan.maxIterations(), masks);
   }
@@ -187,19 +193,169 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
   void batchOfOneFindsWhatTheBatchFinds() {
     Data d = clustered(Metric.L2);
     int k = 10, nq = 20;
-    for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
-      try (GpuGraphIndex index = upload(d, v)) {
-        SearchResult batch = index.search(d.rawQueries(), NQ, k, 64, null);
-        for (int q = 0; q < nq; q++) {
-          float[] one = Arrays.copyOfRange(d.rawQueries(), q * d.dims(), (q + 1) * d.dims());
-          SearchResult single = index.search(one, 1, k, 64, null);
-          for (int i = 0; i < k; i++) {
-            // one block per query, its search independent of the others: the same ids
-            assertEquals(batch.id(q, i), single.id(0, i), v + " query " + q + " rank " + i);
+    int parents = GpuGraphIndex.parents;
+    GpuGraphIndex.parents = 1; // the same search at both sizes, in blocks of 1024 and 128 threads
+    try {
+      for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
+        try (GpuGraphIndex index = upload(d, v)) {
+          SearchResult batch = index.search(d.rawQueries(), NQ, k, 64, null);
+          for (int q = 0; q < nq; q++) {
+            float[] one = Arrays.copyOfRange(d.rawQueries(), q * d.dims(), (q + 1) * d.dims());
+            SearchResult single = index.search(one, 1, k, 64, null);
+            for (int i = 0; i < k; i++) {
+              // one block per query, its search independent of the others and of the block's size: the same ids
+              assertEquals(batch.id(q, i), single.id(0, i), v + " query " + q + " rank " + i);
+            }
+          }
+        }
+      }
+    } finally {
+      GpuGraphIndex.parents = parents;
+    }
+  }
+
+  /**
+   * Small batches run the latency plan (1024 threads, 4 parents; GpuGraphIndex.LATENCY_BATCH): every combination
+   * of parents 1 / 2 / 4 and 256 / 1024 threads finds what the reference finds with those parents, unfiltered and
+   * under per-query 10 % masks (the accept compaction counts up to 32 warps).
+   */
+  @Test
+  void latencyPlansMatchTheReference() {
+    Data d = clustered(Metric.L2);
+    int k = 10, nq = 100, width = 64;
+    Random r = new Random(8);
+    long[][] masks = new long[nq][];
+    for (int q = 0; q < nq; q++) {
+      masks[q] = GraphReference.mask(d.n(), 0.1, r);
+    }
+    int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), d.metric(), d.queries(), nq, k, null);
+    int[] filteredTruth = GraphReference.exact(d.vectors(), d.n(), d.dims(), d.metric(), d.queries(), nq, k, masks);
+    int parents = GpuGraphIndex.parents;
+    int threads = GpuGraphIndex.threads;
+    try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.BLOOM)) {
+      for (int p : new int[] {0, 1, 2, 4}) {
+        for (int t : new int[] {0, 256, 1024}) {
+          GpuGraphIndex.parents = p;
+          GpuGraphIndex.threads = t;
+          GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(d.dims(), d.degree(), k, width, nq);
+          String what = "batch " + nq + " parents " + plan.parents() + " threads " + plan.threads();
+          for (boolean filtered : new boolean[] {false, true}) {
+            long[][] m = filtered ? masks : null;
+            SearchResult res = BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), nq, k, width,
+                null, m)))[0];
+            checkShape(what, res, d, m);
+            int[] t0 = filtered ? filteredTruth : truth;
+            double gpu = GraphReference.recall(ids(res), k, t0, k, nq, k);
+            double ref = GraphReference.recall(referenceSearch(d, nq, k, width, m, nq), k, t0, k, nq, k);
+            System.out.printf("[gpu-vectors] graph %s%s: recall@10 GPU %.4f, reference %.4f%n", what,
+                filtered ? " 10 % filter" : "", gpu, ref);
+            if (Math.abs(gpu - ref) > 2 * SAME_ALGORITHM || gpu < 0.95) {
+              failures.add(what + (filtered ? " filtered" : "") + ": GPU recall " + gpu + " vs reference " + ref);
+            }
+          }
+        }
+      }
+    } finally {
+      GpuGraphIndex.parents = parents;
+      GpuGraphIndex.threads = threads;
+    }
+    report();
+  }
+
+  /**
+   * Width {@link GpuGraphIndex#EXACT}: the flat search of the accepted vectors over the index's own vectors, for
+   * every metric, no mask, a shared mask and per-query masks (1 % and 10 %): the brute force's ids (a swap of
+   * float32 near-ties aside) with exact distances.
+   */
+  @Test
+  void exactSearchReturnsTheAcceptedNearest() {
+    int k = 10;
+    Random r = new Random(9);
+    for (Metric m : Metric.values()) {
+      Data d = clustered(m);
+      try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.BLOOM)) {
+        for (double p : new double[] {1.0, 0.01, 0.1}) {
+          for (boolean perQuery : new boolean[] {false, true}) {
+            long[] shared = p == 1.0 ? null : GraphReference.mask(d.n(), p, r);
+            long[][] masks = new long[NQ][];
+            for (int q = 0; q < NQ; q++) {
+              masks[q] = perQuery && p < 1.0 ? GraphReference.mask(d.n(), p, r) : shared;
+            }
+            int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), m, d.queries(), NQ, k, masks);
+            String what = m + " exact, filter " + p + (perQuery ? " per query" : " shared");
+            SearchResult res = perQuery
+                ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), NQ, k, GpuGraphIndex.EXACT,
+                    null, masks)))[0]
+                : index.search(d.rawQueries(), NQ, k, GpuGraphIndex.EXACT, shared);
+            checkShape(what, res, d, masks);
+            double recall = GraphReference.recall(ids(res), k, truth, k, NQ, k);
+            System.out.printf("[gpu-vectors] graph %s: recall@10 %.5f%n", what, recall);
+            if (recall < 0.999) {
+              failures.add(what + ": recall@10 " + recall + ", exact search expected");
+            }
           }
         }
       }
     }
+    report();
+  }
+
+  /**
+   * The codec's rule ({@link GraphFilterPlan}) at 1 %, 10 % and 50 % per-query filters, widths 32 and 64: the
+   * widened walk or the exact search, recall@10 >= 0.95 at every selectivity (the walk also within {@link
+   * #SAME_ALGORITHM} of the reference), on clustered data (L2, cosine) and FashionLike images.
+   */
+  @Test
+  void filteredRecallWithTheCodecRule() {
+    int k = 10;
+    Random r = new Random(10);
+    List<Data> sets = List.of(clustered(Metric.L2), clustered(Metric.COSINE),
+        data(FashionLike.vectors(6000, 21), 6000, FashionLike.DIMS, Metric.L2, FashionLike.vectors(500, 22), 500,
+            DEGREE, 64));
+    for (Data d : sets) {
+      for (double p : new double[] {0.01, 0.1, 0.5}) {
+        long[][] masks = new long[d.nq()][];
+        long accepted = 0;
+        for (int q = 0; q < d.nq(); q++) {
+          masks[q] = GraphReference.mask(d.n(), p, r);
+          for (long w : masks[q]) {
+            accepted += Long.bitCount(w);
+          }
+        }
+        accepted /= d.nq();
+        int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), d.metric(), d.queries(), d.nq(), k, masks);
+        try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.BLOOM)) {
+          for (int searchWidth : new int[] {32, 64}) {
+            boolean exact = GraphFilterPlan.exact(searchWidth, k, d.degree(), accepted, d.n());
+            int walkWidth = GraphFilterPlan.width(searchWidth, k, accepted, d.n());
+            SearchResult walk = BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), d.nq(), k,
+                walkWidth, null, masks)))[0];
+            double walkRecall = GraphReference.recall(ids(walk), k, truth, k, d.nq(), k);
+            SearchResult res = exact
+                ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), d.nq(), k,
+                    GpuGraphIndex.EXACT, null, masks)))[0]
+                : walk;
+            String what = d.n() + " x " + d.dims() + " " + d.metric() + " filter " + p + " width " + searchWidth
+                + (exact ? " exact" : " walk " + walkWidth);
+            checkShape(what, res, d, masks);
+            double recall = GraphReference.recall(ids(res), k, truth, k, d.nq(), k);
+            System.out.printf("[gpu-vectors] graph %s: recall@10 %.4f (the walk of width %d: %.4f)%n", what, recall,
+                walkWidth, walkRecall);
+            if (recall < 0.95) {
+              failures.add(what + ": recall@10 " + recall);
+            }
+            if (!exact) {
+              double ref = GraphReference.recall(referenceSearch(d, d.nq(), k, walkWidth, masks), k, truth, k,
+                  d.nq(), k);
+              if (Math.abs(walkRecall - ref) > SAME_ALGORITHM) {
+                failures.add(what + ": GPU walk recall " + walkRecall + " vs reference " + ref);
+              }
+            }
+          }
+        }
+      }
+    }
+    report();
   }
 
   @Test
@@ -272,7 +428,8 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     Data d = clustered(Metric.L2);
     long before = device.bytesInUse();
     GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.HASH);
-    assertEquals(4L * N * DIMS + 4L * N * DEGREE + 4L * SEEDS, index.deviceBytes());
+    assertEquals(4L * N * DIMS + 4L * N + 4L * N * DEGREE + 4L * SEEDS, index.deviceBytes(), "vectors, their norms, "
+        + "adjacency, seeds");
     assertTrue(device.bytesInUse() - before >= index.deviceBytes(), "the pool holds at least what it reports");
     assertEquals(N, index.size());
     assertEquals(DIMS, index.dims());
@@ -322,6 +479,37 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       assertArrayEquals(ids(g128), ids(all[2]), "graph group of width 128");
       checkShape("batch graph", all[0], d, masks);
     }
+  }
+
+  /**
+   * Exact and walking groups of one L2 index in one pass, small (queries packed, their norms from the host) and
+   * large (queries uploaded directly, norms computed on the device): each as searched alone; the exact group as
+   * the flat index over the same vectors finds.
+   */
+  @Test
+  void batchSearchRunsExactAndWalkingGroupsInOnePass() {
+    Data d = clustered(Metric.L2);
+    int k = 10;
+    Random r = new Random(11);
+    for (int nq : new int[] {10, 300}) {
+      long[][] masks = new long[nq][];
+      for (int q = 0; q < nq; q++) {
+        masks[q] = GraphReference.mask(d.n(), 0.02, r);
+      }
+      try (GpuGraphIndex graph = upload(d, GpuGraphIndex.VisitedSet.BLOOM);
+           GpuFlatIndex flat = GpuFlatIndex.upload(device, d.raw(), d.n(), d.dims(), Metric.L2)) {
+        SearchResult[] all = BatchSearch.run(device, List.of(
+            new SearchGroup(graph, d.rawQueries(), nq, k, GpuGraphIndex.EXACT, null, masks),
+            new SearchGroup(graph, d.rawQueries(), nq, k, 64, null, null)));
+        SearchResult exact = BatchSearch.run(device, List.of(new SearchGroup(flat, d.rawQueries(), nq, k, null,
+            masks)))[0];
+        SearchResult walk = graph.search(d.rawQueries(), nq, k, 64, null);
+        assertArrayEquals(ids(exact), ids(all[0]), nq + " queries: the exact group");
+        assertArrayEquals(ids(walk), ids(all[1]), nq + " queries: the walking group");
+        checkShape("batch exact " + nq, all[0], d, masks);
+      }
+    }
+    report();
   }
 
   /**

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.PriorityQueue;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.IntStream;
 
 /**
@@ -178,10 +179,26 @@ final class GraphReference {
    */
   static int[] search(float[] x, int n, int dims, Metric m, int[] graph, int degree, int[] seeds, float[] q, int nq,
                       int k, int width, int parents, int maxIterations, long[][] masks) {
+    return search(x, n, dims, m, graph, degree, seeds, q, nq, k, width, parents, maxIterations, masks, null);
+  }
+
+  /**
+   * What a search costs, summed over queries: vectors scored (distances computed) and iterations (expansion rounds;
+   * the kernel's latency at batch 1 is about iterations x the cost of one round).
+   */
+  record Cost(LongAdder scored, LongAdder iterations) {
+    Cost() {
+      this(new LongAdder(), new LongAdder());
+    }
+  }
+
+  /** As the other {@code search}, adding each query's scored vectors and iterations to {@code cost} (may be null). */
+  static int[] search(float[] x, int n, int dims, Metric m, int[] graph, int degree, int[] seeds, float[] q, int nq,
+                      int k, int width, int parents, int maxIterations, long[][] masks, Cost cost) {
     int[] out = new int[nq * k];
     IntStream.range(0, nq).parallel().forEach(qi -> {
       int[] ids = searchOne(x, n, dims, m, graph, degree, seeds, q, qi, k, width, parents, maxIterations,
-          masks == null ? null : masks[qi]);
+          masks == null ? null : masks[qi], cost);
       System.arraycopy(ids, 0, out, qi * k, k);
     });
     return out;
@@ -226,7 +243,7 @@ final class GraphReference {
   }
 
   static int[] searchOne(float[] x, int n, int dims, Metric m, int[] graph, int degree, int[] seeds, float[] q,
-                         int qi, int k, int width, int parents, int maxIterations, long[] accept) {
+                         int qi, int k, int width, int parents, int maxIterations, long[] accept, Cost cost) {
     boolean[] visited = new boolean[n];
     BeamList list = new BeamList(width);
     BeamList acc = new BeamList(k);
@@ -246,6 +263,9 @@ final class GraphReference {
         if (next.isEmpty()) {
           break;
         }
+        if (cost != null) {
+          cost.iterations().increment();
+        }
         batch = next.stream().mapToInt(Integer::intValue).toArray();
       }
       List<double[]> cands = new ArrayList<>();
@@ -253,6 +273,9 @@ final class GraphReference {
         if (id >= 0 && !visited[id]) {
           visited[id] = true;
           double key = key(x, id, q, qi, dims, m);
+          if (cost != null) {
+            cost.scored().increment();
+          }
           if (!Double.isNaN(key)) {
             cands.add(new double[] {key, id});
           }

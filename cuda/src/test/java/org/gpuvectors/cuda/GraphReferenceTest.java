@@ -87,7 +87,7 @@ class GraphReferenceTest {
       for (int degree : new int[] {1, 8, 32, 100, 128, 1024}) {
         for (int k : new int[] {1, 10, 100, 2048}) {
           for (int searchWidth : new int[] {1, 16, 64, 1000, 2048}) {
-            for (int nq : new int[] {1, 100_000}) {
+            for (int nq : new int[] {1, 500, 100_000}) {
               checkPlan(dims, degree, k, searchWidth, nq);
             }
           }
@@ -100,7 +100,7 @@ class GraphReferenceTest {
   private static void checkPlan(int dims, int degree, int k, int searchWidth, int nq) {
     GpuGraphIndex.SearchPlan p = GpuGraphIndex.SearchPlan.of(dims, degree, k, searchWidth, nq);
     String what = dims + "/" + degree + "/" + k + "/" + searchWidth + "/" + nq + ": " + p;
-    assertTrue(p.threads() >= 64 && p.threads() <= 256 && p.threads() % 32 == 0, what);
+    assertTrue(p.threads() >= 64 && p.threads() <= 1024 && p.threads() % 32 == 0, what);
     assertEquals(Math.max(k, searchWidth), p.width(), what);
     assertTrue(p.k() <= p.width(), what);
     assertTrue(Integer.bitCount(p.batch()) == 1 && p.batch() >= 32 && p.batch() >= p.parents() * degree
@@ -116,6 +116,48 @@ class GraphReferenceTest {
       assertTrue(p.sharedBytes() <= 96 << 10, "a block fits sm_86's 99 KB when it can: " + what);
     }
     assertTrue(p.maxIterations() >= p.width(), what);
+  }
+
+  /**
+   * Latency-bound batches (fewer queries than multiprocessors) get wide blocks and several parents per iteration;
+   * larger ones the throughput plan; the properties override both and are checked.
+   */
+  @Test
+  void planByBatchSizeAndItsOverrides() {
+    GpuGraphIndex.SearchPlan one = GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1);
+    assertEquals(1024, one.threads());
+    assertEquals(4, one.parents());
+    assertEquals(128, one.batch(), "4 parents x degree 32");
+    GpuGraphIndex.SearchPlan tiny = GpuGraphIndex.SearchPlan.of(784, 1024, 10, 32, GpuGraphIndex.LATENCY_BATCH - 1);
+    assertEquals(2, tiny.parents(), "at most 2048 candidates per iteration");
+    GpuGraphIndex.SearchPlan small = GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, GpuGraphIndex.LATENCY_BATCH);
+    assertEquals(256, small.threads());
+    assertEquals(1, small.parents());
+    GpuGraphIndex.SearchPlan large = GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, GpuGraphIndex.SMALL_BATCH);
+    assertEquals(128, large.threads());
+    assertEquals(1, large.parents());
+    int parents = GpuGraphIndex.parents;
+    int threads = GpuGraphIndex.threads;
+    try {
+      GpuGraphIndex.parents = 2;
+      GpuGraphIndex.threads = 512;
+      GpuGraphIndex.SearchPlan set = GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1);
+      assertEquals(2, set.parents());
+      assertEquals(512, set.threads());
+      assertEquals(2, GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 100_000).parents(), "for every batch size");
+      GpuGraphIndex.parents = 33;
+      assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1));
+      GpuGraphIndex.parents = -1;
+      assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1));
+      GpuGraphIndex.parents = 0;
+      GpuGraphIndex.threads = 2048;
+      assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1));
+      GpuGraphIndex.threads = 100;
+      assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1));
+    } finally {
+      GpuGraphIndex.parents = parents;
+      GpuGraphIndex.threads = threads;
+    }
   }
 
   @Test
@@ -134,5 +176,9 @@ class GraphReferenceTest {
     assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.width(10, GpuGraphIndex.MAX_WIDTH + 1));
     assertEquals(100, GpuGraphIndex.width(64, 100));
     assertEquals(64, GpuGraphIndex.width(64, 10));
+    GpuGraphIndex.checkSearchWidth(GpuGraphIndex.EXACT, 10); // the exact search: no walk, no width limit
+    GpuGraphIndex.checkSearchWidth(GpuGraphIndex.MAX_WIDTH, 10);
+    assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.checkSearchWidth(GpuGraphIndex.MAX_WIDTH + 1, 10));
+    assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.checkSearchWidth(0, 10));
   }
 }

@@ -2,11 +2,18 @@ package org.gpuvectors.cuda;
 
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
 
 /**
  * Graph index search on the GPU ({@link GpuGraphIndex}): recall@10 and queries/s at batch 10k and batch 1 for search
- * widths 16 / 32 / 64 / 128 / 256, with both visited sets (hash table, Bloom filter), squared L2. Not a test.
+ * widths 16 / 32 / 64 / 128 / 256, with both visited sets (hash table, Bloom filter), squared L2; then with the Bloom
+ * filter: batch-1 latency for parents 1 / 2 / 4 x 256 / 1024 threads (and the batch-size default) at widths 32 / 64
+ * ({@code latency} rows), and 1 %, 10 %, 50 % random filters (one mask for all queries) at widths 32 / 64 / 128,
+ * each as the codec's widened walk and as the exact search of the accepted vectors, with the mode the codec's rule
+ * ({@link GraphFilterPlan}) picks marked {@code *} ({@code filter} rows). Not a test.
  *
  * <p>The graph is built here, not by the codec: the k-NN graph with k = build_degree = 2 x degree by {@link
  * GpuFlatIndex}'s exact search on the GPU (every vector a query, itself dropped), then {@link GraphReference#graph}
@@ -27,6 +34,11 @@ public final class GraphSearchBench {
   private static final int K = 10;
   private static final int BATCH = 10_000;
   private static final int SINGLE_QUERIES = 200;
+  private static final int[] LATENCY_WIDTHS = {32, 64};
+  private static final int[] LATENCY_PARENTS = {1, 2, 4};
+  private static final int[] LATENCY_THREADS = {256, 1024};
+  private static final double[] FILTERS = {0.01, 0.1, 0.5};
+  private static final int[] FILTER_WIDTHS = {32, 64, 128};
 
   public static void main(String[] args) throws Exception {
     Path fmnist = Path.of(args.length > 0 ? args[0] : "/tmp/fmnist");
@@ -34,11 +46,15 @@ public final class GraphSearchBench {
     int degree = args.length > 2 ? Integer.parseInt(args[2]) : 32;
     try (GpuDevice d = GpuDevice.open(0);
          PrintWriter csv = BenchUtil.csv("graph_bench.csv",
-             "data,n,dims,degree,visited,width,batch,recall_at_10,median_ms,queries_per_s")) {
-      System.out.printf("GPU %s; graph search, degree %d, build degree %d, k = %d; parents %d, threads %s%n", d.name(),
-          degree, 2 * degree, K, GpuGraphIndex.parents,
-          GpuGraphIndex.threads == 0 ? "by batch (" + GpuGraphIndex.SMALL_BATCH_THREADS + " below "
-              + GpuGraphIndex.SMALL_BATCH + " queries, else 128)" : GpuGraphIndex.threads);
+             "data,n,dims,degree,visited,width,batch,recall_at_10,median_ms,queries_per_s,section,filter,mode,parents,"
+                 + "threads")) {
+      System.out.printf("GPU %s; graph search, degree %d, build degree %d, k = %d; parents %s, threads %s%n", d.name(),
+          degree, 2 * degree, K,
+          GpuGraphIndex.parents == 0 ? "by batch (" + GpuGraphIndex.LATENCY_BATCH_PARENTS + " below "
+              + GpuGraphIndex.LATENCY_BATCH + " queries, else 1)" : GpuGraphIndex.parents,
+          GpuGraphIndex.threads == 0 ? "by batch (" + GpuGraphIndex.LATENCY_BATCH_THREADS + " below "
+              + GpuGraphIndex.LATENCY_BATCH + " queries, " + GpuGraphIndex.SMALL_BATCH_THREADS + " below "
+              + GpuGraphIndex.SMALL_BATCH + ", else 128)" : GpuGraphIndex.threads);
       float[] x = FashionLike.readIdx(fmnist.resolve("train-images-idx3-ubyte.gz"), 60_000);
       float[] q = FashionLike.readIdx(fmnist.resolve("t10k-images-idx3-ubyte.gz"), BATCH);
       String name = "fashion-mnist";
@@ -97,30 +113,142 @@ public final class GraphSearchBench {
           double recall = GraphReference.recall(GpuGraphIndexGpuTest.ids(res), K, truth, K, nq, K);
           print(csv, name, n, dims, degree, v, width, nq, recall, BenchUtil.median(t));
           // batch 1
-          double[] one = new double[SINGLE_QUERIES];
           int[] found = new int[SINGLE_QUERIES * K];
-          for (int i = -10; i < SINGLE_QUERIES; i++) {
-            int qi = Math.floorMod(i, SINGLE_QUERIES);
-            float[] query = Arrays.copyOfRange(queries, qi * dims, (qi + 1) * dims);
+          double ms = single(index, queries, width, null, found);
+          print(csv, name, n, dims, degree, v, width, 1, GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K),
+              ms);
+        }
+      }
+      index.setVisitedSet(GpuGraphIndex.VisitedSet.BLOOM);
+      latency(csv, name, index, queries, truth);
+      filtered(d, csv, name, x, index, queries);
+    }
+  }
+
+  /** Batch 1 at parents 1 / 2 / 4 x 256 / 1024 threads, and the batch-size default (0 / 0). */
+  private static void latency(PrintWriter csv, String name, GpuGraphIndex index, float[] queries, int[] truth) {
+    int parents = GpuGraphIndex.parents;
+    int threads = GpuGraphIndex.threads;
+    System.out.printf("%n%-14s %6s %7s %7s %10s %10s %12s%n", "data", "width", "parents", "threads", "recall@10",
+        "median ms", "queries/s");
+    try {
+      for (int width : LATENCY_WIDTHS) {
+        List<int[]> settings = new ArrayList<>();
+        settings.add(new int[] {0, 0});
+        for (int p : LATENCY_PARENTS) {
+          for (int t : LATENCY_THREADS) {
+            settings.add(new int[] {p, t});
+          }
+        }
+        for (int[] setting : settings) {
+          GpuGraphIndex.parents = setting[0];
+          GpuGraphIndex.threads = setting[1];
+          GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(index.dims(), index.degree(), K, width, 1);
+          int[] found = new int[SINGLE_QUERIES * K];
+          double ms = single(index, queries, width, null, found);
+          double recall = GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K);
+          String label = (setting[0] == 0 ? "(" + plan.parents() + ")" : String.valueOf(plan.parents()));
+          String tlabel = (setting[1] == 0 ? "(" + plan.threads() + ")" : String.valueOf(plan.threads()));
+          System.out.printf("%-14s %6d %7s %7s %10.4f %10.3f %12.0f%n", name, width, label, tlabel, recall, ms,
+              1 / (ms * 1e-3));
+          row(csv, name, index, width, 1, recall, ms, "latency", 1.0, "walk", plan.parents(), plan.threads());
+        }
+      }
+    } finally {
+      GpuGraphIndex.parents = parents;
+      GpuGraphIndex.threads = threads;
+    }
+  }
+
+  /**
+   * 1 / 10 / 50 % filters: per width the codec's widened walk and the exact search, at batch 10k and batch 1; the
+   * mode the rule picks is marked *. Ground truth: the flat search of the same vectors with the mask.
+   */
+  private static void filtered(GpuDevice d, PrintWriter csv, String name, float[] x, GpuGraphIndex index,
+                               float[] queries) {
+    int n = index.size();
+    int dims = index.dims();
+    int nq = queries.length / dims;
+    System.out.printf("%n%-14s %6s %6s %8s %6s %10s %10s %12s%n", "data", "filter", "width", "mode", "batch",
+        "recall@10", "median ms", "queries/s");
+    Random r = new Random(42);
+    for (double p : FILTERS) {
+      long[] mask = GraphReference.mask(n, p, r);
+      long accepted = 0;
+      for (long w : mask) {
+        accepted += Long.bitCount(w);
+      }
+      int[] truth;
+      try (GpuFlatIndex flat = GpuFlatIndex.upload(d, x, n, dims, Metric.L2)) {
+        truth = GpuGraphIndexGpuTest.ids(flat.search(queries, nq, K, mask));
+      }
+      for (int width : FILTER_WIDTHS) {
+        boolean exactPicked = GraphFilterPlan.exact(width, K, index.degree(), accepted, n);
+        int walkWidth = Math.min(GpuGraphIndex.MAX_WIDTH, GraphFilterPlan.width(width, K, accepted, n));
+        for (boolean exact : new boolean[] {false, true}) {
+          int searchWidth = exact ? GpuGraphIndex.EXACT : walkWidth;
+          String mode = (exact ? "exact" : "walk " + walkWidth) + (exact == exactPicked ? "*" : "");
+          double[] t = new double[3];
+          SearchResult res = null;
+          for (int i = -1; i < t.length; i++) {
             long s = System.nanoTime();
-            SearchResult r1 = index.search(query, 1, K, width, null);
+            res = index.search(queries, nq, K, searchWidth, mask);
             if (i >= 0) {
-              one[i] = (System.nanoTime() - s) / 1e6;
-              System.arraycopy(GpuGraphIndexGpuTest.ids(r1), 0, found, i * K, K);
+              t[i] = (System.nanoTime() - s) / 1e6;
             }
           }
-          double recall1 = GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K);
-          print(csv, name, n, dims, degree, v, width, 1, recall1, BenchUtil.median(one));
+          double recall = GraphReference.recall(GpuGraphIndexGpuTest.ids(res), K, truth, K, nq, K);
+          filterRow(csv, name, index, p, width, mode, nq, recall, BenchUtil.median(t));
+          int[] found = new int[SINGLE_QUERIES * K];
+          double ms = single(index, queries, searchWidth, mask, found);
+          filterRow(csv, name, index, p, width, mode, 1, GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K),
+              ms);
         }
       }
     }
+  }
+
+  private static void filterRow(PrintWriter csv, String name, GpuGraphIndex index, double p, int width, String mode,
+                                int batch, double recall, double ms) {
+    System.out.printf("%-14s %5.0f%% %6d %8s %6d %10.4f %10.3f %12.0f%n", name, 100 * p, width, mode, batch, recall,
+        ms, batch / (ms * 1e-3));
+    GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(index.dims(), index.degree(), K, width, batch);
+    row(csv, name, index, width, batch, recall, ms, "filter", p, mode.replace(' ', '_'), plan.parents(),
+        plan.threads());
+  }
+
+  /** Median ms of {@link #SINGLE_QUERIES} searches of one query (after 10 warm-ups); their ids into {@code found}. */
+  private static double single(GpuGraphIndex index, float[] queries, int searchWidth, long[] mask, int[] found) {
+    int dims = index.dims();
+    double[] one = new double[SINGLE_QUERIES];
+    for (int i = -10; i < SINGLE_QUERIES; i++) {
+      int qi = Math.floorMod(i, SINGLE_QUERIES);
+      float[] query = Arrays.copyOfRange(queries, qi * dims, (qi + 1) * dims);
+      long s = System.nanoTime();
+      SearchResult r1 = index.search(query, 1, K, searchWidth, mask);
+      if (i >= 0) {
+        one[i] = (System.nanoTime() - s) / 1e6;
+        System.arraycopy(GpuGraphIndexGpuTest.ids(r1), 0, found, i * K, K);
+      }
+    }
+    return BenchUtil.median(one);
   }
 
   private static void print(PrintWriter csv, String name, int n, int dims, int degree, GpuGraphIndex.VisitedSet v,
                             int width, int batch, double recall, double ms) {
     double qps = batch / (ms * 1e-3);
     System.out.printf("%-14s %-6s %6d %6d %10.4f %10.3f %12.0f%n", name, v, width, batch, recall, ms, qps);
-    csv.printf("%s,%d,%d,%d,%s,%d,%d,%.4f,%.4f,%.1f%n", name, n, dims, degree, v, width, batch, recall, ms, qps);
+    GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(dims, degree, K, width, batch);
+    csv.printf("%s,%d,%d,%d,%s,%d,%d,%.4f,%.4f,%.1f,widths,1.0,walk,%d,%d%n", name, n, dims, degree, v, width, batch,
+        recall, ms, qps, plan.parents(), plan.threads());
+    csv.flush();
+  }
+
+  private static void row(PrintWriter csv, String name, GpuGraphIndex index, int width, int batch, double recall,
+                          double ms, String section, double filter, String mode, int parents, int threads) {
+    csv.printf("%s,%d,%d,%d,%s,%d,%d,%.4f,%.4f,%.1f,%s,%.2f,%s,%d,%d%n", name, index.size(), index.dims(),
+        index.degree(), index.visitedSet(), width, batch, recall, ms, batch / (ms * 1e-3), section, filter, mode,
+        parents, threads);
     csv.flush();
   }
 

@@ -98,14 +98,16 @@ final class GpuSegmentSearcher {
   /**
    * The effort of a search for k over {@code accepted} vectors: lists probed (IVF), the beam's width
    * (graph; at most the kernel's widest, so a num_candidates above it searches a 2,048-wide beam on the
-   * GPU), 1 (flat).
+   * GPU; or {@link GpuGraphIndex#EXACT} under a selective filter: {@link GraphField#exact}), 1 (flat).
    */
   static int effort(ApproximateIndex index, int k, long accepted) {
     if (index == null) {
       return 1;
     }
     int effort = index.effort(k, accepted);
-    return index instanceof GraphField ? Math.min(effort, GpuGraphIndex.MAX_WIDTH) : effort;
+    return index instanceof GraphField && effort != GpuGraphIndex.EXACT
+        ? Math.min(effort, GpuGraphIndex.MAX_WIDTH)
+        : effort;
   }
 
   /**
@@ -205,6 +207,9 @@ final class GpuSegmentSearcher {
     if (index instanceof IvfPqField && IvfPqField.rerankDepth(k, accepted.count()) > GpuSearchService.MAX_GPU_K) {
       service.countFallback(FallbackReason.K_TOO_LARGE); // the device cannot return all the candidates to re-rank
       return null;
+    }
+    if (index instanceof GraphField && effort == GpuGraphIndex.EXACT) {
+      service.stats().recordGraphExactSearch(); // the filter made this an exact search, on the GPU
     }
     k = deviceK(index, Math.min(k, accepted.count()), accepted.count());
     int dims = vectors.dimension();

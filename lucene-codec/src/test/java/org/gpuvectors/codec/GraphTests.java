@@ -53,6 +53,7 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.graph.GraphField;
+import org.gpuvectors.cuda.GpuGraphIndex;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -204,13 +205,13 @@ class GraphTests {
   }
 
   /**
-   * The graph walk itself under filters (no visit limit, so Lucene never switches to its exact search,
-   * as it does through {@link #filteredSearchesKeepTheirRecall}'s queries when a filter is selective):
-   * rejected vectors are walked through but never collected, and the beam widened by the filter finds
-   * most of the accepted top 10.
+   * The field's search itself under filters (no visit limit, so Lucene never switches to its exact
+   * search): at this segment's size (8,000 vectors, search width 64) every one of 1 %, 10 % and 50 %
+   * accepts no more vectors than a widened walk may score, so the search is exact over them (each
+   * scored once; the walk itself under filters: BeamSearchTests). Only accepted vectors come back.
    */
   @Test
-  void graphWalkUnderFiltersCollectsOnlyAcceptedVectors() throws IOException {
+  void graphSearchUnderFiltersCollectsOnlyAcceptedVectors() throws IOException {
     VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
     List<float[]> vectors = data.points(8000, sim);
     try (Directory dir = FSDirectory.open(tempDir)) {
@@ -232,6 +233,8 @@ class GraphTests {
             ours.search(FIELD, query, collector, org.apache.lucene.search.AcceptDocs.fromIteratorSupplier(
                 () -> new org.apache.lucene.util.BitSetIterator(accepted, accepted.cardinality()), null, leaf.maxDoc()));
             var hits = collector.topDocs().scoreDocs;
+            assertTrue(graph(leaf).exact(10, accepted.cardinality()), percent + " %: the exact search");
+            assertEquals(accepted.cardinality(), collector.visitedCount(), "every accepted vector scored once");
             Set<Integer> truth = ids(oracleTopK(vectors, query, sim, 10, id -> id % modulus == 0));
             int found = 0;
             for (var hit : hits) {
@@ -241,8 +244,8 @@ class GraphTests {
             recall += found / 10.0;
           }
           recall /= queries;
-          System.out.printf("[graph] graph walk with a %d%% filter: recall@10 %.4f%n", percent, recall);
-          assertTrue(recall >= 0.9, "recall@10 of the walk with a " + percent + " % filter: " + recall);
+          System.out.printf("[graph] graph search with a %d%% filter: recall@10 %.4f%n", percent, recall);
+          assertTrue(recall >= 0.999, "recall@10 of the exact search with a " + percent + " % filter: " + recall);
         }
       }
     }
@@ -437,6 +440,45 @@ class GraphTests {
    * k-NN, up to near-ties); a failing device leaves the build to the CPU, counted. Searches of graph
    * segments go to the device with the graph (its adjacency uploaded).
    */
+  /**
+   * On the device: a filter so selective that a walk could score as many vectors as it accepts runs
+   * the exact search there (the group's width is GpuGraphIndex.EXACT; counted as graph_exact), with
+   * the brute force's hits; an unfiltered search walks (the field's width); a 50 % filter under a
+   * search width of 16 walks its widened width. No CPU fallback for the visit limit.
+   */
+  @Test
+  void selectiveFiltersRunTheExactSearchOnTheDevice() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(8000, sim);
+    FakeBackend device = new FakeBackend(1L << 30);
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchServices.install(service);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 10_000), vectors, graphType(sim, Map.of(IndexParams.SEARCH_WIDTH, 16)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IndexSearcher searcher = new IndexSearcher(reader);
+        float[] query = data.point(sim);
+        device.groupNprobes.clear();
+        List<Hit> hits = search(searcher, query, 10, new TermQuery(new Term("f1", "yes")));
+        assertEquals(List.of(GpuGraphIndex.EXACT), List.copyOf(device.groupNprobes), "1 %: the exact search");
+        assertEquals(1, service.stats().graphExactSearches());
+        assertEquals(ids(oracleTopK(vectors, query, sim, 10, id -> id % 100 == 0)), ids(hits), "the accepted top 10");
+        device.groupNprobes.clear();
+        search(searcher, query, 10, new TermQuery(new Term("f50", "yes")));
+        assertEquals(List.of(32), List.copyOf(device.groupNprobes), "50 %: a walk of twice the width");
+        device.groupNprobes.clear();
+        search(searcher, query, 10, null);
+        assertEquals(List.of(16), List.copyOf(device.groupNprobes), "no filter: the field's width");
+        assertEquals(1, service.stats().graphExactSearches(), "walks are not counted");
+        assertEquals(3, service.stats().gpuSearches());
+        assertEquals(0, service.stats().cpuFallbacks(FallbackReason.VISIT_LIMIT), "nothing left to the CPU");
+      }
+    } finally {
+      GpuSearchServices.uninstall(service);
+      service.close();
+    }
+  }
+
   @Test
   void knnGraphOnTheDeviceFallsBackToTheCpuAndSearchesRunOnTheDevice() throws IOException {
     VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;

@@ -65,6 +65,8 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("speculative_hits", stats.speculativeHits());
             // IVF searches whose filter made them scan every list (exact search over the accepted vectors)
             builder.field("ivf_exhaustive", stats.exhaustiveIvfSearches());
+            // graph searches whose filter made them exact over the accepted vectors (on the GPU)
+            builder.field("graph_exact", stats.graphExactSearches());
             builder.startObject("batches");
             builder.field("count", stats.batches());
             builder.field("searches", stats.batchSearches());

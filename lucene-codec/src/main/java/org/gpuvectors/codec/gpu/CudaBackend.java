@@ -40,8 +40,9 @@ final class CudaBackend implements GpuBackend {
     long vectors = 4L * n * dims;
     return switch (structure) {
       case null -> vectors + (metric == Metric.L2 ? 4L * n : 0);
-      // the vectors, the adjacency and the entry points
-      case GpuGraph graph -> vectors + 4L * n * graph.degree() + 4L * graph.seeds().length;
+      // the vectors as a flat index (+ norms: the exact search of selective filters), the adjacency, the entry points
+      case GpuGraph graph -> vectors + (metric == Metric.L2 ? 4L * n : 0) + 4L * n * graph.degree()
+          + 4L * graph.seeds().length;
       // the centroids as a flat index (+ norms), list offsets, the ordinals, then the vectors in list order
       // (ivf_flat) or the codes and the codebooks (ivf_pq: at most 256 codewords per sub-quantizer)
       case GpuIvf ivf -> {

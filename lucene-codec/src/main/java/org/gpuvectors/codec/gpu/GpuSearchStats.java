@@ -29,6 +29,7 @@ public final class GpuSearchStats {
   private final LongAdder gpuKnnGraphVectors = new LongAdder();
   private final LongAdder cpuKnnGraphVectors = new LongAdder();
   private final LongAdder exhaustiveIvfSearches = new LongAdder();
+  private final LongAdder graphExactSearches = new LongAdder();
   private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
 
   public GpuSearchStats() {
@@ -124,6 +125,19 @@ public final class GpuSearchStats {
   /** Counts an IVF search that scans every list because of its filter. */
   public void recordExhaustiveIvfSearch() {
     exhaustiveIvfSearches.increment();
+  }
+
+  /**
+   * Graph searches whose filter made them exact over the accepted vectors on the GPU (a walk would
+   * have scored more vectors than the filter accepts).
+   */
+  public long graphExactSearches() {
+    return graphExactSearches.sum();
+  }
+
+  /** Counts a graph search that runs exactly over the accepted vectors because of its filter. */
+  public void recordGraphExactSearch() {
+    graphExactSearches.increment();
   }
 
   /** Vectors whose graph build's k-NN graph the GPU computed. */

@@ -8,6 +8,7 @@ import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.FixedBitSet;
 import org.apache.lucene.util.SparseFixedBitSet;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
+import org.gpuvectors.cuda.GraphFilterPlan;
 
 /**
  * One best-first beam search of a {@link GraphField} on the CPU (the CAGRA / SONG loop): a list of the
@@ -19,8 +20,6 @@ import org.apache.lucene.util.hnsw.RandomVectorScorer;
  */
 final class BeamSearch {
 
-  /** A filter widens the beam by at most this factor (selective filters end in Lucene's exact search, through the visit limit). */
-  static final int MAX_FILTER_WIDENING = 16;
   /** Segments up to this many vectors mark visits in a {@link FixedBitSet}, larger ones in a sparse one. */
   private static final int DENSE_VISITED_MAX = 1 << 20;
 
@@ -43,13 +42,27 @@ final class BeamSearch {
     this.expanded = new boolean[width];
   }
 
-  /** See {@link GraphField#width}. */
+  /** See {@link GraphField#width}: the rule the GPU search follows too ({@link GraphFilterPlan#width}). */
   static int width(int searchWidth, int k, long accepted, int size) {
-    double width = Math.max(searchWidth, k);
-    if (accepted < size) {
-      width = Math.min(width * MAX_FILTER_WIDENING, width * size / Math.max(1, accepted));
+    return GraphFilterPlan.width(searchWidth, k, accepted, size);
+  }
+
+  /**
+   * The exact search of the accepted vectors (the ordinals {@code acceptOrds} accepts, all when null), for filters
+   * so selective that a walk would score more vectors ({@link GraphField#effort}): each is scored and handed to
+   * the collector, until the collector terminates early.
+   */
+  static void exact(int size, RandomVectorScorer scorer, Bits acceptOrds, KnnCollector collector) throws IOException {
+    for (int ord = 0; ord < size; ord++) {
+      if (acceptOrds != null && acceptOrds.get(ord) == false) {
+        continue;
+      }
+      if (collector.earlyTerminated()) {
+        return;
+      }
+      collector.incVisitedCount(1);
+      collector.collect(scorer.ordToDoc(ord), scorer.score(ord));
     }
-    return (int) Math.max(1, Math.min(size, Math.max(k, Math.ceil(width))));
   }
 
   void run(KnnCollector collector) throws IOException {

@@ -13,6 +13,8 @@ import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.codec.ApproximateIndex;
+import org.gpuvectors.cuda.GpuGraphIndex;
+import org.gpuvectors.cuda.GraphFilterPlan;
 
 /**
  * One segment field's graph as read from the {@code .gvd} file ({@link GraphLayout#writeTo}), checked
@@ -168,33 +170,45 @@ public final class GraphField implements ApproximateIndex {
   /**
    * The beam width of a search for {@code k} results over {@code accepted} accepted vectors: {@code
    * max(search_width, k)}, widened by {@code size / accepted} under a filter (at most {@link
-   * BeamSearch#MAX_FILTER_WIDENING} times), so that about as many accepted vectors enter the beam as
+   * GraphFilterPlan#MAX_WIDENING} times), so that about as many accepted vectors enter the beam as
    * without a filter; at most the segment's size, at least k.
    */
   public int width(int k, long accepted) {
     return BeamSearch.width(searchWidth, k, accepted, size);
   }
 
-  /** The beam's width ({@link #width}). */
+  /**
+   * Whether a search for k over {@code accepted} accepted vectors is exact over them rather than a
+   * walk: under a filter that accepts no more vectors than the widened walk may score ({@link
+   * GraphFilterPlan#exact}; where Lucene would otherwise end the walk at its visit limit and search
+   * exactly itself). The GPU and the CPU decide alike.
+   */
+  public boolean exact(int k, long accepted) {
+    return GraphFilterPlan.exact(searchWidth, k, degree, accepted, size);
+  }
+
+  /** The beam's width ({@link #width}), or {@link GpuGraphIndex#EXACT} when the search is {@link #exact}. */
   @Override
   public int effort(int k, long accepted) {
-    return width(k, accepted);
+    return exact(k, accepted) ? GpuGraphIndex.EXACT : width(k, accepted);
   }
 
   /**
-   * About the vectors a search of this width scores: each of about {@code width} expanded nodes
-   * scores its unvisited neighbours; non-accepted nodes are traversed too, so the count does not
-   * shrink with a filter.
+   * About the vectors a search of this effort scores: the accepted ones (exact), or at most those of
+   * a walk of this width ({@link GraphFilterPlan#walkScores}: each of about {@code width} expanded
+   * nodes scores its unvisited neighbours; non-accepted nodes are traversed too, so the count does
+   * not shrink with a filter).
    */
   @Override
-  public long visited(long accepted, int width) {
-    return Math.min(size, (long) width * degree);
+  public long visited(long accepted, int effort) {
+    return effort == GpuGraphIndex.EXACT ? accepted : GraphFilterPlan.walkScores(effort, degree, size);
   }
 
   /**
    * Searches one query on the CPU, handing the collector every accepted vector the search scores
-   * (the collector keeps the best k), with the field's exact scores; honours the accepted documents
-   * and the collector's visit limit (it stops once the collector is early-terminated).
+   * (the collector keeps the best k), with the field's exact scores: by a walk, or exactly over the
+   * accepted vectors under a selective filter ({@link #exact}); honours the accepted documents and
+   * the collector's visit limit (it stops once the collector is early-terminated).
    */
   @Override
   public void search(
@@ -203,6 +217,12 @@ public final class GraphField implements ApproximateIndex {
     RandomVectorScorer scorer = scorers.getRandomVectorScorer(similarity, vectors.copy(), query);
     Bits acceptDocs = accept == null ? null : accept.bits();
     long accepted = acceptDocs == null ? size : Math.min(size, accept.cost());
-    new BeamSearch(this, scorer, scorer.getAcceptOrds(acceptDocs), width(collector.k(), accepted)).run(collector);
+    Bits acceptOrds = scorer.getAcceptOrds(acceptDocs);
+    int effort = effort(collector.k(), accepted);
+    if (effort == GpuGraphIndex.EXACT) {
+      BeamSearch.exact(size, scorer, acceptOrds, collector);
+    } else {
+      new BeamSearch(this, scorer, acceptOrds, effort).run(collector);
+    }
   }
 }

@@ -35,6 +35,8 @@ public final class FakeBackend implements GpuBackend {
   public final AtomicInteger uploads = new AtomicInteger();
   /** Uploads of graph fields. */
   public final AtomicInteger graphUploads = new AtomicInteger();
+  /** The nprobe (IVF lists, graph search width or GpuGraphIndex.EXACT) of every group searched, in order. */
+  public final java.util.Queue<Integer> groupNprobes = new java.util.concurrent.ConcurrentLinkedQueue<>();
   public final AtomicInteger passes = new AtomicInteger();
   public final AtomicInteger maxGroupsPerPass = new AtomicInteger();
   /** Calls of {@link #nearest} (k-means assignment on the "device"). */
@@ -201,6 +203,7 @@ public final class FakeBackend implements GpuBackend {
     }
     SearchResult[] out = new SearchResult[groups.size()];
     for (int g = 0; g < groups.size(); g++) {
+      groupNprobes.add(groups.get(g).nprobe());
       out[g] = search(groups.get(g));
     }
     return out;

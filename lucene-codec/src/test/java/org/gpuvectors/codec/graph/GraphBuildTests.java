@@ -167,7 +167,7 @@ class GraphBuildTests {
   }
 
   /** Writes the layout to a file and reads it back as a segment of {@code n} vectors would. */
-  private static GraphField read(GraphLayout layout, int n) throws IOException {
+  static GraphField read(GraphLayout layout, int n) throws IOException {
     Directory dir = new ByteBuffersDirectory();
     try (IndexOutput out = dir.createOutput("g", IOContext.DEFAULT)) {
       out.writeInt(0xCAFE); // some bytes before the field's data, as in a real .gvd file
