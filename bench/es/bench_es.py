@@ -23,7 +23,7 @@ import argparse, gzip, json, multiprocessing as mp, os, socket, sys, threading, 
 
 import numpy as np
 
-SYSTEMS = ("noop", "ceiling", "gpuceiling", "gpu", "ivf", "ivfpq", "hnsw", "int8")
+SYSTEMS = ("noop", "ceiling", "gpuceiling", "gpu", "ivf", "ivfpq", "graph", "hnsw", "int8")
 
 
 def parse_args(argv=None):
@@ -36,7 +36,7 @@ def parse_args(argv=None):
     p.add_argument("--systems", default="noop,ceiling,gpu,hnsw,int8",
                    help="comma list of: noop (size:0 match_all, the node + load generator ceiling), ceiling "
                         "(dense_vector HNSW on 2,000 vectors), gpuceiling (gpu_vector on the same 2,000), gpu "
-                        "(gpu_vector flat), ivf (gpu_vector ivf_flat, default nlist/nprobe), ivfpq (gpu_vector ivf_pq, defaults), hnsw (dense_vector hnsw m16 efc100), int8 (dense_vector int8_hnsw)")
+                        "(gpu_vector flat), ivf (gpu_vector ivf_flat, default nlist/nprobe), ivfpq (gpu_vector ivf_pq, defaults), graph (gpu_vector graph, defaults), hnsw (dense_vector hnsw m16 efc100), int8 (dense_vector int8_hnsw)")
     p.add_argument("--segments", choices=("one", "natural", "both"), default="one",
                    help="natural: the segments of the bulk load; one: force-merged; both: natural, then merged")
     p.add_argument("--clients", default="1,16,64,256")
@@ -271,6 +271,8 @@ MAPPINGS = {
     "ivf": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "ivf_flat"}},
     # default pq_m (dims / 8) and pq_bits (8); 4 x num_candidates candidates re-ranked with the raw vectors
     "ivfpq": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "ivf_pq"}},
+    # default degree 32, build_degree 64, search_width 64; the beam is max(search_width, num_candidates) wide
+    "graph": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "graph"}},
     "gpuceiling": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "flat"}},
     "hnsw": lambda d: {"type": "dense_vector", "dims": d, "similarity": "l2_norm", "index": True,
                        "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100}},
@@ -501,7 +503,7 @@ def stats_delta(s0, s1):
 
 
 def bench(system, index, layout, gtkey):
-    is_gpu = system in ("gpu", "gpuceiling", "ivf", "ivfpq")
+    is_gpu = system in ("gpu", "gpuceiling", "ivf", "ivfpq", "graph")
     ncs = [max(A.k, A.nc[0])] if is_gpu else A.nc
     base = dict(system=system, index=index, segments=layout, dataset=A.dataset, n=A.n if gtkey == "all" else 2000, dims=A.dims)
     path = "/%s/_search?filter_path=hits.hits._id" % index
@@ -578,7 +580,7 @@ def run_system(system):
         bench(system, index, layout, "tiny" if tiny else "all")
     if not A.keep:
         req("DELETE", "/" + index)
-        if system in ("gpu", "gpuceiling", "ivf", "ivfpq"):
+        if system in ("gpu", "gpuceiling", "ivf", "ivfpq", "graph"):
             # the GPU memory of the deleted index must come back
             s = None
             for _ in range(20):
@@ -597,7 +599,7 @@ def run_system(system):
 
 LABEL = {"noop": "ES noop (size:0 match_all)", "ceiling": "knn ceiling: dense_vector HNSW, 2,000 vectors",
          "gpuceiling": "gpu_vector flat, 2,000 vectors", "gpu": "gpu_vector flat (GPU)",
-         "ivf": "gpu_vector ivf_flat (GPU)", "ivfpq": "gpu_vector ivf_pq (GPU)",
+         "ivf": "gpu_vector ivf_flat (GPU)", "ivfpq": "gpu_vector ivf_pq (GPU)", "graph": "gpu_vector graph (GPU)",
          "hnsw": "dense_vector HNSW m16 efc100", "int8": "dense_vector int8_hnsw m16 efc100"}
 
 
