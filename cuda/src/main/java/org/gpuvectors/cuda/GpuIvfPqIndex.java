@@ -406,8 +406,9 @@ public final class GpuIvfPqIndex implements DeviceIndex {
       p.k = k;
       p.metric = ip ? 1 : 0;
       p.outScale = ip ? -1f : 1f;
-      device.module().launch("gv_rerank_exact", nq, 1, RERANK_THREADS, 4 * ((dims + 3) / 4 * 4), device.stream(),
-          Pointer.to(p.encode()));
+      int shared = 4 * ((dims + 3) / 4 * 4); // the query
+      device.module().allowDynamicShared("gv_rerank_exact", shared); // past 48 KB only for dims > 12,288
+      device.module().launch("gv_rerank_exact", nq, 1, RERANK_THREADS, shared, device.stream(), Pointer.to(p.encode()));
       KSelect.mergeCandidates(device, new SelectParams().input(exact, nq, kc, kc).inputIds(candI).k(k)
           .scales(1f, p.outScale).output(outV, outI, k, outElement));
     }
