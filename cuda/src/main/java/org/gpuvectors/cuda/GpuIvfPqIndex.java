@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import java.io.IOException;
 import java.util.List;
 import java.util.Objects;
 import jcuda.Pointer;
@@ -39,9 +40,18 @@ import jcuda.Pointer;
  *       does not fit there (e.g. m = 256 x 256 codewords = 256 KB), then scans the list's codes.
  * </ul>
  *
+ * <p>Exact re-rank on the device (when uploaded with the raw vectors: {@link #reranksOnDevice}): a search for k
+ * takes the {@link #candidates}(k) = rerankFactor x k best by approximate distance as above, recomputes their
+ * distances in FP32 from the raw vectors ({@code gv_rerank_exact}, rerank_kernels.cu, the kernel of {@link
+ * GpuFlatIndex}'s TF32 candidate pass: squared L2 as the sum of (x_i - q_i)^2, or the inner product) and keeps the
+ * k best (BlockSelect over the candidates' ids): the codec's host re-rank (lucene-codec {@code GpuSegmentSearcher})
+ * done on the device, so a batch never waits on random host reads of raw vectors. Without the raw vectors a
+ * search returns the approximate candidates and the caller re-ranks them.
+ *
  * <p>Device memory, owned here and returned by {@link #close()}: the codes in list order (padded to whole 4-byte
- * words), the ordinal at each position, the list offsets, the codebooks, the code terms (L2) and the centroid
- * index. Threading as {@link GpuIvfFlatIndex}.
+ * words), the ordinal at each position, the list offsets, the codebooks, the code terms (L2), the centroid index
+ * and, when uploaded with them, the raw vectors by ordinal (normalised for cosine). Threading as {@link
+ * GpuIvfFlatIndex}.
  */
 public final class GpuIvfPqIndex implements DeviceIndex {
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_pq_scan_k");
@@ -62,6 +72,12 @@ public final class GpuIvfPqIndex implements DeviceIndex {
    * per-query grid needs about two blocks per SM to fill the GPU (132 SMs on an H100, two 100 KB tables each).
    */
   static volatile int groupedMinQueries = Integer.getInteger("gv.ivfpq.groupedMinQueries", 256);
+  /** Tests: return the approximate candidates even when the raw vectors are resident (to re-rank them on the host). */
+  static volatile boolean skipDeviceRerank;
+  /** Threads of {@code gv_rerank_exact} (rerank_kernels.cu: 4 warps per query). */
+  private static final int RERANK_THREADS = 128;
+  /** Candidate slots (queries x candidates) re-ranked per launch group: bounds the temporaries (3 x 4 bytes each). */
+  private static final long RERANK_BLOCK_SLOTS = 1L << 22;
 
   private final GpuDevice device;
   private final int n;
@@ -75,11 +91,13 @@ public final class GpuIvfPqIndex implements DeviceIndex {
   private final DeviceBuffer offsets; // nlist + 1
   private final DeviceBuffer codebooks; // m x 2^bits x subDims floats
   private final DeviceBuffer codeTerms; // L2: n floats, ||r||^2 + 2 <c, r> at each position; else null
+  private final DeviceBuffer rawVectors; // n x dims floats by ordinal (cosine: normalised), or null: no device re-rank
+  private final int rerankFactor; // candidates per result of the device re-rank; 0 without raw vectors
   private boolean closed;
 
   private GpuIvfPqIndex(GpuDevice device, int n, int dims, Metric metric, int nlist, PqCodebook pq,
                         GpuFlatIndex centroids, DeviceBuffer codes, DeviceBuffer ords, DeviceBuffer offsets,
-                        DeviceBuffer codebooks, DeviceBuffer codeTerms) {
+                        DeviceBuffer codebooks, DeviceBuffer codeTerms, DeviceBuffer rawVectors, int rerankFactor) {
     this.device = device;
     this.n = n;
     this.dims = dims;
@@ -92,6 +110,8 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     this.offsets = offsets;
     this.codebooks = codebooks;
     this.codeTerms = codeTerms;
+    this.rawVectors = rawVectors;
+    this.rerankFactor = rerankFactor;
   }
 
   /**
@@ -101,7 +121,28 @@ public final class GpuIvfPqIndex implements DeviceIndex {
    */
   public static GpuIvfPqIndex upload(GpuDevice device, IvfLists lists, PqCodebook pq, byte[] codesInListOrder,
                                      int dims, Metric metric) {
+    try {
+      return upload(device, lists, pq, codesInListOrder, dims, metric, null, 0);
+    } catch (IOException e) {
+      throw new AssertionError("no raw vectors to read", e);
+    }
+  }
+
+  /**
+   * Uploads an IVF-PQ index as {@link #upload(GpuDevice, IvfLists, PqCodebook, byte[], int, Metric)} and, when
+   * {@code rawVectors} is not null, the raw vectors by ordinal (read a slab at a time; normalised for cosine), so
+   * that a search re-ranks {@code rerankFactor} x k approximate candidates exactly on the device.
+   *
+   * @param rawVectors the n vectors by ordinal, or null: searches return the approximate candidates
+   * @param rerankFactor approximate candidates per result (>= 1) when rawVectors is given, else ignored
+   */
+  public static GpuIvfPqIndex upload(GpuDevice device, IvfLists lists, PqCodebook pq, byte[] codesInListOrder,
+                                     int dims, Metric metric, GpuFlatIndex.RowSource rawVectors, int rerankFactor)
+      throws IOException {
     Objects.requireNonNull(device, "device");
+    if (rawVectors != null && (rerankFactor < 1 || rerankFactor > KSelect.MAX_K)) {
+      throw new IllegalArgumentException("rerankFactor must be in [1, " + KSelect.MAX_K + "]: " + rerankFactor);
+    }
     Objects.requireNonNull(lists, "lists");
     Objects.requireNonNull(pq, "pq");
     Objects.requireNonNull(codesInListOrder, "codesInListOrder");
@@ -133,8 +174,12 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     DeviceBuffer offsets = null;
     DeviceBuffer codebooks = null;
     DeviceBuffer codeTerms = null;
+    DeviceBuffer raw = null;
     boolean ok = false;
     try {
+      if (rawVectors != null) {
+        raw = GpuFlatIndex.uploadRows(device, n, dims, metric == Metric.COSINE, rawVectors);
+      }
       centroidIndex = GpuFlatIndex.upload(device, lists.centroids(), lists.nlist(), dims, metric);
       try (GpuDevice.Scope s = device.lock()) {
         // whole 4-byte words: the table scan reads each code as the aligned words that hold it
@@ -157,11 +202,11 @@ public final class GpuIvfPqIndex implements DeviceIndex {
         }
         ok = true;
         return new GpuIvfPqIndex(device, n, dims, metric, lists.nlist(), pq, centroidIndex, codes, ords, offsets,
-            codebooks, codeTerms);
+            codebooks, codeTerms, raw, raw == null ? 0 : rerankFactor);
       }
     } finally {
       if (!ok) {
-        IvfSearch.release(device, centroidIndex, codes, ords, offsets, codebooks, codeTerms);
+        IvfSearch.release(device, centroidIndex, codes, ords, offsets, codebooks, codeTerms, raw);
       }
     }
   }
@@ -214,16 +259,42 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     return pq;
   }
 
-  /** Device memory held by this index: codes, ordinals, offsets, codebooks, code terms and the centroid index. */
+  /**
+   * Device memory held by this index: codes, ordinals, offsets, codebooks, code terms, the centroid index and the
+   * raw vectors when resident.
+   */
   @Override
   public long deviceBytes() {
     return centroids.deviceBytes() + codes.bytes() + ords.bytes() + offsets.bytes() + codebooks.bytes()
-        + (codeTerms == null ? 0 : codeTerms.bytes());
+        + (codeTerms == null ? 0 : codeTerms.bytes()) + (rawVectors == null ? 0 : rawVectors.bytes());
+  }
+
+  /**
+   * Whether searches re-rank their approximate candidates exactly on the device (the raw vectors are resident):
+   * results are then the exact k best of the candidates, with exact distances; else the approximate candidates.
+   */
+  public boolean reranksOnDevice() {
+    return rawVectors != null;
+  }
+
+  /** Approximate candidates per result of the device re-rank (0 when {@link #reranksOnDevice} is false). */
+  public int rerankFactor() {
+    return rerankFactor;
+  }
+
+  /**
+   * Approximate candidates a device re-rank for k scans for: rerankFactor x k, at most {@link KSelect#MAX_K} (a
+   * caller that needs more candidates than that re-ranks on the host).
+   */
+  public int candidates(int k) {
+    return (int) Math.max(k, Math.min(KSelect.MAX_K, (long) rerankFactor * k));
   }
 
   /**
    * Per query the k best vectors (approximate squared L2 distance, or approximate score for inner product /
-   * cosine; ids are ordinals) among those of its {@code nprobe} nearest lists (nprobe capped at nlist);
+   * cosine; ids are ordinals) among those of its {@code nprobe} nearest lists (nprobe capped at nlist), or, when
+   * the raw vectors are resident ({@link #reranksOnDevice}), the k best by exact distance (squared L2, or inner
+   * product for inner product / cosine) of the {@link #candidates} best by approximate distance;
    * {@code acceptBits} null = all vectors, else by ordinal. Synchronous.
    */
   public SearchResult search(float[] queries, int numQueries, int k, int nprobe, long[] acceptBits) {
@@ -292,6 +363,63 @@ public final class GpuIvfPqIndex implements DeviceIndex {
   void enqueueSearch(long queries, long queryNorms, int nq, int k, int nprobe, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
+    if (rawVectors == null || skipDeviceRerank) {
+      enqueueAdc(queries, queryNorms, nq, k, nprobe, acceptAddress, acceptRowWords, outV, outI, outElement);
+      return;
+    }
+    int kc = candidates(k);
+    int block = (int) Math.max(1, Math.min(nq, RERANK_BLOCK_SLOTS / kc));
+    for (int q0 = 0; q0 < nq; q0 += block) {
+      int count = Math.min(block, nq - q0);
+      long accept = acceptAddress == 0 || acceptRowWords == 0 ? acceptAddress : acceptAddress + 8L * q0 * acceptRowWords;
+      enqueueReranked(queries + 4L * q0 * dims, queryNorms == 0 ? 0 : queryNorms + 4L * q0, count, k, kc, nprobe,
+          accept, acceptRowWords, outV, outI, outElement + (long) q0 * k);
+    }
+  }
+
+  /**
+   * The device re-rank of {@code nq} queries (arguments as {@link #enqueueSearch}): their {@code kc} best by
+   * approximate distance ({@link #enqueueAdc}), the candidates' exact FP32 keys from the raw vectors ({@code
+   * gv_rerank_exact}: squared L2, or -x.q; an empty slot's key is +inf), then the k best keys per query into the
+   * output (BlockSelect over the candidates' ids; inner product back to +x.q). Asynchronous; the temporaries
+   * return to the pool (reuse is ordered on the stream).
+   */
+  private void enqueueReranked(long queries, long queryNorms, int nq, int k, int kc, int nprobe, long acceptAddress,
+                               long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    boolean ip = metric != Metric.L2;
+    try (DeviceBuffer candV = device.allocate(4L * nq * kc);
+         DeviceBuffer candI = device.allocate(4L * nq * kc);
+         DeviceBuffer exact = device.allocate(4L * nq * kc);
+         DeviceBuffer stats = device.allocate(16L * nq)) { // written by the kernel for the TF32 certificate: unused here
+      enqueueAdc(queries, queryNorms, nq, kc, nprobe, acceptAddress, acceptRowWords, candV, candI, 0);
+      RerankParams p = new RerankParams();
+      p.vectors = rawVectors.address();
+      p.queries = queries;
+      p.candIdx = candI.address();
+      p.candKeys = candV.address();
+      p.exactKeys = exact.address();
+      p.stats = stats.address();
+      p.outK = outV.address() + 4L * outElement;
+      p.dims = dims;
+      p.numQueries = nq;
+      p.candidates = kc;
+      p.k = k;
+      p.metric = ip ? 1 : 0;
+      p.outScale = ip ? -1f : 1f;
+      int shared = 4 * ((dims + 3) / 4 * 4); // the query
+      device.module().allowDynamicShared("gv_rerank_exact", shared); // past 48 KB only for dims > 12,288
+      device.module().launch("gv_rerank_exact", nq, 1, RERANK_THREADS, shared, device.stream(), Pointer.to(p.encode()));
+      KSelect.mergeCandidates(device, new SelectParams().input(exact, nq, kc, kc).inputIds(candI).k(k)
+          .scales(1f, p.outScale).output(outV, outI, k, outElement));
+    }
+  }
+
+  /**
+   * The approximate search (arguments as {@link #enqueueSearch}): per query the k best by approximate distance or
+   * score. Caller holds the device lock.
+   */
+  private void enqueueAdc(long queries, long queryNorms, int nq, int k, int nprobe, long acceptAddress,
+                          long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     int probes = probes(nprobe);
     int perBlock = probesPerBlock(nq, probes, k);
     if (perBlock > 0) {
@@ -382,7 +510,7 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     try (GpuDevice.Scope s = device.lock()) {
       if (!closed) {
         closed = true;
-        IvfSearch.release(device, centroids, codes, ords, offsets, codebooks, codeTerms);
+        IvfSearch.release(device, centroids, codes, ords, offsets, codebooks, codeTerms, rawVectors);
       }
     }
   }

@@ -545,6 +545,294 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 
+  /** The raw vectors by ordinal, for an index that re-ranks on the device. */
+  private static GpuIvfPqIndex uploadWithRawVectors(Pq pq, Data data, int rerankFactor) {
+    int dims = data.dims();
+    try {
+      return GpuIvfPqIndex.upload(device, pq.lists(), pq.book(), pq.codes(), dims, data.metric(),
+          (first, count, dst) -> System.arraycopy(data.vectors(), first * dims, dst, 0, count * dims), rerankFactor);
+    } catch (java.io.IOException e) {
+      throw new AssertionError("copying from an array does no I/O", e);
+    }
+  }
+
+  /**
+   * The exact FP32 key of ordinal {@code ord} against query q as gv_rerank_exact computes it (squared L2, or the
+   * inner product of the vectors as searched: normalised in float for cosine), in double: [value, tolerance].
+   * Tolerance: the float differences, products and the sum of dims terms (fmaf, any order) err by at most
+   * (dims + 8) u of the sum of the terms' magnitudes.
+   */
+  private static double[] exactKey(float[] x, float[] searched, int ord, int q, int dims, Metric metric) {
+    double value = 0;
+    double magnitude = 0;
+    for (int d = 0; d < dims; d++) {
+      double a = x[ord * dims + d];
+      double b = searched[q * dims + d];
+      if (metric == Metric.L2) {
+        value += (a - b) * (a - b);
+        magnitude += (Math.abs(a) + Math.abs(b)) * (Math.abs(a) + Math.abs(b));
+      } else {
+        value += a * b;
+        magnitude += Math.abs(a * b);
+      }
+    }
+    return new double[] {value, (dims + 8.0) * CpuOracle.U32 * magnitude};
+  }
+
+  /**
+   * Checks a device re-rank for k against the reference: the ADC candidates of query q are its {@code kc} best by
+   * the reference's approximate values (an ordinal within tolerance of the kc-th value may or may not be one: a
+   * near-tie; one clearly past it may not), and the result must be their k best by exact key: count min(k,
+   * candidates), every id a candidate (sure or near-tie), distinct, its value the exact key (within tolerance),
+   * best first, and no sure candidate left out that is clearly better than the k-th returned.
+   */
+  private void checkReranked(String what, SearchResult res, Reference[] refs, int k, int kc, Data data,
+                             float[] searchedVectors, float[] searchedQueries) {
+    Metric metric = data.metric();
+    boolean l2 = metric == Metric.L2;
+    int dims = data.dims();
+    for (int q = 0; q < refs.length; q++) {
+      cases++;
+      Reference ref = refs[q];
+      if (ref == null) {
+        ambiguous++;
+        continue;
+      }
+      String at = what + " query " + q;
+      List<CpuOracle.Entry> best = ref.best().subList(0, Math.min(kc, ref.best().size()));
+      boolean full = best.size() == kc; // else every accepted vector of the probed lists is a candidate
+      // Sure candidates: certainly better (by the device's approximate values, each within its tolerance of the
+      // reference's) than every ordinal outside the reference's kc; possible ones: the rest that might be.
+      java.util.Set<Integer> bestIds = new java.util.HashSet<>();
+      double worstIn = l2 ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY; // the weakest a best one can look
+      for (CpuOracle.Entry e : best) {
+        bestIds.add(e.id());
+        double t = ref.tolerance()[e.id()];
+        worstIn = l2 ? Math.max(worstIn, e.value() + t) : Math.min(worstIn, e.value() - t);
+      }
+      double bestOut = l2 ? Double.POSITIVE_INFINITY : Double.NEGATIVE_INFINITY; // the strongest an outsider can look
+      for (int id = 0; id < ref.value().length; id++) {
+        double v = ref.value()[id];
+        if (!Double.isNaN(v) && !bestIds.contains(id)) {
+          double t = ref.tolerance()[id];
+          bestOut = l2 ? Math.min(bestOut, v - t) : Math.max(bestOut, v + t);
+        }
+      }
+      java.util.Set<Integer> sure = new java.util.HashSet<>();
+      for (CpuOracle.Entry e : best) {
+        double t = ref.tolerance()[e.id()];
+        if (!full || (l2 ? e.value() + t < bestOut : e.value() - t > bestOut)) {
+          sure.add(e.id());
+        }
+      }
+      int expectedCount = Math.min(k, best.size());
+      if (res.count(q) != expectedCount) {
+        failures.add(at + ": " + res.count(q) + " results, expected " + expectedCount);
+        continue;
+      }
+      java.util.Set<Integer> seen = new java.util.HashSet<>();
+      double previous = l2 ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY;
+      double[] last = null;
+      for (int i = 0; i < res.count(q); i++) {
+        int id = res.id(q, i);
+        if (id < 0 || id >= data.n() || !seen.add(id)) {
+          failures.add(at + " rank " + i + ": id " + id + " out of range or repeated");
+          break;
+        }
+        double approx = ref.value()[id];
+        boolean candidate = bestIds.contains(id) || (full && !Double.isNaN(approx)
+            && (l2 ? approx - ref.tolerance()[id] <= worstIn : approx + ref.tolerance()[id] >= worstIn));
+        if (!candidate) {
+          failures.add(at + " rank " + i + ": id " + id + " (approximate value " + approx + ") is not one of the "
+              + kc + " candidates (the weakest of them within tolerance: " + worstIn + ")");
+          break;
+        }
+        double[] key = exactKey(searchedVectors, searchedQueries, id, q, dims, metric);
+        float got = res.distance(q, i);
+        if (Math.abs(got - key[0]) > key[1] + 1e-30) {
+          failures.add(at + " rank " + i + ": id " + id + " value " + got + ", exact " + key[0] + " +- " + key[1]);
+          break;
+        }
+        if (l2 ? got < previous : got > previous) {
+          failures.add(at + " rank " + i + ": not best first (" + got + " after " + previous + ")");
+          break;
+        }
+        previous = got;
+        last = key;
+      }
+      if (last == null || res.count(q) < k) {
+        for (int id : sure) {
+          if (!seen.contains(id)) {
+            failures.add(at + ": candidate " + id + " missing from " + res.count(q) + " results (k = " + k + ")");
+            break;
+          }
+        }
+        continue;
+      }
+      for (int id : sure) {
+        if (seen.contains(id)) {
+          continue;
+        }
+        double[] key = exactKey(searchedVectors, searchedQueries, id, q, dims, metric);
+        double margin = key[1] + last[1];
+        if (l2 ? key[0] < previous - margin : key[0] > previous + margin) {
+          failures.add(at + ": candidate " + id + " (exact " + key[0] + ") left out, better than the k-th returned "
+              + previous);
+          break;
+        }
+      }
+    }
+  }
+
+  /**
+   * The device re-rank (raw vectors resident, 4 x k ADC candidates) against the reference's candidates re-ranked
+   * exactly on the CPU ({@link #checkReranked}): every metric and filter, nprobe 8 and nlist, k = 1, 10, 100 and
+   * 600 (candidates capped at 2,048), batches of 30 (both precomputed-table paths) and of 1; device bytes count the
+   * raw vectors. Then the "host path" of the same index ({@link GpuIvfPqIndex#skipDeviceRerank}: its 4 x k ADC
+   * candidates) re-ranked on the CPU in double gives the same ids and values up to near-ties: the device does what
+   * the codec's host re-rank did.
+   */
+  @Test
+  void deviceRerankIsTheExactTopKOfTheAdcCandidates() {
+    Random r = new Random(53);
+    int dims = 64;
+    float[] vectors = GpuIvfFlatIndexGpuTest.clustered(N, dims, r);
+    for (Metric metric : Metric.values()) {
+      Data data = GpuIvfFlatIndexGpuTest.lists(vectors, N, dims, metric, r);
+      Pq pq = quantize(data, 16, 8, r);
+      float[] queries = GpuIvfFlatIndexGpuTest.queries(data, NQ, r);
+      float[] searchedVectors = asSearched(data.vectors(), N, dims, metric);
+      float[] searchedQueries = asSearched(queries, NQ, dims, metric);
+      int nlist = data.lists().nlist();
+      try (GpuIvfPqIndex index = uploadWithRawVectors(pq, data, 4)) {
+        assertTrue(index.reranksOnDevice());
+        assertEquals(4, index.rerankFactor());
+        assertEquals(40, index.candidates(10));
+        assertEquals(KSelect.MAX_K, index.candidates(600));
+        assertEquals(expectedBytes(pq, data) + 4L * N * dims, index.deviceBytes(), "the raw vectors are counted");
+        for (Filter f : Filter.values()) {
+          long[][] masks = GpuIvfFlatIndexGpuTest.masks(f, N, NQ, r);
+          for (int nprobe : new int[] {8, nlist}) {
+            Reference[] refs = references(data, pq, queries, nprobe, masks, KSelect.MAX_K);
+            for (int k : new int[] {1, 10, 100, 600}) {
+              int kc = index.candidates(k);
+              for (Path path : new Path[] {Path.PRECOMPUTED_PER_PAIR, Path.PRECOMPUTED_PER_QUERY}) {
+                String what = "rerank " + metric + " " + path + " " + f + " nprobe=" + nprobe + " k=" + k;
+                on(path, () -> checkReranked(what, search(index, queries, k, nprobe, f, masks), refs, k, kc, data,
+                    searchedVectors, searchedQueries));
+              }
+              // batch 1: query 2 alone (its own mask for per-query filters)
+              SearchResult one = index.search(Arrays.copyOfRange(queries, 2 * dims, 3 * dims), 1, k, nprobe, masks[2]);
+              checkReranked("rerank " + metric + " batch 1 " + f + " nprobe=" + nprobe + " k=" + k, one,
+                  new Reference[] {refs[2]}, k, kc, data, searchedVectors,
+                  Arrays.copyOfRange(searchedQueries, 2 * dims, 3 * dims));
+              if (nprobe == 8 && (k == 10 || k == 100)) {
+                sameAsHostRerank("host " + metric + " " + f + " k=" + k, index, queries, k, nprobe, f, masks, data,
+                    searchedVectors, searchedQueries);
+              }
+            }
+          }
+        }
+      }
+    }
+    report("deviceRerankIsTheExactTopKOfTheAdcCandidates");
+  }
+
+  /**
+   * A large batch (600 queries: the per-query table scan) re-ranked on the device, L2 and cosine, no filter and
+   * per-query masks, k = 10: as {@link #checkReranked}; then a batch of 2,100 queries at k = 512 (2,048 candidates
+   * each) re-ranked in two blocks (a block is {@code 2^22} candidate slots: 2,048 queries of
+   * 2,048), checked the same way.
+   */
+  @Test
+  void largeBatchesRerankOnTheDevice() {
+    Random r = new Random(59);
+    int dims = 32;
+    float[] vectors = GpuIvfFlatIndexGpuTest.clustered(N, dims, r);
+    for (Metric metric : new Metric[] {Metric.L2, Metric.COSINE}) {
+      Data data = GpuIvfFlatIndexGpuTest.lists(vectors, N, dims, metric, r);
+      Pq pq = quantize(data, 8, 8, r);
+      try (GpuIvfPqIndex index = uploadWithRawVectors(pq, data, 4)) {
+        for (int nq : new int[] {600, 2100}) {
+          int k = nq == 600 ? 10 : 512;
+          float[] queries = GpuIvfFlatIndexGpuTest.queries(data, nq, r);
+          float[] searchedQueries = asSearched(queries, nq, dims, metric);
+          float[] searchedVectors = asSearched(data.vectors(), N, dims, metric);
+          for (Filter f : new Filter[] {Filter.NONE, Filter.PER_QUERY}) {
+            long[][] masks = GpuIvfFlatIndexGpuTest.masks(f, N, nq, r);
+            Reference[] refs = references(data, pq, queries, 8, masks, index.candidates(k));
+            SearchResult res = f == Filter.PER_QUERY
+                ? BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, 8, null, masks)))[0]
+                : index.search(queries, nq, k, 8, null);
+            checkReranked("rerank " + metric + " " + nq + " queries " + f + " k=" + k, res, refs, k,
+                index.candidates(k), data, searchedVectors, searchedQueries);
+          }
+        }
+      }
+    }
+    report("largeBatchesRerankOnTheDevice");
+  }
+
+  /**
+   * The device re-rank equals the host re-rank of the same index's ADC candidates ({@link
+   * GpuIvfPqIndex#skipDeviceRerank}: 4 x k of them, exact keys in double here, best first, ties by ordinal): the
+   * same values rank by rank (within the keys' tolerance), and the same ids except where two exact keys are within
+   * tolerance of each other at the k-th place.
+   */
+  private void sameAsHostRerank(String what, GpuIvfPqIndex index, float[] queries, int k, int nprobe, Filter f,
+                                long[][] masks, Data data, float[] searchedVectors, float[] searchedQueries) {
+    int kc = index.candidates(k);
+    SearchResult device = search(index, queries, k, nprobe, f, masks);
+    boolean saved = GpuIvfPqIndex.skipDeviceRerank;
+    SearchResult candidates;
+    GpuIvfPqIndex.skipDeviceRerank = true;
+    try {
+      candidates = search(index, queries, kc, nprobe, f, masks);
+    } finally {
+      GpuIvfPqIndex.skipDeviceRerank = saved;
+    }
+    Metric metric = data.metric();
+    for (int q = 0; q < device.numQueries(); q++) {
+      cases++;
+      List<double[]> host = new ArrayList<>(); // {key, tolerance, ordinal}
+      for (int i = 0; i < candidates.count(q); i++) {
+        int ord = candidates.id(q, i);
+        double[] key = exactKey(searchedVectors, searchedQueries, ord, q, data.dims(), metric);
+        host.add(new double[] {key[0], key[1], ord});
+      }
+      Comparator<double[]> byKey = Comparator.comparingDouble(e -> e[0]);
+      host.sort((metric == Metric.L2 ? byKey : byKey.reversed()).thenComparingDouble(e -> e[2]));
+      int count = Math.min(k, host.size());
+      String at = what + " query " + q;
+      if (device.count(q) != count) {
+        failures.add(at + ": " + device.count(q) + " results, the host re-rank " + count);
+        continue;
+      }
+      java.util.Set<Integer> hostIds = new java.util.HashSet<>();
+      java.util.Set<Integer> deviceIds = new java.util.HashSet<>();
+      for (int i = 0; i < count; i++) {
+        double[] h = host.get(i);
+        if (Math.abs(device.distance(q, i) - h[0]) > 2 * h[1] + 1e-30) {
+          failures.add(at + " rank " + i + ": device value " + device.distance(q, i) + ", host " + h[0]);
+          break;
+        }
+        hostIds.add((int) h[2]);
+        deviceIds.add(device.id(q, i));
+      }
+      if (!hostIds.equals(deviceIds) && count > 0) {
+        // only ids tied (within tolerance) with the k-th may differ
+        double[] kth = host.get(count - 1);
+        for (int i = 0; i < count; i++) {
+          double[] h = host.get(i);
+          if (!deviceIds.contains((int) h[2]) && Math.abs(h[0] - kth[0]) > h[1] + kth[1]) {
+            failures.add(at + ": ordinal " + (int) h[2] + " of the host re-rank missing on the device");
+            break;
+          }
+        }
+      }
+    }
+  }
+
   /** Fails with the first failures; skipped (coarse near-tie) queries must stay rare (at most 2 %). */
   private void report(String test) {
     System.out.println("[gpu-vectors] IVF-PQ " + test + ": " + cases + " query checks, " + ambiguous

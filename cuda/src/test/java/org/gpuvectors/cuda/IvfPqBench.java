@@ -20,7 +20,13 @@ import java.util.stream.IntStream;
  *   <li>wall ms: the synchronous {@code search()} call (query upload, kernels, download); for batch 1 the median
  *       of 200 single-query searches, and q/s = 1 / that;
  *   <li>agree: the fraction of the path's result ids that are in the full-table path's result of the query (1 up
- *       to float near-ties: both rank the same approximate distances).
+ *       to float near-ties: both rank the same approximate distances); for the device re-rank rows, in the host
+ *       re-rank's result (the precomputed path's 40 candidates re-ranked here in double, as the codec did);
+ *   <li>recall: recall@10 against the exact top 10 (GPU exact search, FP32), for the rows that return 10 exact
+ *       results: {@code device-rerank} (an index that also holds the raw vectors, {@link
+ *       GpuIvfPqIndex#reranksOnDevice}: k = 10 results, the 4 x 10 = 40 best candidates re-ranked exactly on the
+ *       device) and {@code host-rerank} (the precomputed path's 40 candidates re-ranked here; its time is the
+ *       device's only, the host re-rank not counted: it is what the device re-rank replaces).
  * </ul>
  * Not a test. Usage: {@code IvfPqBench [fmnist-dir]}; writes $OUT/ivfpq.csv.
  */
@@ -29,6 +35,8 @@ public final class IvfPqBench {
   private static final int M = 98;
   private static final int KSUB = 256;
   private static final int K = 40;
+  /** Results of the re-ranked rows (the codec's k; K = 4 x KR candidates). */
+  private static final int KR = 10;
 
   private IvfPqBench() {}
 
@@ -45,6 +53,7 @@ public final class IvfPqBench {
       x = FashionLike.vectors(n, 11);
       queries = FashionLike.vectors(nq, 12);
     }
+    float[] base = x; // the raw vectors by ordinal, for the device re-rank's index
     try (GpuDevice d = GpuDevice.open(0)) {
       long t0 = System.nanoTime();
       int[] listOf = new int[n];
@@ -56,12 +65,17 @@ public final class IvfPqBench {
           d.name(), data, n, dims, nq, NLIST, M, 8, (System.nanoTime() - t0) / 1e9);
       try (GpuIvfPqIndex index = GpuIvfPqIndex.upload(d, lists, pq, codes, dims, Metric.L2);
            PrintWriter csv = BenchUtil.csv("ivfpq.csv",
-               "data,n,dims,nlist,pq_m,nprobe,batch,k,path,device_ms,wall_ms,queries_per_s,agree")) {
+               "data,n,dims,nlist,pq_m,nprobe,batch,k,path,device_ms,wall_ms,queries_per_s,agree,recall");
+           GpuIvfPqIndex reranking = GpuIvfPqIndex.upload(d, lists, pq, codes, dims, Metric.L2,
+               (first, count, dst) -> System.arraycopy(base, first * dims, dst, 0, count * dims), K / KR)) {
+        int[][] truth = exactTop(d, x, n, queries, nq, dims);
         System.out.printf("index: %.1f MB on the device%n", index.deviceBytes() / 1e6);
-        System.out.printf("%-7s %6s %4s %-12s %10s %10s %12s %7s%n", "nprobe", "batch", "k", "path", "device ms",
-            "wall ms", "queries/s", "agree");
+        System.out.printf("with raw vectors (device re-rank): %.1f MB%n", reranking.deviceBytes() / 1e6);
+        System.out.printf("%-7s %6s %4s %-13s %10s %10s %12s %7s %7s%n", "nprobe", "batch", "k", "path", "device ms",
+            "wall ms", "queries/s", "agree", "recall");
         for (int nprobe : new int[] {4, 8, 16}) {
           SearchResult full = null;
+          SearchResult host = null;
           for (boolean fullTables : new boolean[] {true, false}) {
             GpuIvfPqIndex.forceFullTables = fullTables;
             String path = fullTables ? "full-table" : "precomputed";
@@ -78,9 +92,15 @@ public final class IvfPqBench {
               full = res;
             }
             double agree = agreement(res, full, nq);
-            double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, nprobe, 5));
+            double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, nprobe, K, 5));
             double wallMs = BenchUtil.median(wall);
-            row(csv, data, n, dims, nprobe, nq, path, deviceMs, wallMs, nq / (wallMs * 1e-3), agree);
+            row(csv, data, n, dims, nprobe, nq, K, path, deviceMs, wallMs, nq / (wallMs * 1e-3), agree, Double.NaN);
+            if (!fullTables) {
+              // what the device re-rank replaces: these candidates re-ranked on the host (time not counted)
+              host = hostRerank(res, x, queries, nq, dims);
+              row(csv, data, n, dims, nprobe, nq, KR, "host-rerank", deviceMs, Double.NaN, Double.NaN, 1,
+                  recall(host, truth, nq));
+            }
             double[] single = new double[200];
             for (int r = -20; r < single.length; r++) {
               float[] q = new float[dims];
@@ -92,9 +112,10 @@ public final class IvfPqBench {
               }
             }
             double oneMs = BenchUtil.median(single);
-            double oneDevice = BenchUtil.median(deviceTimes(d, index, queries, 1, dims, nprobe, 20));
-            row(csv, data, n, dims, nprobe, 1, path, oneDevice, oneMs, 1 / (oneMs * 1e-3), Double.NaN);
+            double oneDevice = BenchUtil.median(deviceTimes(d, index, queries, 1, dims, nprobe, K, 20));
+            row(csv, data, n, dims, nprobe, 1, K, path, oneDevice, oneMs, 1 / (oneMs * 1e-3), Double.NaN, Double.NaN);
           }
+          rerankRows(csv, d, reranking, data, n, dims, nprobe, queries, nq, host, truth);
         }
       } finally {
         GpuIvfPqIndex.forceFullTables = false;
@@ -102,24 +123,124 @@ public final class IvfPqBench {
     }
   }
 
-  private static void row(PrintWriter csv, String data, int n, int dims, int nprobe, int batch, String path,
-                          double deviceMs, double wallMs, double qps, double agree) {
-    csv.printf("%s,%d,%d,%d,%d,%d,%d,%d,%s,%.4f,%.4f,%.1f,%.6f%n", data, n, dims, NLIST, M, nprobe, batch, K, path,
-        deviceMs, wallMs, qps, agree);
+  private static void row(PrintWriter csv, String data, int n, int dims, int nprobe, int batch, int k, String path,
+                          double deviceMs, double wallMs, double qps, double agree, double recall) {
+    csv.printf("%s,%d,%d,%d,%d,%d,%d,%d,%s,%.4f,%.4f,%.1f,%.6f,%.6f%n", data, n, dims, NLIST, M, nprobe, batch, k, path,
+        deviceMs, wallMs, qps, agree, recall);
     csv.flush();
-    System.out.printf("%-7d %6d %4d %-12s %10.3f %10.3f %12.0f %7.4f%n", nprobe, batch, K, path, deviceMs, wallMs, qps,
-        agree);
+    System.out.printf("%-7d %6d %4d %-13s %10.3f %10.3f %12.0f %7.4f %7.4f%n", nprobe, batch, k, path, deviceMs, wallMs,
+        qps, agree, recall);
   }
 
-  /** CUDA-event times of {@code reps} enqueued searches (after one warm-up), queries and results on the device. */
+  /**
+   * The device re-rank rows of one nprobe: batch 10k (best of 5 synchronous searches after 2 warm-ups; device time
+   * by CUDA events; agree with the host re-rank of the same candidates; recall@10) and batch 1 (median of 200).
+   */
+  private static void rerankRows(PrintWriter csv, GpuDevice d, GpuIvfPqIndex index, String data, int n, int dims,
+                                 int nprobe, float[] queries, int nq, SearchResult host, int[][] truth) {
+    double[] wall = new double[5];
+    SearchResult res = null;
+    for (int r = -2; r < wall.length; r++) {
+      long s = System.nanoTime();
+      res = index.search(queries, nq, KR, nprobe, null);
+      if (r >= 0) {
+        wall[r] = (System.nanoTime() - s) / 1e6;
+      }
+    }
+    double wallMs = BenchUtil.median(wall);
+    double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, nprobe, KR, 5));
+    row(csv, data, n, dims, nprobe, nq, KR, "device-rerank", deviceMs, wallMs, nq / (wallMs * 1e-3),
+        agreement(res, host, nq), recall(res, truth, nq));
+    double[] single = new double[200];
+    for (int r = -20; r < single.length; r++) {
+      float[] q = new float[dims];
+      System.arraycopy(queries, (r + 20) % nq * dims, q, 0, dims);
+      long s = System.nanoTime();
+      index.search(q, 1, KR, nprobe, null);
+      if (r >= 0) {
+        single[r] = (System.nanoTime() - s) / 1e6;
+      }
+    }
+    double oneMs = BenchUtil.median(single);
+    double oneDevice = BenchUtil.median(deviceTimes(d, index, queries, 1, dims, nprobe, KR, 20));
+    row(csv, data, n, dims, nprobe, 1, KR, "device-rerank", oneDevice, oneMs, 1 / (oneMs * 1e-3), Double.NaN,
+        Double.NaN);
+  }
+
+  /** The exact top KR of each query (GPU exact search, FP32 distances): the recall's ground truth. */
+  private static int[][] exactTop(GpuDevice d, float[] x, int n, float[] queries, int nq, int dims) {
+    try (GpuFlatIndex exact = GpuFlatIndex.upload(d, x, n, dims, Metric.L2)) {
+      exact.setPrecision(GpuFlatIndex.Precision.FP32);
+      SearchResult res = exact.search(queries, nq, KR, null);
+      int[][] top = new int[nq][];
+      for (int q = 0; q < nq; q++) {
+        top[q] = new int[res.count(q)];
+        for (int i = 0; i < top[q].length; i++) {
+          top[q][i] = res.id(q, i);
+        }
+      }
+      return top;
+    }
+  }
+
+  /** Recall@KR: the fraction of the true top KR found in the result's first KR. */
+  private static double recall(SearchResult res, int[][] truth, int nq) {
+    long found = 0;
+    long total = 0;
+    for (int q = 0; q < nq; q++) {
+      Set<Integer> ids = new HashSet<>();
+      for (int i = 0; i < Math.min(KR, res.count(q)); i++) {
+        ids.add(res.id(q, i));
+      }
+      for (int id : truth[q]) {
+        found += ids.contains(id) ? 1 : 0;
+        total++;
+      }
+    }
+    return total == 0 ? 1 : (double) found / total;
+  }
+
+  /**
+   * The host re-rank of the codec before the device re-rank: each query's candidates by exact squared L2 (double),
+   * the best KR first, ties by ordinal.
+   */
+  private static SearchResult hostRerank(SearchResult candidates, float[] x, float[] queries, int nq, int dims) {
+    int[] ids = new int[nq * KR];
+    float[] dist = new float[nq * KR];
+    java.util.Arrays.fill(ids, -1);
+    IntStream.range(0, nq).parallel().forEach(q -> {
+      int c = candidates.count(q);
+      double[] key = new double[c];
+      Integer[] order = new Integer[c];
+      for (int i = 0; i < c; i++) {
+        int ord = candidates.id(q, i);
+        double s = 0;
+        for (int t = 0; t < dims; t++) {
+          double diff = (double) x[ord * dims + t] - queries[q * dims + t];
+          s += diff * diff;
+        }
+        key[i] = s;
+        order[i] = i;
+      }
+      java.util.Arrays.sort(order, (a, b) -> key[a] != key[b] ? Double.compare(key[a], key[b])
+          : Integer.compare(candidates.id(q, a), candidates.id(q, b)));
+      for (int i = 0; i < Math.min(KR, c); i++) {
+        ids[q * KR + i] = candidates.id(q, order[i]);
+        dist[q * KR + i] = (float) key[order[i]];
+      }
+    });
+    return new SearchResult(nq, KR, ids, dist);
+  }
+
+  /** CUDA-event times of {@code reps} enqueued searches for k (after one warm-up), queries and results on the device. */
   private static double[] deviceTimes(GpuDevice d, GpuIvfPqIndex index, float[] queries, int nq, int dims,
-                                      int nprobe, int reps) {
+                                      int nprobe, int k, int reps) {
     try (GpuDevice.Scope s = d.lock();
          DeviceBuffer dq = d.allocate(4L * nq * dims);
-         DeviceBuffer outV = d.allocate(4L * nq * K);
-         DeviceBuffer outI = d.allocate(4L * nq * K)) {
+         DeviceBuffer outV = d.allocate(4L * nq * k);
+         DeviceBuffer outI = d.allocate(4L * nq * k)) {
       d.upload(queries, 0, nq * dims, dq, 0);
-      Runnable search = () -> index.enqueueSearch(dq.address(), 0, nq, K, nprobe, 0, 0, outV, outI, 0);
+      Runnable search = () -> index.enqueueSearch(dq.address(), 0, nq, k, nprobe, 0, 0, outV, outI, 0);
       search.run();
       d.synchronize();
       double[] t = new double[reps];

@@ -32,9 +32,11 @@ import org.gpuvectors.cuda.SearchResult;
  * <p>Accepted documents (filters, deletions) become an accept mask over vector ordinals that the
  * kernels apply ({@link AcceptMasks}). A collector whose visit limit is below the number of accepted
  * vectors is left to the CPU path, which terminates early exactly as Lucene expects (Lucene then
- * runs its own exact search). {@code ivf_pq} fields: the device returns {@link
- * IvfPqField#rerankDepth} candidates per query by approximate (PQ) distance, which are re-ranked here
- * with the raw vectors (exact scores, as the CPU path does).
+ * runs its own exact search). {@code ivf_pq} fields: the {@link IvfPqField#rerankDepth} best
+ * candidates per query by approximate (PQ) distance are re-ranked with the raw vectors (exact scores,
+ * as the CPU path does): on the device when the raw vectors go up with the codes ({@link
+ * #DEVICE_RERANK}; the device then returns the k best with exact distances), else here on the host
+ * from the candidates the device returns.
  */
 final class GpuSegmentSearcher {
 
@@ -89,7 +91,8 @@ final class GpuSegmentSearcher {
       case IvfPqField pq -> new GpuIvf(
           pq.nlist(),
           pq.lists()::toLists,
-          new GpuIvf.Pq(pq.pq().m(), pq.pq()::toCodebook, pq::codesInListOrder));
+          new GpuIvf.Pq(pq.pq().m(), pq.pq()::toCodebook, pq::codesInListOrder,
+              DEVICE_RERANK ? IvfPqField.RERANK_FACTOR : 0));
       case GraphField graph -> new GpuGraph(graph.degree(), graph::toAdjacency, graph.seeds());
       default -> throw new IllegalArgumentException("no GPU form for " + index.getClass().getName());
     };
@@ -111,11 +114,35 @@ final class GpuSegmentSearcher {
   }
 
   /**
-   * Results the device is asked for when a search wants k: for ivf_pq the candidates to re-rank (at
-   * most the GPU's k), else k.
+   * Whether ivf_pq fields upload their raw vectors with the codes, so that the device re-ranks the
+   * candidates exactly (the {@link IvfPqField#rerankDepth} best by approximate distance: the same
+   * candidates and, up to float rounding, the same scores as the host re-rank) and a batch never waits
+   * on random host reads of raw vectors (Fashion-MNIST, batch 10k: 13 ms of host re-rank against
+   * 4 ms of device time). Costs the raw vectors' device memory (4 x dims bytes a vector beside the m
+   * bytes of its code; counted by the residency service's estimate). System property {@code
+   * gpuvectors.ivfpq.device_rerank=false} keeps the raw vectors on the host (the host re-rank).
+   * Tests flip it.
+   */
+  static volatile boolean DEVICE_RERANK =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.ivfpq.device_rerank", "true"));
+
+  /** Whether the device re-ranks this field's candidates (ivf_pq with {@link #DEVICE_RERANK}). */
+  static boolean reranksOnDevice(ApproximateIndex index) {
+    return index instanceof IvfPqField && DEVICE_RERANK;
+  }
+
+  /** Whether the candidates the device returns for this field are re-ranked here (ivf_pq, host re-rank). */
+  static boolean reranksOnHost(ApproximateIndex index) {
+    return index instanceof IvfPqField && DEVICE_RERANK == false;
+  }
+
+  /**
+   * Results the device is asked for when a search wants k: for ivf_pq re-ranked on the host the
+   * candidates to re-rank (at most the GPU's k), else k (the device re-rank scans the candidates
+   * itself: {@link IvfPqField#RERANK_FACTOR} x k, at most the GPU's k).
    */
   static int deviceK(ApproximateIndex index, int k, long accepted) {
-    if (index instanceof IvfPqField) {
+    if (reranksOnHost(index)) {
       return Math.min(GpuSearchService.MAX_GPU_K, IvfPqField.rerankDepth(k, accepted));
     }
     return k;
@@ -212,6 +239,9 @@ final class GpuSegmentSearcher {
       service.stats().recordGraphExactSearch(); // the filter made this an exact search, on the GPU
     }
     k = deviceK(index, Math.min(k, accepted.count()), accepted.count());
+    if (index instanceof IvfPqField) {
+      service.stats().recordIvfPqRerank(queries.length, reranksOnDevice(index));
+    }
     int dims = vectors.dimension();
     for (int q = 0; q < queries.length; q++) {
       if (queries[q].length != dims) {
@@ -225,7 +255,8 @@ final class GpuSegmentSearcher {
 
   /**
    * Hands a GPU result to the collectors (one per query), with Lucene's scores and doc ids; ivf_pq
-   * candidates get their exact scores from the raw vectors first (the collector keeps the best k).
+   * candidates re-ranked on the host get their exact scores from the raw vectors first (the
+   * collector keeps the best k).
    */
   static void collect(Prepared p, SearchResult result, KnnCollector[] collectors) throws IOException {
     int visited = (int) Math.min(Integer.MAX_VALUE, p.visited());
@@ -243,7 +274,7 @@ final class GpuSegmentSearcher {
     };
     // Lucene's collectors may share state across queries (a global queue): only the re-rank, one
     // collector and scorer per query, runs on the pool, as it did before
-    convert(p, result, sink, p.index() instanceof IvfPqField && p.numQueries() >= PARALLEL_RERANK_QUERIES);
+    convert(p, result, sink, reranksOnHost(p.index()) && p.numQueries() >= PARALLEL_RERANK_QUERIES);
   }
 
   /**
@@ -267,13 +298,13 @@ final class GpuSegmentSearcher {
         hits.add(q, doc, score);
       }
     };
-    if (p.index() instanceof IvfPqField
+    if (reranksOnHost(p.index())
         && p.numQueries() >= ORDINAL_ORDER_RERANK_QUERIES
         && p.vectors().size() >= ORDINAL_ORDER_VECTORS_PER_QUERY * (long) p.numQueries()) {
       OrdinalOrderRerank.rerank(p, result, hits, visited);
       return hits;
     }
-    int parallelFrom = p.index() instanceof IvfPqField ? PARALLEL_RERANK_QUERIES : PARALLEL_CONVERT_QUERIES;
+    int parallelFrom = reranksOnHost(p.index()) ? PARALLEL_RERANK_QUERIES : PARALLEL_CONVERT_QUERIES;
     convert(p, result, sink, p.numQueries() >= parallelFrom);
     return hits;
   }
@@ -339,7 +370,7 @@ final class GpuSegmentSearcher {
   /** Queries {@code [from, to)} of a result into the sink, on one thread (its own copy of the vectors). */
   private static void convert(Prepared p, SearchResult result, HitSink sink, int from, int to) throws IOException {
     FloatVectorValues vectors = p.vectors().copy(); // ordToDoc and raw reads: one reader per thread
-    if (p.index() instanceof IvfPqField) {
+    if (reranksOnHost(p.index())) {
       // ivf_pq: each query's candidates get their exact scores from the raw vectors; the sink keeps the best k
       for (int q = from; q < to; q++) {
         sink.start(q);

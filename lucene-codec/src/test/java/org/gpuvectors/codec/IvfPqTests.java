@@ -459,4 +459,70 @@ class IvfPqTests {
       service.close();
     }
   }
+
+  /**
+   * The GPU path (a {@link FakeBackend} playing the device: the ADC candidates of the probed lists,
+   * then either those candidates re-ranked here on the host, or the device's own exact re-rank of
+   * them) answers as the CPU path does: the same hits and scores, one query at a time, in a batch
+   * large enough to re-rank in parallel, and with a filter; the searcher asks the device for 4 x k
+   * candidates (host re-rank) or k results (device re-rank), the field goes up with or without its
+   * raw vectors, and the choice is counted.
+   */
+  @ParameterizedTest
+  @EnumSource(VectorSimilarityFunction.class)
+  void gpuHitsEqualTheCpuPathWithAndWithoutDeviceRerank(VectorSimilarityFunction sim) throws IOException {
+    usedDefaultService = false; // fake devices of its own
+    List<float[]> vectors = data.points(3000, sim);
+    float[][] queries = new float[GpuSegmentSearcher.PARALLEL_RERANK_QUERIES + 5][];
+    for (int q = 0; q < queries.length; q++) {
+      queries[q] = data.point(sim);
+    }
+    boolean saved = GpuSegmentSearcher.DEVICE_RERANK;
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 5000), vectors, pqType(sim, Map.of(IndexParams.NLIST, 40, IndexParams.NPROBE, 6)));
+      for (boolean onDevice : new boolean[] {false, true}) {
+        GpuSegmentSearcher.DEVICE_RERANK = onDevice;
+        FakeBackend device = new FakeBackend(1L << 30);
+        GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+        GpuSearchServices.install(service);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          String mode = onDevice ? "device re-rank" : "host re-rank";
+          IvfPqField field = pq(reader.leaves().get(0).reader());
+          assertEquals(onDevice ? 10 : 40, GpuSegmentSearcher.deviceK(field, 10, vectors.size()), mode + ": device k");
+          for (org.apache.lucene.search.Query filter : new org.apache.lucene.search.Query[] {
+              null, new TermQuery(new Term("rare", "no"))}) {
+            List<List<Hit>> gpu = new java.util.ArrayList<>();
+            for (int q = 0; q < 5; q++) {
+              gpu.add(search(searcher, queries[q], 10, filter));
+            }
+            TopDocs[] batched = KnnBatchSearcher.search(searcher, FIELD, queries, 10, filter);
+            service.setEnabled(false); // the CPU path
+            for (int q = 0; q < queries.length; q++) {
+              List<Hit> cpu = search(searcher, queries[q], 10, filter);
+              assertEquals(10, cpu.size());
+              if (q < gpu.size()) {
+                assertSameHits(cpu, gpu.get(q));
+              }
+              assertSameHits(cpu, GpuVectorsFormatTests.hits(searcher, batched[q]));
+            }
+            service.setEnabled(true);
+          }
+          assertEquals(1, device.uploads.get(), mode + ": uploaded once");
+          assertEquals(onDevice, device.indexes.get(0).reranksOnDevice(), mode + ": raw vectors on the device");
+          assertEquals(2L * queries.length, service.stats().cpuFallbacks(), mode + ": only the CPU path's own searches");
+          assertEquals(2L * queries.length, service.stats().cpuFallbacks(FallbackReason.GPU_OFF), mode);
+          long gpuQueries = 2L * (5 + queries.length);
+          assertEquals(gpuQueries, service.stats().gpuQueries(), mode);
+          assertEquals(onDevice ? gpuQueries : 0, service.stats().deviceRerankQueries(), mode);
+          assertEquals(onDevice ? 0 : gpuQueries, service.stats().hostRerankQueries(), mode);
+        } finally {
+          GpuSearchServices.uninstall(service);
+          service.close();
+        }
+      }
+    } finally {
+      GpuSegmentSearcher.DEVICE_RERANK = saved;
+    }
+  }
 }

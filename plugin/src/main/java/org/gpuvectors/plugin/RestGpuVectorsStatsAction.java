@@ -67,6 +67,8 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("ivf_exhaustive", stats.exhaustiveIvfSearches());
             // graph searches whose filter made them exact over the accepted vectors (on the GPU)
             builder.field("graph_exact", stats.graphExactSearches());
+            builder.field("ivf_pq_device_rerank_queries", stats.deviceRerankQueries());
+            builder.field("ivf_pq_host_rerank_queries", stats.hostRerankQueries());
             builder.startObject("batches");
             builder.field("count", stats.batches());
             builder.field("searches", stats.batchSearches());

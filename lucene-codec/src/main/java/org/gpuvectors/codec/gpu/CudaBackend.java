@@ -44,10 +44,12 @@ final class CudaBackend implements GpuBackend {
       case GpuGraph graph -> vectors + (metric == Metric.L2 ? 4L * n : 0) + 4L * n * graph.degree()
           + 4L * graph.seeds().length;
       // the centroids as a flat index (+ norms), list offsets, the ordinals, then the vectors in list order
-      // (ivf_flat) or the codes and the codebooks (ivf_pq: at most 256 codewords per sub-quantizer)
+      // (ivf_flat) or the codes, the codebooks (ivf_pq: at most 256 codewords per sub-quantizer), the
+      // code terms (L2) and, for the device re-rank, the raw vectors by ordinal
       case GpuIvf ivf -> {
         long lists = 4L * ivf.nlist() * (dims + 1) + 4L * (ivf.nlist() + 1) + 4L * n;
-        yield lists + (ivf.pq() == null ? vectors : (long) n * ivf.pq().m() + 4L * 256 * dims);
+        yield lists + (ivf.pq() == null ? vectors : (long) n * ivf.pq().m() + 4L * 256 * dims
+            + (metric == Metric.L2 ? 4L * n : 0) + (ivf.pq().reranksOnDevice() ? vectors : 0));
       }
     };
   }
@@ -98,8 +100,11 @@ final class CudaBackend implements GpuBackend {
           graph.seeds());
     }
     if (structure instanceof GpuIvf ivf && ivf.pq() != null) {
+      GpuIvf.Pq pq = ivf.pq();
+      // with the raw vectors (by ordinal) the device re-ranks its candidates: the searcher asked for k exact results
       return GpuIvfPqIndex.upload(
-          device, ivf.lists().get(), ivf.pq().codebook().get(), ivf.pq().codesInListOrder().get(), dims, metric);
+          device, ivf.lists().get(), pq.codebook().get(), pq.codesInListOrder().get(), dims, metric,
+          pq.reranksOnDevice() ? rowsInOrder(vectors) : null, pq.rerankFactor());
     }
     if (structure instanceof GpuIvf ivf) {
       IvfLists lists = ivf.lists().get();

@@ -30,6 +30,8 @@ public final class GpuSearchStats {
   private final LongAdder cpuKnnGraphVectors = new LongAdder();
   private final LongAdder exhaustiveIvfSearches = new LongAdder();
   private final LongAdder graphExactSearches = new LongAdder();
+  private final LongAdder deviceRerankQueries = new LongAdder();
+  private final LongAdder hostRerankQueries = new LongAdder();
   private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
 
   public GpuSearchStats() {
@@ -138,6 +140,21 @@ public final class GpuSearchStats {
   /** Counts a graph search that runs exactly over the accepted vectors because of its filter. */
   public void recordGraphExactSearch() {
     graphExactSearches.increment();
+  }
+
+  /** ivf_pq queries (per segment) whose candidates the device re-ranked exactly from resident raw vectors. */
+  public long deviceRerankQueries() {
+    return deviceRerankQueries.sum();
+  }
+
+  /** ivf_pq queries (per segment) whose GPU candidates were re-ranked on the host (raw vectors not on the device). */
+  public long hostRerankQueries() {
+    return hostRerankQueries.sum();
+  }
+
+  /** Counts {@code queries} ivf_pq queries of one segment search, re-ranked on the device or on the host. */
+  public void recordIvfPqRerank(int queries, boolean onDevice) {
+    (onDevice ? deviceRerankQueries : hostRerankQueries).add(queries);
   }
 
   /** Vectors whose graph build's k-NN graph the GPU computed. */

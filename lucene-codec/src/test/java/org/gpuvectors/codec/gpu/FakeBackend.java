@@ -20,7 +20,11 @@ import org.gpuvectors.cuda.SearchResult;
  * memory is counted (live and peak), passes are brute force with the kernels' conventions (squared
  * L2 or inner product, cosine normalised, masks per query) over all vectors, or for IVF fields over
  * the vectors of the group's {@code nprobe} nearest lists (as the GPU index probes them), and faults
- * can be injected.
+ * can be injected. {@code ivf_pq} fields rank those vectors by asymmetric distance (to the
+ * reconstruction centroid + codewords of their code, in double: the value the GPU's tables sum up to)
+ * and, as the GPU index does, return either those candidates (codes only) or, when the structure
+ * sends the raw vectors up ({@link GpuIvf.Pq#reranksOnDevice}), the k best of the {@code
+ * rerankFactor} x k best candidates by exact distance.
  */
 public final class FakeBackend implements GpuBackend {
 
@@ -82,7 +86,8 @@ public final class FakeBackend implements GpuBackend {
     long vectors = 4L * Math.max(1, size) * dims;
     return switch (structure) {
       case null -> vectors;
-      case GpuIvf ivf -> vectors + 4L * size + 4L * ivf.nlist() * (dims + 1);
+      case GpuIvf ivf -> vectors + 4L * size + 4L * ivf.nlist() * (dims + 1)
+          + (ivf.pq() != null && ivf.pq().reranksOnDevice() ? vectors : 0);
       case GpuGraph graph -> vectors + 4L * size * graph.degree();
     };
   }
@@ -180,6 +185,9 @@ public final class FakeBackend implements GpuBackend {
     }
     uploads.incrementAndGet();
     FakeIndex index = new FakeIndex(data, n, dims, metric, lists, estimateBytes(n, dims, metric, structure));
+    if (structure instanceof GpuIvf ivf && ivf.pq() != null) {
+      index.quantized(ivf.pq().codebook().get(), ivf.pq().codesInListOrder().get(), ivf.pq().rerankFactor());
+    }
     indexes.add(index);
     return index;
   }
@@ -230,22 +238,61 @@ public final class FakeBackend implements GpuBackend {
         if (mask != null && ((mask[id >>> 6] >>> id) & 1) == 0) {
           continue;
         }
-        double acc = 0;
-        for (int d = 0; d < dims; d++) {
-          float x = index.data[id * dims + d];
-          acc += index.metric == Metric.L2 ? (x - query[d]) * (double) (x - query[d]) : (double) x * query[d];
-        }
-        scored.add(new float[] {(float) acc, id});
+        scored.add(new float[] {(float) (index.codes == null ? exact(index, id, query) : approximate(index, id, query)), id});
       }
-      boolean largest = index.metric != Metric.L2;
-      scored.sort((a, b) -> a[0] != b[0] ? (largest ? Float.compare(b[0], a[0]) : Float.compare(a[0], b[0]))
-          : Float.compare(a[1], b[1]));
+      sort(scored, index.metric);
+      if (index.codes != null && index.rerankFactor > 0) {
+        // the device re-rank: the rerankFactor x k best candidates (at most the device's k) by exact distance
+        int candidates = (int) Math.max(k, Math.min(org.gpuvectors.cuda.KSelect.MAX_K, (long) index.rerankFactor * k));
+        scored = new ArrayList<>(scored.subList(0, Math.min(candidates, scored.size())));
+        for (float[] c : scored) {
+          c[0] = (float) exact(index, (int) c[1], query);
+        }
+        sort(scored, index.metric);
+      }
       for (int i = 0; i < Math.min(k, scored.size()); i++) {
         distances[q * k + i] = scored.get(i)[0];
         ids[q * k + i] = (int) scored.get(i)[1];
       }
     }
     return new SearchResult(group.numQueries(), k, ids, distances);
+  }
+
+  /** Best first: smallest squared L2, largest inner product; ties by the lower id. */
+  private static void sort(List<float[]> scored, Metric metric) {
+    boolean largest = metric != Metric.L2;
+    scored.sort((a, b) -> a[0] != b[0] ? (largest ? Float.compare(b[0], a[0]) : Float.compare(a[0], b[0]))
+        : Float.compare(a[1], b[1]));
+  }
+
+  /** The kernels' exact distance of vector {@code id} (squared L2, or inner product), in double. */
+  private static double exact(FakeIndex index, int id, float[] query) {
+    double acc = 0;
+    for (int d = 0; d < index.dims; d++) {
+      float x = index.data[id * index.dims + d];
+      acc += index.metric == Metric.L2 ? (x - query[d]) * (double) (x - query[d]) : (double) x * query[d];
+    }
+    return acc;
+  }
+
+  /**
+   * The asymmetric distance of vector {@code id} (squared L2 or inner product of the query and the
+   * reconstruction centroid + codewords of its code), in double.
+   */
+  private static double approximate(FakeIndex index, int id, float[] query) {
+    org.gpuvectors.cuda.PqCodebook book = index.book;
+    int dims = index.dims;
+    int l = index.listOf[id];
+    double acc = 0;
+    for (int j = 0; j < book.m(); j++) {
+      int c = index.codes[id * book.m() + j] & 0xFF;
+      for (int s = 0; s < book.subDims(); s++) {
+        int d = j * book.subDims() + s;
+        double x = (double) index.lists.centroids()[l * dims + d] + book.codebooks()[(j * book.ksub() + c) * book.subDims() + s];
+        acc += index.metric == Metric.L2 ? (x - query[d]) * (x - query[d]) : x * query[d];
+      }
+    }
+    return acc;
   }
 
   /** All ordinals of a flat index; of an IVF index, those in the nprobe lists nearest to the query. */
@@ -318,6 +365,32 @@ public final class FakeBackend implements GpuBackend {
     final IvfLists lists; // null: flat
     final long bytes;
     volatile boolean closed;
+    // ivf_pq: the codebooks, the code of each ordinal (m bytes), its list, and the device re-rank's factor (0: none)
+    org.gpuvectors.cuda.PqCodebook book;
+    byte[] codes;
+    int[] listOf;
+    int rerankFactor;
+
+    /** Makes this an ivf_pq index: its codes by ordinal (from list order) and lists. */
+    void quantized(org.gpuvectors.cuda.PqCodebook book, byte[] codesInListOrder, int rerankFactor) {
+      int m = book.m();
+      this.book = book;
+      this.codes = new byte[n * m];
+      this.listOf = new int[n];
+      this.rerankFactor = rerankFactor;
+      for (int l = 0; l < lists.nlist(); l++) {
+        for (int p = lists.offsets()[l]; p < lists.offsets()[l + 1]; p++) {
+          int ord = lists.ords()[p];
+          listOf[ord] = l;
+          System.arraycopy(codesInListOrder, p * m, codes, ord * m, m);
+        }
+      }
+    }
+
+    /** Whether searches re-rank on the "device" (ivf_pq uploaded with its raw vectors). */
+    public boolean reranksOnDevice() {
+      return codes != null && rerankFactor > 0;
+    }
 
     FakeIndex(float[] data, int n, int dims, Metric metric, IvfLists lists, long bytes) {
       this.data = data;
