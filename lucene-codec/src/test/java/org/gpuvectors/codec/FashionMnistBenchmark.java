@@ -110,7 +110,7 @@ public final class FashionMnistBenchmark {
 
     if (service.gpuActive()) {
       ivf(IndexType.IVF_FLAT, new int[] {1, 2, 4, 8, 16, 32, 64}, train, test, truth, rows, service);
-      ivf(IndexType.IVF_PQ, new int[] {4, 8, 16, 32}, train, test, truth, rows, service);
+      ivf(IndexType.IVF_PQ, new int[] {4, 8, 12, 16, 32}, train, test, truth, rows, service);
     }
 
     graph(train, test, truth, rows, service, threads);
