@@ -25,6 +25,7 @@ import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.graph.GraphBuildPhases;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.graph.GraphLayout;
 import org.gpuvectors.codec.ivf.Assigner;
@@ -46,6 +47,10 @@ import org.gpuvectors.cuda.Metric;
  * merged vectors (without the deleted documents), never from the merged segments' structures.
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
+
+  private static final System.Logger LOG = System.getLogger(GpuVectorsWriter.class.getName());
+  /** Graph builds at least this long are logged at INFO, shorter ones at DEBUG (FINE). */
+  static final double GRAPH_BUILD_INFO_SECONDS = 1.0;
 
   private static final long SHALLOW_RAM_BYTES_USED =
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsWriter.class);
@@ -161,7 +166,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
             field.fieldInfo,
             field.indexType,
             FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()),
-            oldToNew);
+            oldToNew,
+            "flush");
         built = field.indexType;
       }
       writeMeta(field.fieldInfo, built, count, dataOffset, data.getFilePointer() - dataOffset);
@@ -190,7 +196,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, mergeState)) {
       IndexType built = IndexType.FLAT;
       if (buildsIndex(fieldInfo, type, merged.size())) {
-        writeIndex(fieldInfo, type, merged.vectors(), null);
+        writeIndex(fieldInfo, type, merged.vectors(), null, "merge");
         built = type;
       }
       writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
@@ -214,11 +220,15 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
    * Builds the field's structure on {@code vectors} and writes it to the data file; {@code oldToNew}
    * (null: none) renames the ordinals as the segment numbers them (a flush under index sorting).
    */
-  private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew)
+  private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew, String cause)
       throws IOException {
     if (type == IndexType.GRAPH) {
-      GraphLayout graph = buildGraph(fieldInfo, vectors);
+      GraphBuildPhases phases = new GraphBuildPhases();
+      GraphLayout graph = buildGraph(fieldInfo, vectors, phases);
+      phases.restart();
       (oldToNew == null ? graph : graph.remap(oldToNew)).writeTo(data);
+      phases.end(GraphBuildPhases.Phase.WRITE);
+      logGraphBuild(fieldInfo, cause, vectors.size(), phases);
       return;
     }
     BuiltIvf layout = buildLists(fieldInfo, type, vectors);
@@ -226,7 +236,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   }
 
   /** The field's graph (k-NN graph on the GPU when the node has one, else on the CPU). */
-  private GraphLayout buildGraph(FieldInfo fieldInfo, FloatVectorValues vectors) throws IOException {
+  private GraphLayout buildGraph(FieldInfo fieldInfo, FloatVectorValues vectors, GraphBuildPhases phases)
+      throws IOException {
     IndexParams params = params(fieldInfo);
     int degree = GraphBuilder.degree(params.get(IndexParams.DEGREE));
     return GraphBuilder.build(
@@ -235,7 +246,20 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
         degree,
         GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
         GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
-        GpuSearchServices.current().knnFinder());
+        GpuSearchServices.current().knnFinder(),
+        phases);
+  }
+
+  /**
+   * One line per graph build with its phases ({@link GraphBuildPhases}): INFO when it took at least
+   * {@link #GRAPH_BUILD_INFO_SECONDS} (the builds worth knowing about), FINE otherwise (small flushes).
+   */
+  private void logGraphBuild(FieldInfo fieldInfo, String cause, int size, GraphBuildPhases phases) {
+    System.Logger.Level level = phases.totalSeconds() >= GRAPH_BUILD_INFO_SECONDS ? System.Logger.Level.INFO : System.Logger.Level.DEBUG;
+    if (LOG.isLoggable(level)) {
+      LOG.log(level, "gpu-vectors: graph of field [{0}] in segment {1} ({2}, {3} vectors): {4}",
+          fieldInfo.name, state.segmentInfo.name, cause, size, phases);
+    }
   }
 
   /** The field's IVF structure: the lists, and for {@code ivf_pq} the codes of the vectors. */
