@@ -44,7 +44,9 @@ import org.gpuvectors.cuda.Metric;
  * {@code ivf_pq} fields their codes too ({@link IvfPqBuilder}); graph fields their graph ({@link
  * GraphBuilder}: the k-NN graph on the GPU when the node has one); unless the segment holds fewer
  * vectors than the format's threshold: then the segment's entry says flat. A merge builds from the
- * merged vectors (without the deleted documents), never from the merged segments' structures.
+ * merged vectors (without the deleted documents), never from the merged segments' structures, with
+ * one exception: a merge of a lone segment without deletions takes over its graph ({@link
+ * SingleSegmentGraph}).
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
 
@@ -192,6 +194,9 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       writeMeta(fieldInfo, IndexType.FLAT, count, dataOffset, 0);
       return null;
     }
+    if (type == IndexType.GRAPH && writeReusedGraph(fieldInfo, mergeState, dataOffset)) {
+      return null;
+    }
     // the lists need random access to the merged vectors: a temporary copy, read back off-heap
     try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, mergeState)) {
       IndexType built = IndexType.FLAT;
@@ -202,6 +207,39 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
     }
     return null;
+  }
+
+  /**
+   * A merge of one segment whose graph it can take over ({@link SingleSegmentGraph}): writes that
+   * graph and the field's meta entry, and returns true; else writes nothing and returns false.
+   */
+  private boolean writeReusedGraph(FieldInfo fieldInfo, MergeState mergeState, long dataOffset) throws IOException {
+    if (mergeState.knnVectorsReaders.length != 1) {
+      return false; // (checked again below; spares counting the vectors of a many-segment merge)
+    }
+    GraphBuildPhases phases = new GraphBuildPhases();
+    int count = countMergedVectors(fieldInfo, mergeState);
+    if (buildsIndex(fieldInfo, IndexType.GRAPH, count) == false) {
+      return false;
+    }
+    IndexParams params = params(fieldInfo);
+    int degree = GraphBuilder.degree(params.get(IndexParams.DEGREE));
+    GraphLayout graph =
+        SingleSegmentGraph.reusable(
+            fieldInfo,
+            mergeState,
+            degree,
+            GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
+            GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
+            count);
+    if (graph == null) {
+      return false;
+    }
+    graph.writeTo(data);
+    phases.end(GraphBuildPhases.Phase.WRITE);
+    logGraphBuild(fieldInfo, "merge of one segment, its graph reused", count, phases);
+    writeMeta(fieldInfo, IndexType.GRAPH, count, dataOffset, data.getFilePointer() - dataOffset);
+    return true;
   }
 
   /** Whether a field of this type and size gets its search structure (small segments stay flat). */
