@@ -16,7 +16,9 @@ import org.gpuvectors.cuda.Metric;
  * graph with {@code build_degree} neighbours per vector ({@link KnnFinder}: the GPU's brute force, or
  * on the CPU brute force / NN-descent), (2) rank-based pruning to {@code degree} and (3) reverse links
  * ({@link GraphPruner}), (4) the entry points ({@link #seeds}): {@link #seedCount} vectors spread over
- * the data by farthest-first traversal, plus one per part of the graph they cannot reach.
+ * the data by farthest-first traversal, plus one per part of the graph they cannot reach. Steps (2)
+ * to (4) run on the host, in parallel on the common fork-join pool, with the same result on any
+ * number of threads; {@link GraphBuildPhases} times each step.
  */
 public final class GraphBuilder {
 

@@ -1,6 +1,8 @@
 package org.gpuvectors.codec.graph;
 
 import java.util.Arrays;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.stream.IntStream;
@@ -53,15 +55,21 @@ public final class GraphPruner {
       throw new IllegalArgumentException("k-NN graph of " + knn.length + " ordinals, expected n * k = " + n + " * " + k);
     }
     int[] out = new int[n * degree];
-    // a few contiguous ranges of rows per thread: each task owns a rank table of n (see pruneRow)
+    // a few contiguous ranges of rows per thread: each task holds a rank table of n (see pruneRow)
     int tasks = parallel ? Math.min((n + ROWS - 1) / ROWS, TASKS_PER_THREAD * ForkJoinPool.getCommonPoolParallelism()) : 1;
+    // tables handed from a finished task to the next: no more of them than tasks running at once
+    Queue<short[]> tables = new ConcurrentLinkedQueue<>();
     IntStream ranges = IntStream.range(0, tasks);
     (parallel ? ranges.parallel() : ranges).forEach(task -> {
-      short[] rankOf = new short[n];
+      short[] rankOf = tables.poll();
+      if (rankOf == null) {
+        rankOf = new short[n];
+      }
       int[] keys = new int[k + 1];
       for (int i = (int) ((long) task * n / tasks), end = (int) ((long) (task + 1) * n / tasks); i < end; i++) {
         pruneRow(knn, k, degree, i, rankOf, keys, out);
       }
+      tables.add(rankOf); // all zero again: every row clears its entries
     });
     return out;
   }
