@@ -25,6 +25,7 @@ import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.graph.GraphBuildPhases;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.graph.GraphLayout;
 import org.gpuvectors.codec.ivf.Assigner;
@@ -43,9 +44,15 @@ import org.gpuvectors.cuda.Metric;
  * {@code ivf_pq} fields their codes too ({@link IvfPqBuilder}); graph fields their graph ({@link
  * GraphBuilder}: the k-NN graph on the GPU when the node has one); unless the segment holds fewer
  * vectors than the format's threshold: then the segment's entry says flat. A merge builds from the
- * merged vectors (without the deleted documents), never from the merged segments' structures.
+ * merged vectors (without the deleted documents), never from the merged segments' structures, with
+ * one exception: a merge of a lone segment without deletions takes over its graph ({@link
+ * SingleSegmentGraph}).
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
+
+  private static final System.Logger LOG = System.getLogger(GpuVectorsWriter.class.getName());
+  /** Graph builds at least this long are logged at INFO, shorter ones at DEBUG (FINE). */
+  static final double GRAPH_BUILD_INFO_SECONDS = 1.0;
 
   private static final long SHALLOW_RAM_BYTES_USED =
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsWriter.class);
@@ -161,7 +168,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
             field.fieldInfo,
             field.indexType,
             FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()),
-            oldToNew);
+            oldToNew,
+            "flush");
         built = field.indexType;
       }
       writeMeta(field.fieldInfo, built, count, dataOffset, data.getFilePointer() - dataOffset);
@@ -186,16 +194,52 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       writeMeta(fieldInfo, IndexType.FLAT, count, dataOffset, 0);
       return null;
     }
+    if (type == IndexType.GRAPH && writeReusedGraph(fieldInfo, mergeState, dataOffset)) {
+      return null;
+    }
     // the lists need random access to the merged vectors: a temporary copy, read back off-heap
     try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, mergeState)) {
       IndexType built = IndexType.FLAT;
       if (buildsIndex(fieldInfo, type, merged.size())) {
-        writeIndex(fieldInfo, type, merged.vectors(), null);
+        writeIndex(fieldInfo, type, merged.vectors(), null, "merge");
         built = type;
       }
       writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
     }
     return null;
+  }
+
+  /**
+   * A merge of one segment whose graph it can take over ({@link SingleSegmentGraph}): writes that
+   * graph and the field's meta entry, and returns true; else writes nothing and returns false.
+   */
+  private boolean writeReusedGraph(FieldInfo fieldInfo, MergeState mergeState, long dataOffset) throws IOException {
+    if (mergeState.knnVectorsReaders.length != 1) {
+      return false; // (checked again below; spares counting the vectors of a many-segment merge)
+    }
+    GraphBuildPhases phases = new GraphBuildPhases();
+    int count = countMergedVectors(fieldInfo, mergeState);
+    if (buildsIndex(fieldInfo, IndexType.GRAPH, count) == false) {
+      return false;
+    }
+    IndexParams params = params(fieldInfo);
+    int degree = GraphBuilder.degree(params.get(IndexParams.DEGREE));
+    GraphLayout graph =
+        SingleSegmentGraph.reusable(
+            fieldInfo,
+            mergeState,
+            degree,
+            GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
+            GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
+            count);
+    if (graph == null) {
+      return false;
+    }
+    graph.writeTo(data);
+    phases.end(GraphBuildPhases.Phase.WRITE);
+    logGraphBuild(fieldInfo, "merge of one segment, its graph reused", count, phases);
+    writeMeta(fieldInfo, IndexType.GRAPH, count, dataOffset, data.getFilePointer() - dataOffset);
+    return true;
   }
 
   /** Whether a field of this type and size gets its search structure (small segments stay flat). */
@@ -214,11 +258,15 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
    * Builds the field's structure on {@code vectors} and writes it to the data file; {@code oldToNew}
    * (null: none) renames the ordinals as the segment numbers them (a flush under index sorting).
    */
-  private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew)
+  private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew, String cause)
       throws IOException {
     if (type == IndexType.GRAPH) {
-      GraphLayout graph = buildGraph(fieldInfo, vectors);
+      GraphBuildPhases phases = new GraphBuildPhases();
+      GraphLayout graph = buildGraph(fieldInfo, vectors, phases);
+      phases.restart();
       (oldToNew == null ? graph : graph.remap(oldToNew)).writeTo(data);
+      phases.end(GraphBuildPhases.Phase.WRITE);
+      logGraphBuild(fieldInfo, cause, vectors.size(), phases);
       return;
     }
     BuiltIvf layout = buildLists(fieldInfo, type, vectors);
@@ -226,7 +274,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   }
 
   /** The field's graph (k-NN graph on the GPU when the node has one, else on the CPU). */
-  private GraphLayout buildGraph(FieldInfo fieldInfo, FloatVectorValues vectors) throws IOException {
+  private GraphLayout buildGraph(FieldInfo fieldInfo, FloatVectorValues vectors, GraphBuildPhases phases)
+      throws IOException {
     IndexParams params = params(fieldInfo);
     int degree = GraphBuilder.degree(params.get(IndexParams.DEGREE));
     return GraphBuilder.build(
@@ -235,7 +284,20 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
         degree,
         GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
         GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
-        GpuSearchServices.current().knnFinder());
+        GpuSearchServices.current().knnFinder(),
+        phases);
+  }
+
+  /**
+   * One line per graph build with its phases ({@link GraphBuildPhases}): INFO when it took at least
+   * {@link #GRAPH_BUILD_INFO_SECONDS} (the builds worth knowing about), FINE otherwise (small flushes).
+   */
+  private void logGraphBuild(FieldInfo fieldInfo, String cause, int size, GraphBuildPhases phases) {
+    System.Logger.Level level = phases.totalSeconds() >= GRAPH_BUILD_INFO_SECONDS ? System.Logger.Level.INFO : System.Logger.Level.DEBUG;
+    if (LOG.isLoggable(level)) {
+      LOG.log(level, "gpu-vectors: graph of field [{0}] in segment {1} ({2}, {3} vectors): {4}",
+          fieldInfo.name, state.segmentInfo.name, cause, size, phases);
+    }
   }
 
   /** The field's IVF structure: the lists, and for {@code ivf_pq} the codes of the vectors. */

@@ -218,9 +218,13 @@ public final class FashionMnistBenchmark {
               new IndexParams(IndexType.GRAPH, java.util.Map.of(IndexParams.SEARCH_WIDTH, 16)));
       long gpuBefore = service.stats().gpuKnnGraphVectors();
       long cpuBefore = service.stats().cpuKnnGraphVectors();
-      double build = build(dir, new GpuVectorsCodec(), type, train);
-      System.out.printf(Locale.ROOT, "graph: build + force-merge %.1f s (k-NN graph of %d vectors on the GPU, %d on the CPU)%n",
-          build, service.stats().gpuKnnGraphVectors() - gpuBefore, service.stats().cpuKnnGraphVectors() - cpuBefore);
+      double build;
+      try (GraphBuildLog log = new GraphBuildLog()) {
+        build = build(dir, new GpuVectorsCodec(), type, train);
+        System.out.printf(Locale.ROOT, "graph: build + force-merge %.1f s (k-NN graph of %d vectors on the GPU, %d on the CPU)%n",
+            build, service.stats().gpuKnnGraphVectors() - gpuBefore, service.stats().cpuKnnGraphVectors() - cpuBefore);
+        log.lines().forEach(line -> System.out.println("  " + line));
+      }
       try (DirectoryReader reader = DirectoryReader.open(dir)) {
         IndexSearcher searcher = new IndexSearcher(reader);
         if (service.gpuActive()) {

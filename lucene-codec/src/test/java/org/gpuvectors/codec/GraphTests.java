@@ -39,6 +39,7 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.IndexWriter;
 import org.apache.lucene.index.IndexWriterConfig;
 import org.apache.lucene.index.LeafReader;
+import org.apache.lucene.index.SegmentReader;
 import org.apache.lucene.index.Term;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.IndexSearcher;
@@ -383,6 +384,60 @@ class GraphTests {
         System.out.printf("[graph] merged segment (max inner product): recall@10 %.4f%n", recall);
         assertTrue(recall >= 0.9, "recall@10 after the merge: " + recall);
       }
+    }
+  }
+
+  /**
+   * A force-merge of one flushed compound-file segment rewrites it (a lone segment is too large a
+   * share of the index for a compound file): the merge takes over the segment's graph, without a k-NN
+   * step, and the merged graph is the flushed one. After a deletion the next merge builds again.
+   */
+  @Test
+  void aMergeOfOneSegmentTakesOverItsGraphUnlessDocumentsWereDeleted() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(3000, sim);
+    FieldType type = graphType(sim, Map.of(IndexParams.DEGREE, 16));
+    GpuSearchService service = GpuSearchServices.current();
+    try (Directory dir = FSDirectory.open(tempDir);
+         IndexWriter writer = new IndexWriter(dir, config(0, 5000).setUseCompoundFile(true))) {
+      for (int id = 0; id < vectors.size(); id++) {
+        writer.addDocument(doc(id, vectors.get(id), type));
+      }
+      writer.commit();
+      int[] flushedAdjacency;
+      int[] flushedSeeds;
+      String flushedSegment;
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        SegmentReader leaf = (SegmentReader) reader.leaves().get(0).reader();
+        assertTrue(leaf.getSegmentInfo().info.getUseCompoundFile(), "the flushed segment is a compound file");
+        flushedSegment = leaf.getSegmentName();
+        flushedAdjacency = graph(leaf).toAdjacency();
+        flushedSeeds = graph(leaf).seeds();
+      }
+      long knnVectors = service.stats().cpuKnnGraphVectors() + service.stats().gpuKnnGraphVectors();
+
+      writer.forceMerge(1);
+      writer.commit();
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(1, reader.leaves().size());
+        SegmentReader leaf = (SegmentReader) reader.leaves().get(0).reader();
+        assertFalse(leaf.getSegmentName().equals(flushedSegment), "the force-merge rewrote the segment");
+        assertArrayEquals(flushedAdjacency, graph(leaf).toAdjacency(), "the flushed graph, taken over");
+        assertArrayEquals(flushedSeeds, graph(leaf).seeds());
+      }
+      assertEquals(knnVectors, service.stats().cpuKnnGraphVectors() + service.stats().gpuKnnGraphVectors(),
+          "no k-NN graph built for the merge");
+
+      writer.deleteDocuments(new Term("sid", "0"));
+      writer.forceMerge(1);
+      writer.commit();
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        GraphField graph = graph(reader.leaves().get(0).reader());
+        assertEquals(vectors.size() - 1, graph.size());
+        assertGraphInvariants(graph.toAdjacency(), graph.seeds(), vectors.size() - 1, 16);
+      }
+      assertEquals(knnVectors + vectors.size() - 1, service.stats().cpuKnnGraphVectors() + service.stats().gpuKnnGraphVectors(),
+          "with a deleted document the merge builds the graph of the live vectors");
     }
   }
 

@@ -47,8 +47,11 @@ import org.gpuvectors.cuda.Metric;
  *       it ran, and its recall against brute force on a sample of 1,000 documents;
  *   <li>the same k-NN step (k = 10) as the default chooses it, and forced to exact brute force;
  *   <li>a {@code graph} field's build (flush + force-merge; its k-NN step at build_degree on the GPU),
- *       and that k-NN step alone as the default chooses it (with its recall) and forced exact;
- *   <li>Fashion-MNIST only: Lucene HNSW's build (m = 16, beam 100) with all cores as merge threads.
+ *       with each flush's and merge's phases (k-NN step, pruning, reverse links, entry points,
+ *       reachability, writing), and that k-NN step alone as the default chooses it (with its recall)
+ *       and forced exact;
+ *   <li>Fashion-MNIST only: Lucene HNSW's build (m = 16, beam 100) as the graph field's (one indexing
+ *       thread: its graph is built on that thread), and with all cores indexing and merging.
  * </ul>
  * Exact brute force of a large set (more than {@code EXACT_FULL_MAX} vectors) is timed on its first
  * quarter and extrapolated by 16 (its cost grows with n^2) unless the phase {@code full-exact} is
@@ -232,11 +235,17 @@ public final class KnnGraphBenchmark {
       long gpuBefore = service.stats().gpuKnnGraphVectors();
       long cpuBefore = service.stats().cpuKnnGraphVectors();
       System.out.println("graph field build ...");
-      double build = build(dir, new GpuVectorsCodec(), type, vectors);
-      long gpu = service.stats().gpuKnnGraphVectors() - gpuBefore;
-      long cpu = service.stats().cpuKnnGraphVectors() - cpuBefore;
-      System.out.printf(Locale.ROOT, "graph field: build + force-merge %.1f s (k-NN graph of %d vectors on the GPU, %d on the CPU)%n",
-          build, gpu, cpu);
+      double build;
+      long gpu;
+      long cpu;
+      try (GraphBuildLog log = new GraphBuildLog()) {
+        build = build(dir, new GpuVectorsCodec(), type, vectors);
+        gpu = service.stats().gpuKnnGraphVectors() - gpuBefore;
+        cpu = service.stats().cpuKnnGraphVectors() - cpuBefore;
+        System.out.printf(Locale.ROOT, "graph field: build + force-merge %.1f s (k-NN graph of %d vectors on the GPU, %d on the CPU)%n",
+            build, gpu, cpu);
+        log.lines().forEach(line -> System.out.println("  " + line)); // per flush / merge: its phases
+      }
       // no k-NN graph at all: a segment below the format's minimum for an approximate index stays flat
       String where = cpu > 0 ? "cpu-knn" : gpu > 0 ? defaultPath(vectors.length) : "flat (too small)";
       record(name, "graph field build (flush+merge)", where, -1, build, -1);
@@ -245,27 +254,68 @@ public final class KnnGraphBenchmark {
     }
   }
 
-  /** Lucene HNSW (m = 16, beam 100), all cores as merge threads: flush + force-merge. */
+  /**
+   * Lucene HNSW (m = 16, beam 100), twice: (1) as the graph field is built (one indexing thread, one
+   * flush, force-merge): HNSW builds its graph while documents are added, so on that one thread (the
+   * merge threads stay idle: Lucene does not rewrite a lone segment at force-merge); (2) with every
+   * core: documents added from all cores (a segment per thread, each building its graph), then
+   * force-merged by all cores as merge threads (the largest segment's graph grown by the others).
+   */
   private void hnswBuild(String name, float[][] vectors) throws IOException {
     int threads = Runtime.getRuntime().availableProcessors();
     ExecutorService pool = Executors.newFixedThreadPool(threads);
-    Path path = Files.createTempDirectory("gv-knn-graph-hnsw");
-    try (Directory dir = FSDirectory.open(path)) {
-      KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
-      Codec codec =
-          new Lucene104Codec() {
-            @Override
-            public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
-              return hnsw;
-            }
-          };
-      System.out.println("Lucene HNSW build (" + threads + " threads) ...");
-      double build = build(dir, codec, KnnFloatVectorField.createFieldType(vectors[0].length, VectorSimilarityFunction.EUCLIDEAN), vectors);
-      record(name, "Lucene HNSW build (flush+merge)", "cpu-" + threads + "-threads", -1, build, -1);
+    try {
+      for (boolean allCores : new boolean[] {false, true}) {
+        Path path = Files.createTempDirectory("gv-knn-graph-hnsw");
+        try (Directory dir = FSDirectory.open(path)) {
+          KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
+          Codec codec =
+              new Lucene104Codec() {
+                @Override
+                public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
+                  return hnsw;
+                }
+              };
+          FieldType type = KnnFloatVectorField.createFieldType(vectors[0].length, VectorSimilarityFunction.EUCLIDEAN);
+          if (allCores) {
+            System.out.println("Lucene HNSW build (" + threads + " indexing threads, " + threads + " merge threads) ...");
+            record(name, "Lucene HNSW build (all-core)", "cpu-" + threads + "-threads", -1,
+                buildConcurrently(dir, codec, type, vectors, threads), -1);
+          } else {
+            System.out.println("Lucene HNSW build (one indexing thread, " + threads + " merge threads) ...");
+            record(name, "Lucene HNSW build (flush+merge)", "cpu-" + threads + "-threads", -1, build(dir, codec, type, vectors), -1);
+          }
+        } finally {
+          IOUtils.rm(path);
+        }
+      }
     } finally {
       pool.shutdown();
-      IOUtils.rm(path);
     }
+  }
+
+  /** Like {@link #build}, the documents added from {@code threads} threads (each a contiguous share). */
+  private static double buildConcurrently(Directory dir, Codec codec, FieldType type, float[][] vectors, int threads)
+      throws IOException {
+    long start = System.nanoTime();
+    IndexWriterConfig config = new IndexWriterConfig().setCodec(codec).setRAMBufferSizeMB(2048);
+    try (IndexWriter writer = new IndexWriter(dir, config)) {
+      IntStream.range(0, threads).parallel().forEach(t -> {
+        try {
+          for (int i = (int) ((long) t * vectors.length / threads), end = (int) ((long) (t + 1) * vectors.length / threads);
+              i < end; i++) {
+            Document doc = new Document();
+            doc.add(new KnnFloatVectorField("vec", vectors[i], type));
+            doc.add(new NumericDocValuesField("id", i));
+            writer.addDocument(doc);
+          }
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      });
+      writer.forceMerge(1);
+    }
+    return seconds(start);
   }
 
   private String defaultPath(int n) {

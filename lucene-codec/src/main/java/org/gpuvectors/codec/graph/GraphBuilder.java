@@ -1,9 +1,11 @@
 package org.gpuvectors.codec.graph;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.OptionalInt;
 import java.util.Random;
+import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.util.FixedBitSet;
 import org.gpuvectors.codec.ivf.KMeans;
@@ -14,7 +16,9 @@ import org.gpuvectors.cuda.Metric;
  * graph with {@code build_degree} neighbours per vector ({@link KnnFinder}: the GPU's brute force, or
  * on the CPU brute force / NN-descent), (2) rank-based pruning to {@code degree} and (3) reverse links
  * ({@link GraphPruner}), (4) the entry points ({@link #seeds}): {@link #seedCount} vectors spread over
- * the data by farthest-first traversal, plus one per part of the graph they cannot reach.
+ * the data by farthest-first traversal, plus one per part of the graph they cannot reach. Steps (2)
+ * to (4) run on the host, in parallel on the common fork-join pool, with the same result on any
+ * number of threads; {@link GraphBuildPhases} times each step.
  */
 public final class GraphBuilder {
 
@@ -39,6 +43,8 @@ public final class GraphBuilder {
   static final int MAX_SEEDS_WITH_TOP_UP = 512;
   /** Vectors the farthest-first traversal chooses the entry points from (a uniform sample). */
   static final int SEED_SAMPLE = 32_768;
+  /** Sample vectors per parallel task of the farthest-first traversal (one task per slice and entry point). */
+  static final int SEED_SLICE = 2048;
 
   private GraphBuilder() {}
 
@@ -70,6 +76,13 @@ public final class GraphBuilder {
   public static GraphLayout build(
       FloatVectorValues vectors, Metric metric, int degree, int buildDegree, int searchWidth, KnnFinder finder)
       throws IOException {
+    return build(vectors, metric, degree, buildDegree, searchWidth, finder, new GraphBuildPhases());
+  }
+
+  /** {@link #build}, charging each phase's time to {@code phases}. */
+  public static GraphLayout build(
+      FloatVectorValues vectors, Metric metric, int degree, int buildDegree, int searchWidth, KnnFinder finder,
+      GraphBuildPhases phases) throws IOException {
     int n = vectors.size();
     if (n < 1) {
       throw new IllegalArgumentException("a graph needs at least one vector");
@@ -77,9 +90,15 @@ public final class GraphBuilder {
     if (degree < 1 || buildDegree < degree) {
       throw new IllegalArgumentException("need 1 <= degree <= build_degree: degree=" + degree + ", build_degree=" + buildDegree);
     }
+    phases.restart();
     int[] knn = finder.knn(vectors, buildDegree, metric);
-    int[] adjacency = GraphPruner.addReverseLinks(GraphPruner.prune(knn, n, buildDegree, degree), n, degree);
-    return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency, seeds(vectors, metric, adjacency, degree));
+    phases.end(GraphBuildPhases.Phase.KNN);
+    int[] pruned = GraphPruner.prune(knn, n, buildDegree, degree);
+    knn = null; // the largest array of the build: let it go before the next
+    phases.end(GraphBuildPhases.Phase.PRUNE);
+    int[] adjacency = GraphPruner.addReverseLinks(pruned, n, degree);
+    phases.end(GraphBuildPhases.Phase.REVERSE);
+    return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency, seeds(vectors, metric, adjacency, degree, phases));
   }
 
   /**
@@ -91,13 +110,29 @@ public final class GraphBuilder {
    * ordinal), starting from the sample's first; then every vector that no entry point reaches along
    * the edges gets one (in ordinal order, up to {@link #MAX_SEEDS_WITH_TOP_UP} entry points).
    */
-  static int[] seeds(FloatVectorValues vectors, Metric metric, int[] adjacency, int degree) throws IOException {
+  static int[] seeds(FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases)
+      throws IOException {
+    return seeds(vectors, metric, adjacency, degree, phases, true);
+  }
+
+  /** {@link #seeds}, the traversal's scans on the common pool when {@code parallel} (else here, for tests). */
+  static int[] seeds(
+      FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases, boolean parallel)
+      throws IOException {
     int n = vectors.size();
     Metric spread = metric == Metric.COSINE ? Metric.COSINE : Metric.L2;
     int[] sample = KMeans.sample(n, Math.min(n, SEED_SAMPLE), new Random(SEED));
-    VectorDistances distances = VectorDistances.of(vectors, spread, VectorDistances.norms(vectors, spread));
+    float[] norms = VectorDistances.norms(vectors, spread);
+    // the sample in fixed slices, each scanned by one task with its own reader; the slices' farthest
+    // vectors are then compared in slice order, so the choice is the serial scan's whatever the threads
+    int slices = parallel ? (sample.length + SEED_SLICE - 1) / SEED_SLICE : 1;
+    VectorDistances[] readers = new VectorDistances[slices];
+    for (int c = 0; c < slices; c++) {
+      readers[c] = VectorDistances.of(vectors, spread, norms);
+    }
     float[] nearestSeed = new float[sample.length];
     Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
+    int[] sliceFarthest = new int[slices];
     int count = seedCount(n);
     int[] seeds = new int[Math.min(n, MAX_SEEDS_WITH_TOP_UP)];
     int next = 0;
@@ -105,19 +140,29 @@ public final class GraphBuilder {
       int seed = sample[next];
       seeds[s] = seed;
       nearestSeed[next] = Float.NEGATIVE_INFINITY; // chosen: never again, even among duplicates
-      float[] x = distances.vector(seed);
+      IntStream scans = IntStream.range(0, slices);
+      try {
+        (parallel ? scans.parallel() : scans).forEach(c -> {
+          int from = c * sample.length / slices;
+          int to = (c + 1) * sample.length / slices;
+          try {
+            sliceFarthest[c] = farthest(readers[c], seed, sample, from, to, nearestSeed);
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        });
+      } catch (UncheckedIOException e) {
+        throw e.getCause();
+      }
       int farthest = -1;
-      for (int p = 0; p < sample.length; p++) {
-        if (nearestSeed[p] == Float.NEGATIVE_INFINITY) {
-          continue;
-        }
-        nearestSeed[p] = Math.min(nearestSeed[p], distances.distanceTo(x, seed, sample[p]));
-        if (farthest < 0 || nearestSeed[p] > nearestSeed[farthest]) {
+      for (int p : sliceFarthest) {
+        if (p >= 0 && (farthest < 0 || nearestSeed[p] > nearestSeed[farthest])) {
           farthest = p;
         }
       }
       next = farthest;
     }
+    phases.end(GraphBuildPhases.Phase.SEEDS);
     // reachability: one more entry point per part of the graph the others do not reach
     FixedBitSet reached = new FixedBitSet(n);
     int[] queue = new int[n];
@@ -131,6 +176,7 @@ public final class GraphBuilder {
       }
     }
     int[] result = Arrays.copyOf(seeds, count);
+    phases.end(GraphBuildPhases.Phase.REACH);
     Arrays.sort(result);
     for (int s = 1; s < result.length; s++) {
       if (result[s] == result[s - 1]) {
@@ -138,6 +184,27 @@ public final class GraphBuilder {
       }
     }
     return result;
+  }
+
+  /**
+   * Lowers {@code nearestSeed} of the sample's positions {@code [from, to)} to their distance to the
+   * new entry point {@code seed}, skipping chosen ones; returns the position farthest from every entry
+   * point (ties: the lower position), -1 when all are chosen.
+   */
+  private static int farthest(VectorDistances distances, int seed, int[] sample, int from, int to, float[] nearestSeed)
+      throws IOException {
+    float[] x = distances.vector(seed);
+    int farthest = -1;
+    for (int p = from; p < to; p++) {
+      if (nearestSeed[p] == Float.NEGATIVE_INFINITY) {
+        continue;
+      }
+      nearestSeed[p] = Math.min(nearestSeed[p], distances.distanceTo(x, seed, sample[p]));
+      if (farthest < 0 || nearestSeed[p] > nearestSeed[farthest]) {
+        farthest = p;
+      }
+    }
+    return farthest;
   }
 
   /** Marks everything reachable from {@code start} (breadth first; {@code queue} is scratch space of n). */

@@ -1,6 +1,8 @@
 package org.gpuvectors.codec.graph;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import org.apache.lucene.store.IndexOutput;
 
@@ -15,6 +17,8 @@ public record GraphLayout(
 
   /** Version of the graph data's encoding, written first. */
   static final int VERSION = 0;
+  /** Adjacency ints per write (64 kB). */
+  private static final int WRITE_CHUNK_INTS = 16 * 1024;
 
   /** Vectors in the graph. */
   public int size() {
@@ -55,8 +59,13 @@ public record GraphLayout(
     for (int s : seeds) {
       out.writeInt(s);
     }
-    for (int j : adjacency) {
-      out.writeInt(j);
+    // in chunks of bytes: a call per int took about 0.5 s for a million vectors of degree 32
+    ByteBuffer chunk = ByteBuffer.allocate(WRITE_CHUNK_INTS * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    for (int from = 0; from < adjacency.length; from += WRITE_CHUNK_INTS) {
+      int count = Math.min(WRITE_CHUNK_INTS, adjacency.length - from);
+      chunk.clear();
+      chunk.asIntBuffer().put(adjacency, from, count);
+      out.writeBytes(chunk.array(), count * Integer.BYTES);
     }
   }
 }
