@@ -38,9 +38,9 @@ public final class GraphBuilder {
   public static final long SEED = 42;
   /** Entry points at least / at most (about sqrt(n) in between) before the reachability top-up. */
   static final int MIN_SEEDS = 32;
-  static final int MAX_SEEDS = 256;
+  static final int MAX_SEEDS = 1024;
   /** Entry points at most after the reachability top-up (one per unreachable part of the graph). */
-  static final int MAX_SEEDS_WITH_TOP_UP = 512;
+  static final int MAX_SEEDS_WITH_TOP_UP = 4096;
   /** Vectors the farthest-first traversal chooses the entry points from (a uniform sample). */
   static final int SEED_SAMPLE = 32_768;
   /** Sample vectors per parallel task of the farthest-first traversal (one task per slice and entry point). */
@@ -63,7 +63,7 @@ public final class GraphBuilder {
     return requested.orElse(DEFAULT_SEARCH_WIDTH);
   }
 
-  /** Entry points of a segment of {@code n} vectors: about sqrt(n), within [32, 256], at most n. */
+  /** Entry points of a segment of {@code n} vectors: about sqrt(n), within [32, 1024], at most n. */
   public static int seedCount(int n) {
     return (int) Math.min(n, Math.max(MIN_SEEDS, Math.min(MAX_SEEDS, Math.round(Math.sqrt(n)))));
   }

@@ -65,6 +65,52 @@ class GraphBuildTests {
     assertArrayEquals(new int[] {1, 2, 2, 0, 1, 3, 2, 1}, graph);
   }
 
+  /**
+   * Many well-separated clusters larger than the build degree: the k-NN graph has no edge between
+   * clusters, so each cluster is its own part of the graph and needs its own entry point, or the queries
+   * that land there find nothing (Elasticsearch's 1M x 128 benchmark with 1,000 clusters found half its
+   * neighbours when the entry points stopped at 512). 700 clusters of 24 points, degree 8 / build 16.
+   */
+  @Test
+  void everyIsolatedClusterGetsAnEntryPoint() throws IOException {
+    Random random = new Random(5);
+    int clusters = 700;
+    int perCluster = 24;
+    List<float[]> rows = new ArrayList<>();
+    for (int c = 0; c < clusters; c++) {
+      float cx = 1000f * (c % 30);
+      float cy = 1000f * (c / 30);
+      for (int i = 0; i < perCluster; i++) {
+        rows.add(new float[] {cx + (float) random.nextGaussian(), cy + (float) random.nextGaussian()});
+      }
+    }
+    int n = rows.size();
+    GraphLayout graph = GraphBuilder.build(FloatVectorValues.fromFloats(rows, 2), Metric.L2, 8, 16, 32, KnnFinder.CPU);
+    int degree = 8;
+    boolean[] reached = new boolean[n];
+    int[] queue = new int[n];
+    int head = 0;
+    int tail = 0;
+    for (int seed : graph.seeds()) {
+      if (reached[seed] == false) {
+        reached[seed] = true;
+        queue[tail++] = seed;
+      }
+    }
+    while (head < tail) {
+      int u = queue[head++];
+      for (int j = 0; j < degree; j++) {
+        int v = graph.adjacency()[u * degree + j];
+        if (v >= 0 && reached[v] == false) {
+          reached[v] = true;
+          queue[tail++] = v;
+        }
+      }
+    }
+    assertEquals(n, tail, "vectors reachable from the " + graph.seeds().length + " entry points");
+    assertTrue(graph.seeds().length >= clusters, "at least one entry point per cluster: " + graph.seeds().length);
+  }
+
   @Test
   void smallSegmentsPadRowsWithMinusOne() {
     // 3 vectors, degree 4: each row has the 2 others, then -1
