@@ -30,8 +30,12 @@ public interface ApproximateIndex {
    * Searches one query on the CPU, handing the collector the hits with the field's exact scores
    * (Lucene's similarity through {@code scorers}); honours the accepted documents and the
    * collector's visit limit (it stops once the collector is early-terminated).
+   *
+   * @param accepted how many of the field's vectors {@code accept} accepts, counted exactly (the GPU
+   *     path's mask count: {@link AcceptDocs#cost()} is no count, e.g. the document count of live
+   *     docs, and the effort must be the GPU's for the same search)
    */
   void search(
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
-      KnnCollector collector, AcceptDocs accept) throws IOException;
+      KnnCollector collector, AcceptDocs accept, long accepted) throws IOException;
 }

@@ -285,8 +285,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       return;
     }
     FlatVectorsScorer scorers = flatVectorsReader.getFlatVectorScorer(field);
+    // the accepted count as the GPU path counts it (its effort must be the same): the mask's, once per
+    // batch (live docs: cached per segment)
+    long accepted = acceptMasks.of(field, acceptDocs, vectors).count();
     for (int q = 0; q < targets.length; q++) {
-      index.search(scorers, entry.similarityFunction(), vectors, targets[q], collectors[q], acceptDocs);
+      index.search(scorers, entry.similarityFunction(), vectors, targets[q], collectors[q], acceptDocs, accepted);
     }
   }
 

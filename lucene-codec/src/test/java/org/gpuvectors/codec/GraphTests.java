@@ -388,6 +388,43 @@ class GraphTests {
   }
 
   /**
+   * A segment with 99 % of its documents deleted, searched on the CPU: the walk's effort comes from
+   * the accepted vectors counted as the GPU counts them (the live-docs mask), not from {@code
+   * AcceptDocs.cost()} (the segment's document count for live docs), so the search is the exact one
+   * the GPU path runs (a width-64 walk through deleted vectors found 12 % of the neighbours).
+   */
+  @Test
+  void aSegmentOfMostlyDeletedDocumentsIsSearchedAsTheGpuWouldOnTheCpu() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(6000, sim);
+    FieldType type = graphType(sim, Map.of(IndexParams.DEGREE, 16));
+    GpuSearchServices.current().setEnabled(false); // the CPU path, also on the GPU machine
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      try (IndexWriter writer = new IndexWriter(dir, config(0, 10_000))) {
+        for (int id = 0; id < vectors.size(); id++) {
+          writer.addDocument(doc(id, vectors.get(id), type));
+        }
+        writer.commit();
+        for (int id = 0; id < vectors.size(); id++) {
+          if (id % 100 != 0) {
+            writer.deleteDocuments(new Term("sid", Integer.toString(id)));
+          }
+        }
+        writer.commit();
+      }
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(1, reader.leaves().size());
+        assertEquals(60, reader.numDocs());
+        IndexSearcher searcher = new IndexSearcher(reader);
+        double recall = recall(searcher, vectors, data.points(30, sim), sim, 10, null, id -> id % 100 == 0);
+        assertEquals(1.0, recall, 1e-9, "exact over the 60 live vectors");
+      }
+    } finally {
+      GpuSearchServices.current().setEnabled(true);
+    }
+  }
+
+  /**
    * A force-merge of one flushed compound-file segment rewrites it (a lone segment is too large a
    * share of the index for a compound file): the merge takes over the segment's graph, without a k-NN
    * step, and the merged graph is the flushed one. After a deletion the next merge builds again.

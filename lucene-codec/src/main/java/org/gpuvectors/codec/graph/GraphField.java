@@ -213,10 +213,9 @@ public final class GraphField implements ApproximateIndex {
   @Override
   public void search(
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
-      KnnCollector collector, AcceptDocs accept) throws IOException {
+      KnnCollector collector, AcceptDocs accept, long accepted) throws IOException {
     RandomVectorScorer scorer = scorers.getRandomVectorScorer(similarity, vectors.copy(), query);
     Bits acceptDocs = accept == null ? null : accept.bits();
-    long accepted = acceptDocs == null ? size : Math.min(size, accept.cost());
     Bits acceptOrds = scorer.getAcceptOrds(acceptDocs);
     int effort = effort(collector.k(), accepted);
     if (effort == GpuGraphIndex.EXACT) {

@@ -200,10 +200,9 @@ public final class IvfField implements IvfIndex {
 
   Scan scan(
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
-      int k, AcceptDocs accept) throws IOException {
+      int k, AcceptDocs accept, long accepted) throws IOException {
     RandomVectorScorer scorer = scorers.getRandomVectorScorer(similarity, vectors.copy(), query);
     Bits acceptDocs = accept == null ? null : accept.bits();
-    long accepted = acceptDocs == null ? size : Math.min(size, accept.cost());
     return new Scan(scorer, scorer.getAcceptOrds(acceptDocs), accepted, nearestLists(query, probes(k, accepted)));
   }
 
@@ -214,8 +213,8 @@ public final class IvfField implements IvfIndex {
   @Override
   public void search(
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
-      KnnCollector collector, AcceptDocs accept) throws IOException {
-    Scan scan = scan(scorers, similarity, vectors, query, collector.k(), accept);
+      KnnCollector collector, AcceptDocs accept, long accepted) throws IOException {
+    Scan scan = scan(scorers, similarity, vectors, query, collector.k(), accept, accepted);
     IndexInput reader = ordsReader();
     int[] ordinals = new int[0];
     for (int list : scan.lists()) {

@@ -134,8 +134,8 @@ public final class IvfPqField implements IvfIndex {
   @Override
   public void search(
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
-      KnnCollector collector, AcceptDocs accept) throws IOException {
-    IvfField.Scan scan = lists.scan(scorers, similarity, vectors, query, collector.k(), accept);
+      KnnCollector collector, AcceptDocs accept, long accepted) throws IOException {
+    IvfField.Scan scan = lists.scan(scorers, similarity, vectors, query, collector.k(), accept, accepted);
     boolean l2 = lists.metric() == Metric.L2;
     float[] q = query;
     if (lists.metric() == Metric.COSINE) {

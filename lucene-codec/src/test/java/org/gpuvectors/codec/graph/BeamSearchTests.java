@@ -141,7 +141,7 @@ class BeamSearchTests {
       for (int q = 0; q < 10; q++) {
         float[] query = GraphBuildTests.uniform(random, 1, DIMS).get(0);
         TopKnnCollector collector = new TopKnnCollector(K, Integer.MAX_VALUE);
-        graph.search(DefaultFlatVectorScorer.INSTANCE, SIM, values, query, collector, accept(accepted));
+        graph.search(DefaultFlatVectorScorer.INSTANCE, SIM, values, query, collector, accept(accepted), count);
         int[] hits = Arrays.stream(collector.topDocs().scoreDocs).mapToInt(h -> h.doc).toArray();
         if (exact) {
           assertEquals(count, collector.visitedCount(), what + ": every accepted vector scored once");
@@ -164,7 +164,7 @@ class BeamSearchTests {
     FixedBitSet accepted = filter(100);
     TopKnnCollector collector = new TopKnnCollector(K, 7);
     float[] query = GraphBuildTests.uniform(new Random(6), 1, DIMS).get(0);
-    field.search(DefaultFlatVectorScorer.INSTANCE, SIM, values, query, collector, accept(accepted));
+    field.search(DefaultFlatVectorScorer.INSTANCE, SIM, values, query, collector, accept(accepted), accepted.cardinality());
     assertTrue(collector.earlyTerminated());
     assertEquals(7, collector.visitedCount());
   }
