@@ -23,7 +23,8 @@ public final class GraphFilterPlan {
 
   /**
    * The beam width of a search for k over {@code accepted} of {@code size} vectors: {@code max(searchWidth, k)},
-   * times {@code size / accepted} under a filter (at most {@link #MAX_WIDENING}), at least k, at most {@code size}.
+   * times {@code size / accepted} under a filter (at most {@link #MAX_WIDENING}), at most {@link
+   * GpuGraphIndex#MAX_WIDTH} and {@code size}, at least k.
    */
   public static int width(int searchWidth, int k, long accepted, int size) {
     check(searchWidth, k, accepted, size);
@@ -31,6 +32,9 @@ public final class GraphFilterPlan {
     if (accepted < size) {
       width = Math.min(width * MAX_WIDENING, width * size / Math.max(1, accepted));
     }
+    // at most the kernel's widest beam, on the CPU too, so that both paths walk the same width (k above it: the
+    // GPU cannot serve the search, and the CPU walks a beam of k)
+    width = Math.min(width, GpuGraphIndex.MAX_WIDTH);
     return (int) Math.max(1, Math.min(size, Math.max(k, Math.ceil(width))));
   }
 

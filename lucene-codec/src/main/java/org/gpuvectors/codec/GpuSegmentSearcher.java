@@ -43,9 +43,8 @@ final class GpuSegmentSearcher {
   private GpuSegmentSearcher() {}
 
   /**
-   * One segment's share of a GPU search, ready to run: its queries (the caller's arrays: the device
-   * layer stages them, so a batch over many segments copies them once per pass, not once per
-   * segment), the k to ask (the search's k capped by the accepted count), and the accept mask.
+   * One segment's share of a GPU search, ready to run: its queries (the caller's arrays, not copied on
+   * the host: the device layer stages them for each segment group's upload), the k to ask (the search's k capped by the accepted count), and the accept mask.
    */
   record Prepared(
       Object segment,
@@ -100,17 +99,11 @@ final class GpuSegmentSearcher {
 
   /**
    * The effort of a search for k over {@code accepted} vectors: lists probed (IVF), the beam's width
-   * (graph; at most the kernel's widest, so a num_candidates above it searches a 2,048-wide beam on the
-   * GPU; or {@link GpuGraphIndex#EXACT} under a selective filter: {@link GraphField#exact}), 1 (flat).
+   * (graph; at most the kernel's widest, {@link org.gpuvectors.cuda.GraphFilterPlan#width}, as on the
+   * CPU), 1 (flat).
    */
   static int effort(ApproximateIndex index, int k, long accepted) {
-    if (index == null) {
-      return 1;
-    }
-    int effort = index.effort(k, accepted);
-    return index instanceof GraphField && effort != GpuGraphIndex.EXACT
-        ? Math.min(effort, GpuGraphIndex.MAX_WIDTH)
-        : effort;
+    return index == null ? 1 : index.effort(k, accepted);
   }
 
   /**

@@ -211,13 +211,22 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   @Override
   public int deviceK(String field, int k) {
     FieldEntry entry = fields.get(field);
-    return entry == null ? k : GpuSegmentSearcher.deviceK(approximate(field), k, entry.size());
+    return entry == null ? k : GpuSegmentSearcher.deviceK(approximate(field), k, standingCount(field, entry));
+  }
+
+  /**
+   * The vectors an unfiltered search of the field accepts now (the live ones, by the cached live-docs
+   * mask): what its own search would count, so that a search run ahead for it has the same effort.
+   */
+  private long standingCount(String field, FieldEntry entry) {
+    long[] live = acceptMasks.standing(field).mask();
+    return live == null ? entry.size() : AcceptMasks.countBelow(live, entry.size());
   }
 
   @Override
   public int probes(String field, int k) {
     FieldEntry entry = fields.get(field);
-    return entry == null ? 1 : GpuSegmentSearcher.effort(approximate(field), k, entry.size());
+    return entry == null ? 1 : GpuSegmentSearcher.effort(approximate(field), k, standingCount(field, entry));
   }
 
   @Override

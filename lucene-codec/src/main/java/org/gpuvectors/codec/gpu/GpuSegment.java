@@ -17,12 +17,17 @@ public interface GpuSegment {
   /** What an unfiltered search of {@code field} accepts: all vectors, or the live ones. */
   Standing standing(String field);
 
-  /** Lists an unfiltered search of {@code field} for k results scans (IVF fields; 1 for flat ones). */
+  /**
+   * The effort of an unfiltered search of {@code field} for k results: lists scanned (IVF fields), the
+   * beam's width (graph fields; {@code GpuGraphIndex.EXACT} for an exact search of the live vectors),
+   * 1 for flat ones.
+   */
   int probes(String field, int k);
 
   /**
    * Results to ask the device for when an unfiltered search of {@code field} wants k: ivf_pq fields
-   * return candidates that the segment re-ranks (more than k), the others k.
+   * whose candidates the host re-ranks ask for more than k; the others (ivf_pq re-ranked on the
+   * device too) k.
    */
   int deviceK(String field, int k);
 

@@ -2,12 +2,13 @@ package org.gpuvectors.codec.gpu;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
 
@@ -156,20 +157,24 @@ public final class SearchBatcher {
     return batch;
   }
 
+  /** The searches that go into one group: one device index, exact or not (device indexes compare by identity). */
+  private record GroupKey(DeviceIndex index, boolean exact) {}
+
   private void runPass(List<Search> batch) {
     long start = System.nanoTime();
-    // one group per device index, in order of first appearance
-    Map<DeviceIndex, List<Search>> byIndex = new IdentityHashMap<>();
-    List<DeviceIndex> order = new ArrayList<>();
+    // one group per device index, in order of first appearance; a graph's exact searches (selective
+    // filters) apart from its walks, which would otherwise all run at the group's largest effort: exact
+    Map<GroupKey, List<Search>> byKey = new HashMap<>();
+    List<GroupKey> order = new ArrayList<>();
     for (Search s : batch) {
-      byIndex.computeIfAbsent(s.index, i -> {
-        order.add(i);
+      byKey.computeIfAbsent(new GroupKey(s.index, s.nprobe == GpuGraphIndex.EXACT), key -> {
+        order.add(key);
         return new ArrayList<>();
       }).add(s);
     }
     List<SearchGroup> groups = new ArrayList<>(order.size());
-    for (DeviceIndex index : order) {
-      groups.add(group(index, byIndex.get(index)));
+    for (GroupKey key : order) {
+      groups.add(group(key.index(), byKey.get(key)));
     }
     SearchResult[] results;
     long[] timing = new long[2];
@@ -183,7 +188,7 @@ public final class SearchBatcher {
     }
     for (int g = 0; g < order.size(); g++) {
       int row = 0;
-      for (Search s : byIndex.get(order.get(g))) {
+      for (Search s : byKey.get(order.get(g))) {
         s.result = results[g].slice(row, s.numQueries, s.k);
         row += s.numQueries;
       }
