@@ -242,11 +242,26 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     return true;
   }
 
-  /** Whether a field of this type and size gets its search structure (small segments stay flat). */
+  /**
+   * Whether a field of this type and size gets its search structure: small segments stay flat, and so
+   * do graph segments too large for the build's arrays ({@link GraphBuilder#fits}; logged).
+   */
   private boolean buildsIndex(FieldInfo fieldInfo, IndexType type, int count) {
-    return type.buildsIndex()
+    boolean builds = type.buildsIndex()
         && fieldInfo.getVectorEncoding() == VectorEncoding.FLOAT32
         && count >= Math.max(1, ivfMinVectors);
+    if (builds && type == IndexType.GRAPH) {
+      IndexParams params = params(fieldInfo);
+      int buildDegree =
+          GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), GraphBuilder.degree(params.get(IndexParams.DEGREE)));
+      if (GraphBuilder.fits(count, buildDegree) == false) {
+        LOG.log(System.Logger.Level.WARNING,
+            "gpu-vectors: field [{0}] keeps {1} vectors flat in this segment: a graph at build_degree {2} is too large",
+            fieldInfo.name, count, buildDegree);
+        return false;
+      }
+    }
+    return builds;
   }
 
   /** The field's parameters: from its attributes, or the format's for unmarked fields. */

@@ -68,6 +68,18 @@ public final class GraphBuilder {
     return (int) Math.min(n, Math.max(MIN_SEEDS, Math.min(MAX_SEEDS, Math.round(Math.sqrt(n)))));
   }
 
+  /** The most edges a build holds in one int array (its k-NN graph: n x build_degree ordinals). */
+  static final long MAX_BUILD_EDGES = Integer.MAX_VALUE - 8;
+
+  /**
+   * Whether a graph of {@code n} vectors fits the build's arrays (n x {@code buildDegree} ordinals in one
+   * int array): about 8.4 million vectors at build degree 256, 33 million at the default 64. Larger
+   * segments stay flat (exact search).
+   */
+  public static boolean fits(int n, int buildDegree) {
+    return (long) n * buildDegree <= MAX_BUILD_EDGES;
+  }
+
   /**
    * The graph of {@code vectors} (ordinals = positions in {@code vectors}), at least one vector.
    *
@@ -89,6 +101,10 @@ public final class GraphBuilder {
     }
     if (degree < 1 || buildDegree < degree) {
       throw new IllegalArgumentException("need 1 <= degree <= build_degree: degree=" + degree + ", build_degree=" + buildDegree);
+    }
+    if (fits(n, buildDegree) == false) {
+      throw new IllegalArgumentException("a graph of " + n + " vectors at build_degree " + buildDegree
+          + " needs more than " + MAX_BUILD_EDGES + " edges in one array");
     }
     phases.restart();
     int[] knn = finder.knn(vectors, buildDegree, metric);

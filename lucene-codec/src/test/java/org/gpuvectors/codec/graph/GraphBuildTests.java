@@ -111,6 +111,39 @@ class GraphBuildTests {
     assertTrue(graph.seeds().length >= clusters, "at least one entry point per cluster: " + graph.seeds().length);
   }
 
+  /** The build's arrays hold n x build_degree ordinals: larger segments are refused before any work (the writer keeps them flat). */
+  @Test
+  void graphsBeyondTheBuildArraysAreRefusedUpFront() {
+    assertTrue(GraphBuilder.fits(8_388_607, 256));
+    assertTrue(GraphBuilder.fits(33_554_431, 64));
+    assertEquals(false, GraphBuilder.fits(8_388_608, 256), "2^31 edges");
+    assertEquals(false, GraphBuilder.fits(Integer.MAX_VALUE, 8));
+    FloatVectorValues huge = new FloatVectorValues() {
+      @Override
+      public float[] vectorValue(int ord) {
+        throw new AssertionError("no vector is read before the size check");
+      }
+
+      @Override
+      public FloatVectorValues copy() {
+        return this;
+      }
+
+      @Override
+      public int dimension() {
+        return 2;
+      }
+
+      @Override
+      public int size() {
+        return 40_000_000;
+      }
+    };
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> GraphBuilder.build(huge, Metric.L2, 32, 64, 64, KnnFinder.CPU));
+    assertTrue(e.getMessage().contains("40000000 vectors at build_degree 64"), e.getMessage());
+  }
+
   @Test
   void smallSegmentsPadRowsWithMinusOne() {
     // 3 vectors, degree 4: each row has the 2 others, then -1
