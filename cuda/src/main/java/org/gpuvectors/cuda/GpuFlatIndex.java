@@ -30,7 +30,7 @@ import jcuda.Pointer;
  * indexes go on while a segment is being uploaded. Many queries over many indexes run as one pass
  * through {@link BatchSearch}.
  */
-public final class GpuFlatIndex implements DeviceIndex {
+public final class GpuFlatIndex extends ResidentIndex {
   /** How {@link #search} computes distances. */
   public enum Strategy { AUTO, FUSED, GEMM }
 
@@ -80,23 +80,15 @@ public final class GpuFlatIndex implements DeviceIndex {
   private static final int MAX_QUERY_BLOCK = 4096;
   private static final long UPLOAD_SLAB_FLOATS = 4L << 20;
 
-  private final GpuDevice device;
-  private final int n;
-  private final int dims;
-  private final Metric metric;
   private final DeviceBuffer vectors;
   private final DeviceBuffer norms; // L2 only
-  private boolean closed;
   private volatile Precision precision = Precision.FP32;
   private final AtomicLong rerankQueries = new AtomicLong();
   private final AtomicLong rerankFallbacks = new AtomicLong();
   private Tf32Bound bound; // made on the first TF32 search, under the device lock
 
   private GpuFlatIndex(GpuDevice device, int n, int dims, Metric metric, DeviceBuffer vectors, DeviceBuffer norms) {
-    this.device = device;
-    this.n = n;
-    this.dims = dims;
-    this.metric = metric;
+    super(device, n, dims, metric);
     this.vectors = vectors;
     this.norms = norms;
   }
@@ -216,21 +208,6 @@ public final class GpuFlatIndex implements DeviceIndex {
     device.module().launch("gv_row_norms", (int) ((rows + 7) / 8), 1, 256, 0, device.stream(),
         Pointer.to(new long[] {x}), Pointer.to(new long[] {rows}), Pointer.to(new int[] {dims}),
         Pointer.to(new long[] {out}));
-  }
-
-  @Override
-  public int size() {
-    return n;
-  }
-
-  @Override
-  public int dims() {
-    return dims;
-  }
-
-  @Override
-  public Metric metric() {
-    return metric;
   }
 
   /**
@@ -601,27 +578,11 @@ public final class GpuFlatIndex implements DeviceIndex {
     }
   }
 
-  private void ensureOpen() {
-    if (closed) {
-      throw new IllegalStateException("GpuFlatIndex closed");
-    }
-  }
-
-  /** Returns the index's device memory to the pool. */
   @Override
-  public void close() {
-    if (device.isClosed()) {
-      closed = true; // the device went first (node shutdown): its context took the memory with it
-      return;
-    }
-    try (GpuDevice.Scope s = device.lock()) {
-      if (!closed) {
-        closed = true;
-        vectors.close();
-        if (norms != null) {
-          norms.close();
-        }
-      }
+  void freeDeviceMemory() {
+    vectors.close();
+    if (norms != null) {
+      norms.close();
     }
   }
 }

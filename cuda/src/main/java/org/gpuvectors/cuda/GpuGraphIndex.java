@@ -29,7 +29,7 @@ import jcuda.Pointer;
  * queries over many indexes run as one pass through {@link BatchSearch}, where a group's {@code nprobe} is the
  * search width.
  */
-public final class GpuGraphIndex implements DeviceIndex {
+public final class GpuGraphIndex extends ResidentIndex {
   /** The largest search width (internal list size). */
   public static final int MAX_WIDTH = 2048;
   /** The largest out-degree. */
@@ -88,24 +88,16 @@ public final class GpuGraphIndex implements DeviceIndex {
   static final VisitedSet DEFAULT_VISITED =
       VisitedSet.valueOf(System.getProperty("gv.graph.visited", "bloom").toUpperCase(Locale.ROOT));
 
-  private final GpuDevice device;
-  private final int n;
-  private final int dims;
-  private final Metric metric;
   private final int degree;
   private final int numSeeds;
   private final GpuFlatIndex vectors; // n x dims (cosine: normalised): the walk reads them, the exact search too
   private final DeviceBuffer graph; // n x degree
   private final DeviceBuffer seeds;
   private volatile VisitedSet visitedSet = DEFAULT_VISITED;
-  private boolean closed;
 
   private GpuGraphIndex(GpuDevice device, int n, int dims, Metric metric, int degree, int numSeeds,
                         GpuFlatIndex vectors, DeviceBuffer graph, DeviceBuffer seeds) {
-    this.device = device;
-    this.n = n;
-    this.dims = dims;
-    this.metric = metric;
+    super(device, n, dims, metric);
     this.degree = degree;
     this.numSeeds = numSeeds;
     this.vectors = vectors;
@@ -151,7 +143,7 @@ public final class GpuGraphIndex implements DeviceIndex {
       return new GpuGraphIndex(device, n, dims, metric, degree, seeds.length, v, g, s);
     } finally {
       if (!ok) {
-        IvfSearch.release(device, v, g, s);
+        free(device, v, g, s);
       }
     }
   }
@@ -181,21 +173,6 @@ public final class GpuGraphIndex implements DeviceIndex {
         throw new IllegalArgumentException("seed " + s + " is not an ordinal in [0, " + n + ")");
       }
     }
-  }
-
-  @Override
-  public int size() {
-    return n;
-  }
-
-  @Override
-  public int dims() {
-    return dims;
-  }
-
-  @Override
-  public Metric metric() {
-    return metric;
   }
 
   /** Out-degree of the graph. */
@@ -344,24 +321,8 @@ public final class GpuGraphIndex implements DeviceIndex {
     m.launch("gv_graph_search", nq, 1, plan.threads(), plan.sharedBytes(), device.stream(), Pointer.to(p.encode()));
   }
 
-  private void ensureOpen() {
-    if (closed) {
-      throw new IllegalStateException("GpuGraphIndex closed");
-    }
-  }
-
-  /** Returns the index's device memory to the pool. */
   @Override
-  public void close() {
-    if (device.isClosed()) {
-      closed = true; // the device went first (node shutdown): its context took the memory with it
-      return;
-    }
-    try (GpuDevice.Scope s = device.lock()) {
-      if (!closed) {
-        closed = true;
-        IvfSearch.release(device, vectors, graph, seeds);
-      }
-    }
+  void freeDeviceMemory() {
+    free(device, vectors, graph, seeds);
   }
 }

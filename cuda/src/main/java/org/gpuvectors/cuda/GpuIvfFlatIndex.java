@@ -30,7 +30,7 @@ import jcuda.Pointer;
  * lock; an upload takes it one slab at a time. Many queries over many indexes (flat and IVF) run as
  * one pass through {@link BatchSearch}.
  */
-public final class GpuIvfFlatIndex implements DeviceIndex {
+public final class GpuIvfFlatIndex extends ResidentIndex {
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_flat_scan_k");
   /** Named per k bucket as {@link KSelect#kernel} reads them; built for the buckets up to {@link #GROUPED_MAX_K}. */
   private static final String[] GROUPED_SCAN_KERNELS = KSelect.names("gv_ivf_grouped_scan_k");
@@ -54,23 +54,15 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
    */
   static volatile int groupedPairsPerList = Integer.getInteger("gv.ivf.groupedPairsPerList", 8);
 
-  private final GpuDevice device;
-  private final int n;
-  private final int dims;
-  private final Metric metric;
   private final int nlist;
   private final GpuFlatIndex centroids;
   private final DeviceBuffer vectors; // n x dims, in list order
   private final DeviceBuffer ords; // n: the ordinal at each position
   private final DeviceBuffer offsets; // nlist + 1
-  private boolean closed;
 
   private GpuIvfFlatIndex(GpuDevice device, int n, int dims, Metric metric, int nlist, GpuFlatIndex centroids,
                           DeviceBuffer vectors, DeviceBuffer ords, DeviceBuffer offsets) {
-    this.device = device;
-    this.n = n;
-    this.dims = dims;
-    this.metric = metric;
+    super(device, n, dims, metric);
     this.nlist = nlist;
     this.centroids = centroids;
     this.vectors = vectors;
@@ -109,24 +101,9 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
       }
     } finally {
       if (!ok) {
-        IvfSearch.release(device, centroidIndex, vectors, ords, offsets);
+        free(device, centroidIndex, vectors, ords, offsets);
       }
     }
-  }
-
-  @Override
-  public int size() {
-    return n;
-  }
-
-  @Override
-  public int dims() {
-    return dims;
-  }
-
-  @Override
-  public Metric metric() {
-    return metric;
   }
 
   /** Inverted lists (centroids). */
@@ -246,24 +223,8 @@ public final class GpuIvfFlatIndex implements DeviceIndex {
     }
   }
 
-  private void ensureOpen() {
-    if (closed) {
-      throw new IllegalStateException("GpuIvfFlatIndex closed");
-    }
-  }
-
-  /** Returns the index's device memory to the pool. */
   @Override
-  public void close() {
-    if (device.isClosed()) {
-      closed = true; // the device went first (node shutdown): its context took the memory with it
-      return;
-    }
-    try (GpuDevice.Scope s = device.lock()) {
-      if (!closed) {
-        closed = true;
-        IvfSearch.release(device, centroids, vectors, ords, offsets);
-      }
-    }
+  void freeDeviceMemory() {
+    free(device, centroids, vectors, ords, offsets);
   }
 }

@@ -53,7 +53,7 @@ import jcuda.Pointer;
  * and, when uploaded with them, the raw vectors by ordinal (normalised for cosine). Threading as {@link
  * GpuIvfFlatIndex}.
  */
-public final class GpuIvfPqIndex implements DeviceIndex {
+public final class GpuIvfPqIndex extends ResidentIndex {
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_pq_scan_k");
   private static final String[] TABLE_SCAN_KERNELS = KSelect.names("gv_ivf_pq_table_scan_k");
   /** Queries per block and threads of {@code gv_ivf_pq_query_tables} (ivf_pq_tables.cu's kPqTableQueries). */
@@ -79,10 +79,6 @@ public final class GpuIvfPqIndex implements DeviceIndex {
   /** Candidate slots (queries x candidates) re-ranked per launch group: bounds the temporaries (3 x 4 bytes each). */
   private static final long RERANK_BLOCK_SLOTS = 1L << 22;
 
-  private final GpuDevice device;
-  private final int n;
-  private final int dims;
-  private final Metric metric;
   private final int nlist;
   private final PqCodebook pq;
   private final GpuFlatIndex centroids;
@@ -93,15 +89,11 @@ public final class GpuIvfPqIndex implements DeviceIndex {
   private final DeviceBuffer codeTerms; // L2: n floats, ||r||^2 + 2 <c, r> at each position; else null
   private final DeviceBuffer rawVectors; // n x dims floats by ordinal (cosine: normalised), or null: no device re-rank
   private final int rerankFactor; // candidates per result of the device re-rank; 0 without raw vectors
-  private boolean closed;
 
   private GpuIvfPqIndex(GpuDevice device, int n, int dims, Metric metric, int nlist, PqCodebook pq,
                         GpuFlatIndex centroids, DeviceBuffer codes, DeviceBuffer ords, DeviceBuffer offsets,
                         DeviceBuffer codebooks, DeviceBuffer codeTerms, DeviceBuffer rawVectors, int rerankFactor) {
-    this.device = device;
-    this.n = n;
-    this.dims = dims;
-    this.metric = metric;
+    super(device, n, dims, metric);
     this.nlist = nlist;
     this.pq = pq;
     this.centroids = centroids;
@@ -206,7 +198,7 @@ public final class GpuIvfPqIndex implements DeviceIndex {
       }
     } finally {
       if (!ok) {
-        IvfSearch.release(device, centroidIndex, codes, ords, offsets, codebooks, codeTerms, raw);
+        free(device, centroidIndex, codes, ords, offsets, codebooks, codeTerms, raw);
       }
     }
   }
@@ -232,21 +224,6 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     p.m = pq.m();
     p.bits = pq.bits();
     device.module().launch("gv_ivf_pq_code_terms", nlist, 1, 128, 0, device.stream(), Pointer.to(p.encode()));
-  }
-
-  @Override
-  public int size() {
-    return n;
-  }
-
-  @Override
-  public int dims() {
-    return dims;
-  }
-
-  @Override
-  public Metric metric() {
-    return metric;
   }
 
   /** Inverted lists (centroids). */
@@ -494,24 +471,8 @@ public final class GpuIvfPqIndex implements DeviceIndex {
     }
   }
 
-  private void ensureOpen() {
-    if (closed) {
-      throw new IllegalStateException("GpuIvfPqIndex closed");
-    }
-  }
-
-  /** Returns the index's device memory to the pool. */
   @Override
-  public void close() {
-    if (device.isClosed()) {
-      closed = true; // the device went first (node shutdown): its context took the memory with it
-      return;
-    }
-    try (GpuDevice.Scope s = device.lock()) {
-      if (!closed) {
-        closed = true;
-        IvfSearch.release(device, centroids, codes, ords, offsets, codebooks, codeTerms, rawVectors);
-      }
-    }
+  void freeDeviceMemory() {
+    free(device, centroids, codes, ords, offsets, codebooks, codeTerms, rawVectors);
   }
 }

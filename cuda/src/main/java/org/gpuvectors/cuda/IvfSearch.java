@@ -90,18 +90,4 @@ final class IvfSearch {
     }
     return buffer;
   }
-
-  /** Returns an IVF index's device memory (the centroid index, then the buffers; nulls skipped). */
-  static void release(GpuDevice device, GpuFlatIndex centroids, DeviceBuffer... buffers) {
-    if (centroids != null) {
-      centroids.close();
-    }
-    try (GpuDevice.Scope s = device.lock()) {
-      for (DeviceBuffer b : buffers) {
-        if (b != null) {
-          b.close();
-        }
-      }
-    }
-  }
 }
