@@ -141,16 +141,9 @@ final class GpuSegmentSearcher {
     return k;
   }
 
-  private static int maxK(KnnCollector[] collectors) {
-    int k = 0;
-    for (KnnCollector collector : collectors) {
-      k = Math.max(k, collector.k());
-    }
-    return k;
-  }
-
   /**
-   * Searches a batch of queries on the GPU (batched there with concurrent searches).
+   * Searches one query on the GPU (batched there with concurrent searches, and perhaps answered by a
+   * pass that another segment of its index ran for it).
    *
    * @return false when the CPU must run this search instead (nothing was collected)
    */
@@ -162,33 +155,31 @@ final class GpuSegmentSearcher {
       VectorSimilarityFunction similarity,
       ApproximateIndex index,
       FlatVectorsScorer scorers,
-      float[][] queries,
-      KnnCollector[] collectors,
+      float[] query,
+      KnnCollector collector,
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    long visitLimit = Long.MAX_VALUE;
-    for (KnnCollector collector : collectors) {
-      visitLimit = Math.min(visitLimit, collector.visitLimit());
-    }
+    float[][] queries = {query};
     Prepared p = prepare(
-        service, segment, field, vectors, similarity, index, scorers, queries, maxK(collectors), visitLimit, accept, masks);
+        service, segment, field, vectors, similarity, index, scorers, queries, collector.k(), collector.visitLimit(),
+        accept, masks);
     if (p == null) {
       return false;
     }
     if (p.k() == 0) {
       return true; // nothing accepted, or nothing asked for: no hits
     }
-    // one unfiltered query: the service may search the index's other segments for it in the same pass
-    boolean speculative = queries.length == 1 && p.accepted().standing();
+    // unfiltered: the service may search the index's other segments for this query in the same pass
+    boolean speculative = p.accepted().standing();
     SearchResult result =
         service.search(
-            segment, field, vectors, similarity, gpuStructure(index), p.effort(), queries, queries.length, p.k(),
+            segment, field, vectors, similarity, gpuStructure(index), p.effort(), queries, 1, p.k(),
             p.accepted().bits(), speculative, p.accepted().token(), p.requestedK());
     if (result == null) {
       return false;
     }
-    collect(p, result, collectors);
+    collect(p, result, collector);
     return true;
   }
 
@@ -247,27 +238,25 @@ final class GpuSegmentSearcher {
   }
 
   /**
-   * Hands a GPU result to the collectors (one per query), with Lucene's scores and doc ids; ivf_pq
-   * candidates re-ranked on the host get their exact scores from the raw vectors first (the
-   * collector keeps the best k).
+   * Hands a one-query GPU result to its collector, with Lucene's scores and doc ids; ivf_pq candidates
+   * re-ranked on the host get their exact scores from the raw vectors first (the collector keeps the
+   * best k).
    */
-  static void collect(Prepared p, SearchResult result, KnnCollector[] collectors) throws IOException {
+  static void collect(Prepared p, SearchResult result, KnnCollector collector) throws IOException {
     int visited = (int) Math.min(Integer.MAX_VALUE, p.visited());
     HitSink sink = new HitSink() {
       @Override
       public int start(int q) {
-        collectors[q].incVisitedCount(visited);
-        return collectors[q].k();
+        collector.incVisitedCount(visited);
+        return collector.k();
       }
 
       @Override
       public void add(int q, int doc, float score) {
-        collectors[q].collect(doc, score);
+        collector.collect(doc, score);
       }
     };
-    // Lucene's collectors may share state across queries (a global queue): only the re-rank, one
-    // collector and scorer per query, runs on the pool, as it did before
-    convert(p, result, sink, reranksOnHost(p.index()) && p.numQueries() >= PARALLEL_RERANK_QUERIES);
+    convert(p, result, sink, false);
   }
 
   /**

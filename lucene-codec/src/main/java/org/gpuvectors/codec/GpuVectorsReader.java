@@ -245,43 +245,33 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return flatVectorsReader.getByteVectorValues(field);
   }
 
+  /**
+   * Searches one float query: on the GPU when one can serve it (batched there with concurrent
+   * searches), else on the CPU. Many queries at once go through {@link KnnBatchSearcher}.
+   */
   @Override
   public void search(String field, float[] target, KnnCollector knnCollector, AcceptDocs acceptDocs)
       throws IOException {
-    searchBatch(field, new float[][] {target}, new KnnCollector[] {knnCollector}, acceptDocs);
-  }
-
-  /**
-   * Searches a batch of float queries in one pass; {@code collectors[i]} receives the hits of query
-   * i. On the GPU when one can serve it (one kernel call for the whole batch), else on the CPU.
-   */
-  void searchBatch(
-      String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
-      throws IOException {
-    if (targets.length == 0) {
-      return;
-    }
-    FieldEntry entry = searchable(field, VectorEncoding.FLOAT32, collectors[0]);
+    FieldEntry entry = searchable(field, VectorEncoding.FLOAT32, knnCollector);
     if (entry == null) {
       return;
     }
     FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
-    GpuSearchService service = GpuSearchServices.current();
     if (GpuSegmentSearcher.search(
-        service,
+        GpuSearchServices.current(),
         this,
         field,
         vectors,
         entry.similarityFunction(),
         approximate(field),
         flatVectorsReader.getFlatVectorScorer(field),
-        targets,
-        collectors,
+        target,
+        knnCollector,
         acceptDocs,
         acceptMasks)) {
       return;
     }
-    searchOnCpu(field, entry, vectors, targets, collectors, acceptDocs);
+    searchOnCpu(field, entry, vectors, new float[][] {target}, new KnnCollector[] {knnCollector}, acceptDocs);
   }
 
   /** The CPU path: the field's lists when it has them, else exact search. */
@@ -329,7 +319,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         acceptMasks);
   }
 
-  /** A batch over this segment on the CPU (what {@link #searchBatch} does when the GPU cannot). */
+  /** A batch over this segment on the CPU (what {@link #search} does when the GPU cannot). */
   void searchBatchOnCpu(
       String field, float[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
       throws IOException {
