@@ -183,6 +183,16 @@ struct GraphSearchParams {
 };
 static_assert(sizeof(GraphSearchParams) == 120, "GraphSearchParams layout is shared with Java");
 
+// Several graph searches in one launch (gv_graph_search_table): the kernel parameter holds the entries themselves
+// (8 + 32 x 120 = 3,848 bytes, inside the 4 KB parameter limit of every CUDA 12+ target).
+constexpr int kGraphTableEntries = 32;
+struct GraphSearchTable {
+  int entries;  // entries used, 1..kGraphTableEntries
+  int pad;
+  GraphSearchParams entry[kGraphTableEntries];
+};
+static_assert(sizeof(GraphSearchTable) == 8 + kGraphTableEntries * 120, "GraphSearchTable layout is shared with Java");
+
 __device__ __forceinline__ bool accepted(const unsigned long long* bits, long long id) {
   return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);
 }

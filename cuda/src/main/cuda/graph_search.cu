@@ -169,7 +169,8 @@ __device__ __forceinline__ float teamKey(const float* x, const float4* q4, int d
   return key < GV_INF ? key : GV_INF;  // NaN -> +inf
 }
 
-__device__ __forceinline__ void graphSearch(const GraphSearchParams& p) {
+// Searches query `query` of p (one block).
+__device__ __forceinline__ void graphSearch(const GraphSearchParams& p, const int query) {
   extern __shared__ float4 graphShared4[];
   {
     unsigned dynamicBytes;
@@ -178,7 +179,6 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p) {
     const int limit = p.bloom ? p.hashWords * 2 : p.hashWords / 2;
     if (dynamicBytes < 4u * (unsigned)graphSharedWords(p) || p.width + p.k + p.batch > limit) __trap();
   }
-  const int query = blockIdx.x;
   if (query >= p.numQueries) return;  // uniform over the block
   const int M = p.width;
   const int K = p.k;
@@ -354,7 +354,26 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p) {
 }  // namespace gv
 
 using gv::GraphSearchParams;
-// Stable name for the JCuda driver API: one block of 64..1024 threads per query (GpuGraphIndex.threads).
+using gv::GraphSearchTable;
+// Stable names for the JCuda driver API: one block of 64..1024 threads per query (GpuGraphIndex.threads).
 extern "C" {
-__global__ void __launch_bounds__(gv::kGraphMaxThreads) gv_graph_search(GraphSearchParams p) { gv::graphSearch(p); }
+__global__ void __launch_bounds__(gv::kGraphMaxThreads) gv_graph_search(GraphSearchParams p) {
+  gv::graphSearch(p, blockIdx.x);
+}
+
+// Several graphs' searches in one launch (the segments of an index, GpuGraphIndex.enqueueWalks): blocks go to the
+// entries in order, entry e taking numQueries blocks. One launch instead of one per segment lets a pass of a few
+// queries over many segments fill the GPU; the launch's dynamic shared memory is the largest entry's need (the
+// kernel checks each entry against it). __grid_constant__: the table is read in place from the parameter bank,
+// never copied per thread.
+__global__ void __launch_bounds__(gv::kGraphMaxThreads) gv_graph_search_table(const __grid_constant__ GraphSearchTable t) {
+  int entry = 0;
+  int first = 0;  // every thread finds its block's entry the same way (a few dozen reads of the parameter bank)
+  while (entry < t.entries && (int)blockIdx.x >= first + t.entry[entry].numQueries) {
+    first += t.entry[entry].numQueries;
+    ++entry;
+  }
+  if (entry >= t.entries) return;  // uniform over the block
+  gv::graphSearch(t.entry[entry], (int)blockIdx.x - first);
+}
 }

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
@@ -99,10 +100,28 @@ public final class BatchSearch {
         device.upload(masks, dm);
       }
       boolean any = false;
+      boolean[] walked = tableWalks(groups);
+      if (walked != null) {
+        int launchQueries = 0;
+        for (int g = 0; g < count; g++) {
+          launchQueries += walked[g] ? groups.get(g).numQueries() : 0;
+        }
+        List<GpuGraphIndex.Walk> walks = new ArrayList<>();
+        for (int g = 0; g < count; g++) {
+          if (walked[g]) {
+            SearchGroup group = groups.get(g);
+            long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
+            walks.add(((GpuGraphIndex) group.index()).walk(dq.address() + 4L * queryAt[g], group.numQueries(),
+                group.k(), group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g], launchQueries));
+          }
+        }
+        GpuGraphIndex.enqueueWalks(device, walks);
+        any = true;
+      }
       for (int g = 0; g < count; g++) {
         SearchGroup group = groups.get(g);
-        if (group.numQueries() == 0 || group.index().size() == 0) {
-          continue; // nothing to search: the slots keep id -1
+        if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])) {
+          continue; // nothing to search (the slots keep id -1), or walked in the table launch above
         }
         long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
         long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
@@ -140,6 +159,30 @@ public final class BatchSearch {
               Arrays.copyOfRange(distances, from, from + n));
     }
     return results;
+  }
+
+  /**
+   * The graph walks of a pass that run as one launch ({@link GpuGraphIndex#enqueueWalks}), or null to launch each
+   * group alone: a table launch when two or more groups walk a graph (not an exact search) and none of them
+   * fills the GPU by itself ({@link GpuGraphIndex#SMALL_BATCH} queries). That is a query or a few over the
+   * segments of an index: one launch per segment would run them one after another, each on a few
+   * multiprocessors. Large groups keep their own launches, planned for their own size.
+   */
+  static boolean[] tableWalks(List<SearchGroup> groups) {
+    boolean[] walked = new boolean[groups.size()];
+    int walks = 0;
+    for (int g = 0; g < groups.size(); g++) {
+      SearchGroup group = groups.get(g);
+      if (group.index() instanceof GpuGraphIndex && group.nprobe() != GpuGraphIndex.EXACT
+          && group.numQueries() > 0 && group.index().size() > 0) {
+        if (group.numQueries() >= GpuGraphIndex.SMALL_BATCH) {
+          return null;
+        }
+        walked[g] = true;
+        walks++;
+      }
+    }
+    return walks >= 2 ? walked : null;
   }
 
   /**

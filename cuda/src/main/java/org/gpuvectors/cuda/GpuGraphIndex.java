@@ -292,7 +292,28 @@ public final class GpuGraphIndex extends ResidentIndex {
       vectors.enqueueSearch(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
       return;
     }
-    SearchPlan plan = SearchPlan.of(dims, degree, k, searchWidth, nq);
+    Walk walk = walk(queries, nq, k, searchWidth, acceptAddress, acceptRowWords, outV, outI, outElement, nq);
+    KernelModule m = device.module();
+    m.allowDynamicShared("gv_graph_search", walk.plan().sharedBytes());
+    m.launch("gv_graph_search", nq, 1, walk.plan().threads(), walk.plan().sharedBytes(), device.stream(),
+        Pointer.to(walk.params().encode()));
+  }
+
+  /** One index's walk (a graph search, not {@link #EXACT}) in a launch: its parameters and its plan. */
+  record Walk(GraphSearchParams params, SearchPlan plan) {}
+
+  /**
+   * The walk of {@code nq} queries as {@link #enqueueSearch} would launch it, planned for a launch of {@code
+   * launchQueries} blocks in all (the block size and the per-iteration expansion depend on how many blocks fill the
+   * GPU: a walk launched with other indexes' walks is planned for all of them).
+   */
+  Walk walk(long queries, int nq, int k, int searchWidth, long acceptAddress, long acceptRowWords,
+            DeviceBuffer outV, DeviceBuffer outI, long outElement, int launchQueries) {
+    ensureOpen();
+    if (searchWidth == EXACT) {
+      throw new IllegalArgumentException("an exact search is not a walk");
+    }
+    SearchPlan plan = SearchPlan.of(dims, degree, k, searchWidth, launchQueries);
     GraphSearchParams p = new GraphSearchParams();
     p.vectors = vectors.vectorsAddress();
     p.graph = graph.address();
@@ -316,9 +337,40 @@ public final class GpuGraphIndex extends ResidentIndex {
     p.bloom = visitedSet == VisitedSet.BLOOM ? 1 : 0;
     p.metric = metric == Metric.L2 ? 0 : 1;
     p.maxIterations = plan.maxIterations();
-    KernelModule m = device.module();
-    m.allowDynamicShared("gv_graph_search", plan.sharedBytes());
-    m.launch("gv_graph_search", nq, 1, plan.threads(), plan.sharedBytes(), device.stream(), Pointer.to(p.encode()));
+    return new Walk(p, plan);
+  }
+
+  /**
+   * Enqueues several indexes' walks (each planned with {@link #walk} for the same total of blocks, so they share
+   * a block size) as launches of up to {@link GraphSearchParams#TABLE_ENTRIES} walks each ({@code
+   * gv_graph_search_table}): a pass of a few queries over the many segments of an index then runs as one launch
+   * that fills the GPU, not one launch per segment, each leaving most multiprocessors idle. Caller holds the
+   * device lock.
+   */
+  static void enqueueWalks(GpuDevice device, List<Walk> walks) {
+    for (int from = 0; from < walks.size(); from += GraphSearchParams.TABLE_ENTRIES) {
+      List<Walk> chunk = walks.subList(from, Math.min(walks.size(), from + GraphSearchParams.TABLE_ENTRIES));
+      int threads = chunk.get(0).plan().threads();
+      int shared = 0;
+      int blocks = 0;
+      List<GraphSearchParams> entries = new java.util.ArrayList<>(chunk.size());
+      for (Walk w : chunk) {
+        if (w.plan().threads() != threads) {
+          throw new IllegalArgumentException("walks of one launch need one block size: " + threads + " and "
+              + w.plan().threads());
+        }
+        shared = Math.max(shared, w.plan().sharedBytes());
+        blocks += w.params().numQueries;
+        entries.add(w.params());
+      }
+      if (blocks == 0) {
+        continue;
+      }
+      KernelModule m = device.module();
+      m.allowDynamicShared("gv_graph_search_table", shared);
+      m.launch("gv_graph_search_table", blocks, 1, threads, shared, device.stream(),
+          Pointer.to(GraphSearchParams.encodeTable(entries)));
+    }
   }
 
   @Override

@@ -15,6 +15,10 @@ import java.nio.ByteOrder;
  */
 final class GraphSearchParams {
   static final int BYTES = 120;
+  /** Entries of {@code gv::GraphSearchTable}, the parameter of {@code gv_graph_search_table} (common.cuh). */
+  static final int TABLE_ENTRIES = 32;
+  /** Bytes of {@code gv::GraphSearchTable}: the entry count, padding, then the entries. */
+  static final int TABLE_BYTES = 8 + TABLE_ENTRIES * BYTES;
 
   long vectors;
   long graph;
@@ -52,6 +56,19 @@ final class GraphSearchParams {
         .putLong(outIdx).putLong(acceptRowWords);
     b.putInt(numQueries).putInt(n).putInt(dims).putInt(degree).putInt(numSeeds).putInt(k).putInt(width).putInt(batch)
         .putInt(parents).putInt(teamSize).putInt(hashWords).putInt(bloom).putInt(metric).putInt(maxIterations);
+    return b.array();
+  }
+
+  /** {@code gv::GraphSearchTable} holding {@code entries} (1..{@link #TABLE_ENTRIES}); unused slots zero. */
+  static byte[] encodeTable(java.util.List<GraphSearchParams> entries) {
+    if (entries.isEmpty() || entries.size() > TABLE_ENTRIES) {
+      throw new IllegalArgumentException("a graph search table holds 1.." + TABLE_ENTRIES + " entries: " + entries.size());
+    }
+    ByteBuffer b = ByteBuffer.allocate(TABLE_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putInt(entries.size()).putInt(0);
+    for (GraphSearchParams e : entries) {
+      b.put(e.encode());
+    }
     return b.array();
   }
 }

@@ -2,6 +2,7 @@ package org.gpuvectors.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -479,6 +480,57 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       assertArrayEquals(ids(g128), ids(all[2]), "graph group of width 128");
       checkShape("batch graph", all[0], d, masks);
     }
+  }
+
+  /**
+   * A pass of small walking groups over several graphs (the segments of an index: two graphs of different sizes,
+   * widths, k and masks, and 40 groups of one graph, more than a table holds) runs as table launches; every group
+   * finds what it finds searched alone with the same plan (block size and parents fixed: a table plans for all its
+   * blocks), and the walks keep their recall.
+   */
+  @Test
+  void smallWalksOfSeveralGraphsRunAsOneLaunch() {
+    Data big = clustered(Metric.L2);
+    Data small = data(FashionLike.clustered(3_000, DIMS, 8, 21), 3_000, DIMS, Metric.L2,
+        Arrays.copyOf(big.rawQueries(), 40 * DIMS), 40, 16, 64);
+    int parents = GpuGraphIndex.parents;
+    int threads = GpuGraphIndex.threads;
+    GpuGraphIndex.parents = 2;
+    GpuGraphIndex.threads = 512;
+    Random r = new Random(5);
+    long[][] masks = new long[7][];
+    for (int q = 0; q < masks.length; q++) {
+      masks[q] = GraphReference.mask(small.n(), 0.2, r);
+    }
+    try (GpuGraphIndex a = upload(big, GpuGraphIndex.VisitedSet.BLOOM);
+         GpuGraphIndex b = upload(small, GpuGraphIndex.VisitedSet.HASH)) {
+      List<SearchGroup> groups = new ArrayList<>();
+      groups.add(new SearchGroup(a, big.rawQueries(), 5, 10, 64, null, null));
+      groups.add(new SearchGroup(b, small.rawQueries(), 7, 20, 32, null, masks));
+      for (int g = 0; g < 40; g++) {
+        groups.add(new SearchGroup(a, Arrays.copyOfRange(big.rawQueries(), g * 3 * DIMS, (g * 3 + 3) * DIMS), 3, 10,
+            48, null, null));
+      }
+      assertNotNull(BatchSearch.tableWalks(groups), "small walking groups share launches");
+      SearchResult[] all = BatchSearch.run(device, groups);
+      assertArrayEquals(ids(a.search(big.rawQueries(), 5, 10, 64, null)), ids(all[0]), "graph a, width 64");
+      SearchResult alone = BatchSearch.run(device, List.of(groups.get(1)))[0];
+      assertArrayEquals(ids(alone), ids(all[1]), "graph b, width 32, k 20, per-query masks");
+      checkShape("table graph b", all[1], small, masks);
+      SearchResult many = a.search(big.rawQueries(), 120, 10, 48, null);
+      int[] manyIds = ids(many);
+      for (int g = 0; g < 40; g++) {
+        assertArrayEquals(Arrays.copyOfRange(manyIds, g * 30, g * 30 + 30), ids(all[2 + g]), "group " + g);
+      }
+      int[] truth = GraphReference.exact(big.vectors(), big.n(), big.dims(), Metric.L2, big.queries(), 120, 10, null);
+      double recall = GraphReference.recall(manyIds, 10, truth, 10, 120, 10);
+      System.out.printf("[gpu-vectors] graph table launch: recall@10 %.4f over 120 queries in 40 groups%n", recall);
+      assertTrue(recall >= 0.95, "recall@10 " + recall);
+    } finally {
+      GpuGraphIndex.parents = parents;
+      GpuGraphIndex.threads = threads;
+    }
+    report();
   }
 
   /**

@@ -1,6 +1,8 @@
 package org.gpuvectors.cuda;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -98,6 +100,29 @@ class ParamLayoutTest {
   void graphSearchParamsMatchesCommonCuh() throws Exception {
     GraphSearchParams params = new GraphSearchParams();
     assertEncodes("GraphSearchParams", params, params::encode, GraphSearchParams.BYTES);
+  }
+
+  @Test
+  void graphSearchTableMatchesCommonCuh() throws Exception {
+    assertEquals(GraphSearchParams.TABLE_ENTRIES, constant("kGraphTableEntries"));
+    List<Member> members = struct("GraphSearchTable");
+    assertEquals(List.of("entries", "pad"), members.stream().map(Member::name).toList(),
+        "the table's header; the entries follow at byte 8");
+    // each entry encodes as the kernel reads it: entry e at 8 + e * GraphSearchParams.BYTES
+    GraphSearchParams first = new GraphSearchParams();
+    first.numQueries = 3;
+    GraphSearchParams second = new GraphSearchParams();
+    second.numQueries = 5;
+    second.vectors = 0x1122334455667788L;
+    byte[] table = GraphSearchParams.encodeTable(List.of(first, second));
+    assertEquals(GraphSearchParams.TABLE_BYTES, table.length);
+    ByteBuffer b = ByteBuffer.wrap(table).order(ByteOrder.LITTLE_ENDIAN);
+    assertEquals(2, b.getInt(0));
+    assertEquals(0x1122334455667788L, b.getLong(8 + GraphSearchParams.BYTES));
+    assertArrayEquals(first.encode(), java.util.Arrays.copyOfRange(table, 8, 8 + GraphSearchParams.BYTES));
+    assertArrayEquals(second.encode(),
+        java.util.Arrays.copyOfRange(table, 8 + GraphSearchParams.BYTES, 8 + 2 * GraphSearchParams.BYTES));
+    assertThrows(IllegalArgumentException.class, () -> GraphSearchParams.encodeTable(List.of()));
   }
 
   @Test

@@ -47,8 +47,12 @@ import org.gpuvectors.codec.gpu.GpuSearchStats;
  *
  * <pre>
  * java ... [-Dgv.bench.clients=1,16,64,256] [-Dgv.bench.layouts=natural,natural-per-segment,merged]
+ *     [-Dgv.bench.type=flat|ivf_flat|ivf_pq|graph] [-Dgv.bench.nc=NUM_CANDIDATES]
  *     org.gpuvectors.codec.ConcurrentSearchBenchmark N DIMS SEGMENTS OUT_DIR [SECONDS_PER_POINT] [K]
  * </pre>
+ *
+ * The field's index type defaults to {@code flat}; {@code gv.bench.nc} is the query's k as
+ * Elasticsearch passes {@code num_candidates} to Lucene (default K), of which the top K are kept.
  *
  * Clustered data as {@link FlatSearchBenchmark} (same generator and seeds); k = 10; clients 1, 16,
  * 64, 256, unfiltered and with a 10 % term filter; recall@10 against a brute-force CPU oracle (200
@@ -63,6 +67,9 @@ public final class ConcurrentSearchBenchmark {
   private static final List<String> LAYOUTS =
       List.of(System.getProperty("gv.bench.layouts", "natural,natural-per-segment,merged").split(","));
   private static final int RECALL_QUERIES = 200;
+  private static final IndexType TYPE = IndexType.fromName(System.getProperty("gv.bench.type", "flat"));
+  /** Lucene's k: Elasticsearch's num_candidates; the top K of its hits are kept. */
+  private static int numCandidates;
 
   public static void main(String[] args) throws Exception {
     int n = Integer.parseInt(args[0]);
@@ -71,6 +78,8 @@ public final class ConcurrentSearchBenchmark {
     Path out = Path.of(args[3]);
     double seconds = args.length > 4 ? Double.parseDouble(args[4]) : 3;
     K = args.length > 5 ? Integer.parseInt(args[5]) : 10;
+    numCandidates = Integer.getInteger("gv.bench.nc", K);
+    System.out.printf(Locale.ROOT, "type %s, k %d, num_candidates %d%n", TYPE, K, numCandidates);
     Files.createDirectories(out);
     long t0 = System.nanoTime();
     float[][] base = FlatSearchBenchmark.clustered(n, dims, 42);
@@ -84,7 +93,7 @@ public final class ConcurrentSearchBenchmark {
     GpuSearchService service = GpuSearchServices.current();
     System.out.println("GPU: " + (service.gpuActive() ? service.deviceName() : service.unusableReason()));
     List<String> rows = new ArrayList<>();
-    rows.add("layout,segments,filter,clients,queries_per_s,p50_ms,p99_ms,recall,gpu_searches,batches,mean_batch,segments_per_pass,fallbacks,pass_us,enqueue_us,wait_us");
+    rows.add("type,nc,layout,segments,filter,clients,queries_per_s,p50_ms,p99_ms,recall,gpu_searches,batches,mean_batch,segments_per_pass,fallbacks,pass_us,enqueue_us,wait_us");
     Path indexPath = Files.createTempDirectory("gv-concurrent");
     ExecutorService leafPool = Executors.newFixedThreadPool(16);
     try (Directory dir = FSDirectory.open(indexPath)) {
@@ -114,7 +123,7 @@ public final class ConcurrentSearchBenchmark {
           System.out.printf(Locale.ROOT, "%s: %d segments, warm-up %d/%d resident in %.1f ms%n", layout,
               reader.leaves().size(), warm.resident(), warm.fields(), warm.nanos() / 1e6);
           long first = System.nanoTime();
-          searcher.search(new KnnFloatVectorQuery("vec", queries[0], K), K);
+          searcher.search(new KnnFloatVectorQuery("vec", queries[0], numCandidates), K);
           System.out.printf(Locale.ROOT, "  first query after warm-up: %.3f ms%n", (System.nanoTime() - first) / 1e6);
           for (boolean filtered : new boolean[] {false, true}) {
             Query filter = filtered ? new TermQuery(new Term("bucket", "3")) : null;
@@ -131,6 +140,7 @@ public final class ConcurrentSearchBenchmark {
                   batches, batches == 0 ? 0 : (s.batchSearches() - bs0) / (double) batches,
                   batches == 0 ? 0 : (s.batchGroups() - g0) / (double) batches, s.cpuFallbacks() - f0,
                   (s.gpuNanos() - n0) / perPass, (s.enqueueNanos() - e0) / perPass, (s.waitNanos() - w0) / perPass);
+              row = TYPE + "," + numCandidates + "," + row;
               rows.add(row);
               System.out.println("  " + row);
             }
@@ -150,7 +160,7 @@ public final class ConcurrentSearchBenchmark {
 
   private static long index(Directory dir, float[][] base, int segments) throws Exception {
     FieldType type = GpuVectorsFormat.markField(
-        KnnFloatVectorField.createFieldType(base[0].length, VectorSimilarityFunction.EUCLIDEAN), IndexType.FLAT);
+        KnnFloatVectorField.createFieldType(base[0].length, VectorSimilarityFunction.EUCLIDEAN), TYPE);
     IndexWriterConfig config = new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setRAMBufferSizeMB(2048)
         .setMergePolicy(NoMergePolicy.INSTANCE);
     long start = System.nanoTime();
@@ -206,7 +216,7 @@ public final class ConcurrentSearchBenchmark {
   private static double recall(IndexSearcher searcher, float[][] queries, Query filter, int[][] truth) throws Exception {
     long hit = 0;
     for (int q = 0; q < RECALL_QUERIES; q++) {
-      TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", queries[q], K, filter), K);
+      TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", queries[q], numCandidates, filter), K);
       Set<Integer> expected = new HashSet<>();
       for (int id : truth[q]) {
         expected.add(id);
@@ -239,7 +249,7 @@ public final class ConcurrentSearchBenchmark {
             // a fresh array per search, as Elasticsearch parses one per request (the GPU service ties a
             // query's segments together by the array: a reused array must not look like one query)
             float[] q = queries[i % queries.length].clone();
-            searcher.search(new KnnFloatVectorQuery("vec", q, K, filter), K);
+            searcher.search(new KnnFloatVectorQuery("vec", q, numCandidates, filter), K);
             long e = System.nanoTime() - s;
             if (counts[client] < lat.length) {
               lat[(int) counts[client]] = e;
