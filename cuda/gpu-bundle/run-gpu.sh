@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|graph|torch|codec|fmnist|knngraph|hostpath|concurrent|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|graph|torch|codec|fmnist|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh ivfpqscale N DIMS
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run).
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
 # Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images.
@@ -19,6 +20,12 @@
 # for Fashion-MNIST from $FMNIST_DIR (skipped when absent; with Lucene HNSW's build on all cores) and exact-n x 128
 # clustered synthetic (exact brute force of more than 200k vectors: timed on a quarter, x 16). BENCH_PHASES picks
 # phases (default fmnist,synthetic,hnsw; add full-exact to time the whole exact step).
+# ivfpqscale N DIMS: IvfPqScaleBenchmark: one ivf_pq segment of N x DIMS clustered vectors built on the GPU
+# (indexing + one force-merge, the writer's build phases, file sizes), searched through KnnBatchSearcher at batch
+# 10k and 1 over a num_candidates sweep against exact GPU search (GpuFlatIndex) in the same run, GPU bytes per
+# vector, and the CPU build of a subset. BENCH_PHASES picks phases (default exact,build,search,cpubuild);
+# BENCH_OPTS passes e.g. -Dgv.scale.params=nlist=4096,nprobe=16 -Dgv.scale.candidates=10,40,100 -Dgv.scale.cpuBuildN=500000;
+# BENCH_XMX the heap (default 90g: 10M x 128 needs about 20 GB; N x 768 about 3 x N x 3 KB).
 # Unpacks the JRE into /tmp, runs the GPU tests (JUnit console, reports under $OUT/junit) and the
 # benchmarks (tables on stdout, CSVs and logs under $OUT). Test classes are selected by name: the
 # jlinked JRE has no jdk.zipfs, which JUnit's package scan of jars would need.
@@ -110,6 +117,14 @@ if [ "$mode" = fmnist ]; then
     | grep -v '^WARNING' | tee "$OUT/fashion-mnist.log" || rc=1
   # the exact-search peer on the same data, timed the same way (wall clock, transfers included)
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_fmnist.py" "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 | tee "$OUT/torch-fmnist.log"
+fi
+if [ "$mode" = ivfpqscale ]; then
+  # args: N DIMS (in the select-max-floats and exact-n slots); the index goes under /tmp and is deleted at the end
+  scale_java=("${java[@]/-Xmx48g/-Xmx${BENCH_XMX:-90g}}")
+  "${scale_java[@]}" ${BENCH_OPTS:-} -Dgv.scale.phases="${BENCH_PHASES:-exact,build,search,cpubuild}" \
+    --add-modules jdk.incubator.vector org.gpuvectors.codec.IvfPqScaleBenchmark "${2:-10000000}" "${3:-128}" "$OUT" 2>&1 \
+    | grep -v '^WARNING' | tee "$OUT/ivfpq-scale-${2:-10000000}-${3:-128}.log" || rc=1
+  rm -rf /tmp/gv-ivfpq-scale*
 fi
 # hostpath: HostPathBenchmark, the host side of a 10k-query batch through KnnBatchSearcher (flat, ivf_flat,
 # ivf_pq at nprobe 8) with a backend that answers at once: what the machine's cores spend around a pass

@@ -30,6 +30,7 @@ import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.graph.GraphLayout;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.codec.ivf.BuiltIvf;
+import org.gpuvectors.codec.ivf.IvfBuildPhases;
 import org.gpuvectors.codec.ivf.IvfBuilder;
 import org.gpuvectors.codec.ivf.IvfPqBuilder;
 import org.gpuvectors.codec.ivf.IvfProbes;
@@ -51,8 +52,8 @@ import org.gpuvectors.cuda.Metric;
 final class GpuVectorsWriter extends KnnVectorsWriter {
 
   private static final System.Logger LOG = System.getLogger(GpuVectorsWriter.class.getName());
-  /** Graph builds at least this long are logged at INFO, shorter ones at DEBUG (FINE). */
-  static final double GRAPH_BUILD_INFO_SECONDS = 1.0;
+  /** Graph and IVF builds at least this long are logged at INFO, shorter ones at DEBUG (FINE). */
+  static final double BUILD_INFO_SECONDS = 1.0;
 
   private static final long SHALLOW_RAM_BYTES_USED =
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsWriter.class);
@@ -169,7 +170,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
             field.indexType,
             FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()),
             oldToNew,
-            "flush");
+            "flush",
+            new IvfBuildPhases());
         built = field.indexType;
       }
       writeMeta(field.fieldInfo, built, count, dataOffset, data.getFilePointer() - dataOffset);
@@ -198,10 +200,12 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       return null;
     }
     // the lists need random access to the merged vectors: a temporary copy, read back off-heap
+    IvfBuildPhases phases = new IvfBuildPhases();
     try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, mergeState)) {
+      phases.end(IvfBuildPhases.Phase.COPY);
       IndexType built = IndexType.FLAT;
       if (buildsIndex(fieldInfo, type, merged.size())) {
-        writeIndex(fieldInfo, type, merged.vectors(), null, "merge");
+        writeIndex(fieldInfo, type, merged.vectors(), null, "merge", phases);
         built = type;
       }
       writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
@@ -237,7 +241,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     }
     graph.writeTo(data);
     phases.end(GraphBuildPhases.Phase.WRITE);
-    logGraphBuild(fieldInfo, "merge of one segment, its graph reused", count, phases);
+    logBuild(fieldInfo, IndexType.GRAPH, "merge of one segment, its graph reused", count, phases.totalSeconds(),
+        phases.toString());
     writeMeta(fieldInfo, IndexType.GRAPH, count, dataOffset, data.getFilePointer() - dataOffset);
     return true;
   }
@@ -271,21 +276,25 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
 
   /**
    * Builds the field's structure on {@code vectors} and writes it to the data file; {@code oldToNew}
-   * (null: none) renames the ordinals as the segment numbers them (a flush under index sorting).
+   * (null: none) renames the ordinals as the segment numbers them (a flush under index sorting). An IVF
+   * build's phases go on in {@code ivfPhases} (a merge has timed its copy of the vectors there already)
+   * and are logged with it; a graph build times its own.
    */
-  private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew, String cause)
-      throws IOException {
+  private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew, String cause,
+                          IvfBuildPhases ivfPhases) throws IOException {
     if (type == IndexType.GRAPH) {
       GraphBuildPhases phases = new GraphBuildPhases();
       GraphLayout graph = buildGraph(fieldInfo, vectors, phases);
       phases.restart();
       (oldToNew == null ? graph : graph.remap(oldToNew)).writeTo(data);
       phases.end(GraphBuildPhases.Phase.WRITE);
-      logGraphBuild(fieldInfo, cause, vectors.size(), phases);
+      logBuild(fieldInfo, IndexType.GRAPH, cause, vectors.size(), phases.totalSeconds(), phases.toString());
       return;
     }
-    BuiltIvf layout = buildLists(fieldInfo, type, vectors);
+    BuiltIvf layout = buildLists(fieldInfo, type, vectors, ivfPhases);
     writeLists(fieldInfo, oldToNew == null ? layout : layout.remap(oldToNew));
+    ivfPhases.end(IvfBuildPhases.Phase.WRITE);
+    logBuild(fieldInfo, type, cause, vectors.size(), ivfPhases.totalSeconds(), ivfPhases.toString());
   }
 
   /** The field's graph (k-NN graph on the GPU when the node has one, else on the CPU). */
@@ -304,25 +313,28 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   }
 
   /**
-   * One line per graph build with its phases ({@link GraphBuildPhases}): INFO when it took at least
-   * {@link #GRAPH_BUILD_INFO_SECONDS} (the builds worth knowing about), FINE otherwise (small flushes).
+   * One line per graph or IVF build with its phases ({@link GraphBuildPhases}, {@link IvfBuildPhases}): INFO
+   * when it took at least {@link #BUILD_INFO_SECONDS} (the builds worth knowing about), FINE otherwise (small
+   * flushes).
    */
-  private void logGraphBuild(FieldInfo fieldInfo, String cause, int size, GraphBuildPhases phases) {
-    System.Logger.Level level = phases.totalSeconds() >= GRAPH_BUILD_INFO_SECONDS ? System.Logger.Level.INFO : System.Logger.Level.DEBUG;
+  private void logBuild(FieldInfo fieldInfo, IndexType type, String cause, int size, double seconds, String phases) {
+    System.Logger.Level level = seconds >= BUILD_INFO_SECONDS ? System.Logger.Level.INFO : System.Logger.Level.DEBUG;
     if (LOG.isLoggable(level)) {
-      LOG.log(level, "gpu-vectors: graph of field [{0}] in segment {1} ({2}, {3} vectors): {4}",
-          fieldInfo.name, state.segmentInfo.name, cause, size, phases);
+      LOG.log(level, "gpu-vectors: {0} of field [{1}] in segment {2} ({3}, {4} vectors): {5}",
+          type.typeName(), fieldInfo.name, state.segmentInfo.name, cause, size, phases);
     }
   }
 
   /** The field's IVF structure: the lists, and for {@code ivf_pq} the codes of the vectors. */
-  private BuiltIvf buildLists(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors) throws IOException {
+  private BuiltIvf buildLists(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, IvfBuildPhases phases)
+      throws IOException {
     IndexParams params = params(fieldInfo);
     int nlist = IvfBuilder.nlist(params.get(IndexParams.NLIST), vectors.size());
     Metric metric = GpuSearchService.metric(fieldInfo.getVectorSimilarityFunction());
     Assigner assigner = GpuSearchServices.current().assigner();
     return switch (type) {
-      case IVF_FLAT -> IvfBuilder.build(vectors, nlist, metric, KMeans.DEFAULT_ITERATIONS, IvfBuilder.SEED, assigner);
+      case IVF_FLAT ->
+          IvfBuilder.build(vectors, nlist, metric, KMeans.DEFAULT_ITERATIONS, IvfBuilder.SEED, assigner, phases);
       case IVF_PQ ->
           IvfPqBuilder.build(
               vectors,
@@ -332,7 +344,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
               metric,
               KMeans.DEFAULT_ITERATIONS,
               IvfBuilder.SEED,
-              assigner);
+              assigner,
+              phases);
       default -> throw new AssertionError("not an IVF type: " + type);
     };
   }

@@ -219,7 +219,7 @@ public final class FashionMnistBenchmark {
       long gpuBefore = service.stats().gpuKnnGraphVectors();
       long cpuBefore = service.stats().cpuKnnGraphVectors();
       double build;
-      try (GraphBuildLog log = new GraphBuildLog()) {
+      try (BuildPhaseLog log = new BuildPhaseLog()) {
         build = build(dir, new GpuVectorsCodec(), type, train);
         System.out.printf(Locale.ROOT, "graph: build + force-merge %.1f s (k-NN graph of %d vectors on the GPU, %d on the CPU)%n",
             build, service.stats().gpuKnnGraphVectors() - gpuBefore, service.stats().cpuKnnGraphVectors() - cpuBefore);

@@ -294,6 +294,56 @@ class IvfPqTests {
     }
   }
 
+  /**
+   * Every build logs one line with its phases (GpuVectorsWriter#logBuild): a flush's without a copy of the
+   * vectors, a merge's with one; the phases add up to the total, and the merge's coarse k-means, assignment,
+   * PQ training and encoding took time.
+   */
+  @Test
+  void buildsLogTheirPhases() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(3000, sim);
+    FieldType type = pqType(sim, Map.of(IndexParams.NLIST, 16));
+    List<String> lines;
+    try (Directory dir = FSDirectory.open(tempDir); BuildPhaseLog log = new BuildPhaseLog()) {
+      try (IndexWriter writer = new IndexWriter(dir, config(0, 1000))) {
+        for (int id = 0; id < vectors.size(); id++) {
+          writer.addDocument(doc(id, vectors.get(id), type));
+        }
+        writer.commit();
+        writer.forceMerge(1);
+      }
+      lines = log.lines();
+    }
+    List<String> flushes = lines.stream().filter(l -> l.contains("ivf_pq of field [" + FIELD + "]") && l.contains("(flush,")).toList();
+    List<String> merges = lines.stream().filter(l -> l.contains("ivf_pq of field [" + FIELD + "]") && l.contains("(merge,")).toList();
+    assertEquals(3, flushes.size(), "one line per flushed segment: " + lines);
+    assertEquals(1, merges.size(), "one line for the merge: " + lines);
+    for (String line : flushes) {
+      assertEquals(0.0, phaseSeconds(line, "copy"), "a flush copies nothing: " + line);
+    }
+    String merge = merges.get(0);
+    for (String phase : List.of("copy", "coarse-kmeans", "assign", "pq-train", "encode", "write")) {
+      assertTrue(phaseSeconds(merge, phase) >= 0, phase + " in " + merge);
+    }
+    for (String phase : List.of("coarse-kmeans", "assign", "pq-train", "encode")) {
+      assertTrue(phaseSeconds(merge, phase) > 0, phase + " took time: " + merge);
+    }
+    double sum = 0;
+    for (String phase : List.of("copy", "coarse-kmeans", "assign", "pq-train", "encode", "write")) {
+      sum += phaseSeconds(merge, phase);
+    }
+    double total = Double.parseDouble(merge.replaceAll(".*: total ([0-9.]+) s:.*", "$1"));
+    assertEquals(total, sum, 0.004, "the phases add up to the total (3 decimals each): " + merge);
+  }
+
+  /** The seconds a build line gives {@code phase} ({@code ... phase 0.123 ...}). */
+  private static double phaseSeconds(String line, String phase) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile(" " + phase + " ([0-9.]+)").matcher(line);
+    assertTrue(m.find(), "no phase " + phase + " in " + line);
+    return Double.parseDouble(m.group(1));
+  }
+
   @Test
   void segmentsBelowTheThresholdStayFlat() throws IOException {
     usedDefaultService = false; // flat segments: nothing trained

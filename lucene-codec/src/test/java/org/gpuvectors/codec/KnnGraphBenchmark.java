@@ -238,7 +238,7 @@ public final class KnnGraphBenchmark {
       double build;
       long gpu;
       long cpu;
-      try (GraphBuildLog log = new GraphBuildLog()) {
+      try (BuildPhaseLog log = new BuildPhaseLog()) {
         build = build(dir, new GpuVectorsCodec(), type, vectors);
         gpu = service.stats().gpuKnnGraphVectors() - gpuBefore;
         cpu = service.stats().cpuKnnGraphVectors() - cpuBefore;

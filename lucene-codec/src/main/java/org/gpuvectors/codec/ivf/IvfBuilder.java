@@ -52,6 +52,16 @@ public final class IvfBuilder {
   public static IvfLayout build(
       FloatVectorValues vectors, int nlist, Metric metric, int iterations, long seed, Assigner assigner)
       throws IOException {
+    return build(vectors, nlist, metric, iterations, seed, assigner, new IvfBuildPhases());
+  }
+
+  /**
+   * As {@link #build(FloatVectorValues, int, Metric, int, long, Assigner)}, ending the phases {@link
+   * IvfBuildPhases.Phase#COARSE} (sample and k-means) and {@link IvfBuildPhases.Phase#ASSIGN} in {@code phases}.
+   */
+  public static IvfLayout build(
+      FloatVectorValues vectors, int nlist, Metric metric, int iterations, long seed, Assigner assigner,
+      IvfBuildPhases phases) throws IOException {
     int n = vectors.size();
     int dims = vectors.dimension();
     if (nlist < 1 || nlist > n) {
@@ -66,6 +76,7 @@ public final class IvfBuilder {
     }
     float[][] centroids = KMeans.train(training, nlist, metric, iterations, seed, assigner);
     training = null; // the sample can go before the assignment pass
+    phases.end(IvfBuildPhases.Phase.COARSE);
 
     int[] list = new int[n];
     float[][] block = new float[Math.min(ASSIGN_BLOCK, n)][];
@@ -76,7 +87,9 @@ public final class IvfBuilder {
       }
       assigner.assign(centroids, block, count, metric, list, start);
     }
-    return IvfLayout.fromAssignment(centroids, list, new Training(samples, iterations, seed));
+    IvfLayout layout = IvfLayout.fromAssignment(centroids, list, new Training(samples, iterations, seed));
+    phases.end(IvfBuildPhases.Phase.ASSIGN);
+    return layout;
   }
 
   /** A copy of vector {@code ord} (normalised for cosine). */

@@ -31,13 +31,24 @@ public final class IvfPqBuilder {
   public static IvfPqLayout build(
       FloatVectorValues vectors, int nlist, int m, int bits, Metric metric, int iterations, long seed,
       Assigner assigner) throws IOException {
+    return build(vectors, nlist, m, bits, metric, iterations, seed, assigner, new IvfBuildPhases());
+  }
+
+  /**
+   * As {@link #build(FloatVectorValues, int, int, int, Metric, int, long, Assigner)}, ending in {@code phases}
+   * the lists' phases ({@link IvfBuilder#build}), then {@link IvfBuildPhases.Phase#PQ_TRAIN} (residual sample
+   * and codebooks) and {@link IvfBuildPhases.Phase#ENCODE}.
+   */
+  public static IvfPqLayout build(
+      FloatVectorValues vectors, int nlist, int m, int bits, Metric metric, int iterations, long seed,
+      Assigner assigner, IvfBuildPhases phases) throws IOException {
     int n = vectors.size();
     int dims = vectors.dimension();
     if ((long) n * m > ArrayUtil.MAX_ARRAY_LENGTH) {
       throw new IllegalArgumentException(
           "ivf_pq codes of " + n + " vectors x " + m + " bytes do not fit one array; use a smaller pq_m");
     }
-    IvfLayout lists = IvfBuilder.build(vectors, nlist, metric, iterations, seed, assigner);
+    IvfLayout lists = IvfBuilder.build(vectors, nlist, metric, iterations, seed, assigner, phases);
     int[] listOf = lists.listOfOrdinals();
 
     int ksub = 1 << bits;
@@ -50,6 +61,7 @@ public final class IvfPqBuilder {
     }
     ProductQuantizer pq = ProductQuantizer.train(training, m, bits, iterations, seed, assigner);
     training = null; // the sample can go before the encoding pass
+    phases.end(IvfBuildPhases.Phase.PQ_TRAIN);
 
     byte[] codes = new byte[n * m];
     float[][] block = new float[Math.min(IvfBuilder.ASSIGN_BLOCK, n)][];
@@ -60,6 +72,7 @@ public final class IvfPqBuilder {
       }
       pq.encode(block, count, codes, start * m, assigner);
     }
+    phases.end(IvfBuildPhases.Phase.ENCODE);
     return new IvfPqLayout(lists, pq, codes);
   }
 

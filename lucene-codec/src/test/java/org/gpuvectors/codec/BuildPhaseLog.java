@@ -9,11 +9,11 @@ import java.util.logging.Logger;
 import java.util.logging.SimpleFormatter;
 
 /**
- * For the benchmarks: collects the writer's per-build graph lines (one per flush or merge, with its
- * phases: {@code GpuVectorsWriter#logGraphBuild}) while open, small builds included (FINE), through
- * java.util.logging, where {@link System.Logger} goes outside Elasticsearch.
+ * For the benchmarks and tests: collects the writer's per-build lines (one per graph or IVF build at a
+ * flush or merge, with its phases: {@code GpuVectorsWriter#logBuild}) while open, small builds included
+ * (FINE), through java.util.logging, where {@link System.Logger} goes outside Elasticsearch.
  */
-final class GraphBuildLog implements AutoCloseable {
+final class BuildPhaseLog implements AutoCloseable {
 
   private final Logger logger = Logger.getLogger(GpuVectorsWriter.class.getName());
   private final Level previousLevel = logger.getLevel();
@@ -36,7 +36,7 @@ final class GraphBuildLog implements AutoCloseable {
         public void close() {}
       };
 
-  GraphBuildLog() {
+  BuildPhaseLog() {
     logger.setLevel(Level.FINE);
     logger.addHandler(handler);
   }

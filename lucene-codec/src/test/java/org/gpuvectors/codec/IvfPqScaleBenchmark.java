@@ -1,0 +1,734 @@
+package org.gpuvectors.codec;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.apache.lucene.codecs.Codec;
+import org.apache.lucene.codecs.FilterCodec;
+import org.apache.lucene.codecs.KnnVectorsFormat;
+import org.apache.lucene.codecs.lucene104.Lucene104Codec;
+import org.apache.lucene.codecs.perfield.PerFieldKnnVectorsFormat;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.FieldType;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.document.NumericDocValuesField;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.LeafReader;
+import org.apache.lucene.index.LogDocMergePolicy;
+import org.apache.lucene.index.NoMergePolicy;
+import org.apache.lucene.index.NumericDocValues;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.DocIdSetIterator;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.ScoreDoc;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.util.IOUtils;
+import org.apache.lucene.util.VectorUtil;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.ivf.IvfPqField;
+import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.GpuFlatIndex;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchResult;
+
+/**
+ * {@code ivf_pq} at scale (issue 8's 10M x 128 and 768-d targets, and the Faiss paper's SIFT1M point on 1M x 128):
+ * one {@code ivf_pq} segment built on the GPU, searched through {@link KnnBatchSearcher} at batch 10k and batch 1
+ * for a sweep of {@code num_candidates}, against our exact GPU search ({@link GpuFlatIndex} on the same vectors,
+ * timed the same way: wall clock of the call, transfers included) in the same run. Not a test: a program whose
+ * output goes into docs/BENCHMARKS.md.
+ *
+ * <pre>
+ * java ... org.gpuvectors.codec.IvfPqScaleBenchmark N DIMS OUT_DIR
+ * </pre>
+ *
+ * Phases, each printed with the seconds since the start:
+ * <ol>
+ *   <li><b>data</b>: {@link FlatSearchBenchmark#clustered} base (seed 42) and queries (seed 7), squared L2.
+ *   <li><b>exact</b>: the ground truth, exact top 10 of every query ({@link GpuFlatIndex}, FP32, on its own device
+ *       handle, closed before the build so that its memory is free); the peer's timings: FP32 and {@link
+ *       GpuFlatIndex.Precision#AUTO} (TF32 candidates + exact FP32 re-rank: what the codec's {@code flat} fields
+ *       run) at batch 10k (median of 3 after a warm-up), and one query at a time. Without a GPU the ground truth
+ *       is a CPU brute force and the timings are skipped (said so).
+ *   <li><b>build</b>: the vectors indexed by several threads into segments kept as they are (no merges; the
+ *       flushed segments stay flat: the codec's threshold is set above their size, see below), then one {@code
+ *       forceMerge(1)} whose merge trains and encodes all N vectors: the build. Reported apart: (a) indexing +
+ *       flushes + commit, (b) the force-merge (the flat vectors' merge, the writer's copy of them, coarse k-means,
+ *       assignment, PQ training, encoding, writing: the writer's phase line is printed), and the size of each
+ *       file of the merged segment.
+ *   <li><b>search</b>: the segment searched with {@code num_candidates} (Lucene's per-segment k, as Elasticsearch
+ *       passes it) from the sweep; the codec has no query-time {@code nprobe}: {@code num_candidates} is the effort
+ *       knob. Up to 100 it probes the mapping's {@code nprobe} (default about nlist / 16) and re-ranks 4 x
+ *       num_candidates candidates exactly; above 100 the lists probed grow in proportion (IvfProbes). The row
+ *       gives the lists probed and the re-rank depth. Batch 10k over all queries (best of 3 after a warm-up) and
+ *       batch 1 (the first {@code gv.scale.single} queries one at a time: q/s = queries / total wall). Recall@10
+ *       (the top 10 of the num_candidates hits against the exact top 10) and R@1 (the Faiss paper's 1-recall@1:
+ *       the fraction of queries whose true nearest neighbour is ranked first). Then the SIFT1M-style point (the
+ *       fastest batch-10k row with R@1 >= 0.80, in us per query) and the fastest rows with recall@10 >= 0.95 against
+ *       the exact peer. GPU bytes per vector: the residency service's resident bytes / N, split by the index's
+ *       shape into codes + ids (pq_m + 4 bytes + 4 bytes of the precomputed-table term), the raw vectors kept for
+ *       the device re-rank (4 x dims) and the rest (centroids, codebooks, offsets). Without a GPU: the CPU path
+ *       on {@code gv.scale.cpuQueries} queries.
+ *   <li><b>cpubuild</b>: the same build with the GPU switched off (k-means, assignment and encoding on the CPU) for
+ *       the first {@code gv.scale.cpuBuildN} vectors (default min(N, 1M x 128 / DIMS)); no extrapolation.
+ * </ol>
+ * Why the flushed segments stay flat: a merge never reuses the merged segments' lists or codes (it trains on the
+ * merged vectors), so their flush-time builds would be thrown away; the flushes are written with the codec's
+ * small-segment threshold ({@link GpuVectorsFormat#GpuVectorsFormat(int)}) above their size, the same field and
+ * mapping ({@code ivf_pq}, same parameters), and the merge with the default threshold. {@code
+ * -Dgv.scale.flushBuilds=true} builds at flush too (what an Elasticsearch node does), to measure that cost.
+ *
+ * <p>System properties: {@code gv.scale.phases} (default {@code exact,build,search,cpubuild}; search needs exact
+ * and build), {@code gv.scale.queries} (10000), {@code gv.scale.batch} (10000), {@code gv.scale.single} (1000),
+ * {@code gv.scale.cpuQueries} (200), {@code gv.scale.candidates} (10,20,40,100,200,400,512: at most 512, the GPU's
+ * re-rank depth 4 x 512 = its k-selection's 2048), {@code gv.scale.params} (mapping overrides, e.g. {@code
+ * nlist=4096,nprobe=16,pq_m=32}), {@code gv.scale.threads} (indexing threads, default the cores), {@code
+ * gv.scale.dir} (parent of the index directories, default /tmp), {@code gv.scale.cpuBuildN}, {@code
+ * gv.scale.flushBuilds}. Writes {@code OUT_DIR/ivfpq-scale-N-DIMS.csv} (one row per search row, the exact peer
+ * included) and {@code OUT_DIR/ivfpq-scale-N-DIMS-build.csv} (build times, file sizes, bytes per vector).
+ */
+public final class IvfPqScaleBenchmark {
+
+  private static final int K = 10;
+  private static final String FIELD = "vec";
+  private static final long START = System.nanoTime();
+
+  private final int n;
+  private final int dims;
+  private final String name;
+  private final Set<String> phases;
+  private final int batch;
+  private final int single;
+  private final int cpuQueries;
+  private final int[] candidates;
+  private final IndexParams params;
+  private final int threads;
+  private final Path tmpRoot;
+  private final int cpuBuildN;
+  private final boolean flushBuilds;
+  private final List<String> rows = new ArrayList<>();
+  private final Map<String, String> buildFacts = new LinkedHashMap<>();
+
+  private float[][] base;
+  private float[][] queries;
+  private int[][] truth;
+  /** The exact peer's q/s at batch {@link #batch} (the faster precision) and at batch 1; NaN: not measured. */
+  private double exactBatchQps = Double.NaN;
+  private double exactSingleQps = Double.NaN;
+
+  private IvfPqScaleBenchmark(int n, int dims) {
+    this.n = n;
+    this.dims = dims;
+    this.name = n + "x" + dims;
+    this.phases = Set.of(System.getProperty("gv.scale.phases", "exact,build,search,cpubuild").split(","));
+    for (String phase : phases) {
+      if (Set.of("exact", "build", "search", "cpubuild").contains(phase) == false) {
+        throw new IllegalArgumentException("gv.scale.phases: unknown phase [" + phase + "]; phases are exact, build, search, cpubuild");
+      }
+    }
+    if (phases.contains("search") && (phases.contains("exact") == false || phases.contains("build") == false)) {
+      throw new IllegalArgumentException("gv.scale.phases: search needs the exact phase (ground truth) and the build phase");
+    }
+    this.batch = Integer.getInteger("gv.scale.batch", 10_000);
+    this.single = Integer.getInteger("gv.scale.single", 1000);
+    this.cpuQueries = Integer.getInteger("gv.scale.cpuQueries", 200);
+    this.candidates =
+        Arrays.stream(System.getProperty("gv.scale.candidates", "10,20,40,100,200,400,512").split(","))
+            .mapToInt(Integer::parseInt)
+            .toArray();
+    for (int c : candidates) {
+      if (c < K || c > 512) {
+        throw new IllegalArgumentException("gv.scale.candidates: num_candidates must be in [" + K + ", 512] but was [" + c + "]");
+      }
+    }
+    this.params = new IndexParams(IndexType.IVF_PQ, parseParams(System.getProperty("gv.scale.params", "")));
+    params.checkDimension(dims);
+    this.threads = Integer.getInteger("gv.scale.threads", Runtime.getRuntime().availableProcessors());
+    this.tmpRoot = Path.of(System.getProperty("gv.scale.dir", "/tmp"));
+    this.cpuBuildN = Integer.getInteger("gv.scale.cpuBuildN", (int) Math.min(n, 1_000_000L * 128 / dims));
+    this.flushBuilds = Boolean.getBoolean("gv.scale.flushBuilds");
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length != 3) {
+      throw new IllegalArgumentException("usage: IvfPqScaleBenchmark N DIMS OUT_DIR");
+    }
+    IvfPqScaleBenchmark bench = new IvfPqScaleBenchmark(Integer.parseInt(args[0]), Integer.parseInt(args[1]));
+    Path out = Path.of(args[2]);
+    Files.createDirectories(out);
+    try {
+      bench.run();
+    } finally {
+      GpuSearchServices.closeDefault();
+      bench.report(out);
+    }
+  }
+
+  /** {@code nlist=4096,pq_m=32} as a parameter map (checked by {@link IndexParams}). */
+  private static Map<String, Integer> parseParams(String spec) {
+    Map<String, Integer> values = new TreeMap<>();
+    for (String pair : spec.split(",")) {
+      if (pair.isBlank()) {
+        continue;
+      }
+      String[] kv = pair.split("=");
+      if (kv.length != 2) {
+        throw new IllegalArgumentException("gv.scale.params: expected name=value but got [" + pair + "]");
+      }
+      values.put(kv[0].trim(), Integer.parseInt(kv[1].trim()));
+    }
+    return values;
+  }
+
+  private void run() throws Exception {
+    int nq = Integer.getInteger("gv.scale.queries", 10_000);
+    progress("data: generating %d x %d base and %d queries (%d threads)", n, dims, nq, Runtime.getRuntime().availableProcessors());
+    base = FlatSearchBenchmark.clustered(n, dims, 42);
+    queries = FlatSearchBenchmark.clustered(nq, dims, 7);
+    progress("data: done; mapping %s, indexing threads %d, max heap %d MB", params, threads, Runtime.getRuntime().maxMemory() >> 20);
+
+    if (phases.contains("exact")) {
+      GpuAvailability gpu = GpuAvailability.get();
+      if (gpu.available()) {
+        exactOnGpu();
+      } else {
+        progress("exact: GPU timings skipped (%s); ground truth by CPU brute force", gpu.reason());
+        truth = cpuTruth(base, queries);
+        progress("exact: CPU ground truth of %d queries done", queries.length);
+      }
+    }
+    GpuSearchService service = GpuSearchServices.current();
+    progress("GPU: %s", service.gpuActive() ? service.deviceName() : "none (" + service.unusableReason() + ")");
+    if (phases.contains("build")) {
+      Path path = Files.createTempDirectory(tmpRoot, "gv-ivfpq-scale");
+      try {
+        build(path, n, service.gpuActive() ? "build-gpu" : "build-no-gpu", service);
+        if (phases.contains("search")) {
+          search(path, service);
+        }
+      } finally {
+        IOUtils.rm(path);
+      }
+    }
+    if (phases.contains("cpubuild")) {
+      Path path = Files.createTempDirectory(tmpRoot, "gv-ivfpq-scale-cpu");
+      service.setEnabled(false);
+      try {
+        build(path, cpuBuildN, "build-cpu", service);
+      } finally {
+        service.setEnabled(true);
+        IOUtils.rm(path);
+      }
+    }
+    progress("done");
+  }
+
+  // ---- exact: ground truth and the exact peer ----
+
+  /**
+   * The ground truth (FP32, batch {@link #batch}) and the exact peer's timings, on a device handle of our own,
+   * closed (its memory freed) before the build.
+   */
+  private void exactOnGpu() throws IOException {
+    float[] flatQueries = flatten(queries);
+    int nq = queries.length;
+    try (GpuDevice device = GpuDevice.open(0)) {
+      long t = System.nanoTime();
+      try (GpuFlatIndex index = GpuFlatIndex.upload(device, n, dims, Metric.L2,
+          (first, count, dst) -> {
+            for (int i = 0; i < count; i++) {
+              System.arraycopy(base[first + i], 0, dst, i * dims, dims);
+            }
+          })) {
+        progress("exact: uploaded %d x %d to %s in %.1f s (%.0f MB on the device)", n, dims, device.name(),
+            seconds(t), index.deviceBytes() / 1e6);
+        index.setPrecision(GpuFlatIndex.Precision.FP32);
+        SearchResult[] fp32 = new SearchResult[1];
+        double fp32Ms = timeBatches(() -> fp32[0] = exactBatches(index, flatQueries, nq));
+        truth = new int[nq][];
+        for (int q = 0; q < nq; q++) {
+          truth[q] = new int[Math.min(K, fp32[0].count(q))];
+          for (int i = 0; i < truth[q].length; i++) {
+            truth[q][i] = fp32[0].id(q, i);
+          }
+        }
+        addRow("exact-gpu-fp32", batch, 0, 0, 0, 1, 1, nq / (fp32Ms / 1e3), Double.NaN);
+        progress("exact: FP32 batch %d: %.1f ms for %d queries (ground truth taken from it)", batch, fp32Ms, nq);
+
+        index.setPrecision(GpuFlatIndex.Precision.AUTO);
+        SearchResult[] auto = new SearchResult[1];
+        double autoMs = timeBatches(() -> auto[0] = exactBatches(index, flatQueries, nq));
+        double[] autoRecall = recall(auto[0], nq);
+        addRow("exact-gpu-tf32-rerank", batch, 0, 0, 0, autoRecall[0], autoRecall[1], nq / (autoMs / 1e3), Double.NaN);
+        progress("exact: TF32 candidates + FP32 re-rank (AUTO) batch %d: %.1f ms (recall@10 vs FP32 %.5f; fallbacks %s)",
+            batch, autoMs, autoRecall[0], index.rerankStats());
+        exactBatchQps = nq / (Math.min(fp32Ms, autoMs) / 1e3);
+
+        index.setPrecision(GpuFlatIndex.Precision.FP32); // AUTO is FP32 at batch 1 anyway
+        int count = Math.min(single, nq);
+        float[] q = new float[dims];
+        for (int r = 0; r < 5; r++) { // warm-up
+          System.arraycopy(flatQueries, r % nq * dims, q, 0, dims);
+          index.search(q, 1, K, null);
+        }
+        long s = System.nanoTime();
+        for (int r = 0; r < count; r++) {
+          System.arraycopy(flatQueries, r * dims, q, 0, dims);
+          index.search(q, 1, K, null);
+        }
+        double total = seconds(s);
+        exactSingleQps = count / total;
+        addRow("exact-gpu-fp32", 1, 0, 0, 0, 1, 1, exactSingleQps, Double.NaN);
+        progress("exact: batch 1: %d queries in %.2f s (%.1f us a query)", count, total, total * 1e6 / count);
+      }
+    }
+    progress("exact: device handle closed");
+  }
+
+  /** All queries through the exact index, {@link #batch} at a time, as one result of K per query. */
+  private SearchResult exactBatches(GpuFlatIndex index, float[] flatQueries, int nq) {
+    int[] ids = new int[nq * K];
+    float[] distances = new float[nq * K];
+    Arrays.fill(ids, -1);
+    for (int from = 0; from < nq; from += batch) {
+      int count = Math.min(batch, nq - from);
+      SearchResult part = index.search(Arrays.copyOfRange(flatQueries, from * dims, (from + count) * dims), count, K, null);
+      for (int q = 0; q < count; q++) {
+        for (int i = 0; i < part.count(q); i++) {
+          ids[(from + q) * K + i] = part.id(q, i);
+          distances[(from + q) * K + i] = part.distance(q, i);
+        }
+      }
+    }
+    return new SearchResult(nq, K, ids, distances);
+  }
+
+  /** Exact top K ids per query by squared L2 on the CPU (all cores), ties by id: the ground truth without a GPU. */
+  private static int[][] cpuTruth(float[][] base, float[][] queries) {
+    return IntStream.range(0, queries.length).parallel().mapToObj(q -> {
+      float[] best = new float[K];
+      int[] ids = new int[K];
+      Arrays.fill(best, Float.POSITIVE_INFINITY);
+      Arrays.fill(ids, Integer.MAX_VALUE);
+      for (int i = 0; i < base.length; i++) {
+        float d = VectorUtil.squareDistance(base[i], queries[q]);
+        if (d < best[K - 1]) {
+          int j = K - 1;
+          while (j > 0 && best[j - 1] > d) {
+            best[j] = best[j - 1];
+            ids[j] = ids[j - 1];
+            j--;
+          }
+          best[j] = d;
+          ids[j] = i;
+        }
+      }
+      return Arrays.copyOf(ids, Math.min(K, base.length));
+    }).toArray(int[][]::new);
+  }
+
+  // ---- build ----
+
+  /**
+   * Indexes the first {@code count} vectors into segments kept as flushed, then force-merges them into one
+   * {@code ivf_pq} segment; records (a) indexing + flushes and (b) the force-merge, the writer's build lines and
+   * the merged segment's files.
+   */
+  private void build(Path path, int count, String label, GpuSearchService service) throws IOException {
+    FieldType type =
+        GpuVectorsFormat.markField(KnnFloatVectorField.createFieldType(dims, VectorSimilarityFunction.EUCLIDEAN), params);
+    int minVectors = Integer.getInteger(GpuVectorsFormat.IVF_MIN_VECTORS_PROPERTY, GpuVectorsFormat.DEFAULT_IVF_MIN_VECTORS);
+    long assignedGpu = service.stats().gpuAssignedVectors();
+    long assignedCpu = service.stats().cpuAssignedVectors();
+    int segmentDocs = Math.max(1000, (count + 15) / 16); // several segments even from one thread
+    progress("build[%s]: indexing %d vectors, %d threads, segments of up to %d docs%s", label, count, threads, segmentDocs,
+        flushBuilds ? ", ivf_pq built at every flush" : ", flushed segments flat (threshold above their size)");
+    double indexSeconds;
+    double mergeSeconds;
+    int segments;
+    List<String> log;
+    try (Directory dir = FSDirectory.open(path); BuildPhaseLog buildLog = new BuildPhaseLog()) {
+      long t = System.nanoTime();
+      IndexWriterConfig config = new IndexWriterConfig()
+          .setCodec(codec(flushBuilds ? minVectors : count + 1))
+          .setUseCompoundFile(false)
+          .setMergePolicy(NoMergePolicy.INSTANCE)
+          .setMaxBufferedDocs(segmentDocs)
+          .setRAMBufferSizeMB(Math.max(256, Math.min(8192, (Runtime.getRuntime().maxMemory() >> 20) / 4)));
+      try (IndexWriter writer = new IndexWriter(dir, config)) {
+        addDocuments(writer, count, type, t, label);
+        writer.commit();
+      }
+      indexSeconds = seconds(t);
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        segments = reader.leaves().size();
+      }
+      progress("build[%s]: (a) indexing + flushes + commit: %.1f s, %d segments", label, indexSeconds, segments);
+
+      t = System.nanoTime();
+      LogDocMergePolicy mergePolicy = new LogDocMergePolicy();
+      mergePolicy.setMergeFactor(Math.max(10, segments + 1)); // one merge of all segments, no intermediate ones
+      mergePolicy.setNoCFSRatio(0);
+      try (IndexWriter writer = new IndexWriter(dir, new IndexWriterConfig().setCodec(codec(minVectors))
+          .setUseCompoundFile(false).setMergePolicy(mergePolicy))) {
+        writer.forceMerge(1);
+        writer.commit();
+      }
+      mergeSeconds = seconds(t);
+      log = buildLog.lines();
+    }
+    progress("build[%s]: (b) force-merge of %d segments into one (the build: train + encode + write): %.1f s",
+        label, segments, mergeSeconds);
+    log.forEach(line -> System.out.println("    " + line));
+    long gpuAssigned = service.stats().gpuAssignedVectors() - assignedGpu;
+    long cpuAssigned = service.stats().cpuAssignedVectors() - assignedCpu;
+    progress("build[%s]: nearest-centroid assignments: %d on the GPU, %d on the CPU", label, gpuAssigned, cpuAssigned);
+    buildFacts.put(label + "_build_n", Integer.toString(count));
+    buildFacts.put(label + "_index_flush_s", fmt(indexSeconds));
+    buildFacts.put(label + "_force_merge_s", fmt(mergeSeconds));
+    buildFacts.put(label + "_segments_merged", Integer.toString(segments));
+    buildFacts.put(label + "_assigned_gpu", Long.toString(gpuAssigned));
+    buildFacts.put(label + "_assigned_cpu", Long.toString(cpuAssigned));
+    for (String line : log) {
+      if (line.contains("(merge,")) {
+        buildFacts.put(label + "_merge_phases", '"' + line.replaceAll(".*\\): ", "") + '"');
+      }
+    }
+    long total = 0;
+    try (Stream<Path> files = Files.list(path)) {
+      for (Path f : files.sorted().toList()) {
+        long size = Files.size(f);
+        total += size;
+        if (size > 0) {
+          System.out.printf(Locale.ROOT, "    %-28s %,16d bytes  (%.1f bytes a vector)%n", f.getFileName(), size, size / (double) count);
+          buildFacts.put(label + "_file_" + f.getFileName(), Long.toString(size));
+        }
+      }
+    }
+    progress("build[%s]: index on disk %.1f MB (%.1f bytes a vector)", label, total / 1e6, total / (double) count);
+  }
+
+  /** Adds documents {@code [0, count)} (the vector and its position as an "id" doc value) from {@link #threads} threads. */
+  private void addDocuments(IndexWriter writer, int count, FieldType type, long start, String label) throws IOException {
+    int chunk = 4096;
+    AtomicInteger next = new AtomicInteger();
+    AtomicInteger done = new AtomicInteger();
+    int step = Math.max(chunk, count / 10);
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Future<?>> futures = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        futures.add(pool.submit(() -> {
+          for (int from = next.getAndAdd(chunk); from < count; from = next.getAndAdd(chunk)) {
+            int to = Math.min(count, from + chunk);
+            for (int i = from; i < to; i++) {
+              Document doc = new Document();
+              doc.add(new KnnFloatVectorField(FIELD, base[i], type));
+              doc.add(new NumericDocValuesField("id", i));
+              writer.addDocument(doc);
+            }
+            int before = done.getAndAdd(to - from);
+            if ((before + to - from) / step > before / step) {
+              progress("build[%s]:   indexed %d / %d (%.0f s)", label, before + to - from, count, seconds(start));
+            }
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : futures) {
+        f.get();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("indexing interrupted", e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw new IOException("indexing failed", e.getCause());
+    } finally {
+      pool.shutdown();
+    }
+  }
+
+  /**
+   * The standalone codec's shape (Lucene's default codec, our format for marked fields) with the IVF threshold
+   * given: segments of fewer vectors stay flat. Named as {@link GpuVectorsCodec}, so the index reads back
+   * through it.
+   */
+  private static Codec codec(int ivfMinVectors) {
+    Codec delegate = new Lucene104Codec();
+    PerFieldKnnVectorsFormat perField = (PerFieldKnnVectorsFormat) delegate.knnVectorsFormat();
+    KnnVectorsFormat routing =
+        new GpuVectorsRoutingFormat(new GpuVectorsFormat(ivfMinVectors), perField::getKnnVectorsFormatForField);
+    return new FilterCodec(GpuVectorsCodec.NAME, delegate) {
+      @Override
+      public KnnVectorsFormat knnVectorsFormat() {
+        return routing;
+      }
+    };
+  }
+
+  // ---- search ----
+
+  private void search(Path path, GpuSearchService service) throws IOException {
+    try (Directory dir = FSDirectory.open(path); DirectoryReader reader = DirectoryReader.open(dir)) {
+      if (reader.leaves().size() != 1) {
+        throw new IllegalStateException("expected one segment after forceMerge(1), got " + reader.leaves().size());
+      }
+      LeafReader leaf = reader.leaves().get(0).reader();
+      int[] docToId = docToId(leaf);
+      IvfPqField field = KnnBatchSearcher.gpuVectorsReader(leaf, FIELD).ivfPqField(FIELD);
+      if (field == null) {
+        throw new IllegalStateException("the merged segment has no ivf_pq structure (flat): " + n + " vectors");
+      }
+      int nlist = field.nlist();
+      int m = field.pq().m();
+      progress("search: one segment, nlist %d, pq_m %d x %d bits, default nprobe %d", nlist, m, field.pq().bits(),
+          field.lists().defaultProbes());
+      buildFacts.put("nlist", Integer.toString(nlist));
+      buildFacts.put("pq_m", Integer.toString(m));
+      buildFacts.put("pq_bits", Integer.toString(field.pq().bits()));
+      buildFacts.put("default_nprobe", Integer.toString(field.lists().defaultProbes()));
+      IndexSearcher searcher = new IndexSearcher(reader);
+      boolean gpu = service.gpuActive();
+      if (gpu) {
+        long t = System.nanoTime();
+        KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[0]}, K, null); // upload + warm-up
+        progress("search: first GPU search (upload of codes, lists and raw vectors): %.1f s", seconds(t));
+        memory(service, m);
+      } else {
+        progress("search: GPU rows skipped (%s); the CPU path on %d queries", service.unusableReason(), cpuQueries);
+      }
+      for (int c : candidates) {
+        int probes = field.probes(c, n);
+        int rerank = IvfPqField.rerankDepth(c, n);
+        if (gpu) {
+          int nq = queries.length;
+          TopDocs[] all = new TopDocs[nq];
+          double best = Double.MAX_VALUE;
+          for (int run = -1; run < 3; run++) {
+            long s = System.nanoTime();
+            for (int from = 0; from < nq; from += batch) {
+              TopDocs[] part = KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOfRange(queries, from, Math.min(nq, from + batch)), c, null);
+              System.arraycopy(part, 0, all, from, part.length);
+            }
+            double wall = seconds(s);
+            if (run >= 0) {
+              best = Math.min(best, wall);
+            }
+          }
+          double[] r = recall(all, docToId, nq);
+          addRow("ivf_pq-gpu", batch, c, probes, rerank, r[0], r[1], nq / best, exactBatchQps);
+          int count = Math.min(single, nq);
+          TopDocs[] one = new TopDocs[count];
+          for (int q = 0; q < Math.min(5, count); q++) { // warm-up
+            KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, c, null);
+          }
+          long s = System.nanoTime();
+          for (int q = 0; q < count; q++) {
+            one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, c, null)[0];
+          }
+          double wall = seconds(s);
+          double[] r1 = recall(one, docToId, count);
+          addRow("ivf_pq-gpu", 1, c, probes, rerank, r1[0], r1[1], count / wall, exactSingleQps);
+        } else {
+          int count = Math.min(cpuQueries, queries.length);
+          long s = System.nanoTime();
+          TopDocs[] cpu = KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOf(queries, count), c, null);
+          double wall = seconds(s);
+          double[] r = recall(cpu, docToId, count);
+          addRow("ivf_pq-cpu-1-thread", count, c, probes, rerank, r[0], r[1], count / wall, Double.NaN);
+        }
+      }
+    }
+  }
+
+  /** Resident device bytes per vector, and their split by the index's shape. */
+  private void memory(GpuSearchService service, int m) {
+    long resident = service.residentBytes();
+    long codesAndIds = (long) n * (m + 4 + 4); // codes, the ordinal at each position, the L2 table term
+    long raw = (long) n * dims * 4; // kept for the device re-rank
+    long rest = resident - codesAndIds - raw;
+    progress("search: GPU memory %.1f MB resident = %.2f bytes a vector: codes + ids %d (pq_m %d + id 4 + L2 term 4),"
+            + " raw vectors for the device re-rank %d, centroids/codebooks/offsets %.2f",
+        resident / 1e6, resident / (double) n, m + 8, m, dims * 4, rest / (double) n);
+    buildFacts.put("gpu_resident_bytes", Long.toString(resident));
+    buildFacts.put("gpu_bytes_per_vector", fmt(resident / (double) n));
+    buildFacts.put("gpu_codes_ids_bytes_per_vector", Integer.toString(m + 8));
+    buildFacts.put("gpu_raw_bytes_per_vector", Integer.toString(dims * 4));
+    buildFacts.put("gpu_other_bytes_per_vector", fmt(rest / (double) n));
+  }
+
+  /** Vector position (the "id" doc value) by doc id of the merged segment. */
+  private static int[] docToId(LeafReader leaf) throws IOException {
+    int[] ids = new int[leaf.maxDoc()];
+    Arrays.fill(ids, -1);
+    NumericDocValues values = leaf.getNumericDocValues("id");
+    for (int doc = values.nextDoc(); doc != DocIdSetIterator.NO_MORE_DOCS; doc = values.nextDoc()) {
+      ids[doc] = (int) values.longValue();
+    }
+    return ids;
+  }
+
+  // ---- recall, rows, report ----
+
+  /** {recall@10, R@1} of the first {@code count} results (doc ids mapped to positions) against the truth. */
+  private double[] recall(TopDocs[] results, int[] docToId, int count) {
+    long found = 0;
+    long expected = 0;
+    long firstRight = 0;
+    for (int q = 0; q < count; q++) {
+      ScoreDoc[] hits = results[q].scoreDocs;
+      int[] ids = new int[Math.min(K, hits.length)];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = docToId[hits[i].doc];
+      }
+      found += overlap(truth[q], ids);
+      expected += truth[q].length;
+      firstRight += ids.length > 0 && truth[q].length > 0 && ids[0] == truth[q][0] ? 1 : 0;
+    }
+    return new double[] {expected == 0 ? 1 : found / (double) expected, count == 0 ? 1 : firstRight / (double) count};
+  }
+
+  /** {recall@10, R@1} of an exact result (ids are positions) against the truth. */
+  private double[] recall(SearchResult res, int count) {
+    long found = 0;
+    long expected = 0;
+    long firstRight = 0;
+    for (int q = 0; q < count; q++) {
+      int[] ids = new int[Math.min(K, res.count(q))];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = res.id(q, i);
+      }
+      found += overlap(truth[q], ids);
+      expected += truth[q].length;
+      firstRight += ids.length > 0 && truth[q].length > 0 && ids[0] == truth[q][0] ? 1 : 0;
+    }
+    return new double[] {expected == 0 ? 1 : found / (double) expected, count == 0 ? 1 : firstRight / (double) count};
+  }
+
+  private static int overlap(int[] truth, int[] ids) {
+    int found = 0;
+    for (int t : truth) {
+      for (int id : ids) {
+        if (id == t) {
+          found++;
+          break;
+        }
+      }
+    }
+    return found;
+  }
+
+  private void addRow(String system, int batchSize, int numCandidates, int nprobe, int rerank, double recall10,
+                      double r1, double qps, double exactQps) {
+    String row = String.format(Locale.ROOT, "%s,%d,%d,%s,%d,%d,%d,%d,%.4f,%.4f,%.1f,%.3f,%.2f", name, n, dims, system,
+        batchSize, numCandidates, nprobe, rerank, recall10, r1, qps, 1e6 / qps, qps / exactQps);
+    rows.add(row);
+    System.out.println("  row: " + line(row.split(",")));
+  }
+
+  private static String line(String[] c) {
+    return String.format(Locale.ROOT, "%-22s %6s %6s %6s %6s %9s %7s %13.0f %11s %9s", c[3], c[4], c[5], c[6], c[7], c[8], c[9],
+        Double.parseDouble(c[10]), c[11], c[12]);
+  }
+
+  private void report(Path out) throws IOException {
+    String header = "dataset,n,dims,system,batch,num_candidates,nprobe,rerank,recall_at_10,r_at_1,queries_per_s,us_per_query,x_exact";
+    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("ivfpq-scale-" + n + "-" + dims + ".csv")))) {
+      w.println(header);
+      rows.forEach(w::println);
+    }
+    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("ivfpq-scale-" + n + "-" + dims + "-build.csv")))) {
+      w.println("key,value");
+      buildFacts.forEach((k, v) -> w.println(k + "," + v));
+    }
+    System.out.println();
+    System.out.printf(Locale.ROOT, "%s  (x exact: q/s over the exact GPU peer's at the same batch, the faster precision)%n", name);
+    System.out.printf(Locale.ROOT, "%-22s %6s %6s %6s %6s %9s %7s %13s %11s %9s%n", "system", "batch", "cands", "nprobe",
+        "rerank", "recall@10", "R@1", "queries/s", "us/query", "x exact");
+    rows.forEach(r -> System.out.println(line(r.split(","))));
+    buildFacts.forEach((k, v) -> System.out.println("  " + k + " = " + v));
+    summary();
+  }
+
+  /** The target rows: the SIFT1M-style point and the fastest recall@10 >= 0.95 at each batch. */
+  private void summary() {
+    String sift = best(r -> r[3].equals("ivf_pq-gpu") && Integer.parseInt(r[4]) > 1 && Double.parseDouble(r[9]) >= 0.80);
+    System.out.println("SIFT1M-style point (fastest batch-" + batch + " row with R@1 >= 0.80; bar <= 2 us a query): "
+        + (sift == null ? "none" : line(sift.split(","))));
+    for (boolean one : new boolean[] {false, true}) {
+      String row = best(r -> r[3].equals("ivf_pq-gpu") && (Integer.parseInt(r[4]) == 1) == one && Double.parseDouble(r[8]) >= 0.95);
+      System.out.println("fastest recall@10 >= 0.95 at batch " + (one ? 1 : batch) + " (target >= 20 x exact): "
+          + (row == null ? "none" : line(row.split(","))));
+    }
+  }
+
+  private String best(java.util.function.Predicate<String[]> accept) {
+    String best = null;
+    double bestQps = -1;
+    for (String row : rows) {
+      String[] c = row.split(",");
+      if (accept.test(c) && Double.parseDouble(c[10]) > bestQps) {
+        bestQps = Double.parseDouble(c[10]);
+        best = row;
+      }
+    }
+    return best;
+  }
+
+  // ---- helpers ----
+
+  /** Times {@code search} 3 times after a warm-up: the median in ms. */
+  private static double timeBatches(Runnable search) {
+    search.run();
+    double[] ms = new double[3];
+    for (int r = 0; r < ms.length; r++) {
+      long s = System.nanoTime();
+      search.run();
+      ms[r] = (System.nanoTime() - s) / 1e6;
+    }
+    Arrays.sort(ms);
+    return ms[1];
+  }
+
+  private static float[] flatten(float[][] rows) {
+    int dims = rows[0].length;
+    float[] flat = new float[rows.length * dims];
+    for (int i = 0; i < rows.length; i++) {
+      System.arraycopy(rows[i], 0, flat, i * dims, dims);
+    }
+    return flat;
+  }
+
+  private static void progress(String format, Object... args) {
+    System.out.printf(Locale.ROOT, "[%7.1f s] %s%n", seconds(START), String.format(Locale.ROOT, format, args));
+  }
+
+  private static String fmt(double v) {
+    return String.format(Locale.ROOT, "%.3f", v);
+  }
+
+  private static double seconds(long startNanos) {
+    return (System.nanoTime() - startNanos) / 1e9;
+  }
+}
