@@ -98,7 +98,7 @@ fi
 if [ "$mode" = codec ] || [ "$mode" = all ]; then
   for dims in 128 768; do
     "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FlatSearchBenchmark "$exact_n" "$dims" "$OUT" 16 2>&1 \
-      | grep -v '^WARNING' | tee "$OUT/flat-bench-$dims.log" || rc=1
+      | grep --line-buffered -v '^WARNING' | tee "$OUT/flat-bench-$dims.log" || rc=1
     PYTHONUNBUFFERED=1 python3 "$here/bench/torch_flat.py" "$exact_n" "$dims" "$OUT" 2>&1 | tee "$OUT/torch-flat-$dims.log"
     rm -f /tmp/gv-bench-"$exact_n"-"$dims".*.f32
   done
@@ -106,15 +106,15 @@ fi
 if [ "$mode" = concurrent ]; then
   # concurrent single-query searches through Lucene: natural segments vs force-merged (args: n dims segments seconds)
   "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.ConcurrentSearchBenchmark "$exact_n" "${4:-128}" \
-    "${5:-12}" "$OUT" "${6:-3}" "${7:-10}" 2>&1 | grep -v '^WARNING' | tee "$OUT/concurrent-$exact_n-${4:-128}.log" || rc=1
+    "${5:-12}" "$OUT" "${6:-3}" "${7:-10}" 2>&1 | grep --line-buffered -v '^WARNING' | tee "$OUT/concurrent-$exact_n-${4:-128}.log" || rc=1
 fi
 if [ "$mode" = knngraph ]; then
   "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.KnnGraphBenchmark "${FMNIST_DIR:-/tmp/fmnist}" \
-    "$OUT" "$exact_n" "${BENCH_PHASES:-fmnist,synthetic,hnsw}" 2>&1 | grep -v '^WARNING' | tee "$OUT/knn-graph.log" || rc=1
+    "$OUT" "$exact_n" "${BENCH_PHASES:-fmnist,synthetic,hnsw}" 2>&1 | grep --line-buffered -v '^WARNING' | tee "$OUT/knn-graph.log" || rc=1
 fi
 if [ "$mode" = fmnist ]; then
   "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FashionMnistBenchmark "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 \
-    | grep -v '^WARNING' | tee "$OUT/fashion-mnist.log" || rc=1
+    | grep --line-buffered -v '^WARNING' | tee "$OUT/fashion-mnist.log" || rc=1
   # the exact-search peer on the same data, timed the same way (wall clock, transfers included)
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_fmnist.py" "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 | tee "$OUT/torch-fmnist.log"
 fi
@@ -123,14 +123,14 @@ if [ "$mode" = ivfpqscale ]; then
   scale_java=("${java[@]/-Xmx48g/-Xmx${BENCH_XMX:-90g}}")
   "${scale_java[@]}" ${BENCH_OPTS:-} -Dgv.scale.phases="${BENCH_PHASES:-exact,build,search,cpubuild}" \
     --add-modules jdk.incubator.vector org.gpuvectors.codec.IvfPqScaleBenchmark "${2:-10000000}" "${3:-128}" "$OUT" 2>&1 \
-    | grep -v '^WARNING' | tee "$OUT/ivfpq-scale-${2:-10000000}-${3:-128}.log" || rc=1
+    | grep --line-buffered -v '^WARNING' | tee "$OUT/ivfpq-scale-${2:-10000000}-${3:-128}.log" || rc=1
   rm -rf /tmp/gv-ivfpq-scale*
 fi
 # hostpath: HostPathBenchmark, the host side of a 10k-query batch through KnnBatchSearcher (flat, ivf_flat,
 # ivf_pq at nprobe 8) with a backend that answers at once: what the machine's cores spend around a pass
 if [ "$mode" = hostpath ]; then
   "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.HostPathBenchmark \
-    "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | grep -v '^WARNING' | tee "$OUT/hostpath.log" || rc=1
+    "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | grep --line-buffered -v '^WARNING' | tee "$OUT/hostpath.log" || rc=1
   rm -rf /tmp/gv-hostpath-*
 fi
 exit $rc
