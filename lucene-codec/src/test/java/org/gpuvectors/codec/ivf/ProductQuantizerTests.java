@@ -42,9 +42,13 @@ class ProductQuantizerTests {
   @Test
   void defaultSubQuantizers() {
     assertEquals(96, ProductQuantizer.defaultM(768), "8 divides dims: dims / 8");
-    assertEquals(2, ProductQuantizer.defaultM(16));
-    assertEquals(1, ProductQuantizer.defaultM(8));
-    assertEquals(25, ProductQuantizer.defaultM(100), "else the largest divisor <= dims / 4");
+    assertEquals(98, ProductQuantizer.defaultM(784), "above 256 dims, 8 divides dims: dims / 8");
+    assertEquals(32, ProductQuantizer.defaultM(128), "up to 256 dims, 4 divides dims: dims / 4");
+    assertEquals(64, ProductQuantizer.defaultM(256));
+    assertEquals(4, ProductQuantizer.defaultM(16));
+    assertEquals(2, ProductQuantizer.defaultM(8));
+    assertEquals(25, ProductQuantizer.defaultM(100), "4 divides dims: dims / 4");
+    assertEquals(54, ProductQuantizer.defaultM(270), "above 256 dims, 8 does not divide: the largest divisor <= dims / 4");
     assertEquals(5, ProductQuantizer.defaultM(20));
     assertEquals(3, ProductQuantizer.defaultM(12));
     assertEquals(1, ProductQuantizer.defaultM(6));
@@ -56,7 +60,7 @@ class ProductQuantizerTests {
       assertTrue(m >= 1 && dims % m == 0 && (m == 1 || dims / m >= 4), "dims " + dims + ": " + m);
     }
     assertEquals(4, ProductQuantizer.m(OptionalInt.of(4), 16), "the mapping's pq_m");
-    assertEquals(2, ProductQuantizer.m(OptionalInt.empty(), 16));
+    assertEquals(4, ProductQuantizer.m(OptionalInt.empty(), 16), "no pq_m: the default");
     assertEquals(8, ProductQuantizer.bits(OptionalInt.empty()));
     assertEquals(4, ProductQuantizer.bits(OptionalInt.of(4)));
   }
