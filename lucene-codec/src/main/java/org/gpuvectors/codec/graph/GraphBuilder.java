@@ -16,7 +16,8 @@ import org.gpuvectors.cuda.Metric;
  * graph with {@code build_degree} neighbours per vector ({@link KnnFinder}: the GPU's brute force, or
  * on the CPU brute force / NN-descent), (2) rank-based pruning to {@code degree} and (3) reverse links
  * ({@link GraphPruner}), (4) the entry points ({@link #seeds}): {@link #seedCount} vectors spread over
- * the data by farthest-first traversal, plus one per part of the graph they cannot reach. Steps (2)
+ * the data by farthest-first traversal, more where parts of the data are still far from all of them, plus one per
+ * part of the graph they cannot reach. Steps (2)
  * to (4) run on the host, in parallel on the common fork-join pool, with the same result on any
  * number of threads; {@link GraphBuildPhases} times each step.
  */
@@ -45,6 +46,15 @@ public final class GraphBuilder {
   static final int SEED_SAMPLE = 32_768;
   /** Sample vectors per parallel task of the farthest-first traversal (one task per slice and entry point). */
   static final int SEED_SLICE = 2048;
+  /**
+   * The traversal goes on past {@link #seedCount} while a sample vector lies farther than this many times its own
+   * nearest-neighbour distance from every entry point ({@link #seeds}). Measured on the CPU: bench_es.py's data shape
+   * (1,000 Gaussian clusters, 128 dimensions), segments of 45k and 80k vectors: 2 and 2.5 give every cluster an
+   * entry point (1,000; recall of the segments' own top 10: 1.000), 3 leaves 79 and 33 clusters without one (0.990
+   * for the 80k segment); Fashion-MNIST, 60k vectors: 870, 500 and 366 entry points at 2, 2.5 and 3 (245 = seedCount
+   * before), each scored once per query. Uniform 20k x 128 keeps seedCount's 141 at 2.
+   */
+  static final float UNCOVERED_FACTOR = 2.5f;
 
   private GraphBuilder() {}
 
@@ -123,8 +133,19 @@ public final class GraphBuilder {
    * and queries there then find nothing. So: a farthest-first traversal (Gonzalez's k-center greedy, in
    * L2, or cosine for cosine fields) over a uniform sample of at most {@link #SEED_SAMPLE} vectors
    * picks {@link #seedCount} vectors, each the farthest from those before it (ties: the lower
-   * ordinal), starting from the sample's first; then every vector that no entry point reaches along
-   * the edges gets one (in ordinal order, up to {@link #MAX_SEEDS_WITH_TOP_UP} entry points).
+   * ordinal), starting from the sample's first; then more (up to {@link #MAX_SEEDS} in all), each the sample vector
+   * most uncovered, while one is: farther from every entry point than {@link #UNCOVERED_FACTOR} times its own
+   * distance to its nearest neighbour (relative to the local density: an outlier far from everything is no gap in
+   * the coverage); then every vector that no entry point reaches along the edges gets one (in ordinal order, up to {@link
+   * #MAX_SEEDS_WITH_TOP_UP} entry points).
+   *
+   * <p>Why the traversal goes on: reachability is not enough. Clusters that hold fewer vectors than {@code
+   * build_degree} (a small segment of many clusters: Elasticsearch's 1M x 128 benchmark, 1,000 clusters, left
+   * segments of 60-110 vectors per cluster) must link to other clusters in the k-NN graph; such a one-way long edge
+   * makes the cluster it points to reachable, so the top-up skips that cluster too, and with sqrt(n) entry points
+   * many clusters have none: a query there starts in other clusters and must find the bridge, and rarely does. On
+   * the CPU, that data's shape: a 60k-vector segment found 0.895 of its own top 10 at width 64 from 251 entry points,
+   * an 80k one 0.70 from 684 (the 316 clusters without one: nothing), whatever k; 1.000 from 1,000 with this rule.
    */
   static int[] seeds(FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases)
       throws IOException {
@@ -148,21 +169,27 @@ public final class GraphBuilder {
     }
     float[] nearestSeed = new float[sample.length];
     Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
+    float[] scale = neighbourScale(readers, spread, sample, adjacency, degree, parallel);
     int[] sliceFarthest = new int[slices];
     int count = seedCount(n);
+    int limit = Math.max(count, Math.min(sample.length, MAX_SEEDS));
     int[] seeds = new int[Math.min(n, MAX_SEEDS_WITH_TOP_UP)];
+    int chosen = 0;
     int next = 0;
-    for (int s = 0; s < count; s++) {
+    // seedCount entry points by distance, then more (up to MAX_SEEDS) while a sample vector is uncovered: farther
+    // from every entry point than UNCOVERED_FACTOR times its nearest-neighbour distance (see the method's comment)
+    while (next >= 0 && (chosen < count || (chosen < limit && key(nearestSeed, scale, next, spread) > UNCOVERED))) {
       int seed = sample[next];
-      seeds[s] = seed;
+      seeds[chosen++] = seed;
       nearestSeed[next] = Float.NEGATIVE_INFINITY; // chosen: never again, even among duplicates
+      float[] by = chosen < count ? null : scale; // the next choice: past seedCount, the most uncovered
       IntStream scans = IntStream.range(0, slices);
       try {
         (parallel ? scans.parallel() : scans).forEach(c -> {
           int from = c * sample.length / slices;
           int to = (c + 1) * sample.length / slices;
           try {
-            sliceFarthest[c] = farthest(readers[c], seed, sample, from, to, nearestSeed);
+            sliceFarthest[c] = farthest(readers[c], seed, sample, from, to, nearestSeed, by, spread);
           } catch (IOException e) {
             throw new UncheckedIOException(e);
           }
@@ -172,12 +199,13 @@ public final class GraphBuilder {
       }
       int farthest = -1;
       for (int p : sliceFarthest) {
-        if (p >= 0 && (farthest < 0 || nearestSeed[p] > nearestSeed[farthest])) {
+        if (p >= 0 && (farthest < 0 || key(nearestSeed, by, p, spread) > key(nearestSeed, by, farthest, spread))) {
           farthest = p;
         }
       }
       next = farthest;
     }
+    count = chosen;
     phases.end(GraphBuildPhases.Phase.SEEDS);
     // reachability: one more entry point per part of the graph the others do not reach
     FixedBitSet reached = new FixedBitSet(n);
@@ -203,12 +231,76 @@ public final class GraphBuilder {
   }
 
   /**
+   * A distance as a gap that grows as the squared L2 distance: L2's own (squared), {@code 1 - cosine} for cosine
+   * (half the squared distance of the normalised vectors), so that a factor on distances is its square on gaps.
+   */
+  private static float gap(float distance, Metric spread) {
+    return spread == Metric.COSINE ? 1 + distance : distance;
+  }
+
+  /** The square of {@link #UNCOVERED_FACTOR}: the same bound on gaps ({@link #gap}). */
+  private static final float UNCOVERED = UNCOVERED_FACTOR * UNCOVERED_FACTOR;
+
+  /**
+   * What the traversal maximises at sample position {@code p}: its distance to the nearest entry point, or with a
+   * {@code scale} that gap ({@link #gap}) over the position's scale.
+   */
+  private static float key(float[] nearestSeed, float[] scale, int p, Metric spread) {
+    return scale == null ? nearestSeed[p] : gap(nearestSeed[p], spread) / scale[p];
+  }
+
+  /**
+   * Each sample vector's gap ({@link #gap}) to its nearest neighbour in the graph (the nearest of its row: pruning
+   * keeps every vector's nearest neighbour), at least a quarter of the median such gap (duplicates: 0, and an
+   * outlier among them would be the most uncovered of all); +infinity for a vector without edges (never uncovered).
+   */
+  private static float[] neighbourScale(
+      VectorDistances[] readers, Metric spread, int[] sample, int[] adjacency, int degree, boolean parallel)
+      throws IOException {
+    float[] scale = new float[sample.length];
+    int slices = readers.length;
+    IntStream scans = IntStream.range(0, slices);
+    try {
+      (parallel ? scans.parallel() : scans).forEach(c -> {
+        try {
+          for (int p = c * sample.length / slices, to = (c + 1) * sample.length / slices; p < to; p++) {
+            int u = sample[p];
+            float[] x = readers[c].vector(u);
+            float best = Float.POSITIVE_INFINITY;
+            for (int e = u * degree, end = e + degree; e < end && adjacency[e] >= 0; e++) {
+              best = Math.min(best, gap(readers[c].distanceTo(x, u, adjacency[e]), spread));
+            }
+            scale[p] = best;
+          }
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+      });
+    } catch (UncheckedIOException e) {
+      throw e.getCause();
+    }
+    float[] sorted = scale.clone();
+    Arrays.sort(sorted);
+    int finite = 0;
+    while (finite < sorted.length && sorted[finite] != Float.POSITIVE_INFINITY) {
+      finite++;
+    }
+    float floor = finite == 0 ? 0 : Math.max(Float.MIN_NORMAL, sorted[finite / 2] / 4);
+    for (int p = 0; p < scale.length; p++) {
+      scale[p] = Math.max(scale[p], floor);
+    }
+    return scale;
+  }
+
+  /**
    * Lowers {@code nearestSeed} of the sample's positions {@code [from, to)} to their distance to the
    * new entry point {@code seed}, skipping chosen ones; returns the position farthest from every entry
-   * point (ties: the lower position), -1 when all are chosen.
+   * point (with a {@code scale}: the most uncovered, {@link #key}; ties: the lower position), -1 when all are
+   * chosen.
    */
-  private static int farthest(VectorDistances distances, int seed, int[] sample, int from, int to, float[] nearestSeed)
-      throws IOException {
+  private static int farthest(
+      VectorDistances distances, int seed, int[] sample, int from, int to, float[] nearestSeed, float[] scale,
+      Metric spread) throws IOException {
     float[] x = distances.vector(seed);
     int farthest = -1;
     for (int p = from; p < to; p++) {
@@ -216,7 +308,7 @@ public final class GraphBuilder {
         continue;
       }
       nearestSeed[p] = Math.min(nearestSeed[p], distances.distanceTo(x, seed, sample[p]));
-      if (farthest < 0 || nearestSeed[p] > nearestSeed[farthest]) {
+      if (farthest < 0 || key(nearestSeed, scale, p, spread) > key(nearestSeed, scale, farthest, spread)) {
         farthest = p;
       }
     }
