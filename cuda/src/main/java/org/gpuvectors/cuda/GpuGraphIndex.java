@@ -180,6 +180,11 @@ public final class GpuGraphIndex extends ResidentIndex {
     return degree;
   }
 
+  /** Entry points of every walk (each scored once per query). */
+  public int numSeeds() {
+    return numSeeds;
+  }
+
   /** Device memory held by this index: vectors (L2: and their norms), adjacency and seeds. */
   @Override
   public long deviceBytes() {

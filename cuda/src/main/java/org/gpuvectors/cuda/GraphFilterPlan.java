@@ -39,30 +39,33 @@ public final class GraphFilterPlan {
   }
 
   /**
-   * The vectors a walk of this width scores over a graph of this degree, at most: each of about {@code width}
-   * expanded nodes scores its unvisited neighbours (the codec checks this against a collector's visit limit). The
-   * reference search scores 0.3-1.0 times that unfiltered at widths 32 / 64, and 0.05-0.35 times in the widened
-   * walks of selective filters (degree 32; clustered, Gaussian and FashionLike data of 4k-40k vectors: the wider
-   * the beam, the more neighbours are already visited). The bound, not the mean, decides {@link #exact}: it is
-   * where Lucene would end a filtered walk at its visit limit (the accepted count) and search exactly instead, so
-   * the codec, the GPU and Lucene draw the line at the same place; and on the GPU a walk of width 512 (about 500
-   * dependent iterations) takes far longer than the exact search (one GEMM pass over the segment).
+   * The vectors a walk of this width scores over a graph of this degree with {@code seeds} entry points, at most:
+   * every entry point once (the walk starts from all of them), then each of about {@code width} expanded nodes
+   * scores its unvisited neighbours (the codec checks this against a collector's visit limit). The reference search
+   * scores 0.3-1.0 times the expansion part unfiltered at widths 32 / 64, and 0.05-0.35 times in the widened walks
+   * of selective filters (degree 32; clustered, Gaussian and FashionLike data of 4k-40k vectors: the wider the beam,
+   * the more neighbours are already visited). The bound, not the mean, decides {@link #exact}: it is where Lucene
+   * would end a filtered walk at its visit limit (the accepted count) and search exactly instead, so the codec, the
+   * GPU and Lucene draw the line at the same place; and on the GPU a walk of width 512 (about 500 dependent
+   * iterations) takes far longer than the exact search (one GEMM pass over the segment). The entry points count:
+   * a graph keeps up to a few thousand of them (one per cluster of small segments), as many as a walk's expansions.
    */
-  public static long walkScores(int width, int degree, int size) {
-    if (width < 1 || degree < 1 || size < 0) {
-      throw new IllegalArgumentException("width and degree must be >= 1, size >= 0: width=" + width + " degree="
-          + degree + " size=" + size);
+  public static long walkScores(int width, int degree, int seeds, int size) {
+    if (width < 1 || degree < 1 || seeds < 0 || size < 0) {
+      throw new IllegalArgumentException("width and degree must be >= 1, seeds and size >= 0: width=" + width
+          + " degree=" + degree + " seeds=" + seeds + " size=" + size);
     }
-    return Math.min(size, (long) width * degree);
+    return Math.min(size, (long) width * degree + seeds);
   }
 
   /**
    * Whether a search for k over {@code accepted} of {@code size} vectors should be exact over the accepted vectors:
-   * under a filter ({@code accepted < size}), when they are no more than the widened walk would score.
+   * under a filter ({@code accepted < size}), when they are no more than the widened walk would score ({@link
+   * #walkScores}, with the graph's {@code seeds} entry points).
    */
-  public static boolean exact(int searchWidth, int k, int degree, long accepted, int size) {
+  public static boolean exact(int searchWidth, int k, int degree, int seeds, long accepted, int size) {
     check(searchWidth, k, accepted, size);
-    return accepted < size && accepted <= walkScores(width(searchWidth, k, accepted, size), degree, size);
+    return accepted < size && accepted <= walkScores(width(searchWidth, k, accepted, size), degree, seeds, size);
   }
 
   private static void check(int searchWidth, int k, long accepted, int size) {

@@ -327,7 +327,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
         int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), d.metric(), d.queries(), d.nq(), k, masks);
         try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.BLOOM)) {
           for (int searchWidth : new int[] {32, 64}) {
-            boolean exact = GraphFilterPlan.exact(searchWidth, k, d.degree(), accepted, d.n());
+            boolean exact = GraphFilterPlan.exact(searchWidth, k, d.degree(), d.seeds().length, accepted, d.n());
             int walkWidth = GraphFilterPlan.width(searchWidth, k, accepted, d.n());
             SearchResult walk = BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), d.nq(), k,
                 walkWidth, null, masks)))[0];

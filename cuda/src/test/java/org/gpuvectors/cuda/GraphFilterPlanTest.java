@@ -33,23 +33,28 @@ class GraphFilterPlanTest {
 
   @Test
   void exactWhereTheWalkMayScoreAsManyAsAreAccepted() {
-    // 60k vectors, degree 32, width 32: 10 % -> width 320, up to 10,240 scored > 6,000 accepted: exact
-    assertTrue(GraphFilterPlan.exact(32, 10, 32, 6_000, 60_000));
-    // 20 %: width 160, 5,120 scored < 12,000 accepted: the walk
-    assertFalse(GraphFilterPlan.exact(32, 10, 32, 12_000, 60_000));
-    assertTrue(GraphFilterPlan.exact(32, 10, 32, 0, 60_000), "nothing accepted: exact (and empty)");
-    assertFalse(GraphFilterPlan.exact(32, 10, 32, 1_000, 1_000), "no filter: never exact");
-    // the boundary: accepted = the bound
-    assertTrue(GraphFilterPlan.exact(32, 10, 32, 16_384, 10_000_000));
-    assertFalse(GraphFilterPlan.exact(32, 10, 32, 16_385, 10_000_000));
-    assertEquals(16_384, GraphFilterPlan.walkScores(512, 32, 10_000_000));
-    assertEquals(1_000, GraphFilterPlan.walkScores(512, 32, 1_000), "at most the segment");
+    // 60k vectors, degree 32, width 32, 100 entry points: 10 % -> width 320, up to 10,340 scored > 6,000
+    // accepted: exact
+    assertTrue(GraphFilterPlan.exact(32, 10, 32, 100, 6_000, 60_000));
+    // 20 %: width 160, 5,220 scored < 12,000 accepted: the walk
+    assertFalse(GraphFilterPlan.exact(32, 10, 32, 100, 12_000, 60_000));
+    assertTrue(GraphFilterPlan.exact(32, 10, 32, 100, 0, 60_000), "nothing accepted: exact (and empty)");
+    assertFalse(GraphFilterPlan.exact(32, 10, 32, 100, 1_000, 1_000), "no filter: never exact");
+    // the boundary: accepted = the bound (16,384 expansions' scores + the entry points)
+    assertTrue(GraphFilterPlan.exact(32, 10, 32, 0, 16_384, 10_000_000));
+    assertFalse(GraphFilterPlan.exact(32, 10, 32, 0, 16_385, 10_000_000));
+    assertTrue(GraphFilterPlan.exact(32, 10, 32, 1_000, 17_384, 10_000_000), "the entry points are scored too");
+    assertFalse(GraphFilterPlan.exact(32, 10, 32, 1_000, 17_385, 10_000_000));
+    assertEquals(16_384, GraphFilterPlan.walkScores(512, 32, 0, 10_000_000));
+    assertEquals(17_408, GraphFilterPlan.walkScores(512, 32, 1_024, 10_000_000));
+    assertEquals(1_000, GraphFilterPlan.walkScores(512, 32, 64, 1_000), "at most the segment");
     assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.width(0, 10, 5, 10));
     assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.width(32, 0, 5, 10));
     assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.width(32, 10, 11, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.exact(32, 10, 32, -1, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.walkScores(0, 32, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.walkScores(32, 0, 10));
+    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.exact(32, 10, 32, 1, -1, 10));
+    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.walkScores(0, 32, 1, 10));
+    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.walkScores(32, 0, 1, 10));
+    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.walkScores(32, 32, -1, 10));
   }
 
   /** The data of a measurement: prepared vectors, queries, graph and seeds. */
@@ -88,7 +93,7 @@ class GraphFilterPlanTest {
         int[] truth = GraphReference.exact(d.x(), d.n(), d.dims(), d.metric(), d.q(), d.nq(), K, masks);
         for (int searchWidth : new int[] {32, 64}) {
           int width = GraphFilterPlan.width(searchWidth, K, accepted, d.n());
-          boolean exact = GraphFilterPlan.exact(searchWidth, K, DEGREE, accepted, d.n());
+          boolean exact = GraphFilterPlan.exact(searchWidth, K, DEGREE, d.seeds().length, accepted, d.n());
           GraphReference.Cost cost = new GraphReference.Cost();
           GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(d.dims(), DEGREE, K, width);
           int[] walk = GraphReference.search(d.x(), d.n(), d.dims(), d.metric(), d.graph(), DEGREE, d.seeds(), d.q(),
@@ -100,11 +105,11 @@ class GraphFilterPlanTest {
           String what = d.name() + " filter " + p + " width " + searchWidth + " -> " + width;
           System.out.printf("[gpu-vectors] %s: %s, recall@10 %.4f (the walk's %.4f, %.0f scored of at most %d; "
               + "%d accepted)%n", what, exact ? "exact" : "walk", recall, walkRecall, scored,
-              GraphFilterPlan.walkScores(width, DEGREE, d.n()), accepted);
+              GraphFilterPlan.walkScores(width, DEGREE, d.seeds().length, d.n()), accepted);
           if (recall < 0.95) {
             failures.add(what + ": recall@10 " + recall);
           }
-          if (scored > GraphFilterPlan.walkScores(width, DEGREE, d.n())) {
+          if (scored > GraphFilterPlan.walkScores(width, DEGREE, d.seeds().length, d.n())) {
             failures.add(what + ": the walk scored " + scored + " vectors, above the rule's bound");
           }
           if (p == 0.5 && exact && d.name().startsWith("clustered")) {

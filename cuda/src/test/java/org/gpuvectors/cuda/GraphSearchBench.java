@@ -183,7 +183,7 @@ public final class GraphSearchBench {
         truth = GpuGraphIndexGpuTest.ids(flat.search(queries, nq, K, mask));
       }
       for (int width : FILTER_WIDTHS) {
-        boolean exactPicked = GraphFilterPlan.exact(width, K, index.degree(), accepted, n);
+        boolean exactPicked = GraphFilterPlan.exact(width, K, index.degree(), index.numSeeds(), accepted, n);
         int walkWidth = Math.min(GpuGraphIndex.MAX_WIDTH, GraphFilterPlan.width(width, K, accepted, n));
         for (boolean exact : new boolean[] {false, true}) {
           int searchWidth = exact ? GpuGraphIndex.EXACT : walkWidth;

@@ -184,7 +184,7 @@ public final class GraphField implements ApproximateIndex {
    * exactly itself). The GPU and the CPU decide alike.
    */
   public boolean exact(int k, long accepted) {
-    return GraphFilterPlan.exact(searchWidth, k, degree, accepted, size);
+    return GraphFilterPlan.exact(searchWidth, k, degree, seeds.length, accepted, size);
   }
 
   /** The beam's width ({@link #width}), or {@link GpuGraphIndex#EXACT} when the search is {@link #exact}. */
@@ -195,13 +195,13 @@ public final class GraphField implements ApproximateIndex {
 
   /**
    * About the vectors a search of this effort scores: the accepted ones (exact), or at most those of
-   * a walk of this width ({@link GraphFilterPlan#walkScores}: each of about {@code width} expanded
-   * nodes scores its unvisited neighbours; non-accepted nodes are traversed too, so the count does
-   * not shrink with a filter).
+   * a walk of this width ({@link GraphFilterPlan#walkScores}: every entry point, then each of about
+   * {@code width} expanded nodes scores its unvisited neighbours; non-accepted nodes are traversed
+   * too, so the count does not shrink with a filter).
    */
   @Override
   public long visited(long accepted, int effort) {
-    return effort == GpuGraphIndex.EXACT ? accepted : GraphFilterPlan.walkScores(effort, degree, size);
+    return effort == GpuGraphIndex.EXACT ? accepted : GraphFilterPlan.walkScores(effort, degree, seeds.length, size);
   }
 
   /**

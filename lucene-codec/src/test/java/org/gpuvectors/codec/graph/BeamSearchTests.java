@@ -92,7 +92,7 @@ class BeamSearchTests {
         RandomVectorScorer scorer = scorer(query);
         TopKnnCollector collector = new TopKnnCollector(K, Integer.MAX_VALUE);
         new BeamSearch(field, scorer, scorer.getAcceptOrds(accepted), width).run(collector);
-        assertTrue(collector.visitedCount() <= GraphFilterPlan.walkScores(width, field.degree(), N),
+        assertTrue(collector.visitedCount() <= GraphFilterPlan.walkScores(width, field.degree(), field.seeds().length, N),
             percent + " %: the walk scored " + collector.visitedCount() + ", above the bound");
         Set<Integer> truth = new HashSet<>();
         for (int id : truth(query, accepted)) {
@@ -134,9 +134,9 @@ class BeamSearchTests {
       int count = accepted.cardinality();
       boolean exact = graph.exact(K, count);
       String what = "search width " + graph.searchWidth() + ", " + percent + " %";
-      assertEquals(GraphFilterPlan.exact(graph.searchWidth(), K, graph.degree(), count, N), exact, what);
+      assertEquals(GraphFilterPlan.exact(graph.searchWidth(), K, graph.degree(), graph.seeds().length, count, N), exact, what);
       assertEquals(exact ? GpuGraphIndex.EXACT : graph.width(K, count), graph.effort(K, count), what);
-      assertEquals(exact ? count : GraphFilterPlan.walkScores(graph.width(K, count), graph.degree(), N),
+      assertEquals(exact ? count : GraphFilterPlan.walkScores(graph.width(K, count), graph.degree(), graph.seeds().length, N),
           graph.visited(count, graph.effort(K, count)), what);
       for (int q = 0; q < 10; q++) {
         float[] query = GraphBuildTests.uniform(random, 1, DIMS).get(0);
