@@ -71,6 +71,7 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.codec.OrdinalOrderRerankTests \
     --select-class org.gpuvectors.codec.gpu.IvfKnnGraphTests --select-class org.gpuvectors.codec.KnnGraphOfIndexTests \
     --select-class org.gpuvectors.codec.graph.BeamSearchTests \
+    --select-class org.gpuvectors.codec.graph.SmallClustersEntryPointsTests \
     --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/codec-tests.log" | head -60
   check_summary "$OUT/codec-tests.log"
