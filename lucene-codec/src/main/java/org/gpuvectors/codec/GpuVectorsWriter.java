@@ -249,7 +249,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
 
   /**
    * Whether a field of this type and size gets its search structure: small segments stay flat, and so
-   * do graph segments too large for the build's arrays ({@link GraphBuilder#fits}; logged).
+   * do graph and ivf_pq segments too large for the build's arrays ({@link GraphBuilder#fits}, {@link
+   * IvfPqBuilder#fits}; logged).
    */
   private boolean buildsIndex(FieldInfo fieldInfo, IndexType type, int count) {
     boolean builds = type.buildsIndex()
@@ -263,6 +264,15 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
         LOG.log(System.Logger.Level.WARNING,
             "gpu-vectors: field [{0}] keeps {1} vectors flat in this segment: a graph at build_degree {2} is too large",
             fieldInfo.name, count, buildDegree);
+        return false;
+      }
+    }
+    if (builds && type == IndexType.IVF_PQ) {
+      int m = ProductQuantizer.m(params(fieldInfo).get(IndexParams.PQ_M), fieldInfo.getVectorDimension());
+      if (IvfPqBuilder.fits(count, m) == false) {
+        LOG.log(System.Logger.Level.WARNING,
+            "gpu-vectors: field [{0}] keeps {1} vectors flat in this segment: their ivf_pq codes of {2} bytes are too large",
+            fieldInfo.name, count, m);
         return false;
       }
     }

@@ -22,6 +22,15 @@ public final class IvfPqBuilder {
   private IvfPqBuilder() {}
 
   /**
+   * Whether the codes of {@code n} vectors of {@code m} bytes fit the build's one code array (at most {@link
+   * ArrayUtil#MAX_ARRAY_LENGTH} bytes: 67 million vectors at 128 dimensions and the default pq_m of 32). The writer
+   * keeps larger segments flat (logged) rather than failing their flush or merge.
+   */
+  public static boolean fits(int n, int m) {
+    return (long) n * m <= ArrayUtil.MAX_ARRAY_LENGTH;
+  }
+
+  /**
    * The {@code ivf_pq} structure of {@code vectors} (ordinals = positions in {@code vectors}).
    *
    * @param m sub-quantizers (must divide the dimension)
@@ -44,7 +53,7 @@ public final class IvfPqBuilder {
       Assigner assigner, IvfBuildPhases phases) throws IOException {
     int n = vectors.size();
     int dims = vectors.dimension();
-    if ((long) n * m > ArrayUtil.MAX_ARRAY_LENGTH) {
+    if (fits(n, m) == false) {
       throw new IllegalArgumentException(
           "ivf_pq codes of " + n + " vectors x " + m + " bytes do not fit one array; use a smaller pq_m");
     }

@@ -2,6 +2,7 @@ package org.gpuvectors.codec.ivf;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -63,6 +64,17 @@ class ProductQuantizerTests {
     assertEquals(4, ProductQuantizer.m(OptionalInt.empty(), 16), "no pq_m: the default");
     assertEquals(8, ProductQuantizer.bits(OptionalInt.empty()));
     assertEquals(4, ProductQuantizer.bits(OptionalInt.of(4)));
+  }
+
+  /** The writer keeps a segment flat when its codes would not fit one array (instead of failing the merge). */
+  @Test
+  void codesOfOneSegmentFitOneArrayOrTheSegmentStaysFlat() {
+    int max = org.apache.lucene.util.ArrayUtil.MAX_ARRAY_LENGTH;
+    assertTrue(IvfPqBuilder.fits(max / 32, 32), "67 million vectors of 32-byte codes");
+    assertFalse(IvfPqBuilder.fits(max / 32 + 1, 32));
+    assertTrue(IvfPqBuilder.fits(10_000_000, 96), "10M x 768-d at the default pq_m");
+    assertFalse(IvfPqBuilder.fits(Integer.MAX_VALUE, 2), "no overflow");
+    assertTrue(IvfPqBuilder.fits(0, 4096));
   }
 
   @Test
