@@ -179,6 +179,7 @@ final class GpuSegmentSearcher {
     if (result == null) {
       return false;
     }
+    recordServed(service, p);
     collect(p, result, collector);
     return true;
   }
@@ -208,9 +209,6 @@ final class GpuSegmentSearcher {
     }
     AcceptMasks.Mask accepted = masks.of(field, accept, vectors);
     int effort = effort(index, k, accepted.count());
-    if (index instanceof IvfIndex ivf && effort == ivf.nlist() && accepted.count() < vectors.size()) {
-      service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
-    }
     if (visited(index, accepted.count(), effort) > visitLimit) {
       service.countFallback(FallbackReason.VISIT_LIMIT);
       return null;
@@ -219,13 +217,7 @@ final class GpuSegmentSearcher {
       service.countFallback(FallbackReason.K_TOO_LARGE); // the device cannot return all the candidates to re-rank
       return null;
     }
-    if (index instanceof GraphField && effort == GpuGraphIndex.EXACT) {
-      service.stats().recordGraphExactSearch(); // the filter made this an exact search, on the GPU
-    }
     k = deviceK(index, Math.min(k, accepted.count()), accepted.count());
-    if (index instanceof IvfPqField) {
-      service.stats().recordIvfPqRerank(queries.length, reranksOnDevice(index));
-    }
     int dims = vectors.dimension();
     for (int q = 0; q < queries.length; q++) {
       if (queries[q].length != dims) {
@@ -235,6 +227,24 @@ final class GpuSegmentSearcher {
     }
     return new Prepared(
         segment, field, vectors, similarity, queries, k, requestedK, accepted, index, effort, scorers);
+  }
+
+  /**
+   * Counts what the GPU did for a prepared search that it served (called once its result is in, so
+   * that a search the CPU ran instead is not counted as the GPU's): an IVF search that a filter made
+   * scan every list ({@code ivf_exhaustive}), a graph search that a filter made exact over the accepted
+   * vectors ({@code graph_exact}), and where ivf_pq candidates were re-ranked.
+   */
+  static void recordServed(GpuSearchService service, Prepared p) {
+    if (p.index() instanceof IvfIndex ivf && p.effort() == ivf.nlist() && p.accepted().count() < p.vectors().size()) {
+      service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
+    }
+    if (p.index() instanceof GraphField && p.effort() == GpuGraphIndex.EXACT) {
+      service.stats().recordGraphExactSearch(); // the filter made this an exact search, on the GPU
+    }
+    if (p.index() instanceof IvfPqField) {
+      service.stats().recordIvfPqRerank(p.numQueries(), reranksOnDevice(p.index()));
+    }
   }
 
   /**

@@ -104,9 +104,12 @@ public final class KnnBatchSearcher {
       SearchResult[] results = service.searchAll(requests);
       for (int i = 0; i < prepared.size(); i++) {
         int l = preparedLeaf.get(i);
-        perLeaf[l] = results[i] != null
-            ? GpuSegmentSearcher.hits(prepared.get(i), results[i], k)
-            : searchOnCpu(preparedReader.get(i), field, queries, k, accepts[l]);
+        if (results[i] != null) {
+          GpuSegmentSearcher.recordServed(service, prepared.get(i));
+          perLeaf[l] = GpuSegmentSearcher.hits(prepared.get(i), results[i], k);
+        } else {
+          perLeaf[l] = searchOnCpu(preparedReader.get(i), field, queries, k, accepts[l]);
+        }
       }
     }
     return merge(perLeaf, docBases, queries.length, k);

@@ -564,6 +564,13 @@ class GraphTests {
         assertEquals(1, service.stats().graphExactSearches(), "walks are not counted");
         assertEquals(3, service.stats().gpuSearches());
         assertEquals(0, service.stats().cpuFallbacks(FallbackReason.VISIT_LIMIT), "nothing left to the CPU");
+        // a failing pass: the CPU answers the same hits, and the device's exact search is not counted
+        device.passFault = FakeBackend::launchFailure;
+        List<Hit> onCpu = search(searcher, query, 10, new TermQuery(new Term("f1", "yes")));
+        device.passFault = null;
+        assertEquals(ids(hits), ids(onCpu), "the CPU's exact search of the accepted vectors");
+        assertEquals(1, service.stats().graphExactSearches(), "a search the GPU did not serve is not its graph_exact");
+        assertEquals(3, service.stats().gpuSearches());
       }
     } finally {
       GpuSearchServices.uninstall(service);
