@@ -322,8 +322,11 @@ public final class FashionMnistBenchmark {
     return seconds(start);
   }
 
-  /** Exact top-K ids per query (squared L2), all cores; ties broken by id. */
-  private static int[][] groundTruth(float[][] base, float[][] queries) {
+  /**
+   * Exact top-K ids per query (squared L2), all cores; ties broken by id; min(K, base) of them (the
+   * ground truth of {@link IvfPqScaleBenchmark} without a GPU too).
+   */
+  static int[][] groundTruth(float[][] base, float[][] queries) {
     return IntStream.range(0, queries.length)
         .parallel()
         .mapToObj(
@@ -345,7 +348,7 @@ public final class FashionMnistBenchmark {
                   ids[j] = i;
                 }
               }
-              return ids;
+              return Arrays.copyOf(ids, Math.min(K, base.length));
             })
         .toArray(int[][]::new);
   }

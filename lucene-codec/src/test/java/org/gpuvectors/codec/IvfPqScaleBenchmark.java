@@ -16,7 +16,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.lucene.codecs.Codec;
 import org.apache.lucene.codecs.FilterCodec;
@@ -42,7 +41,6 @@ import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
 import org.apache.lucene.util.IOUtils;
-import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.ivf.IvfPqField;
@@ -214,7 +212,7 @@ public final class IvfPqScaleBenchmark {
         exactOnGpu();
       } else {
         progress("exact: GPU timings skipped (%s); ground truth by CPU brute force", gpu.reason());
-        truth = cpuTruth(base, queries);
+        truth = FashionMnistBenchmark.groundTruth(base, queries); // exact on the CPU, all cores
         progress("exact: CPU ground truth of %d queries done", queries.length);
       }
     }
@@ -322,30 +320,6 @@ public final class IvfPqScaleBenchmark {
       }
     }
     return new SearchResult(nq, K, ids, distances);
-  }
-
-  /** Exact top K ids per query by squared L2 on the CPU (all cores), ties by id: the ground truth without a GPU. */
-  private static int[][] cpuTruth(float[][] base, float[][] queries) {
-    return IntStream.range(0, queries.length).parallel().mapToObj(q -> {
-      float[] best = new float[K];
-      int[] ids = new int[K];
-      Arrays.fill(best, Float.POSITIVE_INFINITY);
-      Arrays.fill(ids, Integer.MAX_VALUE);
-      for (int i = 0; i < base.length; i++) {
-        float d = VectorUtil.squareDistance(base[i], queries[q]);
-        if (d < best[K - 1]) {
-          int j = K - 1;
-          while (j > 0 && best[j - 1] > d) {
-            best[j] = best[j - 1];
-            ids[j] = ids[j - 1];
-            j--;
-          }
-          best[j] = d;
-          ids[j] = i;
-        }
-      }
-      return Arrays.copyOf(ids, Math.min(K, base.length));
-    }).toArray(int[][]::new);
   }
 
   // ---- build ----

@@ -56,8 +56,8 @@ public final class NaturalSegmentsRecallProbe {
     int clusters = Integer.parseInt(args[3]);
     boolean es = args.length > 4 && args[4].equals("es");
     int[] sizes = args.length > 5 ? Arrays.stream(args[5].split(",")).mapToInt(Integer::parseInt).toArray() : null;
-    float[][] base = es ? esData(n, clusters, 1) : clustered(n, clusters, 1);
-    float[][] queries = es ? esData(200, clusters, 2) : clustered(200, clusters, 2);
+    float[][] base = clustered(n, clusters, 1, es);
+    float[][] queries = clustered(200, clusters, 2, es);
     FieldType type = GpuVectorsFormat.markField(
         KnnFloatVectorField.createFieldType(128, VectorSimilarityFunction.EUCLIDEAN), IndexType.GRAPH);
     try (Directory dir = FSDirectory.open(dirPath)) {
@@ -166,43 +166,27 @@ public final class NaturalSegmentsRecallProbe {
     }
   }
 
-  /** As FlatSearchBenchmark.clustered, with a given number of clusters. */
-  static float[][] clustered(int count, int clusters, long seed) {
+  /**
+   * 128-d points around {@code clusters} centres: {@code es} as bench_es.py's generator (centres N(0, 1), points
+   * centre + 0.35 N(0, 1)), else as FlatSearchBenchmark.clustered (centres uniform in [-1, 1), points centre +
+   * 0.15 N(0, 1)).
+   */
+  static float[][] clustered(int count, int clusters, long seed, boolean es) {
     int dims = 128;
-    java.util.Random centresRandom = new java.util.Random(1234);
+    java.util.Random centresRandom = new java.util.Random(es ? 7 : 1234);
     float[][] centres = new float[clusters][dims];
     for (float[] c : centres) {
       for (int d = 0; d < dims; d++) {
-        c[d] = centresRandom.nextFloat() * 2 - 1;
+        c[d] = es ? (float) centresRandom.nextGaussian() : centresRandom.nextFloat() * 2 - 1;
       }
     }
+    float noise = es ? 0.35f : 0.15f;
     java.util.Random random = new java.util.Random(seed);
     float[][] out = new float[count][dims];
     for (float[] v : out) {
       float[] c = centres[random.nextInt(clusters)];
       for (int d = 0; d < dims; d++) {
-        v[d] = c[d] + (float) random.nextGaussian() * 0.15f;
-      }
-    }
-    return out;
-  }
-
-  /** bench_es.py's generator's shape: centres N(0, 1), points centre + 0.35 N(0, 1). */
-  static float[][] esData(int count, int clusters, long seed) {
-    int dims = 128;
-    java.util.Random centresRandom = new java.util.Random(7);
-    float[][] centres = new float[clusters][dims];
-    for (float[] c : centres) {
-      for (int d = 0; d < dims; d++) {
-        c[d] = (float) centresRandom.nextGaussian();
-      }
-    }
-    java.util.Random random = new java.util.Random(seed);
-    float[][] out = new float[count][dims];
-    for (float[] v : out) {
-      float[] c = centres[random.nextInt(clusters)];
-      for (int d = 0; d < dims; d++) {
-        v[d] = c[d] + (float) random.nextGaussian() * 0.35f;
+        v[d] = c[d] + (float) random.nextGaussian() * noise;
       }
     }
     return out;
