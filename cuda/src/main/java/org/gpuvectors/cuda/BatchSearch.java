@@ -7,7 +7,8 @@ import java.util.List;
 /**
  * Runs a batch of searches, over one or many {@link DeviceIndex}es ({@link GpuFlatIndex}, {@link
  * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}), as one GPU pass: every group's queries and accept masks go to the device in one
- * copy each, every group's kernels are enqueued back to back on the device stream, and all results
+ * copy each, every group's kernels are enqueued without waiting (small graph walks as one table launch, small
+ * groups spread over the device's lanes so that their chains of launches run side by side), and all results
  * come back in one copy per array. The host waits once per batch, not once per index: what makes
  * many segments cost about what one does.
  *
@@ -99,47 +100,8 @@ public final class BatchSearch {
       if (masks.length > 0) {
         device.upload(masks, dm);
       }
-      boolean any = false;
       boolean[] walked = tableWalks(groups);
-      if (walked != null) {
-        int launchQueries = 0;
-        for (int g = 0; g < count; g++) {
-          launchQueries += walked[g] ? groups.get(g).numQueries() : 0;
-        }
-        List<GpuGraphIndex.Walk> walks = new ArrayList<>();
-        for (int g = 0; g < count; g++) {
-          if (walked[g]) {
-            SearchGroup group = groups.get(g);
-            long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
-            walks.add(((GpuGraphIndex) group.index()).walk(dq.address() + 4L * queryAt[g], group.numQueries(),
-                group.k(), group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g], launchQueries));
-          }
-        }
-        GpuGraphIndex.enqueueWalks(device, walks);
-        any = true;
-      }
-      for (int g = 0; g < count; g++) {
-        SearchGroup group = groups.get(g);
-        if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])) {
-          continue; // nothing to search (the slots keep id -1), or walked in the table launch above
-        }
-        long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
-        long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
-        long groupQueries = dq.address() + 4L * queryAt[g];
-        switch (group.index()) {
-          case GpuFlatIndex flat -> flat.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(), accept,
-              maskRowWords[g], outV, outI, outAt[g]);
-          case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
-          case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
-          case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width (or EXACT)
-          default -> throw new IllegalArgumentException(
-              "no batched search for " + group.index().getClass().getSimpleName());
-        }
-        any = true;
-      }
+      boolean any = enqueue(device, groups, walked, dq, dm, outV, outI, queryAt, normsAt, maskAt, maskRowWords, outAt);
       long enqueued = System.nanoTime();
       if (any) {
         device.download(outV, 0, distances, 0, distances.length);
@@ -160,6 +122,97 @@ public final class BatchSearch {
     }
     return results;
   }
+
+  /**
+   * Enqueues every group's search (arguments: the pass's device buffers and each group's offsets in them); false
+   * when nothing was enqueued. Graph walks in {@code walked} go to one table launch; the other groups are launched
+   * one by one, spread over the device's lanes when they are all small ({@link #laneGroups}).
+   */
+  private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, boolean[] walked, DeviceBuffer dq,
+                                 DeviceBuffer dm, DeviceBuffer outV, DeviceBuffer outI, long[] queryAt, long[] normsAt,
+                                 long[] maskAt, long[] maskRowWords, long[] outAt) {
+    int count = groups.size();
+    int alone = laneGroups(groups, walked);
+    int chains = alone + (walked != null ? 1 : 0); // independent chains of launches: the table walk is one
+    boolean any = false;
+    try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? device.lanes(Math.min(chains, maxLanes)) : null) {
+      int chain = 0;
+      if (walked != null) {
+        int launchQueries = 0;
+        for (int g = 0; g < count; g++) {
+          launchQueries += walked[g] ? groups.get(g).numQueries() : 0;
+        }
+        List<GpuGraphIndex.Walk> walks = new ArrayList<>();
+        for (int g = 0; g < count; g++) {
+          if (walked[g]) {
+            SearchGroup group = groups.get(g);
+            long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
+            walks.add(((GpuGraphIndex) group.index()).walk(dq.address() + 4L * queryAt[g], group.numQueries(),
+                group.k(), group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g], launchQueries));
+          }
+        }
+        if (lanes != null) {
+          lanes.use(chain++);
+        }
+        GpuGraphIndex.enqueueWalks(device, walks);
+        any = true;
+      }
+      for (int g = 0; g < count; g++) {
+        SearchGroup group = groups.get(g);
+        if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])) {
+          continue; // nothing to search (the slots keep id -1), or walked in the table launch above
+        }
+        if (lanes != null) {
+          lanes.use(chain++);
+        }
+        long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
+        long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
+        long groupQueries = dq.address() + 4L * queryAt[g];
+        switch (group.index()) {
+          case GpuFlatIndex flat -> flat.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(), accept,
+              maskRowWords[g], outV, outI, outAt[g]);
+          case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
+          case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
+          case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width (or EXACT)
+          default -> throw new IllegalArgumentException(
+              "no batched search for " + group.index().getClass().getSimpleName());
+        }
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  /**
+   * The groups of a pass launched one by one (not walked in the table launch, not empty) when each of them is
+   * small (at most {@link #LANE_GROUP_QUERIES} queries), else 0: their launch chains then run on the device's
+   * lanes side by side. One query over several segments is a few short launches per segment, each filling a few
+   * multiprocessors: in one stream the segments' chains would run one after another. Large groups fill the GPU
+   * alone, and their temporaries (distance tiles) would stay out of the pool until the pass ends.
+   */
+  static int laneGroups(List<SearchGroup> groups, boolean[] walked) {
+    int alone = 0;
+    for (int g = 0; g < groups.size(); g++) {
+      SearchGroup group = groups.get(g);
+      if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])) {
+        continue;
+      }
+      if (group.numQueries() > LANE_GROUP_QUERIES) {
+        return 0;
+      }
+      alone++;
+    }
+    return alone;
+  }
+
+  /** The largest group whose launches go to a lane of their own ({@link #laneGroups}). */
+  static final int LANE_GROUP_QUERIES = 64;
+
+  /** The most lanes a pass is spread over (tests compare 1 with the device's {@link GpuDevice#LANES}). */
+  static int maxLanes = GpuDevice.LANES;
 
   /**
    * The graph walks of a pass that run as one launch ({@link GpuGraphIndex#enqueueWalks}), or null to launch each

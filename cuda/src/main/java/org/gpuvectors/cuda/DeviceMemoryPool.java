@@ -21,6 +21,9 @@ final class DeviceMemoryPool implements AutoCloseable {
   private long bytesCached;
   private long liveBlocks;
   private boolean closed;
+  /** Blocks returned while a pass runs on several streams ({@link #deferReleases}): address, size class. */
+  private final ArrayDeque<long[]> deferred = new ArrayDeque<>();
+  private boolean deferring;
 
   static long sizeClass(long bytes) {
     if (bytes <= 256) {
@@ -64,6 +67,10 @@ final class DeviceMemoryPool implements AutoCloseable {
   }
 
   void release(long address, long cls) {
+    if (deferring && !closed) {
+      deferred.add(new long[] {address, cls}); // still lent out until releaseDeferred
+      return;
+    }
     bytesInUse -= cls;
     liveBlocks--;
     if (closed) {
@@ -72,6 +79,24 @@ final class DeviceMemoryPool implements AutoCloseable {
     }
     free.computeIfAbsent(cls, c -> new ArrayDeque<>()).push(address);
     bytesCached += cls;
+  }
+
+  /**
+   * From now on, blocks returned stay out of reuse until {@link #releaseDeferred}: in stream order a block
+   * returned after its last kernel is safe to reuse on the same stream, but not on another stream that may run
+   * before that kernel ends ({@link GpuDevice.Lanes}).
+   */
+  void deferReleases() {
+    deferring = true;
+  }
+
+  /** Returns the blocks deferred since {@link #deferReleases} to the pool, and stops deferring. */
+  void releaseDeferred() {
+    deferring = false;
+    while (!deferred.isEmpty()) {
+      long[] block = deferred.poll();
+      release(block[0], block[1]);
+    }
   }
 
   /** Frees every cached (unused) block. */
@@ -101,6 +126,7 @@ final class DeviceMemoryPool implements AutoCloseable {
   @Override
   public void close() {
     if (!closed) {
+      releaseDeferred();
       trim();
       closed = true;
     }

@@ -10,8 +10,9 @@ import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 
 /**
- * One CUDA device: its primary context, one stream, the kernel module, a device-memory pool and a
- * cuBLAS handle (created on first use). Every native resource here is created and destroyed by this
+ * One CUDA device: its primary context, its streams ({@link Lane}s: lane 0 for everything by default, a few
+ * more for the small groups of a pass, {@link #lanes}), each with its cuBLAS handle (created on first use),
+ * the kernel module and a device-memory pool. Every native resource here is created and destroyed by this
  * class; {@link #close()} releases them in reverse order.
  *
  * <p>Threading rule: all GPU work on a device runs under its lock. Callers wrap enqueue + sync in
@@ -24,13 +25,22 @@ public final class GpuDevice implements AutoCloseable {
   private final GpuAvailability.DeviceInfo info;
   private final CUdevice device = new CUdevice();
   private final CUcontext context = new CUcontext();
-  private final CUstream stream = new CUstream();
+  /** Lane 0 is created with the device; the others on the first pass that spreads groups over lanes. */
+  private final Lane[] lanes = new Lane[LANES];
+  private Lane current; // where enqueued work goes: lane 0 outside a Lanes pass
   private final ReentrantLock lock = new ReentrantLock();
   private final DeviceMemoryPool pool;
   private final KernelModule module;
   private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
-  private Cublas.Handle cublas;
   private boolean closed;
+  private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
+
+  /**
+   * Streams that the small groups of one pass are spread over ({@code -Dgpuvectors.gpu.lanes}, 1 = one stream):
+   * a query's search of one small segment is a chain of short launches that fills a few multiprocessors, so the
+   * segments of a pass run side by side instead of one after another.
+   */
+  static final int LANES = Math.max(1, Math.min(16, Integer.getInteger("gpuvectors.gpu.lanes", 4)));
 
   private GpuDevice(int ordinal) {
     GpuAvailability a = GpuAvailability.get();
@@ -42,14 +52,12 @@ public final class GpuDevice implements AutoCloseable {
     Driver.check("cuDeviceGet", JCudaDriver.cuDeviceGet(device, ordinal));
     Driver.check("cuDevicePrimaryCtxRetain", JCudaDriver.cuDevicePrimaryCtxRetain(context, device));
     boolean ok = false;
-    boolean streamCreated = false;
     DeviceMemoryPool p = null;
     KernelModule m = null;
     try {
       Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
-      // a blocking stream: synchronous copies on the legacy default stream are ordered after it
-      Driver.check("cuStreamCreate", JCudaDriver.cuStreamCreate(stream, 0));
-      streamCreated = true;
+      lanes[0] = new Lane();
+      current = lanes[0];
       p = new DeviceMemoryPool();
       m = new KernelModule();
       ok = true;
@@ -58,8 +66,8 @@ public final class GpuDevice implements AutoCloseable {
         if (p != null) {
           p.close();
         }
-        if (streamCreated) {
-          JCudaDriver.cuStreamDestroy(stream);
+        if (lanes[0] != null) {
+          lanes[0].close();
         }
         JCudaDriver.cuDevicePrimaryCtxRelease(device);
       }
@@ -278,14 +286,14 @@ public final class GpuDevice implements AutoCloseable {
     check(src, 0, bytes);
     check(dst, 0, bytes);
     Driver.check("cuMemcpyDtoDAsync", JCudaDriver.cuMemcpyDtoDAsync(Driver.deviceptr(dst.address()),
-        Driver.deviceptr(src.address()), bytes, stream));
+        Driver.deviceptr(src.address()), bytes, stream()));
   }
 
   /** Sets every byte of {@code dst} to zero, on the stream (asynchronous). */
   void clear(DeviceBuffer dst) {
     checkLocked();
     Driver.check("cuMemsetD8Async", JCudaDriver.cuMemsetD8Async(Driver.deviceptr(dst.address()), (byte) 0, dst.bytes(),
-        stream));
+        stream()));
   }
 
   private static void check(DeviceBuffer b, long offset, long bytes) {
@@ -295,10 +303,14 @@ public final class GpuDevice implements AutoCloseable {
     }
   }
 
-  /** Waits for all work queued on the device's stream. */
+  /** Waits for all work queued on the device's streams. */
   public void synchronize() {
     checkLocked();
-    Driver.check("cuStreamSynchronize", JCudaDriver.cuStreamSynchronize(stream));
+    for (Lane lane : lanes) {
+      if (lane != null) {
+        lane.synchronize();
+      }
+    }
   }
 
   /** Times {@code work} with CUDA events on the stream; returns milliseconds. Caller holds the lock. */
@@ -310,9 +322,9 @@ public final class GpuDevice implements AutoCloseable {
     try {
       Driver.check("cuEventCreate", JCudaDriver.cuEventCreate(stop, 0));
       try {
-        Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(start, stream));
+        Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(start, stream()));
         work.run();
-        Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(stop, stream));
+        Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(stop, stream()));
         Driver.check("cuEventSynchronize", JCudaDriver.cuEventSynchronize(stop));
         float[] ms = new float[1];
         Driver.check("cuEventElapsedTime", JCudaDriver.cuEventElapsedTime(ms, start, stop));
@@ -325,21 +337,83 @@ public final class GpuDevice implements AutoCloseable {
     }
   }
 
+  /** The stream enqueued work goes to: lane 0, or the lane a {@link Lanes} pass selected. */
   CUstream stream() {
-    return stream;
+    return current.stream();
   }
 
   KernelModule module() {
     return module;
   }
 
-  /** The device's cuBLAS handle, created on first use; caller holds the lock. */
+  /** The cuBLAS handle of the current lane ({@link #stream()}), created on first use; caller holds the lock. */
   Cublas.Handle cublas() {
     checkLocked();
-    if (cublas == null) {
-      cublas = Cublas.get().new Handle(Driver.address(stream));
+    return current.cublas();
+  }
+
+  /**
+   * Spreads the groups of one pass over up to {@code wanted} lanes (at most {@link #LANES}); caller holds the lock.
+   * The lanes start after everything enqueued so far on lane 0 (an index uploaded just before the pass), and
+   * {@link Lanes#close()} orders lane 0's later work after all of theirs. Device buffers closed during the pass
+   * return to the pool only then, so that no lane reuses a block that another lane may still be reading.
+   */
+  Lanes lanes(int wanted) {
+    checkLocked();
+    int count = Math.max(1, Math.min(wanted, LANES));
+    for (int i = 1; i < count; i++) {
+      if (lanes[i] == null) {
+        lanes[i] = new Lane();
+      }
+      lanes[i].waitFor(lanes[0]);
     }
-    return cublas;
+    pool.deferReleases();
+    lanePasses += count > 1 ? 1 : 0;
+    return new Lanes(count);
+  }
+
+  /** Passes spread over two lanes or more since the device opened. */
+  long lanePasses() {
+    try (Scope s = lock()) {
+      return lanePasses;
+    }
+  }
+
+  /** A pass over several lanes ({@link #lanes(int)}); close it (under the lock) before the pass's downloads. */
+  final class Lanes implements AutoCloseable {
+    private final int count;
+    private boolean closed;
+
+    private Lanes(int count) {
+      this.count = count;
+    }
+
+    /** The lanes of this pass. */
+    int count() {
+      return count;
+    }
+
+    /** Sends the work enqueued from now on to lane {@code i % count()}. */
+    void use(int i) {
+      checkLocked();
+      current = lanes[Math.floorMod(i, count)];
+    }
+
+    @Override
+    public void close() {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      current = lanes[0];
+      try {
+        for (int i = 1; i < count; i++) {
+          lanes[0].waitFor(lanes[i]);
+        }
+      } finally {
+        pool.releaseDeferred(); // reused from now on in lane 0's order, which follows every lane of the pass
+      }
+    }
   }
 
   @Override
@@ -350,13 +424,14 @@ public final class GpuDevice implements AutoCloseable {
         return;
       }
       Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
-      JCudaDriver.cuStreamSynchronize(stream);
       try {
         try {
           staging.close();
         } finally {
-          if (cublas != null) {
-            cublas.close();
+          for (int i = lanes.length - 1; i >= 0; i--) { // each waits for its own work first
+            if (lanes[i] != null) {
+              lanes[i].close();
+            }
           }
         }
       } finally {
@@ -367,7 +442,6 @@ public final class GpuDevice implements AutoCloseable {
             pool.close();
           } finally {
             closed = true;
-            JCudaDriver.cuStreamDestroy(stream);
             JCudaDriver.cuDevicePrimaryCtxRelease(device);
           }
         }

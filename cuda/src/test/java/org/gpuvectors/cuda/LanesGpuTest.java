@@ -1,0 +1,142 @@
+package org.gpuvectors.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The small groups of a pass spread over the device's lanes ({@link BatchSearch#laneGroups}, {@link
+ * GpuDevice.Lanes}): the same results as the pass on one stream, the flat groups as the CPU oracle finds them, and
+ * no device block reused by one lane while another may still read it.
+ */
+class LanesGpuTest extends GpuTestCase {
+
+  @AfterEach
+  void restoreLanes() {
+    BatchSearch.maxLanes = GpuDevice.LANES;
+  }
+
+  /**
+   * Ten small groups over seven segments (flat and IVF-Flat, L2 and inner product, k 1 to 100, shared and
+   * per-query masks, 1 to 40 queries): more groups than lanes, so lanes are reused within the pass. Ids and
+   * values equal to the same pass on one stream (the same kernels on the same data); the flat groups checked
+   * against the oracle too.
+   */
+  @Test
+  void smallGroupsOnLanesEqualThePassOnOneStream() throws Exception {
+    Random r = new Random(17);
+    int dims = 40;
+    List<AutoCloseable> open = new ArrayList<>();
+    try {
+      int[] sizes = {3_000, 12_000, 7_500, 20_000, 1_000};
+      float[][] vectors = new float[sizes.length][];
+      GpuFlatIndex[] flats = new GpuFlatIndex[sizes.length];
+      for (int s = 0; s < sizes.length; s++) {
+        vectors[s] = GpuIvfFlatIndexGpuTest.clustered(sizes[s], dims, r);
+        Metric m = s % 2 == 0 ? Metric.L2 : Metric.INNER_PRODUCT;
+        flats[s] = GpuFlatIndex.upload(device, vectors[s], sizes[s], dims, m);
+        open.add(flats[s]);
+      }
+      float[] ivfVectors = GpuIvfFlatIndexGpuTest.clustered(20_000, dims, r);
+      GpuIvfFlatIndexGpuTest.Data l2 = GpuIvfFlatIndexGpuTest.lists(ivfVectors, 20_000, dims, Metric.L2, r);
+      GpuIvfFlatIndexGpuTest.Data ip = GpuIvfFlatIndexGpuTest.lists(ivfVectors, 20_000, dims, Metric.INNER_PRODUCT, r);
+      GpuIvfFlatIndex ivfL2 = GpuIvfFlatIndex.upload(device, l2.lists(), dims, Metric.L2, l2.rowsInListOrder());
+      open.add(ivfL2);
+      GpuIvfFlatIndex ivfIp = GpuIvfFlatIndex.upload(device, ip.lists(), dims, Metric.INNER_PRODUCT,
+          ip.rowsInListOrder());
+      open.add(ivfIp);
+      float[] queries = GpuIvfFlatIndexGpuTest.queries(l2, 40, r);
+      long[] half = GraphReference.mask(sizes[1], 0.5, r);
+      long[][] perQuery = new long[7][];
+      for (int q = 0; q < perQuery.length; q++) {
+        perQuery[q] = GraphReference.mask(sizes[3], 0.1, r);
+      }
+      long[] ivfMask = GraphReference.mask(20_000, 0.3, r);
+      List<SearchGroup> groups = List.of(
+          new SearchGroup(flats[0], queries, 1, 10, null, null),
+          new SearchGroup(flats[1], queries, 12, 100, half, null),
+          new SearchGroup(flats[2], queries, 40, 1, null, null),
+          new SearchGroup(flats[3], queries, 7, 20, null, perQuery),
+          new SearchGroup(flats[4], queries, 3, 10, null, null),
+          new SearchGroup(ivfL2, queries, 30, 10, 8, null, null),
+          new SearchGroup(ivfIp, queries, 16, 50, 4, ivfMask, null),
+          new SearchGroup(flats[0], queries, 5, 100, null, null),
+          new SearchGroup(ivfL2, queries, 2, 100, 64, ivfMask, null),
+          new SearchGroup(flats[3], queries, 40, 10, null, null));
+      assertEquals(groups.size(), BatchSearch.laneGroups(groups, null), "every group is small");
+
+      BatchSearch.maxLanes = 1;
+      long before = device.lanePasses();
+      SearchResult[] oneStream = BatchSearch.run(device, groups);
+      assertEquals(before, device.lanePasses(), "one stream: no lanes");
+      BatchSearch.maxLanes = GpuDevice.LANES;
+      SearchResult[] onLanes = BatchSearch.run(device, groups);
+      assertEquals(GpuDevice.LANES > 1 ? before + 1 : before, device.lanePasses(), "the pass ran on lanes");
+
+      for (int g = 0; g < groups.size(); g++) {
+        assertArrayEquals(GpuGraphIndexGpuTest.ids(oneStream[g]), GpuGraphIndexGpuTest.ids(onLanes[g]),
+            "group " + g + ": ids");
+        assertArrayEquals(values(oneStream[g]), values(onLanes[g]), "group " + g + ": values");
+      }
+      for (int g : new int[] {0, 1, 2, 4, 7, 9}) {
+        SearchGroup group = groups.get(g);
+        int s = g == 7 ? 0 : g == 9 ? 3 : g;
+        assertNull(GpuFlatIndexGpuTest.compare(onLanes[g], vectors[s], sizes[s], dims, group.index().metric(),
+            queries, group.numQueries(), group.k(), group.sharedMask()), "flat group " + g + " against the oracle");
+      }
+      System.out.printf("[gpu-vectors] %d small groups on %d lanes: the same ids and values as on one stream%n",
+          groups.size(), GpuDevice.LANES);
+    } finally {
+      for (AutoCloseable c : open) {
+        try {
+          c.close();
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+      }
+    }
+  }
+
+  private static float[] values(SearchResult r) {
+    float[] v = new float[r.numQueries() * r.k()];
+    for (int q = 0; q < r.numQueries(); q++) {
+      for (int i = 0; i < r.k(); i++) {
+        v[q * r.k() + i] = r.distance(q, i);
+      }
+    }
+    return v;
+  }
+
+  /**
+   * A block returned during a lanes pass is not lent again until the pass closes (another lane may still read
+   * it), then it is: the pool's accounting stays exact.
+   */
+  @Test
+  void blocksReturnedDuringALanesPassWaitForItsEnd() {
+    try (GpuDevice.Scope s = device.lock()) {
+      long inUse = device.bytesInUse();
+      DeviceBuffer first = device.allocate(1 << 20);
+      long address = first.address();
+      DeviceBuffer second;
+      try (GpuDevice.Lanes lanes = device.lanes(2)) {
+        lanes.use(1);
+        first.close();
+        assertEquals(inUse + DeviceMemoryPool.sizeClass(1 << 20), device.bytesInUse(), "still lent out in the pass");
+        second = device.allocate(1 << 20);
+        assertNotEquals(address, second.address(), "a block returned in the pass is not reused in it");
+      }
+      try (DeviceBuffer third = device.allocate(1 << 20)) {
+        assertEquals(address, third.address(), "returned to the pool when the pass closed");
+      }
+      second.close();
+      assertEquals(inUse, device.bytesInUse());
+    }
+  }
+}
