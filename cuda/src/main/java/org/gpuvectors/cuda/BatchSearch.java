@@ -113,12 +113,7 @@ public final class BatchSearch {
     SearchResult[] results = new SearchResult[count];
     for (int g = 0; g < count; g++) {
       SearchGroup group = groups.get(g);
-      int n = group.numQueries() * group.k();
-      int from = (int) outAt[g];
-      results[g] = count == 1
-          ? new SearchResult(group.numQueries(), group.k(), ids, distances) // the whole pass: no copy
-          : new SearchResult(group.numQueries(), group.k(), Arrays.copyOfRange(ids, from, from + n),
-              Arrays.copyOfRange(distances, from, from + n));
+      results[g] = new SearchResult(group.numQueries(), group.k(), ids, distances, (int) outAt[g], group.k()); // a view
     }
     return results;
   }

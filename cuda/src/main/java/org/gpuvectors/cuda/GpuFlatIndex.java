@@ -481,6 +481,29 @@ public final class GpuFlatIndex extends ResidentIndex {
     }
   }
 
+  /** The most queries, and vectors, that {@link #enqueueSmall} searches in one launch. */
+  static final int SMALL_QUERIES = 32;
+  static final int SMALL_VECTORS = 8192;
+
+  /**
+   * Enqueues the k best of a few queries over a small index (an IVF index's coarse quantizer: a query or a few
+   * per segment against the segment's list centroids) as one launch of the fused kernel, one block per query;
+   * false, with nothing enqueued, when the batch or the index is too large ({@link #SMALL_QUERIES}, {@link
+   * #SMALL_VECTORS}) or k exceeds the largest bucket. The GEMM path would take a cuBLAS call, a tile selection and
+   * a merge for work that fits one block per query: on a pass over many small segments the host cost of those
+   * three calls per segment, not the GPU, bounded the rate. Output as {@link #enqueueSearch} writes it (distances
+   * computed directly, not from norms: the same up to rounding). Caller holds the lock.
+   */
+  boolean enqueueSmall(long queries, int nq, int k, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    ensureOpen();
+    if (nq < 1 || nq > SMALL_QUERIES || n < 1 || n > SMALL_VECTORS || k > KSelect.MAX_K) {
+      return false;
+    }
+    launchFused(queries, nq, k, 0, outV.address() + 4L * outElement, outI.address() + 4L * outElement, k, 1, (int) n,
+        metric != Metric.L2);
+    return true;
+  }
+
   private void searchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {
     int kb = KSelect.bucket(k);
     long target = 4L * device.multiprocessorCount();
@@ -490,26 +513,31 @@ public final class GpuFlatIndex extends ResidentIndex {
     chunks = (int) ((n + (long) chunkLen - 1) / chunkLen);
     boolean ip = metric != Metric.L2;
     if (chunks == 1) {
-      launchFused(q, nq, k, bits, outV.address(), outI.address(), k, 1, chunkLen, ip);
+      launchFused(q.address(), nq, k, bits == null ? 0 : bits.address(), outV.address(), outI.address(), k, 1, chunkLen,
+          ip);
       return;
     }
     long width = (long) chunks * k;
     try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
-      launchFused(q, nq, k, bits, tv.address(), ti.address(), width, chunks, chunkLen, ip);
+      launchFused(q.address(), nq, k, bits == null ? 0 : bits.address(), tv.address(), ti.address(), width, chunks,
+          chunkLen, ip);
       KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, new SelectParams().input(tv, nq, (int) width, width)
           .inputIds(ti).k(k).largest(ip).output(outV, outI, k));
     }
   }
 
-  private void launchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, long outV, long outI, long outStride,
-                           int chunks, int chunkLen, boolean ip) {
+  /** One launch of {@code gv_fused_search_kK}; {@code bits}: the accept mask's device address, or 0. */
+  private void launchFused(long q, int nq, int k, long bits, long outV, long outI, long outStride, int chunks,
+                           int chunkLen, boolean ip) {
     ByteBuffer b = ByteBuffer.allocate(80).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(vectors.address()).putLong(q.address()).putLong(bits == null ? 0 : bits.address()).putLong(outV)
+    b.putLong(vectors.address()).putLong(q).putLong(bits).putLong(outV)
         .putLong(outI).putLong(n).putLong(outStride);
     b.putInt(dims).putInt(nq).putInt(k).putInt(chunks).putInt(chunkLen).putInt(ip ? 1 : 0);
     int threads = KSelect.blockSelectThreads(k);
     int shared = 4 * ((dims + 3) / 4 * 4);
-    device.module().launch("gv_fused_search_k" + KSelect.bucket(k), nq, chunks, threads, shared, device.stream(),
+    String kernel = "gv_fused_search_k" + KSelect.bucket(k);
+    device.module().allowDynamicShared(kernel, shared); // past 48 KB only for dims > 12,288
+    device.module().launch(kernel, nq, chunks, threads, shared, device.stream(),
         Pointer.to(b.array()));
   }
 

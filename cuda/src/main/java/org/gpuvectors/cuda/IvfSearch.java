@@ -72,8 +72,11 @@ final class IvfSearch {
            DeviceBuffer probeLists = device.allocate(4L * count * probes);
            DeviceBuffer cv = device.allocate(4L * count * width);
            DeviceBuffer ci = device.allocate(4L * count * width)) {
-        // coarse: the nearest centroids of each query are its lists (probe ids: centroid ordinals)
-        centroids.enqueueSearch(blockQueries, norms, count, probes, 0, 0, probeDistances, probeLists, 0);
+        // coarse: the nearest centroids of each query are its lists (probe ids: centroid ordinals); one fused
+        // launch for a few queries over a few thousand centroids, the GEMM path otherwise
+        if (!centroids.enqueueSmall(blockQueries, count, probes, probeDistances, probeLists, 0)) {
+          centroids.enqueueSearch(blockQueries, norms, count, probes, 0, 0, probeDistances, probeLists, 0);
+        }
         scan.enqueue(new Block(blockQueries, count, k, probes, slots, probeLists.address(), accept, acceptRowWords,
             cv.address(), ci.address()));
         KSelect.mergeCandidates(device, new SelectParams().input(cv, count, width, width).inputIds(ci).k(k)
