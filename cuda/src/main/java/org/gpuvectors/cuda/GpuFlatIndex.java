@@ -481,22 +481,26 @@ public final class GpuFlatIndex extends ResidentIndex {
     }
   }
 
-  /** The most queries, and vectors, that {@link #enqueueSmall} searches in one launch. */
+  /**
+   * The most queries, and floats of vectors, that {@link #enqueueSmall} searches in one launch: one block reads
+   * the whole index per query, so 1 MB (a few thousand centroids at 128 dimensions; the 1,414 centroids of a 2M x
+   * 768 index, 4.3 MB, go to the GEMM path).
+   */
   static final int SMALL_QUERIES = 32;
-  static final int SMALL_VECTORS = 8192;
+  static final long SMALL_FLOATS = 1L << 18;
 
   /**
    * Enqueues the k best of a few queries over a small index (an IVF index's coarse quantizer: a query or a few
    * per segment against the segment's list centroids) as one launch of the fused kernel, one block per query;
    * false, with nothing enqueued, when the batch or the index is too large ({@link #SMALL_QUERIES}, {@link
-   * #SMALL_VECTORS}) or k exceeds the largest bucket. The GEMM path would take a cuBLAS call, a tile selection and
+   * #SMALL_FLOATS}) or k exceeds the largest bucket. The GEMM path would take a cuBLAS call, a tile selection and
    * a merge for work that fits one block per query: on a pass over many small segments the host cost of those
    * three calls per segment, not the GPU, bounded the rate. Output as {@link #enqueueSearch} writes it (distances
    * computed directly, not from norms: the same up to rounding). Caller holds the lock.
    */
   boolean enqueueSmall(long queries, int nq, int k, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
-    if (nq < 1 || nq > SMALL_QUERIES || n < 1 || n > SMALL_VECTORS || k > KSelect.MAX_K) {
+    if (nq < 1 || nq > SMALL_QUERIES || n < 1 || (long) n * dims > SMALL_FLOATS || k > KSelect.MAX_K) {
       return false;
     }
     launchFused(queries, nq, k, 0, outV.address() + 4L * outElement, outI.address() + 4L * outElement, k, 1, (int) n,
