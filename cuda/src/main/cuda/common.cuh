@@ -212,6 +212,16 @@ __device__ __forceinline__ void commitAsync() { asm volatile("cp.async.commit_gr
 template <int N>
 __device__ __forceinline__ void waitAsync() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+// gv_graph_prune (graph_build.cu; GraphPruneParams.java mirrors this layout, 32 bytes): CAGRA's rank-based pruning
+// of a k-NN graph, one warp per row; the same output as the host's GraphPruner.prune.
+struct GraphPruneParams {
+  const int* knn;   // n x k ordinals, each row nearest first, -1 padding at its end
+  int* out;         // n x degree: each row's kept edges, fewest detours first (ties: lower rank), -1 padding
+  long long n;
+  int k;            // <= 256 (detour keys: detours * 512 + rank)
+  int degree;       // 1 <= degree <= k
+};
+
 // Exclusive prefix sum of c over the warp's lanes; returns the warp total (all lanes).
 template <typename T>
 __device__ __forceinline__ T warpExclusiveSum(T c, int lane, T& exclusive) {

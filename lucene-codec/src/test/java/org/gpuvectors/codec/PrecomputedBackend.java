@@ -69,6 +69,11 @@ final class PrecomputedBackend implements GpuBackend {
   }
 
   @Override
+  public int[] prune(int[] knn, int n, int k, int degree) {
+    throw new UnsupportedOperationException("indexes are built on the CPU for this backend");
+  }
+
+  @Override
   public SearchResult[] search(List<SearchGroup> groups, long[] timing) {
     SearchResult[] out = new SearchResult[groups.size()];
     for (int g = 0; g < out.length; g++) {

@@ -10,6 +10,7 @@ import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.GpuIvfFlatIndex;
 import org.gpuvectors.cuda.GpuIvfPqIndex;
+import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
@@ -89,6 +90,11 @@ final class CudaBackend implements GpuBackend {
       }
     }
     return new SearchResult(count, k, ids, distances);
+  }
+
+  @Override
+  public int[] prune(int[] knn, int n, int k, int degree) {
+    return GraphPrune.prune(device, knn, n, k, degree);
   }
 
   @Override

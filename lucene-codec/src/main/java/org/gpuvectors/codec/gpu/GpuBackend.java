@@ -50,6 +50,13 @@ public interface GpuBackend extends Closeable {
   SearchResult nearestK(float[] base, int numBase, float[] points, int count, int dims, Metric metric, int k);
 
   /**
+   * Step (2) of a graph build on the device: keeps {@code degree} of each row's {@code k} edges of the k-NN graph
+   * ({@code n * k} ordinals, rows nearest first, -1 padding), fewest detours first; the same output as the host's
+   * {@link org.gpuvectors.codec.graph.GraphPruner#prune}, which documents the rule.
+   */
+  int[] prune(int[] knn, int n, int k, int degree);
+
+  /**
    * Runs a batch of searches as one pass; results in group order. One batch at a time. Adds the
    * pass's host enqueue time to {@code timing[0]} and its wait for the device to {@code timing[1]}
    * (nanoseconds; a backend that cannot tell leaves them).

@@ -14,6 +14,7 @@ import org.gpuvectors.cuda.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.KSelect;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchResult;
@@ -533,20 +534,36 @@ public final class GpuSearchService implements Closeable {
    * vectors.
    */
   public KnnFinder knnFinder() {
-    return (vectors, k, metric) -> {
-      int n = vectors.size();
-      if (n > 1 && refusal(k + 1) == null) {
-        try {
-          int[] knn = GpuKnnGraph.knn(backend, vectors, k, metric, assigner());
-          stats.recordKnnGraph(n, true);
-          return knn;
-        } catch (CudaException e) {
-          gpuError(e); // counted; the graph is built on the CPU
+    return new KnnFinder() {
+      @Override
+      public int[] knn(FloatVectorValues vectors, int k, Metric metric) throws IOException {
+        int n = vectors.size();
+        if (n > 1 && refusal(k + 1) == null) {
+          try {
+            int[] knn = GpuKnnGraph.knn(backend, vectors, k, metric, assigner());
+            stats.recordKnnGraph(n, true);
+            return knn;
+          } catch (CudaException e) {
+            gpuError(e); // counted; the graph is built on the CPU
+          }
         }
+        int[] knn = KnnFinder.CPU.knn(vectors, k, metric);
+        stats.recordKnnGraph(n, false);
+        return knn;
       }
-      int[] knn = KnnFinder.CPU.knn(vectors, k, metric);
-      stats.recordKnnGraph(n, false);
-      return knn;
+
+      /** Step (2) on the GPU while it serves (the CPU's rule, GraphPrune), else, or when the call fails, on the CPU. */
+      @Override
+      public int[] prune(int[] knn, int n, int k, int degree) {
+        if (n > 1 && k <= GraphPrune.MAX_K && refusal(0) == null) {
+          try {
+            return backend.prune(knn, n, k, degree);
+          } catch (CudaException e) {
+            gpuError(e); // counted; pruned on the CPU
+          }
+        }
+        return KnnFinder.super.prune(knn, n, k, degree);
+      }
     };
   }
 

@@ -119,7 +119,7 @@ public final class GraphBuilder {
     phases.restart();
     int[] knn = finder.knn(vectors, buildDegree, metric);
     phases.end(GraphBuildPhases.Phase.KNN);
-    int[] pruned = GraphPruner.prune(knn, n, buildDegree, degree);
+    int[] pruned = finder.prune(knn, n, buildDegree, degree);
     knn = null; // the largest array of the build: let it go before the next
     phases.end(GraphBuildPhases.Phase.PRUNE);
     int[] adjacency = GraphPruner.addReverseLinks(pruned, n, degree);

@@ -29,6 +29,14 @@ public interface KnnFinder {
    */
   int[] knn(FloatVectorValues vectors, int k, Metric metric) throws IOException;
 
+  /**
+   * Step (2), on the same device as step (1): keeps {@code degree} of each row's {@code k} edges of {@code knn},
+   * fewest detours first ({@link GraphPruner#prune}, which the CPU runs; the GPU's finder runs the same rule there).
+   */
+  default int[] prune(int[] knn, int n, int k, int degree) {
+    return GraphPruner.prune(knn, n, k, degree);
+  }
+
   /** The CPU: exact up to {@link #EXACT_MAX_VECTORS} vectors, NN-descent above; on the common pool. */
   KnnFinder CPU =
       (vectors, k, metric) ->

@@ -103,7 +103,21 @@ public final class FakeBackend implements GpuBackend {
     return out;
   }
 
-  /** A fault to throw from the next {@link #nearestK} calls (null: none). */
+  /** Calls of {@link #prune} (graph builds' pruning on the "device": the host's GraphPruner). */
+  public final AtomicInteger pruneCalls = new AtomicInteger();
+
+  @Override
+  public int[] prune(int[] knn, int n, int k, int degree) {
+    check();
+    Supplier<RuntimeException> fault = nearestKFault;
+    if (fault != null) {
+      throw fault.get();
+    }
+    pruneCalls.incrementAndGet();
+    return org.gpuvectors.codec.graph.GraphPruner.prune(knn, n, k, degree);
+  }
+
+  /** A fault to throw from the next {@link #nearestK} and {@link #prune} calls (null: none). */
   public volatile Supplier<RuntimeException> nearestKFault;
   /** Calls of {@link #nearestK} (graph builds' k-NN graph on the "device"). */
   public final AtomicInteger nearestKCalls = new AtomicInteger();

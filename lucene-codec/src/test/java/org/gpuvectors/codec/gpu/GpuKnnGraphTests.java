@@ -1,5 +1,6 @@
 package org.gpuvectors.codec.gpu;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +11,7 @@ import java.util.List;
 import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.GpuTestSupport;
+import org.gpuvectors.codec.graph.GraphPruner;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.Metric;
@@ -43,6 +45,85 @@ class GpuKnnGraphTests {
     GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
     GpuSearchService service = GpuSearchServices.current();
     checkAgainstCpu(service, 3000, 64, 32);
+  }
+
+  /** The finder's pruning goes to the device (here the fake one, which runs the host's rule). */
+  @Test
+  void fakeDevicePrunes() throws IOException {
+    FakeBackend device = new FakeBackend(1L << 30);
+    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+      int[] knn = knnOf(400, 8, 24, 3);
+      assertArrayEquals(GraphPruner.prune(knn, 400, 24, 12), service.knnFinder().prune(knn, 400, 24, 12));
+      assertEquals(1, device.pruneCalls.get());
+    }
+  }
+
+  /**
+   * The GPU's pruning ({@code gv_graph_prune}) gives the host's output exactly: k-NN graphs of clustered and
+   * random vectors at the default degrees (64 -> 32), the largest k-NN degree (256 -> 64), rows with -1 padding
+   * (segments of at most k vectors), a degree equal to k, and random rows (vias whose rows end early); no CPU
+   * fallback.
+   */
+  @Test
+  void gpuPrunesAsTheHost() throws IOException {
+    GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
+    GpuSearchService service = GpuSearchServices.current();
+    long fallbacks = service.stats().cpuFallbacks();
+    checkPrune(service, knnOf(5000, 32, 64, 5), 5000, 64, 32);
+    checkPrune(service, knnOf(2000, 16, 256, 6), 2000, 256, 64);
+    checkPrune(service, knnOf(40, 8, 64, 7), 40, 64, 32); // 39 neighbours a row, then -1
+    checkPrune(service, knnOf(300, 8, 16, 8), 300, 16, 16);
+    Random r = new Random(9);
+    int n = 3000;
+    int k = 48;
+    int[] random = new int[n * k];
+    for (int i = 0; i < n; i++) {
+      int size = r.nextInt(4) == 0 ? r.nextInt(k + 1) : k; // a quarter of the rows end early
+      List<Integer> pool = new ArrayList<>();
+      for (int j = 0; j < n; j++) {
+        if (j != i) {
+          pool.add(j);
+        }
+      }
+      java.util.Collections.shuffle(pool, r);
+      for (int e = 0; e < k; e++) {
+        random[i * k + e] = e < size ? pool.get(e) : -1;
+      }
+    }
+    checkPrune(service, random, n, k, 24);
+    assertEquals(fallbacks, service.stats().cpuFallbacks(), "pruned on the GPU: " + service.stats());
+  }
+
+  private static void checkPrune(GpuSearchService service, int[] knn, int n, int k, int degree) {
+    int[] host = GraphPruner.prune(knn, n, k, degree);
+    int[] device = service.knnFinder().prune(knn, n, k, degree);
+    for (int i = 0; i < n; i++) {
+      int row = i;
+      assertArrayEquals(Arrays.copyOfRange(host, i * degree, (i + 1) * degree),
+          Arrays.copyOfRange(device, i * degree, (i + 1) * degree), () -> "n " + n + ", k " + k + " -> " + degree
+              + ": row " + row);
+    }
+  }
+
+  /** The exact k-NN graph (CPU) of n clustered vectors of dims dimensions. */
+  private static int[] knnOf(int n, int dims, int k, long seed) throws IOException {
+    Random random = new Random(seed);
+    float[][] centres = new float[10][dims];
+    for (float[] c : centres) {
+      for (int d = 0; d < dims; d++) {
+        c[d] = random.nextFloat() * 10;
+      }
+    }
+    List<float[]> rows = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      float[] c = centres[random.nextInt(centres.length)];
+      float[] v = new float[dims];
+      for (int d = 0; d < dims; d++) {
+        v[d] = c[d] + (float) random.nextGaussian();
+      }
+      rows.add(v);
+    }
+    return KnnFinder.CPU.knn(FloatVectorValues.fromFloats(rows, dims), k, Metric.L2);
   }
 
   private static void checkAgainstCpu(GpuSearchService service, int n, int dims, int k) throws IOException {

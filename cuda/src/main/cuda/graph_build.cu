@@ -1,0 +1,101 @@
+// Graph build on the device (GraphPrune.java): step (2) of a graph build, CAGRA's rank-based pruning of the
+// k-NN graph (Ootomo et al. 2023), the same computation as the host's GraphPruner.prune (lucene-codec), row by row:
+// in row i (the k-NN list of vector i, nearest first), the edge i -> j at rank r is detourable via the edge
+// i -> v at rank s when j is at rank t of v's own list and max(s, t) < r; the `degree` edges with the fewest
+// detours are kept, ties by rank. One warp per row: the row's ordinals go into an open-addressing table in shared
+// memory (ordinal -> rank), then each via's row is read coalesced (32 entries a step) and looked up, the detours
+// counted with shared atomics; each edge's place is the number of edges with a smaller key (detours * 512 + rank,
+// unique per row). No block barriers: every warp works alone.
+#include "common.cuh"
+
+namespace gv {
+
+constexpr int kPruneWarps = 8;  // rows per block (GraphPrune.WARPS)
+
+// Slots of a row's table: the power of two >= 2k (load factor <= 1/2).
+__device__ __forceinline__ int pruneTableSlots(int k) {
+  int h = 1;
+  while (h < 2 * k) h <<= 1;
+  return h;
+}
+
+__device__ __forceinline__ int pruneSlot(int id, int mask) { return (int)(((unsigned)id * 2654435761u) >> 7) & mask; }
+
+// The rank of ordinal id in the row's table, -1 when the row does not hold it.
+__device__ __forceinline__ int pruneRank(const int* ids, const int* ranks, int mask, int id) {
+  for (int h = pruneSlot(id, mask);; h = (h + 1) & mask) {
+    const int v = ids[h];
+    if (v == id) return ranks[h];
+    if (v == -1) return -1;
+  }
+}
+
+// Entries of a row before its first -1, at most limit (lanes read 32 at a time; the result is the same on all).
+__device__ __forceinline__ int pruneRowSize(const int* src, int limit, int lane, int* copy) {
+  for (int r0 = 0; r0 < limit; r0 += kWarpSize) {
+    const int r = r0 + lane;
+    const int id = r < limit ? __ldg(src + r) : -1;
+    if (copy != nullptr && r < limit) copy[r] = id;
+    const unsigned ended = __ballot_sync(kFullMask, r < limit && id < 0);
+    if (ended != 0) return r0 + __ffs(ended) - 1;
+  }
+  return limit;
+}
+
+__device__ __forceinline__ void graphPrune(const GraphPruneParams& p) {
+  extern __shared__ int pruneShared[];
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const long long i = (long long)blockIdx.x * kPruneWarps + warp;
+  if (i >= p.n) return;  // the whole warp (no block barriers follow)
+  const int k = p.k;
+  const int slots = pruneTableSlots(k);
+  const int mask = slots - 1;
+  int* row = pruneShared + warp * (2 * k + 2 * slots);
+  int* detours = row + k;
+  int* ids = detours + k;
+  int* ranks = ids + slots;
+  const int size = pruneRowSize(p.knn + i * k, k, lane, row);
+  for (int h = lane; h < slots; h += kWarpSize) ids[h] = -1;
+  for (int r = lane; r < size; r += kWarpSize) detours[r] = 0;
+  __syncwarp();
+  for (int r = lane; r < size; r += kWarpSize) {  // a k-NN row holds distinct ordinals
+    const int id = row[r];
+    int h = pruneSlot(id, mask);
+    while (atomicCAS(&ids[h], -1, id) != -1) h = (h + 1) & mask;
+    ranks[h] = r;
+  }
+  __syncwarp();
+  // only vias at rank s < size - 1 can detour (r > s), and only through their first size - 1 entries (t < r)
+  for (int s = 0; s < size - 1; ++s) {  // uniform
+    const int* via = p.knn + (long long)row[s] * k;
+    const int limit = size - 1;
+    for (int t0 = 0; t0 < limit; t0 += kWarpSize) {  // uniform
+      const int t = t0 + lane;
+      const int id = t < limit ? __ldg(via + t) : -1;
+      const unsigned ended = __ballot_sync(kFullMask, t < limit && id < 0);
+      const int end = ended != 0 ? t0 + __ffs(ended) - 1 : limit;  // the via row's -1 padding counts no more
+      if (t < end) {
+        const int r = pruneRank(ids, ranks, mask, id);
+        if (r > s && r > t) atomicAdd(&detours[r], 1);
+      }
+      if (ended != 0) break;  // uniform
+    }
+  }
+  __syncwarp();
+  const int kept = min(size, p.degree);
+  int* dst = p.out + i * p.degree;
+  for (int r = lane; r < size; r += kWarpSize) {
+    const int key = detours[r] * 512 + r;
+    int place = 0;
+    for (int r2 = 0; r2 < size; ++r2) place += (detours[r2] * 512 + r2) < key;
+    if (place < kept) dst[place] = row[r];
+  }
+  for (int e = kept + lane; e < p.degree; e += kWarpSize) dst[e] = -1;
+}
+
+}  // namespace gv
+
+extern "C" __global__ void __launch_bounds__(gv::kPruneWarps * gv::kWarpSize) gv_graph_prune(gv::GraphPruneParams p) {
+  gv::graphPrune(p);
+}
