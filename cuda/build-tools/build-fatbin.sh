@@ -107,6 +107,7 @@ if [ ${#stale[@]} -gt 0 ]; then
   export nvcc flags archs threads src out work
   if ! printf '%s\n' $order | xargs -P "$jobs" -I{} bash -c 'compile_unit {}'; then
     echo "[gpu-vectors] nvcc failed (logs in $work/<unit>.log)" >&2
+    rm -f "$out/index"  # the runtime must not take a partial build for a complete one
     exit 1
   fi
 fi
@@ -117,6 +118,7 @@ dups=$(for u in "${units[@]}"; do sed "s/\$/ $u/" "$work/$u.kernels"; done | sor
 if [ -n "$dups" ]; then
   echo "[gpu-vectors] a kernel is defined in two compile units (KernelModule looks kernels up by name):" >&2
   echo "$dups" >&2
+  rm -f "$out/index"
   exit 1
 fi
 printf '%s.fatbin\n' "${units[@]}" > "$out/index.tmp"
