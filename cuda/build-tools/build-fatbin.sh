@@ -19,6 +19,7 @@
 # Times on the 2-core build machine (nvcc 13.0): see cuda/README.md, "Build".
 # Env: NVCC (path to nvcc; 'none' = act as if absent), NVCC_JOBS, NVCC_THREADS, GV_CUDA_ARCHS (override).
 set -euo pipefail
+shopt -s nullglob  # a glob that matches nothing is no word, not itself
 src=${1:?src dir}; out=${2:?out dir}; work=${3:?work dir}
 mkdir -p "$out" "$work"
 # the single gpu-vectors.fatbin of builds before the split: a stale copy in an unclean target/classes
@@ -44,15 +45,16 @@ case "${GV_CUDA_ARCHS:-all}" in
   sm90) archs="-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90" ;;
   *) archs=$GV_CUDA_ARCHS ;;
 esac
-# -compress-all: nvcc compresses the SASS of a large fatbin on its own (the former single fatbin: 9 MB, 26 MB
-# uncompressed) but not of a unit's (select_kernels alone: 8 MB uncompressed); the driver inflates it at load
+# -compress-all: nvcc compresses the SASS of a large fatbin on its own (the former single fatbin for sm90:
+# 9 MB of 26 MB) but not of a unit's (select_kernels for sm90: 8 MB uncompressed, 2 MB compressed); the
+# driver inflates it at load
 flags="-std=c++17 -O3 -lineinfo -Xfatbin=-compress-all"
 units=()
-for f in "$src"/*.cu; do [ -e "$f" ] && units+=("$(basename "$f" .cu)"); done
+for f in "$src"/*.cu; do units+=("$(basename "$f" .cu)"); done
 [ ${#units[@]} -gt 0 ] || { echo "[gpu-vectors] no .cu files in $src" >&2; exit 1; }
 
 # what every unit's stamp shares: compiler, flags and all headers (a unit may include any of them)
-common=$( { "$nvcc" --version; echo "$archs $flags"; for h in "$src"/*.cuh; do [ -e "$h" ] && { echo "$h"; cat "$h"; }; done; } \
+common=$( { "$nvcc" --version; echo "$archs $flags"; for h in "$src"/*.cuh; do basename "$h"; cat "$h"; done; } \
   | sha256sum | cut -d' ' -f1)
 stale=()
 for u in "${units[@]}"; do
@@ -66,7 +68,6 @@ for u in "${units[@]}"; do
 done
 # units whose .cu is gone
 for f in "$out"/*.fatbin; do
-  [ -e "$f" ] || continue
   u=$(basename "$f" .fatbin)
   if [ ! -f "$src/$u.cu" ]; then
     rm -f "$f" "$work/$u".{stamp,stamp.next,kernels,log,seconds}
@@ -80,9 +81,10 @@ start=$(date +%s)
 if [ ${#stale[@]} -gt 0 ]; then
   jobs=${NVCC_JOBS:-$(( cores < ${#stale[@]} ? cores : ${#stale[@]} ))}
   threads=${NVCC_THREADS:-$(( cores / jobs > 1 ? cores / jobs : 1 ))}
-  # longest first: the last compile time of each unit (work/<unit>.seconds), else its source size
+  # longest first: the last compile time of each unit (work/<unit>.seconds), else (cold) its number of
+  # kernels, which predicts nvcc's time far better than the source size (each is a k-bucket instantiation)
   order=$(for u in "${stale[@]}"; do
-      echo "$(cat "$work/$u.seconds" 2>/dev/null || echo 0) $(stat -c %s "$src/$u.cu") $u"
+      echo "$(cat "$work/$u.seconds" 2>/dev/null || echo 0) $(grep -c __global__ "$src/$u.cu" || true) $u"
     done | sort -k1,1nr -k2,2nr | cut -d' ' -f3)
   echo "[gpu-vectors] nvcc: ${#stale[@]} of ${#units[@]} units to build, $jobs at once, --threads $threads each"
   compile_unit() {  # $1 = unit; env: nvcc flags archs threads src out work

@@ -50,6 +50,11 @@ final class KernelModule implements AutoCloseable {
     }
   }
 
+  /** The loaded fatbins' names, in load order (the index's units, or the gv.cuda.fatbin file). */
+  List<String> unitNames() {
+    return units.stream().map(Unit::name).toList();
+  }
+
   CUfunction function(String name) {
     if (closed) {
       throw new IllegalStateException("kernel module closed");
@@ -76,7 +81,7 @@ final class KernelModule implements AutoCloseable {
         return f;
       }
     }
-    throw CudaException.driver("cuModuleGetFunction(" + name + ") in " + units.stream().map(Unit::name).toList(),
+    throw CudaException.driver("cuModuleGetFunction(" + name + ") in " + unitNames(),
         CUresult.CUDA_ERROR_NOT_FOUND, CUresult.stringFor(CUresult.CUDA_ERROR_NOT_FOUND));
   }
 

@@ -124,6 +124,13 @@ class BuildFatbinScriptTest {
   }
 
   @Test
+  void buildsWithoutHeaders() throws Exception {
+    Files.delete(src.resolve("common.cuh"));
+    assertEquals(0, build(), output);
+    assertEquals(List.of("alpha.cu", "beta.cu"), compiled(), output);
+  }
+
+  @Test
   void removesTheFatbinOfADeletedUnit() throws Exception {
     assertEquals(0, build(), output);
     Files.delete(src.resolve("beta.cu"));
