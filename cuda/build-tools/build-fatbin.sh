@@ -9,14 +9,15 @@
 # - Incremental: a unit is recompiled only when its stamp (nvcc version, flags, archs, its .cu and every
 #   .cuh header) changed; stamps, nvcc logs and kernel lists are in WORK_DIR. Fatbins of deleted .cu
 #   files are removed.
-# - Parallel: NVCC_JOBS units at once (default: cores, at most the units to build), each nvcc with
-#   --threads NVCC_THREADS (default: cores / jobs, at least 1) over its arch targets; units whose last
-#   compile took longest start first so that no long unit is left running alone at the end.
+# - Parallel: each nvcc runs --threads NVCC_THREADS (default: the SASS targets, at most the cores) of its
+#   arch targets side by side, NVCC_JOBS units at once (default: cores / threads, at least 1); units whose
+#   last compile took longest start first so that no long unit is left running alone at the end.
 # - Fails when two units define a kernel of the same name (the runtime looks kernels up by name across
 #   units): the names are the entry functions ptxas reports compiling (--resource-usage), so they are
 #   what the fatbins really export, macros and templates included.
 # - Without nvcc, succeeds and writes OUT_DIR/index.missing with the reason.
-# Times on the 2-core build machine (nvcc 13.0): see cuda/README.md, "Build".
+# Times on the 2-core build machine (nvcc 13.0), cold and incremental, against the former single unity
+# fatbin: cuda/README.md, "Build" (cold default archs ~180 s either way, sm90 24 s against 45 s).
 # Env: NVCC (path to nvcc; 'none' = act as if absent), NVCC_JOBS, NVCC_THREADS, GV_CUDA_ARCHS (override).
 set -euo pipefail
 shopt -s nullglob  # a glob that matches nothing is no word, not itself
@@ -79,8 +80,14 @@ rm -f "$out/index.missing"
 cores=$(nproc 2>/dev/null || echo 2)
 start=$(date +%s)
 if [ ${#stale[@]} -gt 0 ]; then
-  jobs=${NVCC_JOBS:-$(( cores < ${#stale[@]} ? cores : ${#stale[@]} ))}
-  threads=${NVCC_THREADS:-$(( cores / jobs > 1 ? cores / jobs : 1 ))}
+  # nvcc --threads runs a unit's arch targets side by side; the SASS ones are the work (the PTX target is a
+  # by-product of sm_90's). Cores go to targets within a unit first, then to units (2 cores, all archs, cold:
+  # 1 unit at a time with --threads 2 and 2 at once with --threads 1 took the same wall time within the
+  # machine's noise, the first less CPU time; cuda/README.md, "Build"); sm90 alone: 2 units at once.
+  sass=$(grep -o 'code=sm_' <<<"$archs" | wc -l)
+  threads=${NVCC_THREADS:-$(( sass < 1 ? 1 : (sass < cores ? sass : cores) ))}
+  jobs=${NVCC_JOBS:-$(( cores / threads > 1 ? cores / threads : 1 ))}
+  jobs=$(( jobs < ${#stale[@]} ? jobs : ${#stale[@]} ))
   # longest first: the last compile time of each unit (work/<unit>.seconds), else (cold) its number of
   # kernels, which predicts nvcc's time far better than the source size (each is a k-bucket instantiation)
   order=$(for u in "${stale[@]}"; do
