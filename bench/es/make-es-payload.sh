@@ -22,9 +22,9 @@ LIMIT=$((64 * 1024 * 1024))
 zip=$(ls "$root"/plugin/target/gpu-vectors-*.zip 2>/dev/null | head -1)
 [ -n "$zip" ] || { echo "no plugin/target/gpu-vectors-*.zip: build it first: ./mvnw -B -DskipTests package -pl plugin -am" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-# the kernels: without the fatbin in the cuda jar, the node reports the GPU inactive and every search runs on the CPU
+# the kernels: without the fatbins (kernels/index and its units) in the cuda jar, the node reports the GPU inactive and every search runs on the CPU
 unzip -q -o "$zip" 'gpu-vectors-cuda-*.jar' -d "$work/zipcheck"
-if ! unzip -Z1 "$work"/zipcheck/gpu-vectors-cuda-*.jar | grep -qx 'org/gpuvectors/cuda/gpu-vectors.fatbin'; then
+if ! unzip -Z1 "$work"/zipcheck/gpu-vectors-cuda-*.jar | grep -qx 'org/gpuvectors/cuda/kernels/index'; then
   if [ "${ALLOW_NO_FATBIN:-0}" = 1 ]; then
     echo "WARNING: $zip has no CUDA kernels (built with -Dgv.nvcc.skip=true?): every search will run on the CPU" >&2
   else

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds (on a build machine with JDK + Maven + nvcc) the self-contained GPU bundle .device/ at the
-# repository root: a jlinked JRE, the cuda and lucene-codec module jars (with the fatbin), their test
+# repository root: a jlinked JRE, the cuda and lucene-codec module jars (with the kernel fatbins), their test
 # classes, JCuda (its jar and the driver binding's native library only), lucene-core and the JUnit console launcher, the torch benchmark scripts and
-# run-gpu.sh. Keep it under ~60 MB. The fatbin is built for GV_CUDA_ARCHS (default here: sm90, the
+# run-gpu.sh. Keep it under ~60 MB. The fatbins are built for GV_CUDA_ARCHS (default here: sm90, the
 # H100/H200 of our GPU machine, to keep the build short).
 # On the GPU machine (device tool): run with carry [".device"] and command `bash .device/run-gpu.sh`.
 set -euo pipefail
@@ -37,7 +37,7 @@ cp cuda/target/bundle-deps/jcuda-[0-9]*.jar cuda/target/bundle-deps/gpu-vectors-
 cp cuda/bench/*.py lucene-codec/bench/*.py "$dev/bench/"
 cp cuda/gpu-bundle/run-gpu.sh "$dev/run-gpu.sh"
 listing=$(unzip -Z1 "$dev/lib/gpu-vectors-cuda.jar") # not piped into grep -q: pipefail + SIGPIPE
-if ! grep -qx 'org/gpuvectors/cuda/gpu-vectors.fatbin' <<<"$listing"; then
-  echo "WARNING: the jar has no fatbin (nvcc missing?): GPU tests will skip" >&2
+if ! grep -qx 'org/gpuvectors/cuda/kernels/index' <<<"$listing"; then
+  echo "WARNING: the jar has no kernel fatbins (nvcc missing?): GPU tests will skip" >&2
 fi
 du -sh "$dev"; ls -la "$dev" "$dev/lib"

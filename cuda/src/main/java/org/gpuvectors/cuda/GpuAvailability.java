@@ -1,7 +1,5 @@
 package org.gpuvectors.cuda;
 
-import java.io.IOException;
-import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SymbolLookup;
 import java.nio.charset.StandardCharsets;
@@ -20,13 +18,11 @@ import jcuda.driver.JCudaDriver;
  */
 public final class GpuAvailability {
   /**
-   * Oldest compute capability the fatbin carries code for: its lowest SASS target is sm_80 (and its
-   * PTX, compute_90, only JIT-compiles for 9.0 and newer), so a 7.5 GPU could open a context but not
-   * load our kernels (build-fatbin.sh lists the targets).
+   * Oldest compute capability the kernel fatbins carry code for: their lowest SASS target is sm_80 (and
+   * their PTX, compute_90, only JIT-compiles for 9.0 and newer), so a 7.5 GPU could open a context but
+   * not load our kernels (build-fatbin.sh lists the targets; every unit is built for the same ones).
    */
   public static final int MIN_COMPUTE_CAPABILITY = 80;
-
-  static final String FATBIN_RESOURCE = "gpu-vectors.fatbin";
 
   /** One CUDA device as seen by the probe. */
   public record DeviceInfo(int ordinal, String name, int computeCapability, long totalMemoryBytes, int multiprocessors) {}
@@ -77,19 +73,9 @@ public final class GpuAvailability {
     return "GpuAvailability[" + reason + "]";
   }
 
-  /** Null when the fatbin resource is on the classpath, else the reason it is not. */
+  /** Null when the kernels are on the classpath, else the reason they are not ({@link KernelImages}). */
   static String kernelsMissingReason() {
-    if (GpuAvailability.class.getResource(FATBIN_RESOURCE) != null) {
-      return null;
-    }
-    try (InputStream in = GpuAvailability.class.getResourceAsStream(FATBIN_RESOURCE + ".missing")) {
-      if (in != null) {
-        return new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
-      }
-    } catch (IOException e) {
-      // fall through
-    }
-    return "GPU kernels were not built (no " + FATBIN_RESOURCE + " resource on the classpath)";
+    return KernelImages.missingReason();
   }
 
   /**

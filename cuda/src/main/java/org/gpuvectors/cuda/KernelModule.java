@@ -1,30 +1,31 @@
 package org.gpuvectors.cuda;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import jcuda.Pointer;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUfunction_attribute;
 import jcuda.driver.CUmodule;
+import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 
 /**
- * The gpu-vectors fatbin loaded once into a device's context (cuModuleLoadData from the classpath
- * resource bytes) and its kernels by stable extern "C" name.
- *
- * <p>System property {@code gv.cuda.fatbin}: a fatbin file loaded instead of the built-in one, for
- * kernel experiments on a GPU machine (variants compiled there with nvcc; see
- * cuda/bench/NOTES-kselect.md). Not for production use.
+ * The gpu-vectors kernels loaded once into a device's context: one CUmodule per compile unit's fatbin
+ * ({@link KernelImages}: cuModuleLoadData from the classpath resource bytes, or the single
+ * {@code gv.cuda.fatbin} file), all loaded when the device opens (a GPU the fatbins have no code for
+ * fails there, not at its first search) and all unloaded by {@link #close()}. Kernels are found by stable
+ * extern "C" name in whichever module exports them (build-fatbin.sh fails the build when two units
+ * export one name).
  *
  * <p>Threading: used only under the owning device's lock.
  */
 final class KernelModule implements AutoCloseable {
-  private final CUmodule module = new CUmodule();
+  private record Unit(String name, CUmodule module) {}
+
+  private final List<Unit> units = new ArrayList<>();
   private final Map<String, CUfunction> functions = new HashMap<>();
   private final Map<String, Integer> maxBlocksPerSm = new HashMap<>();
   private final Map<String, Integer> maxDynamicShared = new HashMap<>();
@@ -33,27 +34,25 @@ final class KernelModule implements AutoCloseable {
   private boolean closed;
 
   KernelModule() {
-    byte[] image = loadImage();
-    Driver.check("cuModuleLoadData", JCudaDriver.cuModuleLoadData(module, image));
+    try {
+      for (KernelImages.Image image : KernelImages.load()) {
+        CUmodule module = new CUmodule();
+        Driver.check("cuModuleLoadData(" + image.name() + ")", JCudaDriver.cuModuleLoadData(module, image.bytes()));
+        units.add(new Unit(image.name(), module));
+      }
+    } catch (RuntimeException e) {
+      try {
+        close();  // the modules loaded before the failure
+      } catch (RuntimeException unload) {
+        e.addSuppressed(unload);
+      }
+      throw e;
+    }
   }
 
-  static byte[] loadImage() {
-    String override = System.getProperty("gv.cuda.fatbin");
-    if (override != null) {
-      try {
-        return Files.readAllBytes(Path.of(override));
-      } catch (IOException e) {
-        throw new IllegalStateException("cannot read gv.cuda.fatbin " + override, e);
-      }
-    }
-    try (InputStream in = KernelModule.class.getResourceAsStream(GpuAvailability.FATBIN_RESOURCE)) {
-      if (in == null) {
-        throw new IllegalStateException(GpuAvailability.kernelsMissingReason());
-      }
-      return in.readAllBytes();
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot read " + GpuAvailability.FATBIN_RESOURCE, e);
-    }
+  /** The loaded fatbins' names, in load order (the index's units, or the gv.cuda.fatbin file). */
+  List<String> unitNames() {
+    return units.stream().map(Unit::name).toList();
   }
 
   CUfunction function(String name) {
@@ -61,8 +60,7 @@ final class KernelModule implements AutoCloseable {
       throw new IllegalStateException("kernel module closed");
     }
     return functions.computeIfAbsent(name, n -> {
-      CUfunction f = new CUfunction();
-      Driver.check("cuModuleGetFunction(" + n + ")", JCudaDriver.cuModuleGetFunction(f, module, n));
+      CUfunction f = find(n);
       if (n.contains("_select_")) {
         // the selection kernels stage their loads in shared memory (cp.async) and read each input
         // value once: shared memory, not L1, is what bounds their residency (a hint to the driver)
@@ -71,6 +69,20 @@ final class KernelModule implements AutoCloseable {
       }
       return f;
     });
+  }
+
+  /** Kernel {@code name} from the first module that exports it (one does: build-fatbin.sh checks). */
+  private CUfunction find(String name) {
+    CUfunction f = new CUfunction();
+    for (Unit unit : units) {
+      int result = JCudaDriver.cuModuleGetFunction(f, unit.module(), name);
+      if (result != CUresult.CUDA_ERROR_NOT_FOUND) {
+        Driver.check("cuModuleGetFunction(" + name + ") in " + unit.name(), result);
+        return f;
+      }
+    }
+    throw CudaException.driver("cuModuleGetFunction(" + name + ") in " + unitNames(),
+        CUresult.CUDA_ERROR_NOT_FOUND, CUresult.stringFor(CUresult.CUDA_ERROR_NOT_FOUND));
   }
 
   /**
@@ -137,7 +149,18 @@ final class KernelModule implements AutoCloseable {
       maxBlocksPerSm.clear();
       maxDynamicShared.clear();
       dynamicSharedAllowed.clear();
-      Driver.check("cuModuleUnload", JCudaDriver.cuModuleUnload(module));
+      // unload every module before reporting the first failure, so that one failure leaks no other module
+      int first = CUresult.CUDA_SUCCESS;
+      String failed = null;
+      for (Unit unit : units) {
+        int result = JCudaDriver.cuModuleUnload(unit.module());
+        if (result != CUresult.CUDA_SUCCESS && failed == null) {
+          first = result;
+          failed = unit.name();
+        }
+      }
+      units.clear();
+      Driver.check("cuModuleUnload(" + failed + ")", first);
     }
   }
 }

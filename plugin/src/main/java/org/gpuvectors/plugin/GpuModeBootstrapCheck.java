@@ -10,8 +10,8 @@ import java.util.function.Supplier;
 
 /**
  * Refuses to start a node configured with {@code gpu_vectors.gpu.mode: true} when the GPU cannot serve searches,
- * saying why: no driver, no device, a compute capability below what the fatbin carries (sm_80), kernels not built,
- * or the device failing to open (which loads our kernels: a GPU the fatbin has no code for fails there). With
+ * saying why: no driver, no device, a compute capability below what the kernel fatbins carry (sm_80), kernels not
+ * built, or the device failing to open (which loads our kernels: a GPU the fatbins have no code for fails there). With
  * {@code auto} the node starts and searches on the CPU.
  */
 final class GpuModeBootstrapCheck implements BootstrapCheck {
