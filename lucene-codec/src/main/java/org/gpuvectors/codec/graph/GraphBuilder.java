@@ -17,9 +17,9 @@ import org.gpuvectors.cuda.Metric;
  * on the CPU brute force / NN-descent), (2) rank-based pruning to {@code degree} and (3) reverse links
  * ({@link GraphPruner}), (4) the entry points ({@link #seeds}): {@link #seedCount} vectors spread over
  * the data by farthest-first traversal, more where parts of the data are still far from all of them, plus one per
- * part of the graph they cannot reach. Steps (2)
- * to (4) run on the host, in parallel on the common fork-join pool, with the same result on any
- * number of threads; {@link GraphBuildPhases} times each step.
+ * part of the graph they cannot reach. Step (2) runs where step (1) ran ({@link KnnFinder#prune}: the GPU's
+ * {@code gv_graph_prune} gives the host's output); steps (3) and (4) run on the host, in parallel on the common
+ * fork-join pool, with the same result on any number of threads; {@link GraphBuildPhases} times each step.
  */
 public final class GraphBuilder {
 

@@ -9,7 +9,8 @@ import org.gpuvectors.cuda.Metric;
  * {@link GraphPruner} then prunes. On the GPU ({@code GpuSearchService#knnFinder}) it is the
  * brute-force primitive, batched, up to 100k vectors and IVF above ({@code GpuKnnGraph}); {@link #CPU}
  * is exact brute force for segments of at most {@link #EXACT_MAX_VECTORS} vectors and NN-descent
- * above. The whole-index k-NN graph ({@code KnnGraphOfIndex}) takes the same step.
+ * above. The whole-index k-NN graph ({@code KnnGraphOfIndex}) takes the same step. Step (2), the pruning
+ * ({@link #prune}), runs on the same device.
  */
 public interface KnnFinder {
 
