@@ -550,16 +550,11 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   }
 
   private static int[] ids(SearchResult res) {
-    int[] ids = new int[res.numQueries() * res.k()];
-    for (int q = 0; q < res.numQueries(); q++) {
-      for (int i = 0; i < res.k(); i++) {
-        ids[q * res.k() + i] = res.id(q, i);
-      }
-    }
-    return ids;
+    return GpuGraphIndexGpuTest.ids(res);
   }
 
-  private static float[] values(SearchResult res) {
+  /** Every query's k values, row-major (as {@link GpuGraphIndexGpuTest#ids} gives the ids). */
+  static float[] values(SearchResult res) {
     float[] values = new float[res.numQueries() * res.k()];
     for (int q = 0; q < res.numQueries(); q++) {
       for (int i = 0; i < res.k(); i++) {

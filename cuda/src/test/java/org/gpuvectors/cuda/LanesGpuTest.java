@@ -83,7 +83,8 @@ class LanesGpuTest extends GpuTestCase {
       for (int g = 0; g < groups.size(); g++) {
         assertArrayEquals(GpuGraphIndexGpuTest.ids(oneStream[g]), GpuGraphIndexGpuTest.ids(onLanes[g]),
             "group " + g + ": ids");
-        assertArrayEquals(values(oneStream[g]), values(onLanes[g]), "group " + g + ": values");
+        assertArrayEquals(GpuIvfFlatIndexGpuTest.values(oneStream[g]), GpuIvfFlatIndexGpuTest.values(onLanes[g]),
+            "group " + g + ": values");
       }
       for (int g : new int[] {0, 1, 2, 4, 7, 9}) {
         SearchGroup group = groups.get(g);
@@ -102,16 +103,6 @@ class LanesGpuTest extends GpuTestCase {
         }
       }
     }
-  }
-
-  private static float[] values(SearchResult r) {
-    float[] v = new float[r.numQueries() * r.k()];
-    for (int q = 0; q < r.numQueries(); q++) {
-      for (int i = 0; i < r.k(); i++) {
-        v[q * r.k() + i] = r.distance(q, i);
-      }
-    }
-    return v;
   }
 
   /**
