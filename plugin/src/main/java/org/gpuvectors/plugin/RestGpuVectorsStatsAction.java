@@ -90,6 +90,8 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("cpu_assigned_vectors", stats.cpuAssignedVectors());
             builder.field("gpu_knn_graph_vectors", stats.gpuKnnGraphVectors());
             builder.field("cpu_knn_graph_vectors", stats.cpuKnnGraphVectors());
+            builder.field("gpu_pruned_vectors", stats.gpuPrunedVectors());
+            builder.field("cpu_pruned_vectors", stats.cpuPrunedVectors());
             builder.endObject();
             builder.endObject();
             channel.sendResponse(new RestResponse(RestStatus.OK, builder));

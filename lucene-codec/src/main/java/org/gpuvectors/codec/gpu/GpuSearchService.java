@@ -557,12 +557,16 @@ public final class GpuSearchService implements Closeable {
       public int[] prune(int[] knn, int n, int k, int degree) {
         if (n > 1 && k <= GraphPrune.MAX_K && refusal(0) == null) {
           try {
-            return backend.prune(knn, n, k, degree);
+            int[] pruned = backend.prune(knn, n, k, degree);
+            stats.recordPruned(n, true);
+            return pruned;
           } catch (CudaException e) {
             gpuError(e); // counted; pruned on the CPU
           }
         }
-        return KnnFinder.super.prune(knn, n, k, degree);
+        int[] pruned = KnnFinder.super.prune(knn, n, k, degree);
+        stats.recordPruned(n, false);
+        return pruned;
       }
     };
   }

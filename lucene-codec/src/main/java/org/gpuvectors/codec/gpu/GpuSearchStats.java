@@ -28,6 +28,8 @@ public final class GpuSearchStats {
   private final LongAdder cpuAssignedVectors = new LongAdder();
   private final LongAdder gpuKnnGraphVectors = new LongAdder();
   private final LongAdder cpuKnnGraphVectors = new LongAdder();
+  private final LongAdder gpuPrunedVectors = new LongAdder();
+  private final LongAdder cpuPrunedVectors = new LongAdder();
   private final LongAdder exhaustiveIvfSearches = new LongAdder();
   private final LongAdder graphExactSearches = new LongAdder();
   private final LongAdder deviceRerankQueries = new LongAdder();
@@ -169,6 +171,20 @@ public final class GpuSearchStats {
 
   void recordKnnGraph(int count, boolean gpu) {
     (gpu ? gpuKnnGraphVectors : cpuKnnGraphVectors).add(count);
+  }
+
+  /** Vectors whose graph build's pruning step (step 2) ran on the GPU. */
+  public long gpuPrunedVectors() {
+    return gpuPrunedVectors.sum();
+  }
+
+  /** Vectors whose graph build's pruning step ran on the CPU (no GPU, or the GPU call failed). */
+  public long cpuPrunedVectors() {
+    return cpuPrunedVectors.sum();
+  }
+
+  void recordPruned(int count, boolean gpu) {
+    (gpu ? gpuPrunedVectors : cpuPrunedVectors).add(count);
   }
 
   void recordAssigned(int count, boolean gpu) {

@@ -47,14 +47,25 @@ class GpuKnnGraphTests {
     checkAgainstCpu(service, 3000, 64, 32);
   }
 
-  /** The finder's pruning goes to the device (here the fake one, which runs the host's rule). */
+  /**
+   * The finder's pruning goes to the device (here the fake one, which runs the host's rule), counted by vectors;
+   * when the device call fails it runs on the CPU, counted there, with the same output.
+   */
   @Test
-  void fakeDevicePrunes() throws IOException {
+  void fakeDevicePrunesAndTheCpuTakesOverOnAFailure() throws IOException {
     FakeBackend device = new FakeBackend(1L << 30);
     try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
       int[] knn = knnOf(400, 8, 24, 3);
-      assertArrayEquals(GraphPruner.prune(knn, 400, 24, 12), service.knnFinder().prune(knn, 400, 24, 12));
+      int[] host = GraphPruner.prune(knn, 400, 24, 12);
+      assertArrayEquals(host, service.knnFinder().prune(knn, 400, 24, 12));
       assertEquals(1, device.pruneCalls.get());
+      assertEquals(400, service.stats().gpuPrunedVectors());
+      assertEquals(0, service.stats().cpuPrunedVectors());
+      device.nearestKFault = FakeBackend::launchFailure;
+      assertArrayEquals(host, service.knnFinder().prune(knn, 400, 24, 12));
+      assertEquals(1, device.pruneCalls.get(), "the failing call is not counted as the device's");
+      assertEquals(400, service.stats().gpuPrunedVectors());
+      assertEquals(400, service.stats().cpuPrunedVectors());
     }
   }
 
@@ -69,6 +80,7 @@ class GpuKnnGraphTests {
     GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
     GpuSearchService service = GpuSearchServices.current();
     long fallbacks = service.stats().cpuFallbacks();
+    long pruned = service.stats().gpuPrunedVectors();
     checkPrune(service, knnOf(5000, 32, 64, 5), 5000, 64, 32);
     checkPrune(service, knnOf(2000, 16, 256, 6), 2000, 256, 64);
     checkPrune(service, knnOf(40, 8, 64, 7), 40, 64, 32); // 39 neighbours a row, then -1
@@ -92,6 +104,7 @@ class GpuKnnGraphTests {
     }
     checkPrune(service, random, n, k, 24);
     assertEquals(fallbacks, service.stats().cpuFallbacks(), "pruned on the GPU: " + service.stats());
+    assertEquals(pruned + 5000 + 2000 + 40 + 300 + n, service.stats().gpuPrunedVectors(), "every prune counted on the GPU");
   }
 
   private static void checkPrune(GpuSearchService service, int[] knn, int n, int k, int degree) {
