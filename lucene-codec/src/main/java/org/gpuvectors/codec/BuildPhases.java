@@ -5,8 +5,8 @@ import java.util.Locale;
 /**
  * Where a build's time went, phase by phase (wall clock), for the phases of one kind of build ({@link
  * org.gpuvectors.codec.graph.GraphBuildPhases}, {@link org.gpuvectors.codec.ivf.IvfBuildPhases}): each
- * phase runs from the end of the previous one; a phase's {@code toString} is its label in the log. One
- * instance per build; not thread safe.
+ * phase runs from the end of the previous one; a phase's label in the log is its name in lower case with
+ * dashes ({@code COARSE_KMEANS}: {@code coarse-kmeans}). One instance per build; not thread safe.
  *
  * @param <P> the build's phases, in build order
  */
@@ -47,12 +47,17 @@ public abstract class BuildPhases<P extends Enum<P>> {
     return total / 1e9;
   }
 
+  /** The phase's label in the log line. */
+  public static String label(Enum<?> phase) {
+    return phase.name().toLowerCase(Locale.ROOT).replace('_', '-');
+  }
+
   /** {@code total 1.234 s: knn 0.500 prune 0.300 ...} (seconds; phases a build did not run read 0). */
   @Override
   public final String toString() {
     StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "total %.3f s:", totalSeconds()));
     for (P phase : phases) {
-      b.append(String.format(Locale.ROOT, " %s %.3f", phase, seconds(phase)));
+      b.append(String.format(Locale.ROOT, " %s %.3f", label(phase), seconds(phase)));
     }
     return b.toString();
   }

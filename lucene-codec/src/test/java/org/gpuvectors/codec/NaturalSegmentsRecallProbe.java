@@ -125,18 +125,8 @@ public final class NaturalSegmentsRecallProbe {
         }
       }
       for (int nc : new int[] {100}) {
-        double sum = 0;
-        for (float[] q : queries) {
-          Set<Integer> truth = truth(base, q, null, 10);
-          TopDocs td = searcher.search(new KnnFloatVectorQuery("v", q, nc), nc);
-          int hit = 0;
-          for (int i = 0; i < Math.min(10, td.scoreDocs.length); i++) {
-            if (truth.contains(pos[td.scoreDocs[i].doc])) hit++;
-          }
-          sum += hit / 10.0;
-        }
         System.out.printf(Locale.ROOT, "%s: %d segments, nc %d recall@10 %.4f%n", label, reader.leaves().size(), nc,
-            sum / queries.length);
+            recallAt10(searcher, nc, base, queries, pos, null));
       }
       // each leaf alone, k = 10 and k = 100 direct, against the leaf's own brute force
       for (LeafReaderContext leaf : reader.leaves()) {
@@ -147,17 +137,7 @@ public final class NaturalSegmentsRecallProbe {
         IndexSearcher one = new IndexSearcher(sr);
         StringBuilder sb = new StringBuilder();
         for (int k : new int[] {10, 30, 64, 100}) {
-          double sum = 0;
-          for (float[] q : queries) {
-            Set<Integer> truth = truth(base, q, leafPos, 10);
-            TopDocs td = one.search(new KnnFloatVectorQuery("v", q, k), k);
-            int hit = 0;
-            for (int i = 0; i < Math.min(10, td.scoreDocs.length); i++) {
-              if (truth.contains(leafPos[td.scoreDocs[i].doc])) hit++;
-            }
-            sum += hit / 10.0;
-          }
-          sb.append(String.format(Locale.ROOT, " k%d=%.4f", k, sum / queries.length));
+          sb.append(String.format(Locale.ROOT, " k%d=%.4f", k, recallAt10(one, k, base, queries, leafPos, leafPos)));
         }
         System.out.printf(Locale.ROOT, "  leaf %s size %d source %s graph %s seeds %d:%s%n", sr.getSegmentName(), sr.maxDoc(),
             sr.getSegmentInfo().info.getDiagnostics().get("source"), g == null ? "flat" : "graph",
@@ -190,6 +170,25 @@ public final class NaturalSegmentsRecallProbe {
       }
     }
     return out;
+  }
+
+  /**
+   * Mean recall@10 of {@code searcher}'s knn search at {@code k} over {@code queries}: its docs map to base positions
+   * by {@code pos}, the truth is the brute force over {@code subset} of the base (null: all of it).
+   */
+  static double recallAt10(IndexSearcher searcher, int k, float[][] base, float[][] queries, int[] pos, int[] subset)
+      throws java.io.IOException {
+    double sum = 0;
+    for (float[] q : queries) {
+      Set<Integer> truth = truth(base, q, subset, 10);
+      TopDocs td = searcher.search(new KnnFloatVectorQuery("v", q, k), k);
+      int hit = 0;
+      for (int i = 0; i < Math.min(10, td.scoreDocs.length); i++) {
+        if (truth.contains(pos[td.scoreDocs[i].doc])) hit++;
+      }
+      sum += hit / 10.0;
+    }
+    return sum / queries.length;
   }
 
   static Set<Integer> truth(float[][] base, float[] q, int[] subset, int k) {

@@ -11,24 +11,12 @@ public final class GraphBuildPhases extends BuildPhases<GraphBuildPhases.Phase> 
 
   /** The phases, in build order. */
   public enum Phase {
-    KNN("knn"),
-    PRUNE("prune"),
-    REVERSE("reverse"),
-    SEEDS("seeds"),
-    REACH("reach"),
-    WRITE("write");
-
-    private final String label;
-
-    Phase(String label) {
-      this.label = label;
-    }
-
-    /** The label in the build's log line. */
-    @Override
-    public String toString() {
-      return label;
-    }
+    KNN,
+    PRUNE,
+    REVERSE,
+    SEEDS,
+    REACH,
+    WRITE
   }
 
   public GraphBuildPhases() {

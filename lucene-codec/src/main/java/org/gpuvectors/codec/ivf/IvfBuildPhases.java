@@ -13,24 +13,12 @@ public final class IvfBuildPhases extends BuildPhases<IvfBuildPhases.Phase> {
 
   /** The phases, in build order. */
   public enum Phase {
-    COPY("copy"),
-    COARSE("coarse-kmeans"),
-    ASSIGN("assign"),
-    PQ_TRAIN("pq-train"),
-    ENCODE("encode"),
-    WRITE("write");
-
-    private final String label;
-
-    Phase(String label) {
-      this.label = label;
-    }
-
-    /** The label in the build's log line. */
-    @Override
-    public String toString() {
-      return label;
-    }
+    COPY,
+    COARSE_KMEANS,
+    ASSIGN,
+    PQ_TRAIN,
+    ENCODE,
+    WRITE
   }
 
   public IvfBuildPhases() {

@@ -57,7 +57,7 @@ public final class IvfBuilder {
 
   /**
    * As {@link #build(FloatVectorValues, int, Metric, int, long, Assigner)}, ending the phases {@link
-   * IvfBuildPhases.Phase#COARSE} (sample and k-means) and {@link IvfBuildPhases.Phase#ASSIGN} in {@code phases}.
+   * IvfBuildPhases.Phase#COARSE_KMEANS} (sample and k-means) and {@link IvfBuildPhases.Phase#ASSIGN} in {@code phases}.
    */
   public static IvfLayout build(
       FloatVectorValues vectors, int nlist, Metric metric, int iterations, long seed, Assigner assigner,
@@ -76,7 +76,7 @@ public final class IvfBuilder {
     }
     float[][] centroids = KMeans.train(training, nlist, metric, iterations, seed, assigner);
     training = null; // the sample can go before the assignment pass
-    phases.end(IvfBuildPhases.Phase.COARSE);
+    phases.end(IvfBuildPhases.Phase.COARSE_KMEANS);
 
     int[] list = new int[n];
     float[][] block = new float[Math.min(ASSIGN_BLOCK, n)][];
