@@ -441,6 +441,19 @@ def _proc(first_client, nthreads, stride, start, q):
            max(o[4] for o in out) - lo))
 
 
+def node_cpu_seconds():
+    """User + system CPU seconds of the Elasticsearch process (GV_ES_PID, set by run-es.sh), or None."""
+    pid = os.environ.get("GV_ES_PID")
+    if not pid:
+        return None
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run_load(requests, gtsets, kind, clients):
     """Closed loop: `clients` connections, each sending its next request as soon as the last one answered, over
     --procs processes; the first --warmup seconds are not measured, then --duration seconds are."""
@@ -456,7 +469,11 @@ def run_load(requests, gtsets, kind, clients):
         c += nt
     for p in ps:
         p.start()
+    while time.time() < start + A.warmup:
+        time.sleep(0.005)
+    cpu0, t0 = node_cpu_seconds(), time.time()
     res = [q.get() for _ in ps]
+    cpu1, t1 = node_cpu_seconds(), time.time()
     for p in ps:
         p.join()
     lat = np.sort(np.array([x for r in res for x in r[0]]))
@@ -470,6 +487,8 @@ def run_load(requests, gtsets, kind, clients):
            "p50_ms": round(float(lat[len(lat) // 2]) * 1000, 3) if len(lat) else None,
            "p99_ms": round(float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) * 1000, 3) if len(lat) else None,
            "loader_cpu_cores": round(sum(r[4] for r in res) / (A.warmup + window), 2)}
+    if cpu0 is not None and cpu1 is not None and t1 > t0:
+        out["node_cpu_cores"] = round((cpu1 - cpu0) / (t1 - t0), 2)
     if kind != "noop":
         out["recall"] = round(float(np.mean(rec)), 4) if rec else None
     if kind == "msearch":
@@ -516,7 +535,8 @@ def bench(system, index, layout, gtkey):
         for c in A.clients:
             r = run_load(reqs, None, "noop", c)
             log(step="concurrent", **base, **r)
-            say("noop %d clients: %.0f q/s, p50 %s ms (load generator %.2f cores)" % (c, r["qps"], r["p50_ms"], r["loader_cpu_cores"]))
+            say("noop %d clients: %.0f q/s, p50 %s ms (load generator %.2f cores, node %s cores)" % (
+                c, r["qps"], r["p50_ms"], r["loader_cpu_cores"], r.get("node_cpu_cores")))
         return
     s0 = gpu_stats() if is_gpu else None
     gts = [set(int(x) for x in row) for row in GT[(gtkey, 0)]]
@@ -532,8 +552,9 @@ def bench(system, index, layout, gtkey):
         for cl in A.clients:
             r = run_load(reqs, gts, "knn", cl)
             log(step="concurrent", num_candidates=nc, **base, **r)
-            say("%s %s nc %d, %d clients: %.0f q/s p50 %s ms p99 %s ms recall %s errors %d" % (
-                system, layout, nc, cl, r["qps"], r["p50_ms"], r["p99_ms"], r.get("recall"), r["errors"]))
+            say("%s %s nc %d, %d clients: %.0f q/s p50 %s ms p99 %s ms recall %s errors %d node CPU %s cores" % (
+                system, layout, nc, cl, r["qps"], r["p50_ms"], r["p99_ms"], r.get("recall"), r["errors"],
+                r.get("node_cpu_cores")))
     nc = ncs[0]
     if gtkey == "all":
         for p in A.filters:

@@ -5,7 +5,8 @@
 #   bash .device-es/es2/run-es.sh --n 1000000 --dims 128 --systems noop,ceiling,gpu --segments both
 # env: GV_ES_DIR (default /tmp/esgpu), GV_ES_USER (default gvbench), ES_HEAP (default "-Xms16g -Xmx16g"),
 #      ES_EXTRA_OPTS (appended to the node's JVM options), BENCH_S (the benchmark's time limit, default 540 s),
-#      PROFILE=1 (JFR recording of the whole benchmark, q.jfr in $OUT).
+#      PROFILE=1 (JFR recording of the whole benchmark, q.jfr in $OUT),
+#      ES_SETTINGS (node settings as "key=value key=value", e.g. "thread_pool.search.size=64": each becomes -Ekey=value).
 set -uo pipefail
 D=${GV_ES_DIR:-/tmp/esgpu}; P=$(cd "$(dirname "$0")" && pwd); U=${GV_ES_USER:-gvbench}
 OUT=${OUT:-/tmp/gvb-out}; mkdir -p "$OUT"
@@ -23,16 +24,17 @@ cd "$D/es"
 echo ">> starting Elasticsearch as $U"
 # es.secure_settings.source=file_settings: the CLI skips security auto-configuration (x-pack is not shipped)
 ES_JAVA_HOME="$D/jdk" CLI_JAVA_OPTS="-Des.secure_settings.source=file_settings" ES_JAVA_OPTS="${ES_HEAP:--Xms16g -Xmx16g} ${ES_EXTRA_OPTS:-}" \
-  runuser -u "$U" -- bin/elasticsearch -d -p "$D/es/pid" > "$OUT/es-start.log" 2>&1 || { cat "$OUT/es-start.log"; tail -50 "$D"/es/logs/*.log; exit 4; }
+  runuser -u "$U" -- bin/elasticsearch -d -p "$D/es/pid" ${ES_SETTINGS:+$(printf -- ' -E%s' $ES_SETTINGS)} > "$OUT/es-start.log" 2>&1 || { cat "$OUT/es-start.log"; tail -50 "$D"/es/logs/*.log; exit 4; }
 up=0
 for i in $(seq 1 120); do curl -s "localhost:9200/_cluster/health?wait_for_status=yellow&timeout=1s" >/dev/null 2>&1 && { up=1; break; }; sleep 1; done
 [ $up = 1 ] || { echo "Elasticsearch did not come up"; tail -50 "$D"/es/logs/*.log; kill "$(cat "$D/es/pid")"; exit 5; }
 echo ">> node up after ${i} s: $(curl -s 'localhost:9200/_gpu_vectors/stats' | head -c 400)"
+echo ">> search thread pool: $(curl -s 'localhost:9200/_cat/thread_pool/search?h=name,type,size,queue_size')"
 if [ -n "${PROFILE:-}" ]; then
   mkdir -p "$D/prof" && chown "$U" "$D/prof"
   runuser -u "$U" -- "$D/jdk/bin/jcmd" "$(cat "$D/es/pid")" JFR.start name=q settings=profile filename="$D/prof/q.jfr" >/dev/null
 fi
-cd "$D" && PYTHONUNBUFFERED=1 GV_FASHION_DIR="$D/fashion-mnist" OUT="$OUT" timeout "${BENCH_S:-540}" python3 "$D/bench_es.py" "$@"
+cd "$D" && PYTHONUNBUFFERED=1 GV_ES_PID="$(cat "$D/es/pid")" GV_FASHION_DIR="$D/fashion-mnist" OUT="$OUT" timeout "${BENCH_S:-540}" python3 "$D/bench_es.py" "$@"
 rc=$?
 [ $rc = 124 ] && echo ">> the benchmark ran past BENCH_S=${BENCH_S:-540} s and was stopped (results so far are in \$OUT/es_bench.jsonl)"
 if [ -n "${PROFILE:-}" ]; then
