@@ -95,6 +95,11 @@ public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlug
     }
 
     @Override
+    public Settings additionalSettings() {
+        return GpuVectorsSettings.additionalNodeSettings(nodeSettings);
+    }
+
+    @Override
     public List<Setting<?>> getSettings() {
         return GpuVectorsSettings.all();
     }

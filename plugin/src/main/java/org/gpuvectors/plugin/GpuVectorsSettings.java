@@ -2,6 +2,7 @@ package org.gpuvectors.plugin;
 
 import org.elasticsearch.common.settings.Setting;
 import org.elasticsearch.common.settings.Settings;
+import org.elasticsearch.common.util.concurrent.EsExecutors;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 
 import java.util.List;
@@ -68,6 +69,32 @@ public final class GpuVectorsSettings {
         Setting.Property.IndexScope,
         Setting.Property.Dynamic
     );
+
+    /**
+     * Threads of the node's {@code search} pool per allocated processor that the plugin proposes
+     * ({@link #additionalNodeSettings}). Elasticsearch sizes that pool for searches that keep a core busy ({@code (3 x
+     * processors) / 2 + 1}: 25 on 16 cores); a {@code gpu_vector} search holds its thread while it waits for its GPU
+     * pass, so with 25 threads a node's search rate is bound by threads, not cores. Measured on the H100 node (16 cores,
+     * 1M x 128, one segment, 64 clients, docs/BENCHMARKS.md section 11): {@code ivf_pq} at 69 % of Elasticsearch's knn
+     * ceiling with 25 threads, 90 % with 100 (ceiling measured with the same pool); 6 per processor is that 100.
+     */
+    static final int SEARCH_THREADS_PER_PROCESSOR = 6;
+
+    /**
+     * Node settings the plugin adds ({@code Plugin#additionalSettings}; the node's own settings win): a larger
+     * {@code thread_pool.search.size} unless the GPU is switched off ({@code gpu_vectors.gpu.mode: false}).
+     */
+    static Settings additionalNodeSettings(Settings nodeSettings) {
+        if (GpuSearchService.Mode.parse(GPU_MODE.get(nodeSettings)) == GpuSearchService.Mode.FALSE) {
+            return Settings.EMPTY;
+        }
+        return Settings.builder().put("thread_pool.search.size", searchPoolSize(EsExecutors.allocatedProcessors(nodeSettings))).build();
+    }
+
+    /** The {@code search} pool the plugin proposes for a node of {@code processors} allocated processors. */
+    static int searchPoolSize(int processors) {
+        return SEARCH_THREADS_PER_PROCESSOR * processors + 1;
+    }
 
     static List<Setting<?>> all() {
         return List.of(INDEX_ENABLED, INDEX_WARMUP_ON_REFRESH, GPU_MODE, GPU_DEVICE, GPU_MEMORY_BUDGET, GPU_MAX_BATCH_QUERIES);

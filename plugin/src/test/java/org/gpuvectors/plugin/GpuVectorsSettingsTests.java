@@ -6,6 +6,8 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.util.Set;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -39,6 +41,21 @@ class GpuVectorsSettingsTests {
         assertEquals(1, settings.deviceOrdinal());
         assertEquals(0.25, settings.memoryBudget());
         assertEquals(64, settings.maxBatchQueries());
+    }
+
+    @Test
+    void theSearchPoolGrowsUnlessTheGpuIsOff() {
+        assertEquals(97, GpuVectorsSettings.searchPoolSize(16)); // the 100 threads measured on the 16-core H100 node
+        // node.processors may not exceed this machine's processors: 1 is valid everywhere
+        Settings one = Settings.builder().put("node.processors", 1).build();
+        Settings added = GpuVectorsSettings.additionalNodeSettings(one);
+        assertEquals(Set.of("thread_pool.search.size"), added.keySet());
+        assertEquals(7, added.getAsInt("thread_pool.search.size", -1));
+        assertEquals(added, new GpuVectorsPlugin(one).additionalSettings());
+        assertEquals(added, GpuVectorsSettings.additionalNodeSettings(Settings.builder().put(one)
+            .put("gpu_vectors.gpu.mode", "true").build()));
+        assertTrue(GpuVectorsSettings.additionalNodeSettings(Settings.builder().put(one)
+            .put("gpu_vectors.gpu.mode", "false").build()).isEmpty());
     }
 
     @Test
