@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -12,7 +13,9 @@ import java.util.List;
  * come back in one copy per array. The host waits once per batch, not once per index: what makes
  * many segments cost about what one does.
  *
- * <p>Threading: takes the device lock for the whole pass (the GPU runs one batch at a time).
+ * <p>Threading: takes the device lock while it enqueues the pass, in a slot of its own ({@link
+ * GpuDevice#beginPass}), and waits for the device without it: up to {@link GpuDevice#PASSES} passes are in flight
+ * at once, each on its own streams.
  */
 public final class BatchSearch {
 
@@ -83,32 +86,70 @@ public final class BatchSearch {
     float[] distances = new float[(int) outElements];
     int[] ids = new int[(int) outElements];
     Arrays.fill(ids, -1);
-    try (GpuDevice.Scope s = device.lock();
-         DeviceBuffer dq = device.allocate(4L * Math.max(1, queryFloats));
-         DeviceBuffer dm = device.allocate(8L * Math.max(1, maskWords));
-         DeviceBuffer outV = device.allocate(4L * Math.max(1, outElements));
-         DeviceBuffer outI = device.allocate(4L * Math.max(1, outElements))) {
-      long start = System.nanoTime();
-      if (packed.length > 0) {
-        device.upload(packed, 0, packed.length, dq, 0);
+    // the packed queries and masks go up, the results come down, through the slot's pinned buffers and on its
+    // stream when they fit them: then the pass waits for the device without the lock (see GpuDevice.PASSES)
+    long masksAt = (4L * packed.length + 7) & ~7L; // byte offset of the masks in the upload buffer
+    boolean staged = masksAt + 8L * masks.length <= PinnedHostBuffer.MAX_BYTES
+        && 8L * outElements <= PinnedHostBuffer.MAX_BYTES;
+    PassSlot slot = null;
+    boolean any = false;
+    try {
+      try (GpuDevice.Scope s = device.lock()) {
+        long start = System.nanoTime();
+        slot = device.beginPass();
+        try (DeviceBuffer dq = device.allocate(4L * Math.max(1, queryFloats));
+             DeviceBuffer dm = device.allocate(8L * Math.max(1, maskWords));
+             DeviceBuffer outV = device.allocate(4L * Math.max(1, outElements));
+             DeviceBuffer outI = device.allocate(4L * Math.max(1, outElements))) {
+          if (staged) {
+            ByteBuffer up = slot.upload.bytes(masksAt + 8L * masks.length);
+            up.asFloatBuffer().put(0, packed);
+            up.asLongBuffer().put((int) (masksAt / 8), masks);
+            if (packed.length > 0) {
+              device.uploadAsync(slot.upload, 0, dq, 0, 4L * packed.length);
+            }
+            if (masks.length > 0) {
+              device.uploadAsync(slot.upload, masksAt, dm, 0, 8L * masks.length);
+            }
+          } else {
+            if (packed.length > 0) {
+              device.upload(packed, 0, packed.length, dq, 0);
+            }
+            if (masks.length > 0) {
+              device.upload(masks, dm);
+            }
+          }
+          for (int g = 0; g < count; g++) {
+            if (direct[g]) {
+              device.uploadQueries(groups.get(g), dq, 4L * queryAt[g]); // query rows: through the pinned staging buffer
+            }
+          }
+          boolean[] walked = tableWalks(groups);
+          any = enqueue(device, groups, walked, dq, dm, outV, outI, queryAt, normsAt, maskAt, maskRowWords, outAt);
+          if (any && staged) {
+            slot.download.bytes(8L * outElements);
+            device.downloadAsync(outV, 0, slot.download, 0, 4L * outElements);
+            device.downloadAsync(outI, 0, slot.download, 4L * outElements, 4L * outElements);
+          } else if (any) {
+            device.download(outV, 0, distances, 0, distances.length);
+            device.download(outI, 0, ids, 0, ids.length);
+          }
+        } // the pass's blocks wait in its slot until it ends
+        device.endEnqueue(slot);
+        timing[0] += System.nanoTime() - start;
       }
-      for (int g = 0; g < count; g++) {
-        if (direct[g]) {
-          device.uploadQueries(groups.get(g), dq, 4L * queryAt[g]); // query rows: through the pinned staging buffer
-        }
+      long waitStart = System.nanoTime();
+      device.awaitPass(slot);
+      if (any && staged) {
+        ByteBuffer down = slot.download.bytes(8L * outElements);
+        down.asFloatBuffer().get(0, distances);
+        down.asIntBuffer().get((int) outElements, ids);
       }
-      if (masks.length > 0) {
-        device.upload(masks, dm);
+      timing[1] += System.nanoTime() - waitStart;
+    } finally {
+      if (slot != null) {
+        device.endPass(slot);
       }
-      boolean[] walked = tableWalks(groups);
-      boolean any = enqueue(device, groups, walked, dq, dm, outV, outI, queryAt, normsAt, maskAt, maskRowWords, outAt);
-      long enqueued = System.nanoTime();
-      if (any) {
-        device.download(outV, 0, distances, 0, distances.length);
-        device.download(outI, 0, ids, 0, ids.length);
-      }
-      timing[0] += enqueued - start;
-      timing[1] += System.nanoTime() - enqueued;
     }
     SearchResult[] results = new SearchResult[count];
     for (int g = 0; g < count; g++) {

@@ -23,7 +23,7 @@ final class DeviceMemoryPool implements AutoCloseable {
   private boolean closed;
   /** Blocks returned while a pass runs on several streams ({@link #deferReleases}): address, size class. */
   private final ArrayDeque<long[]> deferred = new ArrayDeque<>();
-  private boolean deferring;
+  private ArrayDeque<long[]> returnedTo; // where returned blocks wait instead of the pool; null: straight back
 
   static long sizeClass(long bytes) {
     if (bytes <= 256) {
@@ -67,8 +67,8 @@ final class DeviceMemoryPool implements AutoCloseable {
   }
 
   void release(long address, long cls) {
-    if (deferring && !closed) {
-      deferred.add(new long[] {address, cls}); // still lent out until releaseDeferred
+    if (returnedTo != null && !closed) {
+      returnedTo.add(new long[] {address, cls}); // still lent out until released
       return;
     }
     bytesInUse -= cls;
@@ -87,14 +87,27 @@ final class DeviceMemoryPool implements AutoCloseable {
    * before that kernel ends ({@link GpuDevice.Lanes}).
    */
   void deferReleases() {
-    deferring = true;
+    deferTo(deferred);
   }
 
   /** Returns the blocks deferred since {@link #deferReleases} to the pool, and stops deferring. */
   void releaseDeferred() {
-    deferring = false;
-    while (!deferred.isEmpty()) {
-      long[] block = deferred.poll();
+    deferTo(null);
+    releaseAll(deferred);
+  }
+
+  /**
+   * Blocks returned from now on wait in {@code sink} (null: they go straight back to the pool), until {@link
+   * #releaseAll} of it: a pass in flight keeps them out of other passes' reach until the device is done with it.
+   */
+  void deferTo(ArrayDeque<long[]> sink) {
+    returnedTo = sink;
+  }
+
+  /** Returns the blocks waiting in {@code blocks} to the pool (or frees them, once the pool is closed). */
+  void releaseAll(ArrayDeque<long[]> blocks) {
+    while (!blocks.isEmpty()) {
+      long[] block = blocks.poll();
       release(block[0], block[1]);
     }
   }

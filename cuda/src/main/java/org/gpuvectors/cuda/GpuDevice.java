@@ -1,10 +1,13 @@
 package org.gpuvectors.cuda;
 
 import java.nio.FloatBuffer;
+import java.util.Arrays;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.IntStream;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
+import jcuda.driver.CUctx_flags;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
@@ -29,11 +32,17 @@ public final class GpuDevice implements AutoCloseable {
   private final Lane[] lanes = new Lane[LANES];
   private Lane current; // where enqueued work goes: lane 0 outside a Lanes pass
   private final ReentrantLock lock = new ReentrantLock();
+  private final Condition slotFreed = lock.newCondition();
+  /** The slots of the passes that may be in flight at once, created on first use ({@link #beginPass}). */
+  private final PassSlot[] slots = new PassSlot[MAX_PASSES];
+  private int concurrentPasses = PASSES; // slots in use: PASSES, or what a test set
+  private PassSlot enqueuing; // the slot whose pass holds the lock and enqueues, or null
   private final DeviceMemoryPool pool;
   private final KernelModule module;
   private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
   private boolean closed;
   private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
+  private long overlappedPasses; // passes begun while another was in flight (for tests and benchmarks)
 
   /**
    * The device whose context each thread made current last: {@link #lock()} sets the context only when another
@@ -49,6 +58,25 @@ public final class GpuDevice implements AutoCloseable {
    */
   static final int LANES = Math.max(1, Math.min(16, Integer.getInteger("gpuvectors.gpu.lanes", 4)));
 
+  /**
+   * Search passes that may be in flight at once ({@code -Dgpuvectors.gpu.passes}, 1 = one at a time): a pass
+   * holds the lock only while it enqueues its copies and kernels, then waits for its end without it, so that the
+   * next pass is enqueued and runs while the last one still runs. A pass of a few queries fills few
+   * multiprocessors and its wait is mostly latency: under Elasticsearch each search thread waited for the pass in
+   * flight before its own began.
+   */
+  static final int PASSES = Math.max(1, Math.min(8, Integer.getInteger("gpuvectors.gpu.passes", 1)));
+
+  /** The most slots a device has ({@link #PASSES} at most 8). */
+  private static final int MAX_PASSES = 8;
+
+  /**
+   * Whether a thread that waits for the device sleeps ({@code -Dgpuvectors.gpu.blocking_sync=true}: the context's
+   * {@code CU_CTX_SCHED_BLOCKING_SYNC}) instead of spinning on a core (CUDA's automatic choice with fewer contexts
+   * than cores): under Elasticsearch the search threads need the cores a spinning wait takes.
+   */
+  static final boolean BLOCKING_SYNC = Boolean.getBoolean("gpuvectors.gpu.blocking_sync");
+
   private GpuDevice(int ordinal) {
     GpuAvailability a = GpuAvailability.get();
     if (!a.available()) {
@@ -57,6 +85,10 @@ public final class GpuDevice implements AutoCloseable {
     this.info = a.devices().stream().filter(d -> d.ordinal() == ordinal).findFirst()
         .orElseThrow(() -> new IllegalArgumentException("no usable CUDA device " + ordinal + ": " + a.reason()));
     Driver.check("cuDeviceGet", JCudaDriver.cuDeviceGet(device, ordinal));
+    if (BLOCKING_SYNC) {
+      Driver.check("cuDevicePrimaryCtxSetFlags",
+          JCudaDriver.cuDevicePrimaryCtxSetFlags(device, CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC));
+    }
     Driver.check("cuDevicePrimaryCtxRetain", JCudaDriver.cuDevicePrimaryCtxRetain(context, device));
     boolean ok = false;
     DeviceMemoryPool p = null;
@@ -307,6 +339,22 @@ public final class GpuDevice implements AutoCloseable {
         stream()));
   }
 
+  /** Copies {@code bytes} from a pinned buffer to the device on the current stream (asynchronous). */
+  void uploadAsync(PinnedHostBuffer src, long srcByteOffset, DeviceBuffer dst, long dstByteOffset, long bytes) {
+    checkLocked();
+    check(dst, dstByteOffset, bytes);
+    Driver.check("cuMemcpyHtoDAsync", JCudaDriver.cuMemcpyHtoDAsync(Driver.deviceptr(dst.address() + dstByteOffset),
+        src.pointer().withByteOffset(srcByteOffset), bytes, stream()));
+  }
+
+  /** Copies {@code bytes} from the device to a pinned buffer on the current stream (asynchronous). */
+  void downloadAsync(DeviceBuffer src, long srcByteOffset, PinnedHostBuffer dst, long dstByteOffset, long bytes) {
+    checkLocked();
+    check(src, srcByteOffset, bytes);
+    Driver.check("cuMemcpyDtoHAsync", JCudaDriver.cuMemcpyDtoHAsync(dst.pointer().withByteOffset(dstByteOffset),
+        Driver.deviceptr(src.address() + srcByteOffset), bytes, stream()));
+  }
+
   private static void check(DeviceBuffer b, long offset, long bytes) {
     if (offset < 0 || bytes < 0 || offset + bytes > b.bytes()) {
       throw new IndexOutOfBoundsException("device buffer of " + b.bytes() + " bytes, access [" + offset + ", "
@@ -320,6 +368,13 @@ public final class GpuDevice implements AutoCloseable {
     for (Lane lane : lanes) {
       if (lane != null) {
         lane.synchronize();
+      }
+    }
+    for (PassSlot slot : slots) {
+      for (int i = 0; slot != null && i < slot.lanes.length; i++) {
+        if (slot.lanes[i] != null) {
+          slot.lanes[i].synchronize();
+        }
       }
     }
   }
@@ -365,22 +420,52 @@ public final class GpuDevice implements AutoCloseable {
 
   /**
    * Spreads the groups of one pass over up to {@code wanted} lanes (at most {@link #LANES}); caller holds the lock.
-   * The lanes start after everything enqueued so far on lane 0 (an index uploaded just before the pass), and
-   * {@link Lanes#close()} orders lane 0's later work after all of theirs. Device buffers closed during the pass
-   * return to the pool only then, so that no lane reuses a block that another lane may still be reading.
+   * Inside a pass slot ({@link #beginPass}) they are the slot's lanes, else the device's. The lanes start after
+   * everything enqueued so far on the first of them (an index uploaded just before the pass), and {@link
+   * Lanes#close()} orders the first one's later work after all of theirs. Device buffers closed during the pass
+   * return to the pool only at the end of the slot's pass, or outside a slot when the lanes close, so that no lane
+   * reuses a block that another lane may still be reading.
    */
   Lanes lanes(int wanted) {
     checkLocked();
+    Lane[] base = enqueuing != null ? enqueuing.lanes : lanes;
     int count = Math.max(1, Math.min(wanted, LANES));
     for (int i = 1; i < count; i++) {
-      if (lanes[i] == null) {
-        lanes[i] = new Lane();
+      if (base[i] == null) {
+        base[i] = new Lane();
       }
-      lanes[i].waitFor(lanes[0]);
+      base[i].waitFor(base[0]);
     }
-    pool.deferReleases();
+    boolean defers = enqueuing == null; // a slot keeps its pass's blocks until the pass ends anyway
+    if (defers) {
+      pool.deferReleases();
+    }
     lanePasses += count > 1 ? 1 : 0;
-    return new Lanes(count);
+    return new Lanes(base, count, defers);
+  }
+
+  /** How many search passes may be in flight at once ({@link #PASSES}). */
+  public int concurrentPasses() {
+    try (Scope s = lock()) {
+      return concurrentPasses;
+    }
+  }
+
+  /** Sets how many search passes may be in flight at once (tests: from 1 to 8; passes in flight keep their slots). */
+  void concurrentPasses(int passes) {
+    if (passes < 1 || passes > MAX_PASSES) {
+      throw new IllegalArgumentException("passes must be in [1, " + MAX_PASSES + "]: " + passes);
+    }
+    try (Scope s = lock()) {
+      concurrentPasses = passes;
+    }
+  }
+
+  /** Passes begun while another pass was in flight, since the device opened. */
+  public long overlappedPasses() {
+    try (Scope s = lock()) {
+      return overlappedPasses;
+    }
   }
 
   /** Passes spread over two lanes or more since the device opened. */
@@ -392,11 +477,15 @@ public final class GpuDevice implements AutoCloseable {
 
   /** A pass over several lanes ({@link #lanes(int)}); close it (under the lock) before the pass's downloads. */
   final class Lanes implements AutoCloseable {
+    private final Lane[] base;
     private final int count;
+    private final boolean defers;
     private boolean closed;
 
-    private Lanes(int count) {
+    private Lanes(Lane[] base, int count, boolean defers) {
+      this.base = base;
       this.count = count;
+      this.defers = defers;
     }
 
     /** The lanes of this pass. */
@@ -407,7 +496,7 @@ public final class GpuDevice implements AutoCloseable {
     /** Sends the work enqueued from now on to lane {@code i % count()}. */
     void use(int i) {
       checkLocked();
-      current = lanes[Math.floorMod(i, count)];
+      current = base[Math.floorMod(i, count)];
     }
 
     @Override
@@ -416,14 +505,102 @@ public final class GpuDevice implements AutoCloseable {
         return;
       }
       closed = true;
-      current = lanes[0];
+      current = base[0];
       try {
         for (int i = 1; i < count; i++) {
-          lanes[0].waitFor(lanes[i]);
+          base[0].waitFor(base[i]);
         }
       } finally {
-        pool.releaseDeferred(); // reused from now on in lane 0's order, which follows every lane of the pass
+        if (defers) {
+          pool.releaseDeferred(); // reused from now on in lane 0's order, which follows every lane of the pass
+        }
       }
+    }
+  }
+
+  /**
+   * Starts a search pass in a slot of its own (caller holds the lock; waits, without it, while {@link #PASSES}
+   * passes are in flight): until {@link #endEnqueue}, work goes to the slot's first lane, which starts after
+   * everything enqueued on lane 0 so far (an index uploaded just before), and device blocks returned stay out of
+   * the pool until {@link #endPass}. Then: {@link #endEnqueue} under the lock, {@link #awaitPass} without it,
+   * {@link #endPass}.
+   */
+  PassSlot beginPass() {
+    checkLocked();
+    if (enqueuing != null) {
+      throw new IllegalStateException("a pass is already being enqueued on this device");
+    }
+    PassSlot slot = null;
+    while (slot == null) {
+      ensureOpen();
+      for (int i = 0; i < concurrentPasses && slot == null; i++) {
+        if (slots[i] == null) {
+          slots[i] = new PassSlot();
+        }
+        if (!slots[i].busy) {
+          slot = slots[i];
+        }
+      }
+      if (slot == null) {
+        slotFreed.awaitUninterruptibly(); // releases the lock; a pass in flight returns its slot under it
+      }
+    }
+    for (PassSlot other : slots) {
+      if (other != null && other.busy) {
+        overlappedPasses++;
+        break;
+      }
+    }
+    slot.busy = true;
+    slot.lanes[0].waitFor(lanes[0]);
+    current = slot.lanes[0];
+    enqueuing = slot;
+    pool.deferTo(slot.returned);
+    return slot;
+  }
+
+  /**
+   * Ends the enqueuing of the slot's pass (caller holds the lock): marks its end on its stream (after its
+   * downloads), and sends later work back to lane 0 and returned blocks back to the pool.
+   */
+  void endEnqueue(PassSlot slot) {
+    checkLocked();
+    if (enqueuing != slot) {
+      throw new IllegalStateException("not the pass being enqueued");
+    }
+    enqueuing = null;
+    current = lanes[0];
+    pool.deferTo(null);
+    Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(slot.finished, slot.lanes[0].stream()));
+  }
+
+  /**
+   * Waits for the end of the slot's pass, without the lock: other passes are enqueued meanwhile. The context is
+   * current on this thread (it held the lock for {@link #beginPass}).
+   */
+  void awaitPass(PassSlot slot) {
+    Driver.check("cuEventSynchronize", JCudaDriver.cuEventSynchronize(slot.finished));
+  }
+
+  /** Returns the slot and the blocks of its pass (ended, or failed) to the device; takes the lock. */
+  void endPass(PassSlot slot) {
+    lock.lock();
+    try {
+      if (enqueuing == slot) { // failed while enqueuing: let what it enqueued end before its blocks are lent again
+        enqueuing = null;
+        current = lanes[0];
+        pool.deferTo(null);
+        for (Lane lane : slot.lanes) {
+          if (lane != null) {
+            JCudaDriver.cuStreamSynchronize(lane.stream()); // best effort: the failure is what the caller reports
+          }
+        }
+      }
+      pool.releaseAll(slot.returned);
+      slot.busy = false;
+      slotFreed.signalAll();
+    } finally {
+      lock.unlock();
     }
   }
 
@@ -436,9 +613,17 @@ public final class GpuDevice implements AutoCloseable {
       }
       Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
       CONTEXT_OF_THREAD.set(this);
+      while (Arrays.stream(slots).anyMatch(slot -> slot != null && slot.busy)) {
+        slotFreed.awaitUninterruptibly(); // a pass in flight: its thread returns the slot (and its blocks) first
+      }
       try {
         try {
           staging.close();
+          for (PassSlot slot : slots) {
+            if (slot != null) {
+              slot.close();
+            }
+          }
         } finally {
           for (int i = lanes.length - 1; i >= 0; i--) { // each waits for its own work first
             if (lanes[i] != null) {

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import jcuda.Pointer;
@@ -13,7 +14,8 @@ import jcuda.driver.JCudaDriver;
  * is kept and reused, grown to the largest copy up to {@link #MAX_BYTES} (larger copies go in
  * chunks).
  *
- * <p>Owned by its {@link GpuDevice}, used and freed under the device lock with its context current.
+ * <p>Owned by its {@link GpuDevice} or a {@link PassSlot}, used and freed under the device lock with its context
+ * current (a slot's buffers also by the thread that waits for its pass).
  */
 final class PinnedHostBuffer implements AutoCloseable {
 
@@ -22,10 +24,20 @@ final class PinnedHostBuffer implements AutoCloseable {
 
   private Pointer host; // null until the first copy, and after close
   private long capacity;
+  private ByteBuffer bytes;
   private FloatBuffer floats;
 
   /** The buffer as floats, at least {@code min(bytes, MAX_BYTES)} bytes of it (grown if needed). */
   FloatBuffer floats(long bytes) {
+    bytes(bytes);
+    return floats;
+  }
+
+  /**
+   * The buffer as bytes in native order (absolute gets and puts; views made of it share its memory), at least
+   * {@code min(bytes, MAX_BYTES)} of them (grown if needed: the old contents are lost).
+   */
+  ByteBuffer bytes(long bytes) {
     long wanted = Math.min(bytes, MAX_BYTES);
     if (host == null || capacity < wanted) {
       free();
@@ -34,9 +46,10 @@ final class PinnedHostBuffer implements AutoCloseable {
       Driver.check("cuMemAllocHost", JCudaDriver.cuMemAllocHost(p, size));
       host = p;
       capacity = size;
-      floats = p.getByteBuffer(0, size).order(ByteOrder.nativeOrder()).asFloatBuffer();
+      this.bytes = p.getByteBuffer(0, size).order(ByteOrder.nativeOrder());
+      floats = this.bytes.asFloatBuffer();
     }
-    return floats;
+    return this.bytes;
   }
 
   /** The buffer's address for the driver's copies. */
@@ -54,6 +67,7 @@ final class PinnedHostBuffer implements AutoCloseable {
       Pointer p = host;
       host = null;
       floats = null;
+      this.bytes = null;
       capacity = 0;
       Driver.check("cuMemFreeHost", JCudaDriver.cuMemFreeHost(p));
     }

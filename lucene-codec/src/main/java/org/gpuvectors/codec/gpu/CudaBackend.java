@@ -153,6 +153,11 @@ final class CudaBackend implements GpuBackend {
           : GpuFlatIndex.Precision.FP32;
 
   @Override
+  public int concurrentPasses() {
+    return device.concurrentPasses();
+  }
+
+  @Override
   public SearchResult[] search(List<SearchGroup> groups, long[] timing) {
     return BatchSearch.run(device, groups, timing);
   }

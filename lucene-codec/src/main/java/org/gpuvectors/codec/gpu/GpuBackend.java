@@ -56,8 +56,13 @@ public interface GpuBackend extends Closeable {
    */
   int[] prune(int[] knn, int n, int k, int degree);
 
+  /** How many {@link #search} passes may run at once (from different threads); 1: one at a time. */
+  default int concurrentPasses() {
+    return 1;
+  }
+
   /**
-   * Runs a batch of searches as one pass; results in group order. One batch at a time. Adds the
+   * Runs a batch of searches as one pass; results in group order. At most {@link #concurrentPasses} at once. Adds the
    * pass's host enqueue time to {@code timing[0]} and its wait for the device to {@code timing[1]}
    * (nanoseconds; a backend that cannot tell leaves them).
    */

@@ -19,13 +19,15 @@ import org.gpuvectors.cuda.SearchResult;
  * each call must return its own hits. So the calling threads meet here: a thread that finds the
  * device idle runs at once whatever is queued (its own search at least: a lone query never waits),
  * and searches that arrive while a pass runs queue up and go together in the next one, run by one
- * of their threads. Batches thus grow with the load, with no timer and no thread of our own. A pass
+ * of their threads. Batches thus grow with the load, with no timer and no thread of our own. Up to {@code
+ * maxPasses} passes run at once (the device enqueues the next while the last one runs: {@link
+ * GpuBackend#concurrentPasses}); a thread starts a pass when its search is queued and fewer are running. A pass
  * takes queued searches in arrival order up to {@code maxBatchQueries} queries (at least one
  * search), groups them by device index (many segments, one pass: see {@link
  * org.gpuvectors.cuda.BatchSearch}), and hands each search exactly its own k results; each caller
  * then fills its own collector on its own thread.
  *
- * <p>Threading: thread-safe; at most one pass runs at a time.
+ * <p>Threading: thread-safe; at most {@code maxPasses} passes run at a time.
  */
 public final class SearchBatcher {
 
@@ -49,6 +51,7 @@ public final class SearchBatcher {
     final int nprobe;
     private SearchResult result;
     private Throwable error;
+    private boolean taken; // by a pass; guarded by the batcher's lock
     private boolean done; // guarded by the batcher's lock
 
     public Search(DeviceIndex index, float[][] queries, int numQueries, int k, long[] mask, int nprobe) {
@@ -78,18 +81,28 @@ public final class SearchBatcher {
 
   private final Pass pass;
   private final int maxBatchQueries;
+  private final int maxPasses;
   private final GpuSearchStats stats;
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition passEnded = lock.newCondition();
   private final ArrayDeque<Search> queue = new ArrayDeque<>();
-  private boolean running; // a pass is on the device
+  private int running; // passes on the device
 
+  /** One pass at a time. */
   public SearchBatcher(Pass pass, int maxBatchQueries, GpuSearchStats stats) {
+    this(pass, maxBatchQueries, 1, stats);
+  }
+
+  public SearchBatcher(Pass pass, int maxBatchQueries, int maxPasses, GpuSearchStats stats) {
     if (maxBatchQueries < 1) {
       throw new IllegalArgumentException("maxBatchQueries must be >= 1 but was [" + maxBatchQueries + "]");
     }
+    if (maxPasses < 1) {
+      throw new IllegalArgumentException("maxPasses must be >= 1 but was [" + maxPasses + "]");
+    }
     this.pass = pass;
     this.maxBatchQueries = maxBatchQueries;
+    this.maxPasses = maxPasses;
     this.stats = stats;
   }
 
@@ -103,8 +116,8 @@ public final class SearchBatcher {
       queue.addAll(searches);
       boolean interrupted = false;
       while (searches.get(searches.size() - 1).done == false || anyPending(searches)) {
-        if (running == false) {
-          running = true;
+        if (running < maxPasses && queued(searches)) {
+          running++;
           List<Search> batch = take();
           lock.unlock();
           try {
@@ -114,7 +127,7 @@ public final class SearchBatcher {
             for (Search s : batch) {
               s.done = true;
             }
-            running = false;
+            running--;
             passEnded.signalAll();
           }
         } else {
@@ -131,6 +144,16 @@ public final class SearchBatcher {
     } finally {
       lock.unlock();
     }
+  }
+
+  /** Whether some of {@code searches} still wait in the queue (not taken by a pass). */
+  private boolean queued(List<Search> searches) {
+    for (Search s : searches) {
+      if (s.done == false && s.taken == false) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static boolean anyPending(List<Search> searches) {
@@ -152,6 +175,7 @@ public final class SearchBatcher {
         break;
       }
       batch.add(queue.poll());
+      next.taken = true;
       queries += next.numQueries;
     }
     return batch;

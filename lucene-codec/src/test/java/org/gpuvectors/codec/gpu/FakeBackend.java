@@ -33,6 +33,11 @@ public final class FakeBackend implements GpuBackend {
   public volatile Supplier<RuntimeException> passFault;
   /** Milliseconds each pass sleeps (lets concurrent searches queue up behind it). */
   public volatile long passMillis;
+  /** Passes that may run at once ({@link #concurrentPasses}); set before the service is made. */
+  public volatile int concurrentPasses = 1;
+  /** Passes running now, and the most that ever ran at once. */
+  public final AtomicInteger passesInFlight = new AtomicInteger();
+  public final AtomicInteger maxPassesInFlight = new AtomicInteger();
 
   public final AtomicLong liveBytes = new AtomicLong();
   public final AtomicLong peakLiveBytes = new AtomicLong();
@@ -207,7 +212,21 @@ public final class FakeBackend implements GpuBackend {
   }
 
   @Override
+  public int concurrentPasses() {
+    return concurrentPasses;
+  }
+
+  @Override
   public SearchResult[] search(List<SearchGroup> groups, long[] timing) {
+    maxPassesInFlight.accumulateAndGet(passesInFlight.incrementAndGet(), Math::max);
+    try {
+      return pass(groups);
+    } finally {
+      passesInFlight.decrementAndGet();
+    }
+  }
+
+  private SearchResult[] pass(List<SearchGroup> groups) {
     check();
     passes.incrementAndGet();
     passThreads.add(Thread.currentThread());

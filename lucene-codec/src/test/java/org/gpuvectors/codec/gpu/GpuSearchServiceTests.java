@@ -89,7 +89,19 @@ class GpuSearchServiceTests {
 
   @Test
   void batchedSearchesGetExactlyTheirOwnResults() throws Exception {
+    batchedSearchesGetExactlyTheirOwnResults(1);
+  }
+
+  /** As above with two passes in flight at once (the CUDA backend's default): never more than two, and two at times. */
+  @Test
+  void passesInFlightTogetherGiveEachSearchItsOwnResults() throws Exception {
+    FakeBackend backend = batchedSearchesGetExactlyTheirOwnResults(2);
+    assertEquals(2, backend.maxPassesInFlight.get(), "two passes ran at once, never more");
+  }
+
+  private FakeBackend batchedSearchesGetExactlyTheirOwnResults(int passesAtOnce) throws Exception {
     FakeBackend backend = new FakeBackend(1L << 30);
+    backend.concurrentPasses = passesAtOnce;
     backend.passMillis = 3; // searches queue up behind a running pass
     GpuSearchService service = service(backend, 1.0);
     List<Segment> segments = new ArrayList<>();
@@ -145,6 +157,8 @@ class GpuSearchServiceTests {
         assertTrue(p.mask() == null || ((p.mask()[id >>> 6] >>> id) & 1) == 1, "id passes its own filter");
       }
     }
+    assertTrue(backend.maxPassesInFlight.get() <= passesAtOnce, "at most " + passesAtOnce + " passes at once");
+    return backend;
   }
 
   @Test
