@@ -444,6 +444,17 @@ public final class GpuDevice implements AutoCloseable {
     return new Lanes(base, count, defers);
   }
 
+  /**
+   * Starts or stops the profiler's range (cuProfilerStart / cuProfilerStop): a profiler run with {@code
+   * --profile-from-start off} (Nsight Compute, Nsight Systems) records only the kernels launched inside it, e.g. a
+   * benchmark's searches without the index build before them.
+   */
+  public void profilerRange(boolean on) {
+    try (Scope s = lock()) {
+      Driver.check(on ? "cuProfilerStart" : "cuProfilerStop", on ? JCudaDriver.cuProfilerStart() : JCudaDriver.cuProfilerStop());
+    }
+  }
+
   /** How many search passes may be in flight at once ({@link #PASSES}). */
   public int concurrentPasses() {
     try (Scope s = lock()) {

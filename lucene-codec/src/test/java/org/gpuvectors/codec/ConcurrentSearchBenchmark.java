@@ -47,6 +47,7 @@ import org.gpuvectors.codec.gpu.GpuSearchStats;
  *
  * <pre>
  * java ... [-Dgv.bench.clients=1,16,64,256] [-Dgv.bench.layouts=natural,natural-per-segment,merged]
+ *   [-Dgv.bench.profile=true: the measured searches inside the GPU profiler's range, for ncu --profile-from-start off]
  *     [-Dgv.bench.type=flat|ivf_flat|ivf_pq|graph] [-Dgv.bench.nc=NUM_CANDIDATES]
  *     org.gpuvectors.codec.ConcurrentSearchBenchmark N DIMS SEGMENTS OUT_DIR [SECONDS_PER_POINT] [K]
  * </pre>
@@ -68,6 +69,8 @@ public final class ConcurrentSearchBenchmark {
       List.of(System.getProperty("gv.bench.layouts", "natural,natural-per-segment,merged").split(","));
   private static final int RECALL_QUERIES = 200;
   private static final IndexType TYPE = IndexType.fromName(System.getProperty("gv.bench.type", "flat"));
+  /** -Dgv.bench.profile=true: the measured searches inside the GPU profiler's range (run under ncu / nsys). */
+  private static final boolean PROFILE = Boolean.getBoolean("gv.bench.profile");
   /** Lucene's k: Elasticsearch's num_candidates; the top K of its hits are kept. */
   private static int numCandidates;
 
@@ -132,7 +135,13 @@ public final class ConcurrentSearchBenchmark {
               GpuSearchStats s = service.stats();
               long gpu0 = s.gpuSearches(), b0 = s.batches(), bs0 = s.batchSearches(), g0 = s.batchGroups(), f0 = s.cpuFallbacks();
               long n0 = s.gpuNanos(), e0 = s.enqueueNanos(), w0 = s.waitNanos();
+              if (PROFILE) {
+                service.profilerRange(true); // under ncu --profile-from-start off: these searches only
+              }
               double[] r = run(searcher, queries, filter, clients, seconds);
+              if (PROFILE) {
+                service.profilerRange(false);
+              }
               long batches = s.batches() - b0;
               double perPass = Math.max(1, batches) * 1e3;
               String row = String.format(Locale.ROOT, "%s,%d,%s,%d,%.0f,%.3f,%.3f,%.4f,%d,%d,%.2f,%.2f,%d,%.1f,%.1f,%.1f", layout,

@@ -153,6 +153,11 @@ final class CudaBackend implements GpuBackend {
           : GpuFlatIndex.Precision.FP32;
 
   @Override
+  public void profilerRange(boolean on) {
+    device.profilerRange(on);
+  }
+
+  @Override
   public int concurrentPasses() {
     return device.concurrentPasses();
   }

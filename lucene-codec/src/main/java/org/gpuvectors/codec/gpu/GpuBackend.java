@@ -56,6 +56,9 @@ public interface GpuBackend extends Closeable {
    */
   int[] prune(int[] knn, int n, int k, int degree);
 
+  /** Starts or stops the device profiler's range (benchmarks under a profiler); nothing without one. */
+  default void profilerRange(boolean on) {}
+
   /** How many {@link #search} passes may run at once (from different threads); 1: one at a time. */
   default int concurrentPasses() {
     return 1;

@@ -577,6 +577,16 @@ public final class GpuSearchService implements Closeable {
   }
 
   /**
+   * Starts or stops the GPU profiler's range, so that a benchmark run under Nsight ({@code --profile-from-start off})
+   * records its searches alone; nothing without a GPU.
+   */
+  public void profilerRange(boolean on) {
+    if (backend != null) {
+      backend.profilerRange(on);
+    }
+  }
+
+  /**
    * Makes a segment field resident ahead of its first search (a warm-up).
    *
    * @return whether it is resident (false: no GPU, does not fit, or the upload failed: counted)
