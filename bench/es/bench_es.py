@@ -52,6 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--bulk-procs", type=int, default=0, help="bulk load processes (default: min(8, cores))")
     p.add_argument("--shards", type=int, default=1)
     p.add_argument("--keep", action="store_true", help="keep the indices (default: delete each after its run)")
+    p.add_argument("--paired", action="store_true",
+                   help="keep the knn ceiling's index and measure it again right before each knn point of the other "
+                        "systems, at the same clients: each point gets its own ceiling (of_ceiling), robust to drift")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=9200)
     p.add_argument("--fashion-dir", default=os.environ.get("GV_FASHION_DIR", "/usr/share/datasets/fashion-mnist"))
@@ -521,6 +524,18 @@ def stats_delta(s0, s1):
         return None
 
 
+PAIRED = {}  # the knn ceiling's index kept for --paired: its requests and ground truth
+
+
+def paired_ceiling(system, clients):
+    """With --paired, the knn ceiling measured right now at `clients` (logged as step paired_ceiling), else None."""
+    if not PAIRED or system in ("noop", "ceiling", "gpuceiling"):
+        return None
+    r = run_load(PAIRED["reqs"], PAIRED["gts"], "knn", clients)
+    log(step="paired_ceiling", for_system=system, num_candidates=PAIRED["nc"], **r)
+    return r
+
+
 def bench(system, index, layout, gtkey):
     is_gpu = system in ("gpu", "gpuceiling", "ivf", "ivfpq", "graph")
     ncs = [max(A.k, A.nc[0])] if is_gpu else A.nc
@@ -549,12 +564,22 @@ def bench(system, index, layout, gtkey):
             c.call(reqs[qi])
         c.close()
         say("%s (%s, nc %d): warm-up 20 searches %.2f s" % (index, layout, nc, time.time() - t0))
+        # then load at the most clients, unmeasured, as the noop does: the node's knn path is compiled (JIT) before
+        # the first point (a local check: the ceiling's first points ran at a third to a half of its later rate)
+        dur, A.duration = A.duration, max(2.0, A.warmup)
+        run_load(reqs, gts, "knn", max(A.clients))
+        A.duration = dur
         for cl in A.clients:
+            paired = paired_ceiling(system, cl)
             r = run_load(reqs, gts, "knn", cl)
+            if paired:
+                r["ceiling_qps"] = paired["qps"]
+                r["of_ceiling"] = round(r["qps"] / paired["qps"], 3) if paired["qps"] else None
             log(step="concurrent", num_candidates=nc, **base, **r)
-            say("%s %s nc %d, %d clients: %.0f q/s p50 %s ms p99 %s ms recall %s errors %d node CPU %s cores" % (
+            say("%s %s nc %d, %d clients: %.0f q/s p50 %s ms p99 %s ms recall %s errors %d node CPU %s cores%s" % (
                 system, layout, nc, cl, r["qps"], r["p50_ms"], r["p99_ms"], r.get("recall"), r["errors"],
-                r.get("node_cpu_cores")))
+                r.get("node_cpu_cores"), " (%.0f %% of the paired ceiling's %.0f q/s)" % (100 * r["of_ceiling"], paired["qps"])
+                if paired and r.get("of_ceiling") else ""))
     nc = ncs[0]
     if gtkey == "all":
         for p in A.filters:
@@ -600,7 +625,13 @@ def run_system(system):
         if layout == "one" and system != "noop":
             force_merge(system, index)
         bench(system, index, layout, "tiny" if tiny else "all")
-    if not A.keep:
+    if A.paired and system == "ceiling":
+        nc = A.nc[0]
+        PAIRED.update(index=index, nc=nc, gts=[set(int(x) for x in row) for row in GT[("tiny", 0)]],
+                      reqs=[Conn.build("POST", "/%s/_search?filter_path=hits.hits._id" % index,
+                                       json.dumps(knn_body(index, qi, nc, 0))) for qi in range(A.queries)])
+        say("--paired: %s kept; measured again before each knn point of the other systems" % index)
+    elif not A.keep:
         req("DELETE", "/" + index)
         if system in ("gpu", "gpuceiling", "ivf", "ivfpq", "graph"):
             # the GPU memory of the deleted index must come back
@@ -635,8 +666,10 @@ def summarize(rows, out):
     clients = sorted({r["clients"] for r in conc})
     fsel = sorted({r["selectivity_pct"] for r in rows if r.get("step") == "filtered"})
     mcl = sorted({r["clients"] for r in rows if r.get("step") == "msearch"})
+    paired = any(r.get("of_ceiling") for r in conc)
     head = ["system", "segments", "nc", "1 client p50/p99 ms"] + ["q/s %d cl" % c for c in clients] + ["recall@%d" % (A.k if A else 10)] \
-        + ["filter %d%% q/s (recall)" % p for p in fsel] + ["_msearch %d cl searches/s" % c for c in mcl]
+        + ["filter %d%% q/s (recall)" % p for p in fsel] + ["_msearch %d cl searches/s" % c for c in mcl] \
+        + (["of the paired ceiling at %s cl" % " / ".join(str(c) for c in clients)] if paired else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key in keys:
         sys_, seg, nc = key
@@ -656,6 +689,9 @@ def summarize(rows, out):
         for c in mcl:
             r = m("msearch", clients=c)
             cells.append("{:,.0f}".format(r["searches_per_s"]) if r else "")
+        if paired:
+            ofs = [m("concurrent", clients=c, num_candidates=nc) for c in clients]
+            cells.append(" / ".join("%.0f %%" % (100 * r["of_ceiling"]) if r and r.get("of_ceiling") else "-" for r in ofs))
         lines.append("| " + " | ".join(cells) + " |")
     extra = []
     for r in rows:
@@ -729,6 +765,8 @@ def main():
         ground_truth()
     for system in [x for x in SYSTEMS if x in A.systems]:
         run_system(system)
+    if PAIRED and not A.keep:
+        req("DELETE", "/" + PAIRED["index"])
     log(step="gpu_stats_end", stats=gpu_stats())
     summarize(RESULTS, A.out)
     print("DONE", flush=True)
