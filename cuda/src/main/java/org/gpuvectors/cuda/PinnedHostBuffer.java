@@ -24,7 +24,7 @@ final class PinnedHostBuffer implements AutoCloseable {
 
   private Pointer host; // null until the first copy, and after close
   private long capacity;
-  private ByteBuffer bytes;
+  private ByteBuffer buffer;
   private FloatBuffer floats;
 
   /** The buffer as floats, at least {@code min(bytes, MAX_BYTES)} bytes of it (grown if needed). */
@@ -46,10 +46,10 @@ final class PinnedHostBuffer implements AutoCloseable {
       Driver.check("cuMemAllocHost", JCudaDriver.cuMemAllocHost(p, size));
       host = p;
       capacity = size;
-      this.bytes = p.getByteBuffer(0, size).order(ByteOrder.nativeOrder());
-      floats = this.bytes.asFloatBuffer();
+      buffer = p.getByteBuffer(0, size).order(ByteOrder.nativeOrder());
+      floats = buffer.asFloatBuffer();
     }
-    return this.bytes;
+    return buffer;
   }
 
   /** The buffer's address for the driver's copies. */
@@ -67,7 +67,7 @@ final class PinnedHostBuffer implements AutoCloseable {
       Pointer p = host;
       host = null;
       floats = null;
-      this.bytes = null;
+      buffer = null;
       capacity = 0;
       Driver.check("cuMemFreeHost", JCudaDriver.cuMemFreeHost(p));
     }
