@@ -579,10 +579,15 @@ public final class GpuDevice implements AutoCloseable {
     if (enqueuing != slot) {
       throw new IllegalStateException("not the pass being enqueued");
     }
+    stopEnqueuing();
+    Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(slot.finished, slot.lanes[0].stream()));
+  }
+
+  /** No pass is being enqueued any more: later work goes to lane 0, returned blocks straight back to the pool. */
+  private void stopEnqueuing() {
     enqueuing = null;
     current = lanes[0];
     pool.deferTo(null);
-    Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(slot.finished, slot.lanes[0].stream()));
   }
 
   /**
@@ -598,9 +603,7 @@ public final class GpuDevice implements AutoCloseable {
     lock.lock();
     try {
       if (enqueuing == slot) { // failed while enqueuing: let what it enqueued end before its blocks are lent again
-        enqueuing = null;
-        current = lanes[0];
-        pool.deferTo(null);
+        stopEnqueuing();
         for (Lane lane : slot.lanes) {
           if (lane != null) {
             JCudaDriver.cuStreamSynchronize(lane.stream()); // best effort: the failure is what the caller reports

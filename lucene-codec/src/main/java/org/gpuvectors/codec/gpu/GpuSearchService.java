@@ -110,7 +110,9 @@ public final class GpuSearchService implements Closeable {
     long budget = backend == null ? 0 : (long) (backend.totalMemoryBytes() * settings.memoryBudget());
     this.residency = new Residency(budget, stats);
     this.batcher =
-        backend == null ? null : new SearchBatcher(backend::search, settings.maxBatchQueries(), backend.concurrentPasses(), stats);
+        backend == null
+            ? null
+            : new SearchBatcher(backend::search, settings.maxBatchQueries(), backend.concurrentPasses(), stats);
     this.enabled = backend != null;
   }
 

@@ -88,11 +88,6 @@ public final class SearchBatcher {
   private final ArrayDeque<Search> queue = new ArrayDeque<>();
   private int running; // passes on the device
 
-  /** One pass at a time. */
-  public SearchBatcher(Pass pass, int maxBatchQueries, GpuSearchStats stats) {
-    this(pass, maxBatchQueries, 1, stats);
-  }
-
   public SearchBatcher(Pass pass, int maxBatchQueries, int maxPasses, GpuSearchStats stats) {
     if (maxBatchQueries < 1) {
       throw new IllegalArgumentException("maxBatchQueries must be >= 1 but was [" + maxBatchQueries + "]");

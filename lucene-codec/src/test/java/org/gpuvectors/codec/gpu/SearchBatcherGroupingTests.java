@@ -64,7 +64,7 @@ class SearchBatcherGroupingTests {
         out[g] = new SearchResult(group.numQueries(), group.k(), ids, new float[ids.length]);
       }
       return out;
-    }, 1 << 20, new GpuSearchStats());
+    }, 1 << 20, 1, new GpuSearchStats());
     float[][] one = {{1, 2}};
     SearchBatcher.Search walk64 = new SearchBatcher.Search(graph, one, 1, 10, null, 64);
     SearchBatcher.Search exact = new SearchBatcher.Search(graph, one, 1, 10, new long[16], GpuGraphIndex.EXACT);
