@@ -56,47 +56,20 @@ public final class MultiBlockWalkSimulation {
     return s;
   }
 
-  /** One block's list: ids and distances best first, expanded flags. */
-  private static final class Beam {
-    final int[] ids;
-    final float[] dist;
-    final boolean[] expanded;
-    int count;
-
-    Beam(int width) {
-      ids = new int[width];
-      dist = new float[width];
-      expanded = new boolean[width];
-    }
-
-    void insert(int id, float d) {
-      if (count == ids.length && (d > dist[count - 1] || (d == dist[count - 1] && id > ids[count - 1]))) {
-        return;
+  /**
+   * Marks and returns up to p best unexpanded nodes of a block's list (none: the walk is over). The list is the k-NN
+   * build's {@link NeighborList}: nearest first, ties by the lower ordinal, "new" = not yet expanded.
+   */
+  private static int[] parents(NeighborList list, int p) {
+    int[] out = new int[p];
+    int found = 0;
+    for (int i = 0; i < list.size() && found < p; i++) {
+      if (list.isNew[i]) {
+        list.isNew[i] = false;
+        out[found++] = list.ids[i];
       }
-      int pos = count < ids.length ? count++ : count - 1;
-      while (pos > 0 && (d < dist[pos - 1] || (d == dist[pos - 1] && id < ids[pos - 1]))) {
-        ids[pos] = ids[pos - 1];
-        dist[pos] = dist[pos - 1];
-        expanded[pos] = expanded[pos - 1];
-        pos--;
-      }
-      ids[pos] = id;
-      dist[pos] = d;
-      expanded[pos] = false;
     }
-
-    /** Marks and returns up to p best unexpanded nodes (none: the walk is over). */
-    int[] parents(int p) {
-      int[] out = new int[p];
-      int found = 0;
-      for (int i = 0; i < count && found < p; i++) {
-        if (!expanded[i]) {
-          expanded[i] = true;
-          out[found++] = ids[i];
-        }
-      }
-      return Arrays.copyOf(out, found);
-    }
+    return Arrays.copyOf(out, found);
   }
 
   /**
@@ -104,19 +77,19 @@ public final class MultiBlockWalkSimulation {
    * C = 1 is the single-block kernel.
    */
   Outcome walk(float[] q, int blocks, int width, int parents, boolean shared) {
-    Beam[] beams = new Beam[blocks];
+    NeighborList[] beams = new NeighborList[blocks];
     BitSet[] visited = new BitSet[blocks];
     BitSet common = new BitSet();
     long scored = 0;
     for (int b = 0; b < blocks; b++) {
-      beams[b] = new Beam(width);
+      beams[b] = new NeighborList(width);
       visited[b] = shared ? common : new BitSet();
     }
     for (int s = 0; s < seeds.length; s++) {
       int b = s % blocks;
       if (!visited[b].get(seeds[s])) {
         visited[b].set(seeds[s]);
-        beams[b].insert(seeds[s], distance(q, seeds[s]));
+        beams[b].insert(distance(q, seeds[s]), seeds[s]);
         scored++;
       }
     }
@@ -125,7 +98,7 @@ public final class MultiBlockWalkSimulation {
     while (any) {
       any = false;
       for (int b = 0; b < blocks; b++) {
-        int[] ps = beams[b].parents(parents);
+        int[] ps = parents(beams[b], parents);
         if (ps.length == 0) {
           continue;
         }
@@ -137,7 +110,7 @@ public final class MultiBlockWalkSimulation {
               continue;
             }
             visited[b].set(j);
-            beams[b].insert(j, distance(q, j));
+            beams[b].insert(distance(q, j), j);
             scored++;
           }
         }
@@ -147,11 +120,11 @@ public final class MultiBlockWalkSimulation {
     // the blocks' lists merged: the 10 best distinct ids
     List<long[]> all = new ArrayList<>();
     BitSet taken = new BitSet();
-    for (Beam beam : beams) {
-      for (int i = 0; i < beam.count; i++) {
+    for (NeighborList beam : beams) {
+      for (int i = 0; i < beam.size(); i++) {
         if (!taken.get(beam.ids[i])) {
           taken.set(beam.ids[i]);
-          all.add(new long[] {Float.floatToIntBits(beam.dist[i]), beam.ids[i]}); // non-negative floats sort as ints
+          all.add(new long[] {Float.floatToIntBits(beam.distances[i]), beam.ids[i]}); // non-negative floats sort as ints
         }
       }
     }
