@@ -536,6 +536,14 @@ def paired_ceiling(system, clients):
     return r
 
 
+def warm_up(reqs, gts, kind):
+    """Unmeasured load at the most clients for max(2 s, --warmup), so the node's path for these requests is compiled
+    (JIT) before the first measured point."""
+    dur, A.duration = A.duration, max(2.0, A.warmup)
+    run_load(reqs, gts, kind, max(A.clients))
+    A.duration = dur
+
+
 def bench(system, index, layout, gtkey):
     is_gpu = system in ("gpu", "gpuceiling", "ivf", "ivfpq", "graph")
     ncs = [max(A.k, A.nc[0])] if is_gpu else A.nc
@@ -543,10 +551,7 @@ def bench(system, index, layout, gtkey):
     path = "/%s/_search?filter_path=hits.hits._id" % index
     if system == "noop":
         reqs = [Conn.build("POST", "/%s/_search?filter_path=took" % index, json.dumps({"query": {"match_all": {}}, "size": 0}))]
-        # the node has just started: warm its search path up (JIT) before the first measured point
-        dur, A.duration = A.duration, max(2.0, A.warmup)
-        run_load(reqs, None, "noop", max(A.clients))
-        A.duration = dur
+        warm_up(reqs, None, "noop")  # the node has just started: its search path is compiled (JIT) first
         for c in A.clients:
             r = run_load(reqs, None, "noop", c)
             log(step="concurrent", **base, **r)
@@ -564,11 +569,8 @@ def bench(system, index, layout, gtkey):
             c.call(reqs[qi])
         c.close()
         say("%s (%s, nc %d): warm-up 20 searches %.2f s" % (index, layout, nc, time.time() - t0))
-        # then load at the most clients, unmeasured, as the noop does: the node's knn path is compiled (JIT) before
-        # the first point (a local check: the ceiling's first points ran at a third to a half of its later rate)
-        dur, A.duration = A.duration, max(2.0, A.warmup)
-        run_load(reqs, gts, "knn", max(A.clients))
-        A.duration = dur
+        # then as the noop: a local check had the ceiling's first points at a third to a half of its later rate
+        warm_up(reqs, gts, "knn")
         for cl in A.clients:
             paired = paired_ceiling(system, cl)
             r = run_load(reqs, gts, "knn", cl)
