@@ -52,7 +52,7 @@ public final class GpuGraphIndex extends ResidentIndex {
 
   /**
    * Nodes expanded per iteration (system property {@code gv.graph.parents}, 1..32; 0 = by batch size: {@link
-   * #LATENCY_BATCH_PARENTS} for batches below {@link #LATENCY_BATCH} queries, else 1). 1 is the classic best-first
+   * #latencyParents}(width) for batches below {@link #LATENCY_BATCH} queries, else 1). 1 is the classic best-first
    * search (and CAGRA's default). A query's latency is about iterations x the cost of one iteration, and p parents
    * cut the iterations about p-fold (the reference search, GraphFilterPlanTest's data, widths 32 / 64: 33 / 65
    * iterations at p = 1, 17 / 33 at 2, 9.5 / 17 at 4) for 2-8 % more distances at the same recall; an iteration
@@ -74,7 +74,15 @@ public final class GpuGraphIndex extends ResidentIndex {
   /** Batches below this many queries are latency-bound: fewer blocks than an H100's 132 multiprocessors. */
   static final int LATENCY_BATCH = 128;
   static final int LATENCY_BATCH_THREADS = 1024;
-  static final int LATENCY_BATCH_PARENTS = 4;
+  /**
+   * Parents per iteration of a latency-bound batch at list width {@code width}: width / 8, within 4..16. Measured
+   * at one query, 1,024 threads (H100, GraphSearchBench, docs/results/graph-latency-parents/): 60k x 784 widths 32 /
+   * 64 / 128 best at 8 / 8-16 / 16 parents (0.240 / 0.344 / 0.475 ms against 0.256 / 0.390 / 0.643 at 4); 1M x 128
+   * at width 128 0.265 ms at 16 against 0.394 at 4. Wider lists leave more unexpanded nodes worth expanding at once.
+   */
+  static int latencyParents(int width) {
+    return Math.max(4, Math.min(16, width / 8));
+  }
   /**
    * Smallest visited set, in 32-bit words (system property {@code gv.graph.hashMinWords}, a power of two): a larger
    * one is cleared less often (each clear lets evicted nodes be computed again).
@@ -255,7 +263,7 @@ public final class GpuGraphIndex extends ResidentIndex {
       }
       int wanted = GpuGraphIndex.parents;
       if (wanted == 0) {
-        wanted = nq < LATENCY_BATCH ? LATENCY_BATCH_PARENTS : 1;
+        wanted = nq < LATENCY_BATCH ? latencyParents(width) : 1;
       }
       if (wanted < 1 || wanted > 32) {
         throw new IllegalArgumentException("gv.graph.parents must be 0 (by batch size) or 1..32: " + wanted);
@@ -272,8 +280,9 @@ public final class GpuGraphIndex extends ResidentIndex {
       if (fixed + 4L * words > 96 << 10) {
         words = Math.max(needed, Math.min(words, pow2Ceil(Math.max(64, hashMinWords))));
       }
-      // a safety net: a search normally stops when every node of its list is expanded
-      int maxIterations = 4 * width / p + 100;
+      // a safety net: a search normally stops when every node of its list is expanded (at least width iterations
+      // allowed, whatever the parents)
+      int maxIterations = Math.max(width, 4 * width / p) + 100;
       long shared = fixed + 4L * words;
       return new SearchPlan(width, k, t, p, batch, team, words, maxIterations, (int) shared);
     }

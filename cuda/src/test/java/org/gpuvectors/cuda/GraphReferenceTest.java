@@ -128,6 +128,9 @@ class GraphReferenceTest {
     assertEquals(1024, one.threads());
     assertEquals(4, one.parents());
     assertEquals(128, one.batch(), "4 parents x degree 32");
+    assertEquals(8, GpuGraphIndex.SearchPlan.of(784, 32, 10, 64, 1).parents(), "width / 8");
+    assertEquals(12, GpuGraphIndex.SearchPlan.of(128, 32, 100, 100, 1).parents(), "width / 8 (num_candidates 100)");
+    assertEquals(16, GpuGraphIndex.SearchPlan.of(128, 32, 10, 256, 1).parents(), "at most 16");
     GpuGraphIndex.SearchPlan tiny = GpuGraphIndex.SearchPlan.of(784, 1024, 10, 32, GpuGraphIndex.LATENCY_BATCH - 1);
     assertEquals(2, tiny.parents(), "at most 2048 candidates per iteration");
     GpuGraphIndex.SearchPlan small = GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, GpuGraphIndex.LATENCY_BATCH);

@@ -10,7 +10,8 @@ import java.util.Random;
 /**
  * Graph index search on the GPU ({@link GpuGraphIndex}): recall@10 and queries/s at batch 10k and batch 1 for search
  * widths 16 / 32 / 64 / 128 / 256, with both visited sets (hash table, Bloom filter), squared L2; then with the Bloom
- * filter: batch-1 latency for parents 1 / 2 / 4 x 256 / 1024 threads (and the batch-size default) at widths 32 / 64
+ * filter: batch-1 latency for parents 1 / 2 / 4 x 256 / 1024 threads, 8 / 16 x 1024 (and the batch-size default) at
+ * widths 32 / 64 / 128
  * ({@code latency} rows), and 1 %, 10 %, 50 % random filters (one mask for all queries) at widths 32 / 64 / 128,
  * each as the codec's widened walk and as the exact search of the accepted vectors, with the mode the codec's rule
  * ({@link GraphFilterPlan}) picks marked {@code *} ({@code filter} rows). Not a test.
@@ -34,9 +35,14 @@ public final class GraphSearchBench {
   private static final int K = 10;
   private static final int BATCH = 10_000;
   private static final int SINGLE_QUERIES = 200;
-  private static final int[] LATENCY_WIDTHS = {32, 64};
-  private static final int[] LATENCY_PARENTS = {1, 2, 4};
+  private static final int[] LATENCY_WIDTHS = {32, 64, 128};
+  private static final int[] LATENCY_PARENTS = {1, 2, 4, 8, 16};
   private static final int[] LATENCY_THREADS = {256, 1024};
+  /** Parents from which only the widest block is tried (a 256-thread block scores 8+ parents' neighbours slowly). */
+  private static final int WIDE_ONLY_PARENTS = 8;
+  /** System property {@code gv.bench.graph.sections}: which of widths, latency, filters to run (default all). */
+  private static final List<String> SECTIONS =
+      List.of(System.getProperty("gv.bench.graph.sections", "widths,latency,filters").split(","));
   private static final double[] FILTERS = {0.01, 0.1, 0.5};
   private static final int[] FILTER_WIDTHS = {32, 64, 128};
 
@@ -50,7 +56,7 @@ public final class GraphSearchBench {
                  + "threads")) {
       System.out.printf("GPU %s; graph search, degree %d, build degree %d, k = %d; parents %s, threads %s%n", d.name(),
           degree, 2 * degree, K,
-          GpuGraphIndex.parents == 0 ? "by batch (" + GpuGraphIndex.LATENCY_BATCH_PARENTS + " below "
+          GpuGraphIndex.parents == 0 ? "by batch (width / 8 within 4..16 below "
               + GpuGraphIndex.LATENCY_BATCH + " queries, else 1)" : GpuGraphIndex.parents,
           GpuGraphIndex.threads == 0 ? "by batch (" + GpuGraphIndex.LATENCY_BATCH_THREADS + " below "
               + GpuGraphIndex.LATENCY_BATCH + " queries, " + GpuGraphIndex.SMALL_BATCH_THREADS + " below "
@@ -98,6 +104,9 @@ public final class GraphSearchBench {
       System.out.printf("%-14s %-6s %6s %6s %10s %10s %12s%n", "data", "visit", "width", "batch", "recall@10",
           "median ms", "queries/s");
       for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
+        if (!SECTIONS.contains("widths")) {
+          break;
+        }
         index.setVisitedSet(v);
         for (int width : WIDTHS) {
           // batch 10k
@@ -120,12 +129,16 @@ public final class GraphSearchBench {
         }
       }
       index.setVisitedSet(GpuGraphIndex.VisitedSet.BLOOM);
-      latency(csv, name, index, queries, truth);
-      filtered(d, csv, name, x, index, queries);
+      if (SECTIONS.contains("latency")) {
+        latency(csv, name, index, queries, truth);
+      }
+      if (SECTIONS.contains("filters")) {
+        filtered(d, csv, name, x, index, queries);
+      }
     }
   }
 
-  /** Batch 1 at parents 1 / 2 / 4 x 256 / 1024 threads, and the batch-size default (0 / 0). */
+  /** Batch 1 at parents 1 / 2 / 4 x 256 / 1024 threads, 8 / 16 x 1024, and the batch-size default (0 / 0). */
   private static void latency(PrintWriter csv, String name, GpuGraphIndex index, float[] queries, int[] truth) {
     int parents = GpuGraphIndex.parents;
     int threads = GpuGraphIndex.threads;
@@ -137,6 +150,9 @@ public final class GraphSearchBench {
         settings.add(new int[] {0, 0});
         for (int p : LATENCY_PARENTS) {
           for (int t : LATENCY_THREADS) {
+            if (p >= WIDE_ONLY_PARENTS && t != LATENCY_THREADS[LATENCY_THREADS.length - 1]) {
+              continue;
+            }
             settings.add(new int[] {p, t});
           }
         }
