@@ -23,6 +23,7 @@ struct SelectParams {
   const unsigned long long* acceptBits;  // optional: bit id set = id may be selected
   float* outK;                  // per virtual row: k values, best first
   int* outIdx;                  // per virtual row: k ids (-1 = empty)
+  const int* rowLens;           // optional, gv_radix_select only: columns of each row (at most len); else len
   long long inRowStride;        // elements between input rows
   long long idxOffset;          // id of column 0 when inIdx == null
   long long outRowStride;       // elements between output rows (each row holds chunksPerRow * k)
@@ -36,7 +37,7 @@ struct SelectParams {
   float outScale;               // stored value = outScale * selected value
   int clampZero;                // 1: clamp value at 0 before selection (squared L2 from GEMM)
 };
-static_assert(sizeof(SelectParams) == 120, "SelectParams layout is shared with Java");
+static_assert(sizeof(SelectParams) == 128, "SelectParams layout is shared with Java");
 
 // Parameters of the fused distance + select kernel (GpuFlatIndex.launchFused writes this layout, 80 bytes).
 struct FusedParams {
@@ -102,6 +103,7 @@ struct IvfPqScanParams {
   int* outIdx;                  // numQueries x (nprobe * k) ordinals (-1 = empty)
   long long acceptRowWords;     // 64-bit words between the accept masks of consecutive queries (0: one mask)
   long long outRowStride;       // elements between output rows (nprobe * k)
+  int* rowLengths;              // gv_ivf_pq_table_keys: per query the keys appended to its row (zeroed by the host)
   int dims;
   int k;                        // pairs written per (query, probe), 1..2048
   int nprobe;                   // lists scanned per query (grid.y)
@@ -111,7 +113,7 @@ struct IvfPqScanParams {
   int probesPerBlock;           // precomputed-table scan: probes per block (grid.y = ceil(nprobe / probesPerBlock))
   int numQueries;               // precomputed-table kernels: queries of the block of queries (rows of tables)
 };
-static_assert(sizeof(IvfPqScanParams) == 144, "IvfPqScanParams layout is shared with Java");
+static_assert(sizeof(IvfPqScanParams) == 152, "IvfPqScanParams layout is shared with Java");
 
 // The grouped IVF-Flat scan (ivf_grouped.cu), for batches in which many queries probe each list: the
 // (query, probe) pairs of a search, counting-sorted by list on the device, then one block per tile of

@@ -21,6 +21,8 @@
 //     ordinal; one WarpSelect queue per warp, merged per block, the group's k best written at slot
 //     blockIdx.y of the query's row (outRowStride = groups * k). probesPerBlock = 1 (small batches: nprobe
 //     blocks per query) or nprobe (large batches: one block per query, its table read once, not nprobe times).
+//  3. gv_ivf_pq_table_keys (small batches, instead of 2): block (query, probe) appends every accepted code's key and
+//     ordinal to the query's row, and gv_radix_select (select_kernels.cu) keeps the row's k best.
 // The sums are in another order than the CPU's (which builds each pair's full table), so values agree with it
 // up to float rounding of the terms (GpuIvfPqIndexGpuTest's tolerance).
 #include "vector_scan.cuh"
@@ -138,32 +140,28 @@ __device__ __forceinline__ float addWord(float s, unsigned word, int j0, int m, 
   return s;
 }
 
-template <int K>
-__device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
-  constexpr int NW = PqScanWarps<K>::value;
-  extern __shared__ float4 pqScanShared4[];
-  float* table = reinterpret_cast<float*>(pqScanShared4);
-  const int m = p.m;
-  const int bits = p.bits;
-  const int tableFloats = m << bits;
-  float* base = table + pqScanTableFloats(m, bits);  // term 1 per probe of the group
-  const int query = blockIdx.x;
-  const int p0 = blockIdx.y * p.probesPerBlock;
-  const int probes = min(p.probesPerBlock, p.nprobe - p0);
-  const int warp = threadIdx.x / kWarpSize;
-  const int lane = threadIdx.x & (kWarpSize - 1);
-  const bool ip = p.metric == 1;
-  // the query's table: 16-byte loads when it is a whole number of float4 (then every table is 16-byte aligned)
+// The query's table (term 3) into shared memory: 16-byte loads when it is a whole number of float4 (then every
+// table is 16-byte aligned).
+__device__ __forceinline__ void loadQueryTable(const IvfPqScanParams& p, int query, float4* table4, int tableFloats) {
   const float* src = p.tables + (long long)query * tableFloats;
   if ((tableFloats & 3) == 0) {
     const float4* src4 = reinterpret_cast<const float4*>(src);
-    for (int e = threadIdx.x; e < (tableFloats >> 2); e += blockDim.x) pqScanShared4[e] = __ldg(src4 + e);
+    for (int e = threadIdx.x; e < (tableFloats >> 2); e += blockDim.x) table4[e] = __ldg(src4 + e);
   } else {
+    float* table = reinterpret_cast<float*>(table4);
     for (int e = threadIdx.x; e < tableFloats; e += blockDim.x) table[e] = __ldg(src + e);
   }
-  // term 1 of each probed list: warp w takes probes w, w + NW, ...
+}
+
+// Term 1 of the query's probes p0 .. p0 + probes - 1 into base[0 ..]: warp w takes probes w, w + warps, ...
+// (exact float sums of (q_d - c_d)^2, or q_d c_d); 0 for a probe without a list.
+__device__ __forceinline__ void probeTerms(const IvfPqScanParams& p, int query, int p0, int probes, float* base) {
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warps = blockDim.x / kWarpSize;
+  const bool ip = p.metric == 1;
   const float* qrow = p.queries + (long long)query * p.dims;
-  for (int i = warp; i < probes; i += NW) {
+  for (int i = warp; i < probes; i += warps) {
     const int list = p.probes[(long long)query * p.nprobe + p0 + i];
     float s = 0.f;
     if (list >= 0) {
@@ -182,6 +180,44 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
     }
     if (lane == 0) base[i] = s;
   }
+}
+
+// The key of the code at position v of a list whose term 1 is term1: term1 + codeTerms[v] + sum_j
+// table[j][code_j] (L2, smallest first), or -(term1 + sum_j ...) (inner product). The code's m bytes are read as
+// the aligned 32-bit words that hold them (the buffer is padded to 4 bytes): byte i of word w is sub-code
+// 4 w + i - off; two sums for two independent add chains.
+__device__ __forceinline__ float codeKey(const IvfPqScanParams& p, long long v, const float* table, float term1) {
+  const int m = p.m;
+  const int bits = p.bits;
+  const long long at = v * m;
+  const int off = (int)(at & 3);
+  const unsigned* words = reinterpret_cast<const unsigned*>(p.codes + (at - off));
+  const int nwords = (off + m + 3) >> 2;
+  float s0 = addWord<true>(0.f, __ldg(words), -off, m, bits, table), s1 = 0.f;
+  int w = 1;
+  for (; w + 2 < nwords; w += 2) {  // whole words, two at a time
+    const unsigned a = __ldg(words + w), c = __ldg(words + w + 1);
+    s1 = addWord<false>(s1, a, 4 * w - off, m, bits, table);
+    s0 = addWord<false>(s0, c, 4 * w + 4 - off, m, bits, table);
+  }
+  for (; w < nwords; ++w) s1 = addWord<true>(s1, __ldg(words + w), 4 * w - off, m, bits, table);
+  const float s = s0 + s1;
+  return p.metric == 1 ? -(term1 + s) : term1 + (p.codeTerms[v] + s);
+}
+
+template <int K>
+__device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
+  constexpr int NW = PqScanWarps<K>::value;
+  extern __shared__ float4 pqScanShared4[];
+  float* table = reinterpret_cast<float*>(pqScanShared4);
+  float* base = table + pqScanTableFloats(p.m, p.bits);  // term 1 per probe of the group
+  const int query = blockIdx.x;
+  const int p0 = blockIdx.y * p.probesPerBlock;
+  const int probes = min(p.probesPerBlock, p.nprobe - p0);
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  loadQueryTable(p, query, pqScanShared4, p.m << p.bits);
+  probeTerms(p, query, p0, probes, base);
   __syncthreads();  // the table and the terms 1 are in
   const unsigned long long* accept = p.acceptBits != nullptr ? p.acceptBits + query * p.acceptRowWords : nullptr;
   WarpQueue<K, Bucket<K>::T> q;
@@ -201,22 +237,7 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
       if (v < end) {
         const int ord = p.ords[v];
         if (accepted(accept, ord)) {
-          // the code's m bytes as the aligned 32-bit words that hold them (the buffer is padded to 4 bytes):
-          // byte i of word w is sub-code 4 w + i - off; two sums for two independent add chains
-          const long long at = v * m;
-          const int off = (int)(at & 3);
-          const unsigned* words = reinterpret_cast<const unsigned*>(p.codes + (at - off));
-          const int nwords = (off + m + 3) >> 2;
-          float s0 = addWord<true>(0.f, __ldg(words), -off, m, bits, table), s1 = 0.f;
-          int w = 1;
-          for (; w + 2 < nwords; w += 2) {  // whole words, two at a time
-            const unsigned a = __ldg(words + w), c = __ldg(words + w + 1);
-            s1 = addWord<false>(s1, a, 4 * w - off, m, bits, table);
-            s0 = addWord<false>(s0, c, 4 * w + 4 - off, m, bits, table);
-          }
-          for (; w < nwords; ++w) s1 = addWord<true>(s1, __ldg(words + w), 4 * w - off, m, bits, table);
-          const float s = s0 + s1;
-          key = ip ? -(term1 + s) : term1 + (p.codeTerms[v] + s);
+          key = codeKey(p, v, table, term1);
           id = ord;
         }
       }
@@ -226,7 +247,65 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
   }
   q.flush();
   const long long o = (long long)query * p.outRowStride + (long long)blockIdx.y * p.k;
-  mergePqWarpsAndWrite<NW>(q, p.outK + o, p.outIdx + o, p.k, ip ? -1.f : 1.f);
+  mergePqWarpsAndWrite<NW>(q, p.outK + o, p.outIdx + o, p.k, p.metric == 1 ? -1.f : 1.f);
+}
+
+// The small-batch scan (GpuIvfPqIndex.keysSearch): block (query, probe) appends every accepted code of the probed
+// list as (key, ordinal) to the query's row of outK / outIdx (outRowStride apart, keys as codeKey: smaller is
+// better), at the row's count rowLengths[query] (one atomic per block and step); gv_radix_select then keeps the
+// row's k best. No queue: one query's lists cost a WarpSelect queue per list and two merge levels at large k.
+// A NaN key is dropped (it would never be selected). kPqKeysThreads threads.
+constexpr int kPqKeysThreads = 256;
+__device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p) {
+  extern __shared__ float4 pqScanShared4[];
+  float* table = reinterpret_cast<float*>(pqScanShared4);
+  float* base = table + pqScanTableFloats(p.m, p.bits);
+  const int query = blockIdx.x;
+  const int probe = blockIdx.y;
+  loadQueryTable(p, query, pqScanShared4, p.m << p.bits);
+  probeTerms(p, query, probe, 1, base);
+  __syncthreads();
+  const int list = p.probes[(long long)query * p.nprobe + probe];
+  if (list < 0) return;  // uniform
+  const unsigned long long* accept = p.acceptBits != nullptr ? p.acceptBits + query * p.acceptRowWords : nullptr;
+  const long long begin = p.listOffsets[list];
+  const long long end = p.listOffsets[list + 1];
+  const float term1 = base[0];
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  const long long row = (long long)query * p.outRowStride;
+  // the block's kept keys of each step get their places with one atomic on the row's count (one per warp and
+  // step serialised on that address: 34 us for one query's 63 lists, ncu)
+  __shared__ int warpKept[kPqKeysThreads / kWarpSize];
+  __shared__ int stepBase;
+  for (long long b = begin; b < end; b += blockDim.x) {  // uniform
+    const long long v = b + threadIdx.x;
+    float key = GV_INF;
+    int ord = -1;
+    if (v < end) {
+      ord = p.ords[v];
+      if (accepted(accept, ord)) key = codeKey(p, v, table, term1);
+    }
+    const bool keep = key < GV_INF;  // false for NaN, for +inf and past the list
+    const unsigned kept = __ballot_sync(kFullMask, keep);
+    if (lane == 0) warpKept[warp] = __popc(kept);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int total = 0;
+      for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) {
+        const int c = warpKept[w];
+        warpKept[w] = total;
+        total += c;
+      }
+      stepBase = total > 0 ? atomicAdd(p.rowLengths + query, total) : 0;
+    }
+    __syncthreads();
+    const long long at = (long long)stepBase + warpKept[warp] + __popc(kept & ((1u << lane) - 1));
+    if (keep && at < p.outRowStride) {
+      p.outK[row + at] = key;
+      p.outIdx[row + at] = ord;
+    }
+  }
 }
 
 }  // namespace gv
@@ -251,4 +330,7 @@ __global__ void __launch_bounds__(128, 1) gv_ivf_pq_table_scan_k1024(gv::IvfPqSc
   gv::ivfPqTableScan<1024>(p);
 }
 __global__ void __launch_bounds__(64) gv_ivf_pq_table_scan_k2048(gv::IvfPqScanParams p) { gv::ivfPqTableScan<2048>(p); }
+__global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys(gv::IvfPqScanParams p) {
+  gv::ivfPqTableKeys(p);
+}
 }

@@ -42,11 +42,13 @@ __device__ __forceinline__ float laneKey(const float* x, const float4* sq4, int 
   return acc;
 }
 
-// One block per query, the query in shared memory. Each warp recomputes one candidate's key at a time, the
+// grid (query, part): gridDim.y blocks share a query's candidates (a few queries cannot fill the GPU with one
+// block each: one query's 400 candidates took one 4-warp block ~90 us), the query in each block's shared memory.
+// Each warp recomputes one candidate's key at a time, the
 // lanes over the dimensions: the candidate's row is read coalesced (float4 when dims % 4 == 0: rows are then
 // 16-byte aligned), then a shuffle reduction. Keys as the TF32 pass's: squared L2 as the sum of (x_i - q_i)^2
 // (more accurate than the GEMM form), or -x.q. A NaN key (NaN in the data) is never selected afterwards.
-// Warp 0 also sums ||q||^2 in double (float products are exact there) and stores it rounded up, with the
+// Warp 0 of part 0 also sums ||q||^2 in double (float products are exact there) and stores it rounded up, with the
 // last candidate's TF32 key, for the certificate.
 __device__ __forceinline__ void rerankExact(const RerankParams& p) {
   extern __shared__ float4 sq4[];  // dims floats, rounded up to float4
@@ -61,7 +63,8 @@ __device__ __forceinline__ void rerankExact(const RerankParams& p) {
   const bool ip = p.metric == 1;
   const bool vec4 = (p.dims & 3) == 0;
   const long long row = (long long)query * p.candidates;
-  for (int c = warp; c < p.candidates; c += numWarps) {  // uniform per warp
+  const int stride = numWarps * gridDim.y;
+  for (int c = blockIdx.y * numWarps + warp; c < p.candidates; c += stride) {  // uniform per warp
     const int id = p.candIdx[row + c];
     float acc = 0.f;
     if (id >= 0) {
@@ -73,7 +76,7 @@ __device__ __forceinline__ void rerankExact(const RerankParams& p) {
     }
     if (lane == 0) p.exactKeys[row + c] = id < 0 ? GV_INF : (ip ? -acc : acc);
   }
-  if (warp == 0) {
+  if (warp == 0 && blockIdx.y == 0) {
     double s = 0.0;
     for (int d = lane; d < p.dims; d += kWarpSize) s = fma((double)sq[d], (double)sq[d], s);
 #pragma unroll
@@ -109,7 +112,7 @@ __device__ __forceinline__ void copyRows(const unsigned* src, long long srcStrid
 
 using gv::RerankParams;
 extern "C" {
-// 128 threads (4 warps) per query; dynamic shared memory: dims floats rounded up to a float4.
+// 128 threads (4 warps); grid (queries, parts per query); dynamic shared memory: dims floats rounded up to a float4.
 __global__ void __launch_bounds__(128) gv_rerank_exact(RerankParams p) { gv::rerankExact(p); }
 // 256 threads, one per query.
 __global__ void __launch_bounds__(256) gv_rerank_stats(RerankParams p) { gv::rerankStats(p); }

@@ -150,6 +150,201 @@ __device__ __forceinline__ void tangSelect(const SelectParams& p) {
   }
 }
 
+// ---- Radix selection of a large k (the set of the k smallest, then sorted) ----
+// WarpSelect and BlockSelect keep sorted queues of K per warp: at K = 512 one block over a few thousand values
+// took 60-85 us (ncu, H100), most of it in the queues' merges, and the IVF-PQ pass of one query ran three of
+// them in a row (list scans, two merge levels). A radix selection (as in cuVS's select_k for large k) finds the
+// k-th smallest value itself, digit by digit over the values' order-preserving bits: a histogram of the next
+// digit among the values that share the digits found so far, and the bin where the count crosses k; then a pass
+// gathers the values below that k-th value T and as many equal to T as k still needs (which of several equal
+// values: arrival order), and a bitonic sort of the gathered (value, id) pairs by value, then id, orders them
+// best first. One block of kRadixThreads per row.
+// The digits are taken of key - min (key: the value's order-preserving bits; min and max from a first pass), from
+// the top bit of max - min, kRadixDigitBits at a time: a row's values span a small part of the 32-bit key space,
+// and digits of the key itself put most of them in a few bins of the first histogram, whose shared-memory
+// atomics then serialised (~160-210 us for a 63k-value row, ncu; warp-aggregated with __match_any_sync or per-
+// warp histograms, no faster). Relative digits spread them over the bins. A pass stops early when its bin is
+// taken whole. Values as SelectParams' epilogue reduced to inScale (norms, accept masks and clamping are not read:
+// the launcher refuses them); NaN and +inf are never selected; a row's length is rowLens[row] when given.
+constexpr int kRadixThreads = 1024;
+constexpr int kRadixDigitBits = 12;
+constexpr int kRadixBins = 1 << kRadixDigitBits;
+constexpr int kRadixMaxK = 2048;  // KSelect.MAX_K
+constexpr int kRadixUnroll = 8;   // independent loads per thread and step: the row's reads in flight
+constexpr unsigned kRadixNone = 0xffffffffu;  // the key of a value never selected
+
+// float -> unsigned with the same order (negative values bit-inverted, positive ones with the sign bit set).
+__device__ __forceinline__ unsigned radixKey(float v) {
+  const unsigned u = __float_as_uint(v);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ float radixValue(unsigned key) {
+  return __uint_as_float((key & 0x80000000u) ? (key ^ 0x80000000u) : ~key);
+}
+
+// The exclusive prefix sum of each thread's c over the block (every thread calls it; warpSums holds 33 ints),
+// and the block's total.
+__device__ __forceinline__ int blockExclusiveSum(int c, int* warpSums, int& total) {
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  int exclusive;
+  const int warpTotal = warpExclusiveSum(c, lane, exclusive);
+  if (lane == 0) warpSums[warp] = warpTotal;
+  __syncthreads();
+  if (warp == 0) {
+    const int w = lane < (int)(blockDim.x / kWarpSize) ? warpSums[lane] : 0;
+    int before;
+    const int all = warpExclusiveSum(w, lane, before);
+    warpSums[lane] = before;  // each lane rewrites the slot it read
+    if (lane == 0) warpSums[kWarpSize] = all;
+  }
+  __syncthreads();
+  total = warpSums[kWarpSize];
+  const int result = warpSums[warp] + exclusive;
+  __syncthreads();  // warpSums is reused by the next call
+  return result;
+}
+
+// The key of input value i of the row, or kRadixNone for one never selected (NaN, +inf, past the row's end).
+__device__ __forceinline__ unsigned radixInput(const SelectParams& p, const float* in, int i, int len) {
+  if (i >= len) return kRadixNone;
+  const float v = p.inScale * in[i];
+  return v < GV_INF ? radixKey(v) : kRadixNone;  // false for NaN
+}
+
+__device__ __forceinline__ void radixSelect(const SelectParams& p) {
+  __shared__ int hist[kRadixBins];
+  __shared__ unsigned selKey[kRadixMaxK];
+  __shared__ int selId[kRadixMaxK];
+  __shared__ int warpSums[kWarpSize + 1];
+  __shared__ unsigned warpMin[kWarpSize], warpMax[kWarpSize];
+  __shared__ int sBin, sBelow, sCount, sEqual;
+  const int row = blockIdx.x;
+  const int len = p.rowLens != nullptr ? min(p.rowLens[row], p.len) : p.len;
+  const float* in = p.in + (long long)row * p.inRowStride;
+  const int* ids = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
+  const int k = p.k;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  const int step = blockDim.x * kRadixUnroll;
+  // pass 0: the smallest and largest key, and how many values may be selected
+  unsigned lo = kRadixNone, hi = 0;
+  int valid = 0;
+  for (int base = 0; base < len; base += step) {
+    unsigned u[kRadixUnroll];
+#pragma unroll
+    for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, len);
+#pragma unroll
+    for (int r = 0; r < kRadixUnroll; ++r) {
+      if (u[r] != kRadixNone) {
+        lo = min(lo, u[r]);
+        hi = max(hi, u[r]);
+        ++valid;
+      }
+    }
+  }
+#pragma unroll
+  for (int o = kWarpSize / 2; o > 0; o >>= 1) {
+    lo = min(lo, __shfl_xor_sync(kFullMask, lo, o));
+    hi = max(hi, __shfl_xor_sync(kFullMask, hi, o));
+  }
+  if (lane == 0) { warpMin[warp] = lo; warpMax[warp] = hi; }
+  int total;
+  blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax
+  for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) { lo = min(lo, warpMin[w]); hi = max(hi, warpMax[w]); }
+  const bool all = total <= k;  // uniform: every valid value is taken
+  // digits of key - lo, from the top bit of hi - lo down
+  const unsigned range = all ? 0u : hi - lo;
+  int top = range == 0 ? 0 : 32 - __clz(range);  // bits of key - lo still to resolve
+  unsigned prefix = 0, mask = 0;  // over key - lo: the digits found so far
+  int remaining = k;              // how many of the values matching the prefix the selection still takes
+  bool complete = all;            // every value matching the prefix is taken (range 0, all equal: k of them)
+  while (top > 0 && !complete) {  // uniform
+    const int shift = max(0, top - kRadixDigitBits);
+    const int bins = 1 << (top - shift);
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = 0;
+    __syncthreads();
+    for (int base = 0; base < len; base += step) {
+      unsigned u[kRadixUnroll];
+#pragma unroll
+      for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, len);
+#pragma unroll
+      for (int r = 0; r < kRadixUnroll; ++r) {
+        const unsigned d = u[r] - lo;
+        if (u[r] != kRadixNone && (d & mask) == prefix) atomicAdd(&hist[(d >> shift) & (unsigned)(bins - 1)], 1);
+      }
+    }
+    __syncthreads();
+    // the bin in which the running count reaches `remaining`: each thread sums bins / blockDim.x consecutive bins
+    const int per = (bins + blockDim.x - 1) / blockDim.x;
+    const int b0 = threadIdx.x * per;
+    int mine = 0;
+    for (int b = b0; b < min(bins, b0 + per); ++b) mine += hist[b];
+    int matching;
+    int before = blockExclusiveSum(mine, warpSums, matching);
+    for (int b = b0; b < min(bins, b0 + per); ++b) {
+      if (before < remaining && before + hist[b] >= remaining) {
+        sBin = b;
+        sBelow = before;
+      }
+      before += hist[b];
+    }
+    __syncthreads();
+    remaining -= sBelow;
+    complete = hist[sBin] == remaining;
+    prefix |= (unsigned)sBin << shift;
+    mask |= (unsigned)(bins - 1) << shift;
+    top = shift;
+    __syncthreads();  // sBin, sBelow and hist are rewritten by the next pass
+  }
+  // gather: every value whose digits are below the prefix, and of those equal to it all (complete) or `remaining`
+  if (threadIdx.x == 0) { sCount = 0; sEqual = 0; }
+  __syncthreads();
+  for (int base = 0; base < len; base += step) {
+    unsigned u[kRadixUnroll];
+#pragma unroll
+    for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, len);
+#pragma unroll
+    for (int r = 0; r < kRadixUnroll; ++r) {
+      if (u[r] == kRadixNone) continue;
+      const unsigned d = (u[r] - lo) & mask;
+      const bool take = all || d < prefix || (d == prefix && (complete || atomicAdd(&sEqual, 1) < remaining));
+      if (take) {
+        const int i = base + r * blockDim.x + threadIdx.x;
+        const int at = atomicAdd(&sCount, 1);
+        selKey[at] = u[r];
+        selId[at] = ids != nullptr ? ids[i] : (int)(p.idxOffset + i);
+      }
+    }
+  }
+  __syncthreads();
+  const int count = sCount;  // <= k
+  int size = 1;
+  while (size < count) size <<= 1;
+  for (int e = count + threadIdx.x; e < size; e += blockDim.x) { selKey[e] = kRadixNone; selId[e] = -1; }
+  __syncthreads();
+  // bitonic sort of the gathered pairs, ascending by (key, id)
+  for (int s = 2; s <= size; s <<= 1) {
+    for (int j = s >> 1; j > 0; j >>= 1) {
+      for (int e = threadIdx.x; e < size; e += blockDim.x) {
+        const int l = e ^ j;
+        if (l > e) {
+          const bool up = (e & s) == 0;
+          const bool greater = selKey[e] > selKey[l] || (selKey[e] == selKey[l] && selId[e] > selId[l]);
+          if (greater == up) { swapT(selKey[e], selKey[l]); swapT(selId[e], selId[l]); }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  const long long o = (long long)row * p.outRowStride;
+  for (int e = threadIdx.x; e < k; e += blockDim.x) {
+    const bool full = e < count;
+    p.outK[o + e] = p.outScale * (full ? radixValue(selKey[e]) : GV_INF);
+    p.outIdx[o + e] = full ? selId[e] : -1;
+  }
+}
+
 }  // namespace gv
 
 using gv::SelectParams;
@@ -179,4 +374,7 @@ __global__ void __launch_bounds__(256) gv_tang_select_k256(SelectParams p) { gv:
 __global__ void __launch_bounds__(256) gv_tang_select_k512(SelectParams p) { gv::tangSelect<512>(p); }
 __global__ void __launch_bounds__(256) gv_tang_select_k1024(SelectParams p) { gv::tangSelect<1024>(p); }
 __global__ void __launch_bounds__(256) gv_tang_select_k2048(SelectParams p) { gv::tangSelect<2048>(p); }
+
+// Radix selection: kRadixThreads threads per row, any k up to 2048.
+__global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_select(SelectParams p) { gv::radixSelect(p); }
 }

@@ -387,8 +387,7 @@ public final class GpuFlatIndex extends ResidentIndex {
       p.k = k;
       p.metric = ip ? 1 : 0;
       p.outScale = ip ? -1f : 1f;
-      device.module().launch("gv_rerank_exact", nq, 1, 128, 4 * ((dims + 3) / 4 * 4), device.stream(),
-          Pointer.to(p.encode()));
+      p.enqueueExact(device);
       KSelect.mergeCandidates(device, new SelectParams().input(exact, nq, kc, kc).inputIds(candI).k(k)
           .scales(1f, p.outScale).output(outV, outI, k, outElement));
       device.module().launch("gv_rerank_stats", (nq + 255) / 256, 1, 256, 0, device.stream(), Pointer.to(p.encode()));
@@ -482,16 +481,18 @@ public final class GpuFlatIndex extends ResidentIndex {
   }
 
   /**
-   * The most queries, and floats of vectors, that {@link #enqueueSmall} searches in one launch: one block reads
-   * the whole index per query, so 1 MB (a few thousand centroids at 128 dimensions; the 1,414 centroids of a 2M x
-   * 768 index, 4.3 MB, go to the GEMM path).
+   * The most queries, and floats of vectors, that {@link #enqueueSmall} searches in one launch: each query reads
+   * the whole index (split over chunks when the queries are few), so 8 MB (the 3,162 centroids x 128 of a 10M
+   * index and the 1,414 x 768 of a 2M one: the GEMM path's cuBLAS call, tile selection and merge cost more for a
+   * few queries).
    */
   static final int SMALL_QUERIES = 32;
-  static final long SMALL_FLOATS = 1L << 18;
+  static final long SMALL_FLOATS = 1L << 21;
 
   /**
    * Enqueues the k best of a few queries over a small index (an IVF index's coarse quantizer: a query or a few
-   * per segment against the segment's list centroids) as one launch of the fused kernel, one block per query;
+   * per segment against the segment's list centroids) as one launch of the fused kernel, one block per query or,
+   * for a few queries, per (query, chunk) with a BlockSelect merge of the chunks ({@link #smallChunks});
    * false, with nothing enqueued, when the batch or the index is too large ({@link #SMALL_QUERIES}, {@link
    * #SMALL_FLOATS}) or k exceeds the largest bucket. The GEMM path would take a cuBLAS call, a tile selection and
    * a merge for work that fits one block per query: on a pass over many small segments the host cost of those
@@ -503,9 +504,39 @@ public final class GpuFlatIndex extends ResidentIndex {
     if (nq < 1 || nq > SMALL_QUERIES || n < 1 || (long) n * dims > SMALL_FLOATS || k > KSelect.MAX_K) {
       return false;
     }
-    launchFused(queries, nq, k, 0, outV.address() + 4L * outElement, outI.address() + 4L * outElement, k, 1, (int) n,
-        metric != Metric.L2);
+    boolean ip = metric != Metric.L2;
+    int chunks = smallChunks(nq, k);
+    if (chunks == 1) {
+      launchFused(queries, nq, k, 0, outV.address() + 4L * outElement, outI.address() + 4L * outElement, k, 1, (int) n,
+          ip);
+      return true;
+    }
+    int chunkLen = (int) ((n + chunks - 1) / chunks);
+    chunks = (int) ((n + chunkLen - 1) / chunkLen);
+    long width = (long) chunks * k;
+    try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
+      launchFused(queries, nq, k, 0, tv.address(), ti.address(), width, chunks, chunkLen, ip);
+      KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(k)
+          .largest(ip).output(outV, outI, k, outElement));
+    }
     return true;
+  }
+
+  /** Vectors a block of {@link #enqueueSmall} reads at least when the index is split over several blocks. */
+  static final int SMALL_MIN_CHUNK = 128;
+
+  /**
+   * Blocks per query of {@link #enqueueSmall}: one query alone on one block took ~63 us for 1,000 centroids x 128
+   * (ncu, H100: a 1M-vector ivf_pq pass's coarse step), the GPU otherwise idle; so a few queries split the index
+   * into chunks of at least max({@link #SMALL_MIN_CHUNK}, 2k) vectors, about four blocks per multiprocessor in all
+   * (when that makes 4 chunks or more), and one BlockSelect launch merges the chunks' k-lists.
+   */
+  int smallChunks(int nq, int k) {
+    long wanted = (4L * device.multiprocessorCount() + nq - 1) / nq;
+    long byLen = n / Math.max(SMALL_MIN_CHUNK, 2L * k);
+    long chunks = Math.min(wanted, byLen);
+    // below 4 chunks the merge's launch (host time on a pass over many small segments) buys too little
+    return chunks < 4 ? 1 : (int) chunks;
   }
 
   private void searchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {

@@ -24,7 +24,7 @@ import jcuda.Pointer;
  * <p>A search, per block of queries ({@link IvfSearch#enqueue}): the coarse step of {@link GpuIvfFlatIndex}
  * (the centroid {@link GpuFlatIndex}'s exact search with k = min(nprobe, nlist)); then one of two list scans,
  * each writing per (query, group of probes) the k best (value, ordinal) of its lists, which BlockSelect merges
- * per query:
+ * per query, or, for small batches, a scan of every key and one selection:
  * <ul>
  *   <li>precomputed tables (ivf_pq_tables.cu; the default, when a query's table fits in shared memory): the
  *       decomposition of Faiss's IVFPQ, ||q - c - r||^2 = ||q - c||^2 + (||r||^2 + 2 <c, r>) - 2 <q, r>, with the
@@ -34,6 +34,9 @@ import jcuda.Pointer;
  *       all its probed lists when the block of queries is large ({@link #groupedMinQueries}: one block per
  *       query, probesPerBlock = nprobe), or once per list for small batches (nprobe blocks per query, for
  *       parallelism). Values equal the full table's up to float rounding (other terms, other order);
+ *   <li>small batches ({@link #keysMaxQueries}, {@link #keysRowWidth}): the precomputed tables, but no queue per
+ *       (query, list): {@code gv_ivf_pq_table_keys} appends every accepted code's key to the query's row and a
+ *       radix selection ({@link KSelect#radixSelect}) keeps the row's k best ({@link IvfSearch#enqueueKeys});
  *   <li>full tables ({@code gv_ivf_pq_scan_kK}, ivf_pq.cu; when the table does not fit in shared memory, or
  *       forced by {@link #forceFullTables}): one block per (query, probed list) builds the pair's whole table
  *       (in the CPU's order and float rounding, no FMA) in dynamic shared memory, or in global memory when it
@@ -72,10 +75,21 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * per-query grid needs about two blocks per SM to fill the GPU (132 SMs on an H100, two 100 KB tables each).
    */
   static volatile int groupedMinQueries = Integer.getInteger("gv.ivfpq.groupedMinQueries", 256);
+  /**
+   * Batches of at most this many queries take the small-batch scan ({@link #keysRowWidth}: every accepted code of
+   * the probed lists appended to the query's row, {@code gv_ivf_pq_table_keys}, then a radix selection) instead of
+   * a WarpSelect queue of k per (query, list) and their merge. System property {@code gv.ivfpq.keysMaxQueries};
+   * tests force either (0: never). Why 32: at one query and k = 400 (a 1M x 128 search at num_candidates 100),
+   * the queues of the 63 lists and the two merge levels were 237 of a pass's 407 us (ncu, H100).
+   */
+  static volatile int keysMaxQueries = Integer.getInteger("gv.ivfpq.keysMaxQueries", 32);
+  /** The small-batch scan's rows (keys and ids, 8 bytes a vector) of one search at most. */
+  static final long KEYS_BUDGET_BYTES = 64L << 20;
+  private static final String KEYS_KERNEL = "gv_ivf_pq_table_keys";
+  /** Threads of {@code gv_ivf_pq_table_keys} (ivf_pq_tables.cu's kPqKeysThreads). */
+  private static final int KEYS_THREADS = 256;
   /** Tests: return the approximate candidates even when the raw vectors are resident (to re-rank them on the host). */
   static volatile boolean skipDeviceRerank;
-  /** Threads of {@code gv_rerank_exact} (rerank_kernels.cu: 4 warps per query). */
-  private static final int RERANK_THREADS = 128;
   /** Candidate slots (queries x candidates) re-ranked per launch group: bounds the temporaries (3 x 4 bytes each). */
   private static final long RERANK_BLOCK_SLOTS = 1L << 22;
 
@@ -89,11 +103,14 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   private final DeviceBuffer codeTerms; // L2: n floats, ||r||^2 + 2 <c, r> at each position; else null
   private final DeviceBuffer rawVectors; // n x dims floats by ordinal (cosine: normalised), or null: no device re-rank
   private final int rerankFactor; // candidates per result of the device re-rank; 0 without raw vectors
+  private final long[] largestLists; // p -> the sum of the p largest list sizes (IvfLists.largestListsPrefix)
 
   private GpuIvfPqIndex(GpuDevice device, int n, int dims, Metric metric, int nlist, PqCodebook pq,
                         GpuFlatIndex centroids, DeviceBuffer codes, DeviceBuffer ords, DeviceBuffer offsets,
-                        DeviceBuffer codebooks, DeviceBuffer codeTerms, DeviceBuffer rawVectors, int rerankFactor) {
+                        DeviceBuffer codebooks, DeviceBuffer codeTerms, DeviceBuffer rawVectors, int rerankFactor,
+                        long[] largestLists) {
     super(device, n, dims, metric);
+    this.largestLists = largestLists;
     this.nlist = nlist;
     this.pq = pq;
     this.centroids = centroids;
@@ -194,7 +211,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
         }
         ok = true;
         return new GpuIvfPqIndex(device, n, dims, metric, lists.nlist(), pq, centroidIndex, codes, ords, offsets,
-            codebooks, codeTerms, raw, raw == null ? 0 : rerankFactor);
+            codebooks, codeTerms, raw, raw == null ? 0 : rerankFactor, lists.largestListsPrefix());
       }
     } finally {
       if (!ok) {
@@ -383,9 +400,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       p.k = k;
       p.metric = ip ? 1 : 0;
       p.outScale = ip ? -1f : 1f;
-      int shared = 4 * ((dims + 3) / 4 * 4); // the query
-      device.module().allowDynamicShared("gv_rerank_exact", shared); // past 48 KB only for dims > 12,288
-      device.module().launch("gv_rerank_exact", nq, 1, RERANK_THREADS, shared, device.stream(), Pointer.to(p.encode()));
+      p.enqueueExact(device);
       KSelect.mergeCandidates(device, new SelectParams().input(exact, nq, kc, kc).inputIds(candI).k(k)
           .scales(1f, p.outScale).output(outV, outI, k, outElement));
     }
@@ -398,6 +413,12 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   private void enqueueAdc(long queries, long queryNorms, int nq, int k, int nprobe, long acceptAddress,
                           long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     int probes = probes(nprobe);
+    long rowWidth = keysRowWidth(nq, probes);
+    if (rowWidth > 0) {
+      IvfSearch.enqueueKeys(device, centroids, metric.largestFirst(), queries, queryNorms, nq, k, probes, rowWidth,
+          acceptAddress, acceptRowWords, outV, outI, outElement, this::keysScan);
+      return;
+    }
     int perBlock = probesPerBlock(nq, probes, k);
     if (perBlock > 0) {
       String kernel = KSelect.kernel(TABLE_SCAN_KERNELS, k);
@@ -418,28 +439,77 @@ public final class GpuIvfPqIndex extends ResidentIndex {
         b -> scanBlock(b, kernel, shared, tableBytes));
   }
 
+  /**
+   * The row width of the small-batch scan of {@code nq} queries probing {@code probes} lists each: the sum of the
+   * {@code probes} largest lists (no query's lists hold more), or 0 when that scan is not taken: more than {@link
+   * #keysMaxQueries} queries, rows past {@link #KEYS_BUDGET_BYTES}, the full tables forced, or the table past the
+   * kernel's shared memory. Caller holds the lock.
+   */
+  long keysRowWidth(int nq, int probes) {
+    if (nq > keysMaxQueries || forceFullTables || forceGlobalTables || pq.m() > 65535) {
+      return 0;
+    }
+    long width = Math.max(1, largestLists[Math.min(probes, nlist)]);
+    if (8L * nq * width > KEYS_BUDGET_BYTES || width > Integer.MAX_VALUE
+        || tableScanSharedBytes(1) > device.module().maxDynamicSharedBytes(KEYS_KERNEL)) {
+      return 0;
+    }
+    return width;
+  }
+
+  /**
+   * The small-batch scan: the rows' query tables (term 3), then {@code gv_ivf_pq_table_keys}, grid (query, probe):
+   * every accepted code's key and ordinal appended to its query's row.
+   */
+  private void keysScan(IvfSearch.KeyRows r) {
+    try (DeviceBuffer tables = device.allocate(4L * pq.tableFloats() * r.nq())) {
+      IvfPqScanParams p = params(r.queries(), r.nq(), r.probes(), r.probeLists(), r.accept(), r.acceptRowWords());
+      p.outK = r.keys();
+      p.outIdx = r.ids();
+      p.outRowStride = r.rowWidth();
+      p.rowLengths = r.rowLengths();
+      p.k = 1; // unused: every accepted code is written
+      p.probesPerBlock = 1;
+      p.tables = tables.address();
+      p.codeTerms = codeTerms == null ? 0 : codeTerms.address();
+      Pointer args = Pointer.to(p.encode());
+      KernelModule module = device.module();
+      int shared = tableScanSharedBytes(1);
+      module.allowDynamicShared(KEYS_KERNEL, shared);
+      module.launch("gv_ivf_pq_query_tables", (r.nq() + TABLE_QUERIES - 1) / TABLE_QUERIES, pq.m(), TABLE_THREADS, 0,
+          device.stream(), args);
+      module.launch(KEYS_KERNEL, r.nq(), r.probes(), KEYS_THREADS, shared, device.stream(), args);
+    }
+  }
+
   /** The parameters both scans share, for block {@code b}. */
   private IvfPqScanParams params(IvfSearch.Block b) {
+    IvfPqScanParams p = params(b.queries(), b.nq(), b.probes(), b.probeLists(), b.accept(), b.acceptRowWords());
+    p.outK = b.candValues();
+    p.outIdx = b.candIds();
+    p.outRowStride = (long) b.slots() * b.k();
+    p.k = b.k();
+    return p;
+  }
+
+  /** The parameters every scan shares: the index, the queries and their lists and masks. */
+  private IvfPqScanParams params(long queries, int nq, int probes, long probeLists, long accept, long acceptRowWords) {
     IvfPqScanParams p = new IvfPqScanParams();
     p.codes = codes.address();
     p.ords = ords.address();
     p.listOffsets = offsets.address();
-    p.queries = b.queries();
+    p.queries = queries;
     p.centroids = centroids.vectorsAddress();
     p.codebooks = codebooks.address();
-    p.probes = b.probeLists();
-    p.acceptBits = b.accept();
-    p.outK = b.candValues();
-    p.outIdx = b.candIds();
-    p.acceptRowWords = b.acceptRowWords();
-    p.outRowStride = (long) b.slots() * b.k();
+    p.probes = probeLists;
+    p.acceptBits = accept;
+    p.acceptRowWords = acceptRowWords;
     p.dims = dims;
-    p.k = b.k();
-    p.nprobe = b.probes();
+    p.nprobe = probes;
     p.metric = metric == Metric.L2 ? 0 : 1;
     p.m = pq.m();
     p.bits = pq.bits();
-    p.numQueries = b.nq();
+    p.numQueries = nq;
     return p;
   }
 

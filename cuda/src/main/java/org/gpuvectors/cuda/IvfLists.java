@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -66,5 +67,22 @@ public record IvfLists(int nlist, float[] centroids, int[] offsets, int[] ords) 
   /** Floats per centroid (and vector). */
   public int dims() {
     return centroids.length / nlist;
+  }
+
+  /**
+   * For p = 0 .. nlist, the sum of the p largest list sizes: the most vectors p probed lists can hold (a bound on a
+   * query's candidates, for the small-batch scan's rows).
+   */
+  public long[] largestListsPrefix() {
+    int[] sizes = new int[nlist];
+    for (int l = 0; l < nlist; l++) {
+      sizes[l] = offsets[l + 1] - offsets[l];
+    }
+    Arrays.sort(sizes);
+    long[] prefix = new long[nlist + 1];
+    for (int p = 1; p <= nlist; p++) {
+      prefix[p] = prefix[p - 1] + sizes[nlist - p];
+    }
+    return prefix;
   }
 }

@@ -6,15 +6,15 @@ import java.nio.ByteOrder;
 /**
  * Parameters of the IVF-PQ kernels: the full-table list scan ({@code gv_ivf_pq_scan_kK}, ivf_pq.cu) and the
  * precomputed-table kernels ({@code gv_ivf_pq_code_terms}, {@code gv_ivf_pq_query_tables}, {@code
- * gv_ivf_pq_table_scan_kK}, ivf_pq_tables.cu); mirrors {@code gv::IvfPqScanParams} in common.cuh (144 bytes,
- * little-endian; member by member checked by ParamLayoutTest). Device addresses are longs; 0 = none for the
- * optional accept mask, for {@code codeTerms} (inner product) and, in the full-table scan, for {@code tables}
+ * gv_ivf_pq_table_scan_kK}, {@code gv_ivf_pq_table_keys}, ivf_pq_tables.cu); mirrors {@code gv::IvfPqScanParams} in
+ * common.cuh (152 bytes, little-endian; member by member checked by ParamLayoutTest). Device addresses are longs;
+ * 0 = none for the optional accept mask, for {@code codeTerms} (inner product) and, in the full-table scan, for {@code tables}
  * (then the lookup table is in shared memory).
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class IvfPqScanParams {
-  static final int BYTES = 144;
+  static final int BYTES = 152;
 
   long codes;
   long ords;
@@ -30,6 +30,8 @@ final class IvfPqScanParams {
   long outIdx;
   long acceptRowWords;
   long outRowStride;
+  /** {@code gv_ivf_pq_table_keys}: per query the count of keys appended to its row (zeroed before the launch). */
+  long rowLengths;
   int dims;
   int k;
   int nprobe;
@@ -46,7 +48,7 @@ final class IvfPqScanParams {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(codes).putLong(ords).putLong(listOffsets).putLong(queries).putLong(centroids).putLong(codebooks)
         .putLong(probes).putLong(acceptBits).putLong(tables).putLong(codeTerms).putLong(outK).putLong(outIdx)
-        .putLong(acceptRowWords).putLong(outRowStride);
+        .putLong(acceptRowWords).putLong(outRowStride).putLong(rowLengths);
     b.putInt(dims).putInt(k).putInt(nprobe).putInt(metric).putInt(m).putInt(bits).putInt(probesPerBlock)
         .putInt(numQueries);
     return b.array();

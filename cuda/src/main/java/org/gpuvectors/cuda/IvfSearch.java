@@ -72,16 +72,65 @@ final class IvfSearch {
            DeviceBuffer probeLists = device.allocate(4L * count * probes);
            DeviceBuffer cv = device.allocate(4L * count * width);
            DeviceBuffer ci = device.allocate(4L * count * width)) {
-        // coarse: the nearest centroids of each query are its lists (probe ids: centroid ordinals); one fused
-        // launch for a few queries over a few thousand centroids, the GEMM path otherwise
-        if (!centroids.enqueueSmall(blockQueries, count, probes, probeDistances, probeLists, 0)) {
-          centroids.enqueueSearch(blockQueries, norms, count, probes, 0, 0, probeDistances, probeLists, 0);
-        }
+        coarse(centroids, blockQueries, norms, count, probes, probeDistances, probeLists);
         scan.enqueue(new Block(blockQueries, count, k, probes, slots, probeLists.address(), accept, acceptRowWords,
             cv.address(), ci.address()));
         KSelect.mergeCandidates(device, new SelectParams().input(cv, count, width, width).inputIds(ci).k(k)
             .largest(largestFirst).output(outV, outI, k, outElement + (long) q0 * k));
       }
+    }
+  }
+
+  /**
+   * The coarse step of {@code nq} queries: the nearest centroids of each query are its lists (probe ids: centroid
+   * ordinals, best first) at {@code probeLists}; one fused launch for a few queries over a few thousand centroids,
+   * the GEMM path otherwise.
+   */
+  private static void coarse(GpuFlatIndex centroids, long queries, long norms, int nq, int probes,
+                             DeviceBuffer probeDistances, DeviceBuffer probeLists) {
+    if (!centroids.enqueueSmall(queries, nq, probes, probeDistances, probeLists, 0)) {
+      centroids.enqueueSearch(queries, norms, nq, probes, 0, 0, probeDistances, probeLists, 0);
+    }
+  }
+
+  /**
+   * The rows of the small-batch search ({@link #enqueueKeys}): per query of the {@code nq} at {@code queries}, its
+   * lists at {@code probeLists} ({@code nq x probes}), its accept mask (as {@link Block}), and a row of {@code
+   * rowWidth} keys (smaller is better) and ids at {@code keys} / {@code ids} to which the scan appends every
+   * accepted vector of its lists, counting them at {@code rowLengths} (one int per query, zeroed).
+   */
+  record KeyRows(long queries, int nq, int probes, long probeLists, long accept, long acceptRowWords, long keys,
+                 long ids, long rowWidth, long rowLengths) {}
+
+  @FunctionalInterface
+  interface KeyScan {
+    void enqueue(KeyRows rows);
+  }
+
+  /**
+   * Enqueues the small-batch search of {@code nq} queries (arguments as {@link #enqueue}): the coarse step, then
+   * {@code scan} appends every accepted vector of a query's lists to the query's row of {@code rowWidth} (at least
+   * the sum of its lists' sizes), and a radix selection ({@link KSelect#radixSelect}) keeps each row's k best:
+   * the k best of the lists, as {@link #enqueue}'s per-list selection and merge give them (up to ties), without
+   * their sorted queues of k per list (at k in the hundreds, most of a small batch's time).
+   */
+  static void enqueueKeys(GpuDevice device, GpuFlatIndex centroids, boolean largestFirst, long queries,
+                          long queryNorms, int nq, int k, int probes, long rowWidth, long acceptAddress,
+                          long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement, KeyScan scan) {
+    if (rowWidth < 1 || rowWidth > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("row width must be in [1, 2^31 - 1]: " + rowWidth);
+    }
+    try (DeviceBuffer probeDistances = device.allocate(4L * nq * probes);
+         DeviceBuffer probeLists = device.allocate(4L * nq * probes);
+         DeviceBuffer keys = device.allocate(4L * nq * rowWidth);
+         DeviceBuffer ids = device.allocate(4L * nq * rowWidth);
+         DeviceBuffer lengths = device.allocate(4L * nq)) {
+      coarse(centroids, queries, queryNorms, nq, probes, probeDistances, probeLists);
+      device.clear(lengths);
+      scan.enqueue(new KeyRows(queries, nq, probes, probeLists.address(), acceptAddress, acceptRowWords,
+          keys.address(), ids.address(), rowWidth, lengths.address()));
+      KSelect.radixSelect(device, new SelectParams().input(keys, nq, (int) rowWidth, rowWidth).inputIds(ids)
+          .rowLengths(lengths).k(k).scales(1f, largestFirst ? -1f : 1f).output(outV, outI, k, outElement));
     }
   }
 

@@ -151,6 +151,30 @@ public final class KSelect {
   }
 
   /**
+   * The k smallest values of each row (at most {@code p.rowLens}' count of its columns when given), sorted, by
+   * radix selection ({@code gv_radix_select}, one block of 1,024 threads per row): for a large k over rows of a
+   * few thousand to a few hundred thousand values, where the sorted queues of WarpSelect and BlockSelect cost
+   * most. Reads the input, its ids and inScale; norms, accept masks, clamping and chunks are refused.
+   * Asynchronous.
+   */
+  static void radixSelect(GpuDevice device, SelectParams p) {
+    if (p.colNorms != 0 || p.rowNorms != 0 || p.acceptBits != 0 || p.clampZero || p.chunksPerRow != 1) {
+      throw new IllegalArgumentException("radix selection reads values and ids only: no norms, masks, clamp, chunks");
+    }
+    p.chunkLen = p.len;
+    p.validate();
+    if (p.rows == 0) {
+      return;
+    }
+    try (GpuDevice.Scope s = device.lock()) {
+      device.module().launch("gv_radix_select", p.rows, 1, RADIX_THREADS, 0, device.stream(), Pointer.to(p.encode()));
+    }
+  }
+
+  /** Threads of a {@code gv_radix_select} block (select_kernels.cu's kRadixThreads). */
+  static final int RADIX_THREADS = 1024;
+
+  /**
    * Candidate lists up to this many values per row are merged by one BlockSelect block per row, in
    * one launch: a small segment's few queries otherwise pay two more partitioned merge levels
    * (launches and temporaries) for a few thousand values.

@@ -2,6 +2,7 @@ package org.gpuvectors.cuda;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import jcuda.Pointer;
 
 /**
  * Parameters of the TF32 candidate pass's exact re-rank ({@code gv_rerank_exact}, {@code gv_rerank_stats}); mirrors
@@ -29,6 +30,31 @@ final class RerankParams {
   int metric;
   /** outK holds outScale * key. */
   float outScale = 1f;
+
+  /** Threads of a {@code gv_rerank_exact} block (4 warps: one candidate per warp at a time). */
+  static final int EXACT_THREADS = 128;
+  /** Candidates a {@code gv_rerank_exact} block takes at least when a query's are split over several blocks. */
+  static final int MIN_CANDIDATES_PER_BLOCK = 16;
+
+  /**
+   * Enqueues {@code gv_rerank_exact} for these parameters: grid (numQueries, parts), where a few queries' candidates
+   * are split over several blocks so that about four blocks per multiprocessor run (one query's 400 candidates in
+   * one block took ~90 us, ncu, H100), each block at least {@link #MIN_CANDIDATES_PER_BLOCK} candidates; large
+   * batches keep one block per query. Caller holds the device lock.
+   */
+  void enqueueExact(GpuDevice device) {
+    int shared = 4 * ((dims + 3) / 4 * 4); // the query
+    device.module().allowDynamicShared("gv_rerank_exact", shared); // past 48 KB only for dims > 12,288
+    device.module().launch("gv_rerank_exact", numQueries, exactParts(device.multiprocessorCount()), EXACT_THREADS,
+        shared, device.stream(), Pointer.to(encode()));
+  }
+
+  /** Blocks per query of {@link #enqueueExact} on a device of {@code sms} multiprocessors. */
+  int exactParts(int sms) {
+    long wanted = (4L * sms + numQueries - 1) / Math.max(1, numQueries);
+    long most = Math.max(1, (candidates + MIN_CANDIDATES_PER_BLOCK - 1) / MIN_CANDIDATES_PER_BLOCK);
+    return (int) Math.max(1, Math.min(Math.min(wanted, most), 65535));
+  }
 
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);

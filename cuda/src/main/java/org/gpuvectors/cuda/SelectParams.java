@@ -5,7 +5,7 @@ import java.nio.ByteOrder;
 
 /**
  * Parameters of one k-selection launch over the rows of a row-major float matrix in device memory
- * (mirrors {@code gv::SelectParams} in common.cuh, 120 bytes). Defaults: smallest k, ids = column,
+ * (mirrors {@code gv::SelectParams} in common.cuh, 128 bytes). Defaults: smallest k, ids = column,
  * one chunk per row, no filter. Each (row, chunk) writes k (value, id) pairs best first at
  * {@code out + row * outRowStride + chunk * k}; empty slots have id -1.
  *
@@ -16,7 +16,7 @@ import java.nio.ByteOrder;
  * <p>Not thread-safe (a plain value object).
  */
 public final class SelectParams {
-  static final int BYTES = 120;
+  static final int BYTES = 128;
 
   long in;
   long inIdx;
@@ -25,6 +25,8 @@ public final class SelectParams {
   long acceptBits;
   long outK;
   long outIdx;
+  /** {@link KSelect#radixSelect} only: device address of each row's column count (at most len), or 0: len. */
+  long rowLens;
   long inRowStride;
   long idxOffset;
   long outRowStride;
@@ -52,6 +54,12 @@ public final class SelectParams {
   /** Ids of the input values (same layout as the values); default: id = idOffset + column. */
   public SelectParams inputIds(DeviceBuffer ids) {
     this.inIdx = ids == null ? 0 : ids.address();
+    return this;
+  }
+
+  /** Columns of each row (one int per row, at most len; {@link KSelect#radixSelect} only); null: len. */
+  SelectParams rowLengths(DeviceBuffer lengths) {
+    this.rowLens = lengths == null ? 0 : lengths.address();
     return this;
   }
 
@@ -138,7 +146,7 @@ public final class SelectParams {
   SelectParams copy() {
     SelectParams p = new SelectParams();
     p.in = in; p.inIdx = inIdx; p.colNorms = colNorms; p.rowNorms = rowNorms; p.acceptBits = acceptBits;
-    p.outK = outK; p.outIdx = outIdx; p.inRowStride = inRowStride; p.idxOffset = idxOffset;
+    p.outK = outK; p.outIdx = outIdx; p.rowLens = rowLens; p.inRowStride = inRowStride; p.idxOffset = idxOffset;
     p.outRowStride = outRowStride; p.acceptRowWords = acceptRowWords; p.rows = rows; p.len = len; p.k = k; p.chunksPerRow = chunksPerRow;
     p.chunkLen = chunkLen; p.inScale = inScale; p.outScale = outScale; p.clampZero = clampZero;
     return p;
@@ -159,7 +167,8 @@ public final class SelectParams {
 
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(in).putLong(inIdx).putLong(colNorms).putLong(rowNorms).putLong(acceptBits).putLong(outK).putLong(outIdx);
+    b.putLong(in).putLong(inIdx).putLong(colNorms).putLong(rowNorms).putLong(acceptBits).putLong(outK).putLong(outIdx)
+        .putLong(rowLens);
     b.putLong(inRowStride).putLong(idxOffset).putLong(outRowStride).putLong(acceptRowWords);
     b.putInt(rows).putInt(len).putInt(k).putInt(chunksPerRow).putInt(chunkLen);
     b.putFloat(inScale).putFloat(outScale).putInt(clampZero ? 1 : 0);

@@ -142,6 +142,48 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
     return null;
   }
 
+  /**
+   * The small-index search of a few queries (an IVF coarse step, {@link GpuFlatIndex#enqueueSmall}) split over
+   * chunks and merged ({@link GpuFlatIndex#smallChunks}) against the oracle (the unsplit launch: the IVF tests'
+   * few-hundred-centroid quantizers).
+   */
+  @Test
+  void smallIndexSearchSplitOverChunksMatchesOracle() {
+    Random r = new Random(17);
+    int n = 3000, dims = 32;
+    float[] vectors = random(n * dims, r);
+    List<String> failures = new ArrayList<>();
+    int split = 0;
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+        for (int nq : new int[] {1, 5, 32}) {
+          float[] queries = random(nq * dims, r);
+          for (int k : new int[] {1, 10, 63, 200}) {
+            int[] ids = new int[nq * k];
+            float[] values = new float[nq * k];
+            try (GpuDevice.Scope s = device.lock();
+                 DeviceBuffer q = device.allocate(4L * nq * dims);
+                 DeviceBuffer outV = device.allocate(4L * nq * k);
+                 DeviceBuffer outI = device.allocate(4L * nq * k)) {
+              device.upload(queries, 0, nq * dims, q, 0);
+              split += index.smallChunks(nq, k) > 1 ? 1 : 0;
+              assertTrue(index.enqueueSmall(q.address(), nq, k, outV, outI, 0), "small index, few queries");
+              device.download(outV, 0, values, 0, values.length);
+              device.download(outI, 0, ids, 0, ids.length);
+            }
+            String f = compare(new SearchResult(nq, k, ids, values), vectors, n, dims, m, queries, nq, k, null);
+            if (f != null) {
+              failures.add(m + " nq=" + nq + " k=" + k + " chunks=" + index.smallChunks(nq, k) + ": " + f);
+            }
+          }
+        }
+      }
+    }
+    assertTrue(split >= 8, "searches split over chunks: " + split);
+    assertNull(failures.isEmpty() ? null : failures.toString());
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
   @Test
   void concurrentSearchesAreSerialisedAndCorrect() throws Exception {
     Random r = new Random(3);

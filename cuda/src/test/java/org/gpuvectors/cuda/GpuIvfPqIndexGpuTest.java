@@ -55,7 +55,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     /** The paths its searches are checked on: both precomputed ones and one full-table one. */
     Path[] paths() {
       return new Path[] {globalTables ? Path.FULL_GLOBAL : Path.FULL_SHARED, Path.PRECOMPUTED_PER_PAIR,
-          Path.PRECOMPUTED_PER_QUERY};
+          Path.PRECOMPUTED_PER_QUERY, Path.PRECOMPUTED_KEYS};
     }
   }
 
@@ -68,7 +68,9 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     /** Precomputed tables (ivf_pq_tables.cu), a block per (query, probed list). */
     PRECOMPUTED_PER_PAIR,
     /** Precomputed tables, a block per query for all its lists. */
-    PRECOMPUTED_PER_QUERY
+    PRECOMPUTED_PER_QUERY,
+    /** Precomputed tables, every key of a query's lists in one row, then a radix selection (small batches). */
+    PRECOMPUTED_KEYS
   }
 
   private final List<String> failures = new ArrayList<>();
@@ -305,15 +307,18 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     boolean savedGlobal = GpuIvfPqIndex.forceGlobalTables;
     boolean savedFull = GpuIvfPqIndex.forceFullTables;
     int savedGrouped = GpuIvfPqIndex.groupedMinQueries;
+    int savedKeys = GpuIvfPqIndex.keysMaxQueries;
     GpuIvfPqIndex.forceGlobalTables = path == Path.FULL_GLOBAL;
     GpuIvfPqIndex.forceFullTables = path == Path.FULL_SHARED;
     GpuIvfPqIndex.groupedMinQueries = path == Path.PRECOMPUTED_PER_QUERY ? 0 : Integer.MAX_VALUE;
+    GpuIvfPqIndex.keysMaxQueries = path == Path.PRECOMPUTED_KEYS ? Integer.MAX_VALUE : 0;
     try {
       body.run();
     } finally {
       GpuIvfPqIndex.forceGlobalTables = savedGlobal;
       GpuIvfPqIndex.forceFullTables = savedFull;
       GpuIvfPqIndex.groupedMinQueries = savedGrouped;
+      GpuIvfPqIndex.keysMaxQueries = savedKeys;
     }
   }
 
@@ -401,6 +406,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
           if (index.tableScanSharedBytes(8) <= device.module().maxDynamicSharedBytes("gv_ivf_pq_table_scan_k64")) {
             assertEquals(8, index.probesPerBlock(1000, 8, 10), "large batches: a block per query");
             assertEquals(1, index.probesPerBlock(NQ, 8, 10), "small batches: a block per (query, list)");
+            assertTrue(index.keysRowWidth(NQ, 8) > 0, "small batches: the keys scan by default");
+            assertEquals(0, index.keysRowWidth(1000, 8), "large batches: the queues");
           }
         }
         for (Filter f : new Filter[] {Filter.NONE, Filter.PER_QUERY}) {
@@ -716,7 +723,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
             Reference[] refs = references(data, pq, queries, nprobe, masks, KSelect.MAX_K);
             for (int k : new int[] {1, 10, 100, 600}) {
               int kc = index.candidates(k);
-              for (Path path : new Path[] {Path.PRECOMPUTED_PER_PAIR, Path.PRECOMPUTED_PER_QUERY}) {
+              for (Path path : new Path[] {Path.PRECOMPUTED_PER_PAIR, Path.PRECOMPUTED_PER_QUERY,
+                  Path.PRECOMPUTED_KEYS}) {
                 String what = "rerank " + metric + " " + path + " " + f + " nprobe=" + nprobe + " k=" + k;
                 on(path, () -> checkReranked(what, search(index, queries, k, nprobe, f, masks), refs, k, kc, data,
                     searchedVectors, searchedQueries));

@@ -1,14 +1,16 @@
 package org.gpuvectors.cuda;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** WarpSelect / BlockSelect / Tang on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
+/** WarpSelect / BlockSelect / Tang and the radix selection on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class KSelectGpuTest extends GpuTestCase {
   enum Shape { RANDOM, TIES, ALL_EQUAL, SORTED, REVERSE, NANS, INFS }
 
@@ -70,6 +72,77 @@ class KSelectGpuTest extends GpuTestCase {
     System.out.println("[gpu-vectors] " + alg + ": " + cases + " cases, " + failures.size() + " failures");
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));
+  }
+
+  /**
+   * The radix selection ({@link KSelect#radixSelect}) against the oracle: the shapes of {@link #matchesOracle}
+   * (ties, NaN and infinities), smallest and largest, k from 1 to 2048 and past the row's length, and rows whose
+   * given length ({@code rowLens}) is shorter than the matrix's.
+   */
+  @Test
+  void radixMatchesOracle() {
+    Random r = new Random(99);
+    int[][] shapes = {{1, 10}, {5, 100}, {37, 5000}, {1, 200_000}, {3, 70_000}, {40, 64}};
+    int[] ks = {1, 10, 100, 400, 1000, 2048};
+    List<String> failures = new ArrayList<>();
+    int cases = 0;
+    for (int[] sh : shapes) {
+      for (int k : ks) {
+        for (Shape s : Shape.values()) {
+          for (boolean largest : new boolean[] {false, true}) {
+            for (boolean shortRows : new boolean[] {false, true}) {
+              cases++;
+              int[] lens = null;
+              if (shortRows) {
+                lens = new int[sh[0]];
+                for (int i = 0; i < lens.length; i++) {
+                  lens[i] = r.nextInt(sh[1] + 1);
+                }
+              }
+              String f = checkRadix(s, sh[0], sh[1], lens, k, largest, r);
+              if (f != null) {
+                failures.add(f);
+              }
+            }
+          }
+        }
+      }
+    }
+    System.out.println("[gpu-vectors] radix select: " + cases + " cases, " + failures.size() + " failures");
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  static String checkRadix(Shape s, int rows, int len, int[] lens, int k, boolean largest, Random r) {
+    float[] d = data(s, rows, len, r);
+    float[] values = new float[rows * k];
+    int[] ids = new int[rows * k];
+    try (GpuDevice.Scope scope = device.lock();
+         DeviceBuffer in = device.allocate(4L * rows * len);
+         DeviceBuffer rowLens = device.allocate(4L * rows);
+         DeviceBuffer outV = device.allocate(4L * rows * k);
+         DeviceBuffer outI = device.allocate(4L * rows * k)) {
+      device.upload(d, 0, rows * len, in, 0);
+      if (lens != null) {
+        device.upload(lens, rowLens);
+      }
+      KSelect.radixSelect(device, new SelectParams().input(in, rows, len, len).rowLengths(lens == null ? null : rowLens)
+          .k(k).largest(largest).output(outV, outI, k));
+      device.download(outV, 0, values, 0, values.length);
+      device.download(outI, 0, ids, 0, ids.length);
+    }
+    for (int row = 0; row < rows; row++) {
+      int rowLen = lens == null ? len : lens[row];
+      List<CpuOracle.Entry> exp = CpuOracle.select(d, (long) row * len, rowLen, k, largest);
+      String f = CpuOracle.compare(exp, ids, values, row * k, k, CpuOracle.rowTruth(d, (long) row * len, rowLen,
+          largest));
+      if (f != null) {
+        return "radix " + s + " rows=" + rows + " len=" + len + (lens == null ? "" : " (row length " + rowLen + ")")
+            + " k=" + k + (largest ? " largest" : " smallest") + " row " + row + ": " + f;
+      }
+    }
+    return null;
   }
 
   static String check(KSelect.Algorithm alg, Shape s, int rows, int len, int k, boolean largest, Random r) {
