@@ -212,6 +212,14 @@ __device__ __forceinline__ unsigned radixInput(const SelectParams& p, const floa
   return v < GV_INF ? radixKey(v) : kRadixNone;  // false for NaN
 }
 
+// The keys of this thread's kRadixUnroll values of the step at base (values base + r * blockDim.x + threadIdx.x):
+// the loads are issued together, so the row's reads are in flight at once.
+__device__ __forceinline__ void radixLoad(const SelectParams& p, const float* in, int base, int len,
+                                          unsigned (&u)[kRadixUnroll]) {
+#pragma unroll
+  for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, len);
+}
+
 __device__ __forceinline__ void radixSelect(const SelectParams& p) {
   __shared__ int hist[kRadixBins];
   __shared__ unsigned selKey[kRadixMaxK];
@@ -232,8 +240,7 @@ __device__ __forceinline__ void radixSelect(const SelectParams& p) {
   int valid = 0;
   for (int base = 0; base < len; base += step) {
     unsigned u[kRadixUnroll];
-#pragma unroll
-    for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, len);
+    radixLoad(p, in, base, len, u);
 #pragma unroll
     for (int r = 0; r < kRadixUnroll; ++r) {
       if (u[r] != kRadixNone) {
@@ -266,8 +273,7 @@ __device__ __forceinline__ void radixSelect(const SelectParams& p) {
     __syncthreads();
     for (int base = 0; base < len; base += step) {
       unsigned u[kRadixUnroll];
-#pragma unroll
-      for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, len);
+      radixLoad(p, in, base, len, u);
 #pragma unroll
       for (int r = 0; r < kRadixUnroll; ++r) {
         const unsigned d = u[r] - lo;
@@ -302,8 +308,7 @@ __device__ __forceinline__ void radixSelect(const SelectParams& p) {
   __syncthreads();
   for (int base = 0; base < len; base += step) {
     unsigned u[kRadixUnroll];
-#pragma unroll
-    for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, len);
+    radixLoad(p, in, base, len, u);
 #pragma unroll
     for (int r = 0; r < kRadixUnroll; ++r) {
       if (u[r] == kRadixNone) continue;

@@ -8,8 +8,8 @@ import java.nio.ByteOrder;
  * precomputed-table kernels ({@code gv_ivf_pq_code_terms}, {@code gv_ivf_pq_query_tables}, {@code
  * gv_ivf_pq_table_scan_kK}, {@code gv_ivf_pq_table_keys}, ivf_pq_tables.cu); mirrors {@code gv::IvfPqScanParams} in
  * common.cuh (152 bytes, little-endian; member by member checked by ParamLayoutTest). Device addresses are longs;
- * 0 = none for the optional accept mask, for {@code codeTerms} (inner product) and, in the full-table scan, for {@code tables}
- * (then the lookup table is in shared memory).
+ * 0 = none for the optional accept mask, for {@code codeTerms} (inner product) and, in the full-table scan, for
+ * {@code tables} (then the lookup table is in shared memory).
  *
  * <p>Not thread-safe (a plain value object).
  */
