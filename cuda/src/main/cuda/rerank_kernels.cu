@@ -44,9 +44,8 @@ __device__ __forceinline__ float laneKey(const float* x, const float4* sq4, int 
 
 // grid (query, part): gridDim.y blocks share a query's candidates (a few queries cannot fill the GPU with one
 // block each: one query's 400 candidates took one 4-warp block ~90 us), the query in each block's shared memory.
-// Each warp recomputes one candidate's key at a time, the
-// lanes over the dimensions: the candidate's row is read coalesced (float4 when dims % 4 == 0: rows are then
-// 16-byte aligned), then a shuffle reduction. Keys as the TF32 pass's: squared L2 as the sum of (x_i - q_i)^2
+// Each warp recomputes one candidate's key at a time, the lanes over the dimensions: the candidate's row is read
+// coalesced (float4 when dims % 4 == 0: rows are then 16-byte aligned), then a shuffle reduction. Keys as the TF32 pass's: squared L2 as the sum of (x_i - q_i)^2
 // (more accurate than the GEMM form), or -x.q. A NaN key (NaN in the data) is never selected afterwards.
 // Warp 0 of part 0 also sums ||q||^2 in double (float products are exact there) and stores it rounded up, with the
 // last candidate's TF32 key, for the certificate.
