@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -23,6 +24,14 @@ class IvfListsTest {
     IvfLists empty = new IvfLists(1, new float[] {1, 2, 3}, new int[] {0, 0}, new int[0]);
     assertEquals(0, empty.size());
     assertEquals(3, empty.dims());
+  }
+
+  /** The small-batch scan's row bound: the sum of the p largest lists, for every p. */
+  @Test
+  void largestListsPrefixSumsTheLargestFirst() {
+    assertArrayEquals(new long[] {0, 3, 5, 5}, new IvfLists(3, CENTROIDS, OFFSETS, ORDS).largestListsPrefix());
+    assertArrayEquals(new long[] {0, 0}, new IvfLists(1, new float[] {1, 2, 3}, new int[] {0, 0}, new int[0])
+        .largestListsPrefix());
   }
 
   @Test
