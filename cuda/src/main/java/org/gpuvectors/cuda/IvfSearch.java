@@ -120,6 +120,9 @@ final class IvfSearch {
     if (rowWidth < 1 || rowWidth > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("row width must be in [1, 2^31 - 1]: " + rowWidth);
     }
+    if (nq == 0) {
+      return; // no launch: a grid of no queries is not a valid launch
+    }
     try (DeviceBuffer probeDistances = device.allocate(4L * nq * probes);
          DeviceBuffer probeLists = device.allocate(4L * nq * probes);
          DeviceBuffer keys = device.allocate(4L * nq * rowWidth);
