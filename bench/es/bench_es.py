@@ -544,11 +544,21 @@ def warm_up(reqs, gts, kind):
     A.duration = dur
 
 
+def knn_requests(index, nc, filter_pct):
+    """One knn search request per query on `index` (num_candidates nc; filter_pct 0: no filter)."""
+    path = "/%s/_search?filter_path=hits.hits._id" % index
+    return [Conn.build("POST", path, json.dumps(knn_body(index, qi, nc, filter_pct))) for qi in range(A.queries)]
+
+
+def truth_sets(gtkey, filter_pct):
+    """Each query's exact neighbour ids as a set, for recall: ground truth `gtkey` ("all", "tiny") at filter_pct."""
+    return [set(int(x) for x in row) for row in GT[(gtkey, filter_pct)]]
+
+
 def bench(system, index, layout, gtkey):
     is_gpu = system in ("gpu", "gpuceiling", "ivf", "ivfpq", "graph")
     ncs = [max(A.k, A.nc[0])] if is_gpu else A.nc
     base = dict(system=system, index=index, segments=layout, dataset=A.dataset, n=A.n if gtkey == "all" else 2000, dims=A.dims)
-    path = "/%s/_search?filter_path=hits.hits._id" % index
     if system == "noop":
         reqs = [Conn.build("POST", "/%s/_search?filter_path=took" % index, json.dumps({"query": {"match_all": {}}, "size": 0}))]
         warm_up(reqs, None, "noop")  # the node has just started: its search path is compiled (JIT) first
@@ -559,9 +569,9 @@ def bench(system, index, layout, gtkey):
                 c, r["qps"], r["p50_ms"], r["loader_cpu_cores"], r.get("node_cpu_cores")))
         return
     s0 = gpu_stats() if is_gpu else None
-    gts = [set(int(x) for x in row) for row in GT[(gtkey, 0)]]
+    gts = truth_sets(gtkey, 0)
     for nc in ncs:
-        reqs = [Conn.build("POST", path, json.dumps(knn_body(index, qi, nc, 0))) for qi in range(A.queries)]
+        reqs = knn_requests(index, nc, 0)
         # warm-up: the first searches upload the segments to the GPU
         c = Conn(A.host, A.port)
         t0 = time.time()
@@ -585,9 +595,7 @@ def bench(system, index, layout, gtkey):
     nc = ncs[0]
     if gtkey == "all":
         for p in A.filters:
-            reqs = [Conn.build("POST", path, json.dumps(knn_body(index, qi, nc, p))) for qi in range(A.queries)]
-            g = [set(int(x) for x in row) for row in GT[("all", p)]]
-            r = run_load(reqs, g, "knn", A.filter_clients)
+            r = run_load(knn_requests(index, nc, p), truth_sets("all", p), "knn", A.filter_clients)
             log(step="filtered", num_candidates=nc, selectivity_pct=p, **base, **r)
             say("%s %s filter %d%%, %d clients: %.0f q/s p50 %s ms recall %s" % (system, layout, p, A.filter_clients, r["qps"], r["p50_ms"], r.get("recall")))
     # _msearch on every index, the knn ceiling's included: issue 7 compares ours with the same _msearch there
@@ -629,9 +637,7 @@ def run_system(system):
         bench(system, index, layout, "tiny" if tiny else "all")
     if A.paired and system == "ceiling":
         nc = A.nc[0]
-        PAIRED.update(index=index, nc=nc, gts=[set(int(x) for x in row) for row in GT[("tiny", 0)]],
-                      reqs=[Conn.build("POST", "/%s/_search?filter_path=hits.hits._id" % index,
-                                       json.dumps(knn_body(index, qi, nc, 0))) for qi in range(A.queries)])
+        PAIRED.update(index=index, nc=nc, gts=truth_sets("tiny", 0), reqs=knn_requests(index, nc, 0))
         say("--paired: %s kept; measured again before each knn point of the other systems" % index)
     elif not A.keep:
         req("DELETE", "/" + index)
