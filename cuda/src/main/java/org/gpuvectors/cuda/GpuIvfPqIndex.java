@@ -332,12 +332,20 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   }
 
   /**
+   * Whether the scans through precomputed query tables may run: not forced off (tests), and m within a grid
+   * dimension (the query-table kernel's grid.y is m).
+   */
+  private boolean precomputedTablesAllowed() {
+    return !forceFullTables && !forceGlobalTables && pq.m() <= 65535;
+  }
+
+  /**
    * Probes per table-scan block for a block of {@code nq} queries probing {@code probes} lists each, for k: all
    * (from {@link #groupedMinQueries} queries) or 1; 0 when the precomputed tables are not used (forced off, or
    * the table does not fit in shared memory, or m is past a grid dimension). Caller holds the lock.
    */
   int probesPerBlock(int nq, int probes, int k) {
-    if (forceFullTables || forceGlobalTables || pq.m() > 65535) {
+    if (!precomputedTablesAllowed()) {
       return 0;
     }
     int max = device.module().maxDynamicSharedBytes(KSelect.kernel(TABLE_SCAN_KERNELS, k));
@@ -446,7 +454,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * kernel's shared memory. Caller holds the lock.
    */
   long keysRowWidth(int nq, int probes) {
-    if (nq > keysMaxQueries || forceFullTables || forceGlobalTables || pq.m() > 65535) {
+    if (nq > keysMaxQueries || !precomputedTablesAllowed()) {
       return 0;
     }
     long width = Math.max(1, largestLists[Math.min(probes, nlist)]);
