@@ -158,7 +158,7 @@ __device__ __forceinline__ void tangSelect(const SelectParams& p) {
 // digit among the values that share the digits found so far, and the bin where the count crosses k; then a pass
 // gathers the values below that k-th value T and as many equal to T as k still needs (which of several equal
 // values: arrival order), and a bitonic sort of the gathered (value, id) pairs by value, then id, orders them
-// best first. One block of kRadixThreads per row.
+// best first.
 // The digits are taken of key - min (key: the value's order-preserving bits; min and max from a first pass), from
 // the top bit of max - min, kRadixDigitBits at a time: a row's values span a small part of the 32-bit key space,
 // and digits of the key itself put most of them in a few bins of the first histogram, whose shared-memory
@@ -166,12 +166,38 @@ __device__ __forceinline__ void tangSelect(const SelectParams& p) {
 // warp histograms, no faster). Relative digits spread them over the bins. A pass stops early when its bin is
 // taken whole. Values as SelectParams' epilogue reduced to inScale (norms, accept masks and clamping are not read:
 // the launcher refuses them); NaN and +inf are never selected; a row's length is rowLens[row] when given.
-constexpr int kRadixThreads = 1024;
+// Several blocks per row: one block over a query's whole row was the longest stage of a one-query IVF-PQ pass
+// (180 us of 277 for a 63k-value row, instruction-bound on one multiprocessor, ncu). Each pass is one launch
+// over blocksPerRow slices of every row (gv_radix_range, gv_radix_digit up to three times, gv_radix_gather);
+// the blocks of a row meet in its RadixRow in global memory, and the last block of the row to finish a pass
+// (counted in `arrived`, after a fence) concludes it: the row's range, the digit's bin, the final sort.
+constexpr int kRadixThreads = 512;
 constexpr int kRadixDigitBits = 12;
 constexpr int kRadixBins = 1 << kRadixDigitBits;
 constexpr int kRadixMaxK = 2048;  // KSelect.MAX_K
-constexpr int kRadixUnroll = 8;   // independent loads per thread and step: the row's reads in flight
+constexpr int kRadixUnroll = 8;   // independent loads per thread and step: the slice's reads in flight
 constexpr unsigned kRadixNone = 0xffffffffu;  // the key of a value never selected
+
+// One row's selection between the passes, in global memory: zeroed before the first pass (KSelect.radixSelect),
+// then written by the atomics of every block and the conclusions of each pass's last block.
+struct RadixRow {
+  unsigned loInv;  // ~ the smallest key (an atomicMax of ~key, so that the zeroed state is neutral)
+  unsigned hi;     // the largest key
+  int valid;       // values that may be selected (not NaN, +inf, nor past the row's length)
+  int arrived;     // blocks of the row done with the current pass
+  unsigned prefix, mask;  // over key - lo: the digits found so far
+  int remaining;   // how many of the values matching the prefix the selection still takes
+  int top;         // bits of key - lo still to resolve; 0: none
+  int all;         // every valid value is taken
+  int complete;    // every value matching the prefix is taken
+  int count;       // values gathered into selKey / selId
+  int equal;       // values matching the whole prefix offered to the gather (when not complete)
+  int unused[4];
+  int hist[kRadixBins];           // the current digit's histogram, summed over the row's blocks
+  unsigned selKey[kRadixMaxK];    // the gathered keys and ids, in arrival order
+  int selId[kRadixMaxK];
+};
+static_assert(sizeof(RadixRow) == 32832, "RadixRow's size is KSelect.RADIX_ROW_BYTES");
 
 // float -> unsigned with the same order (negative values bit-inverted, positive ones with the sign bit set).
 __device__ __forceinline__ unsigned radixKey(float v) {
@@ -205,42 +231,64 @@ __device__ __forceinline__ int blockExclusiveSum(int c, int* warpSums, int& tota
   return result;
 }
 
-// The key of input value i of the row, or kRadixNone for one never selected (NaN, +inf, past the row's end).
-__device__ __forceinline__ unsigned radixInput(const SelectParams& p, const float* in, int i, int len) {
-  if (i >= len) return kRadixNone;
+// The key of input value i of the row, or kRadixNone for one never selected (NaN, +inf, past the slice's end).
+__device__ __forceinline__ unsigned radixInput(const SelectParams& p, const float* in, int i, int end) {
+  if (i >= end) return kRadixNone;
   const float v = p.inScale * in[i];
   return v < GV_INF ? radixKey(v) : kRadixNone;  // false for NaN
 }
 
 // The keys of this thread's kRadixUnroll values of the step at base (values base + r * blockDim.x + threadIdx.x):
-// the loads are issued together, so the row's reads are in flight at once.
-__device__ __forceinline__ void radixLoad(const SelectParams& p, const float* in, int base, int len,
+// the loads are issued together, so the slice's reads are in flight at once.
+__device__ __forceinline__ void radixLoad(const SelectParams& p, const float* in, int base, int end,
                                           unsigned (&u)[kRadixUnroll]) {
 #pragma unroll
-  for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, len);
+  for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, end);
 }
 
-__device__ __forceinline__ void radixSelect(const SelectParams& p) {
-  __shared__ int hist[kRadixBins];
-  __shared__ unsigned selKey[kRadixMaxK];
-  __shared__ int selId[kRadixMaxK];
+// This block's row and slice [begin, end) of it: blocks (row, 0 .. blocksPerRow - 1) split the row's length.
+struct RadixSlice {
+  int row, begin, end;
+  const float* in;
+};
+__device__ __forceinline__ RadixSlice radixSlice(const SelectParams& p, int blocksPerRow) {
+  RadixSlice s;
+  s.row = blockIdx.x / blocksPerRow;
+  const int part = blockIdx.x - s.row * blocksPerRow;
+  const int len = p.rowLens != nullptr ? min(p.rowLens[s.row], p.len) : p.len;
+  const long long per = ((long long)len + blocksPerRow - 1) / blocksPerRow;
+  s.begin = (int)min((long long)len, part * per);
+  s.end = (int)min((long long)len, s.begin + per);
+  s.in = p.in + (long long)s.row * p.inRowStride;
+  return s;
+}
+
+// Whether this block is the last of its row's blocksPerRow to finish the pass. Every block calls it once, after
+// its writes to the row: each thread's fence orders its writes before the block's count, so the last block (which
+// reads the row with __ldcg, past the non-coherent L1) sees every block's.
+__device__ __forceinline__ bool radixLastBlock(RadixRow& w, int blocksPerRow) {
+  __shared__ int sLast;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) sLast = atomicAdd(&w.arrived, 1) == blocksPerRow - 1;
+  __syncthreads();
+  return sLast;
+}
+
+// Pass 0: the row's smallest and largest key and how many values may be selected; the last block sets the
+// digits to resolve (the top bit of max - min) or marks the row as taken whole.
+__device__ __forceinline__ void radixRange(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
   __shared__ int warpSums[kWarpSize + 1];
   __shared__ unsigned warpMin[kWarpSize], warpMax[kWarpSize];
-  __shared__ int sBin, sBelow, sCount, sEqual;
-  const int row = blockIdx.x;
-  const int len = p.rowLens != nullptr ? min(p.rowLens[row], p.len) : p.len;
-  const float* in = p.in + (long long)row * p.inRowStride;
-  const int* ids = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
-  const int k = p.k;
+  const RadixSlice s = radixSlice(p, blocksPerRow);
+  RadixRow& w = rows[s.row];
   const int lane = threadIdx.x & (kWarpSize - 1);
   const int warp = threadIdx.x / kWarpSize;
-  const int step = blockDim.x * kRadixUnroll;
-  // pass 0: the smallest and largest key, and how many values may be selected
   unsigned lo = kRadixNone, hi = 0;
   int valid = 0;
-  for (int base = 0; base < len; base += step) {
+  for (int base = s.begin; base < s.end; base += blockDim.x * kRadixUnroll) {
     unsigned u[kRadixUnroll];
-    radixLoad(p, in, base, len, u);
+    radixLoad(p, s.in, base, s.end, u);
 #pragma unroll
     for (int r = 0; r < kRadixUnroll; ++r) {
       if (u[r] != kRadixNone) {
@@ -258,83 +306,142 @@ __device__ __forceinline__ void radixSelect(const SelectParams& p) {
   if (lane == 0) { warpMin[warp] = lo; warpMax[warp] = hi; }
   int total;
   blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax
-  for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) { lo = min(lo, warpMin[w]); hi = max(hi, warpMax[w]); }
-  const bool all = total <= k;  // uniform: every valid value is taken
-  // digits of key - lo, from the top bit of hi - lo down
-  const unsigned range = all ? 0u : hi - lo;
-  int top = range == 0 ? 0 : 32 - __clz(range);  // bits of key - lo still to resolve
-  unsigned prefix = 0, mask = 0;  // over key - lo: the digits found so far
-  int remaining = k;              // how many of the values matching the prefix the selection still takes
-  bool complete = all;            // every value matching the prefix is taken (range 0, all equal: k of them)
-  while (top > 0 && !complete) {  // uniform
-    const int shift = max(0, top - kRadixDigitBits);
-    const int bins = 1 << (top - shift);
-    for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = 0;
-    __syncthreads();
-    for (int base = 0; base < len; base += step) {
-      unsigned u[kRadixUnroll];
-      radixLoad(p, in, base, len, u);
-#pragma unroll
-      for (int r = 0; r < kRadixUnroll; ++r) {
-        const unsigned d = u[r] - lo;
-        if (u[r] != kRadixNone && (d & mask) == prefix) atomicAdd(&hist[(d >> shift) & (unsigned)(bins - 1)], 1);
-      }
-    }
-    __syncthreads();
-    // the bin in which the running count reaches `remaining`: each thread sums bins / blockDim.x consecutive bins
-    const int per = (bins + blockDim.x - 1) / blockDim.x;
-    const int b0 = threadIdx.x * per;
-    int mine = 0;
-    for (int b = b0; b < min(bins, b0 + per); ++b) mine += hist[b];
-    int matching;
-    int before = blockExclusiveSum(mine, warpSums, matching);
-    for (int b = b0; b < min(bins, b0 + per); ++b) {
-      if (before < remaining && before + hist[b] >= remaining) {
-        sBin = b;
-        sBelow = before;
-      }
-      before += hist[b];
-    }
-    __syncthreads();
-    remaining -= sBelow;
-    complete = hist[sBin] == remaining;
-    prefix |= (unsigned)sBin << shift;
-    mask |= (unsigned)(bins - 1) << shift;
-    top = shift;
-    __syncthreads();  // sBin, sBelow and hist are rewritten by the next pass
+  if (threadIdx.x == 0 && total > 0) {
+    for (int v = 0; v < (int)(blockDim.x / kWarpSize); ++v) { lo = min(lo, warpMin[v]); hi = max(hi, warpMax[v]); }
+    atomicMax(&w.loInv, ~lo);
+    atomicMax(&w.hi, hi);
+    atomicAdd(&w.valid, total);
   }
-  // gather: every value whose digits are below the prefix, and of those equal to it all (complete) or `remaining`
-  if (threadIdx.x == 0) { sCount = 0; sEqual = 0; }
+  if (!radixLastBlock(w, blocksPerRow)) return;
+  if (threadIdx.x == 0) {
+    const unsigned rowLo = ~__ldcg(&w.loInv);
+    const bool all = __ldcg(&w.valid) <= p.k;
+    const unsigned range = all ? 0u : __ldcg(&w.hi) - rowLo;
+    w.top = range == 0 ? 0 : 32 - __clz(range);
+    w.all = all;
+    w.complete = all;  // range 0 and not all: k of the equal values, taken by the gather
+    w.remaining = p.k;
+    w.arrived = 0;
+  }
+}
+
+// One digit pass: each block's histogram of the next digit among its values that match the prefix, summed into
+// the row's; the last block finds the bin where the count reaches `remaining` and extends the prefix. Rows whose
+// selection is resolved (top 0, or the prefix's values taken whole) skip the pass (the same for all their blocks).
+__device__ __forceinline__ void radixDigit(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
+  __shared__ int hist[kRadixBins];
+  __shared__ int warpSums[kWarpSize + 1];
+  __shared__ int sBin, sBelow;
+  const RadixSlice s = radixSlice(p, blocksPerRow);
+  RadixRow& w = rows[s.row];
+  const int top = w.top;
+  if (top == 0 || w.complete) return;
+  const unsigned lo = ~w.loInv, prefix = w.prefix, mask = w.mask;
+  const int shift = max(0, top - kRadixDigitBits);
+  const int bins = 1 << (top - shift);
+  for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = 0;
   __syncthreads();
-  for (int base = 0; base < len; base += step) {
+  for (int base = s.begin; base < s.end; base += blockDim.x * kRadixUnroll) {
     unsigned u[kRadixUnroll];
-    radixLoad(p, in, base, len, u);
+    radixLoad(p, s.in, base, s.end, u);
+#pragma unroll
+    for (int r = 0; r < kRadixUnroll; ++r) {
+      const unsigned d = u[r] - lo;
+      if (u[r] != kRadixNone && (d & mask) == prefix) atomicAdd(&hist[(d >> shift) & (unsigned)(bins - 1)], 1);
+    }
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < bins; b += blockDim.x) {
+    if (hist[b] != 0) atomicAdd(&w.hist[b], hist[b]);
+  }
+  if (!radixLastBlock(w, blocksPerRow)) return;
+  for (int b = threadIdx.x; b < bins; b += blockDim.x) {
+    hist[b] = __ldcg(&w.hist[b]);
+    w.hist[b] = 0;  // zero for the next pass
+  }
+  __syncthreads();
+  // the bin in which the running count reaches `remaining`: each thread sums bins / blockDim.x consecutive bins
+  const int remaining = w.remaining;
+  const int per = (bins + blockDim.x - 1) / blockDim.x;
+  const int b0 = threadIdx.x * per;
+  int mine = 0;
+  for (int b = b0; b < min(bins, b0 + per); ++b) mine += hist[b];
+  int matching;
+  int before = blockExclusiveSum(mine, warpSums, matching);
+  for (int b = b0; b < min(bins, b0 + per); ++b) {
+    if (before < remaining && before + hist[b] >= remaining) {
+      sBin = b;
+      sBelow = before;
+    }
+    before += hist[b];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int left = remaining - sBelow;
+    w.remaining = left;
+    w.complete = hist[sBin] == left;
+    w.prefix = prefix | (unsigned)sBin << shift;
+    w.mask = mask | (unsigned)(bins - 1) << shift;
+    w.top = shift;
+    w.arrived = 0;
+  }
+}
+
+// The gather: every value whose digits are below the prefix, and of those equal to it all (complete) or
+// `remaining` (the first to arrive), staged per block in shared memory and appended to the row's; the last block
+// sorts the row's gathered pairs (bitonic, by key then id) and writes the k best.
+__device__ __forceinline__ void radixGather(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
+  __shared__ unsigned selKey[kRadixMaxK];
+  __shared__ int selId[kRadixMaxK];
+  __shared__ int sCount, sBase;
+  const RadixSlice s = radixSlice(p, blocksPerRow);
+  RadixRow& w = rows[s.row];
+  const int* ids = p.inIdx != nullptr ? p.inIdx + (long long)s.row * p.inRowStride : nullptr;
+  const bool all = w.all, complete = w.complete;
+  const unsigned lo = ~w.loInv, prefix = w.prefix, mask = w.mask;
+  const int remaining = w.remaining;
+  if (threadIdx.x == 0) sCount = 0;
+  __syncthreads();
+  for (int base = s.begin; base < s.end; base += blockDim.x * kRadixUnroll) {
+    unsigned u[kRadixUnroll];
+    radixLoad(p, s.in, base, s.end, u);
 #pragma unroll
     for (int r = 0; r < kRadixUnroll; ++r) {
       if (u[r] == kRadixNone) continue;
       const unsigned d = (u[r] - lo) & mask;
-      const bool take = all || d < prefix || (d == prefix && (complete || atomicAdd(&sEqual, 1) < remaining));
+      const bool take = all || d < prefix || (d == prefix && (complete || atomicAdd(&w.equal, 1) < remaining));
       if (take) {
         const int i = base + r * blockDim.x + threadIdx.x;
-        const int at = atomicAdd(&sCount, 1);
+        const int at = atomicAdd(&sCount, 1);  // < k: the row's selection holds at most k values
         selKey[at] = u[r];
         selId[at] = ids != nullptr ? ids[i] : (int)(p.idxOffset + i);
       }
     }
   }
   __syncthreads();
-  const int count = sCount;  // <= k
+  if (threadIdx.x == 0 && sCount > 0) sBase = atomicAdd(&w.count, sCount);
+  __syncthreads();
+  for (int e = threadIdx.x; e < sCount; e += blockDim.x) {
+    w.selKey[sBase + e] = selKey[e];
+    w.selId[sBase + e] = selId[e];
+  }
+  if (!radixLastBlock(w, blocksPerRow)) return;
+  const int count = __ldcg(&w.count);  // <= k
   int size = 1;
   while (size < count) size <<= 1;
-  for (int e = count + threadIdx.x; e < size; e += blockDim.x) { selKey[e] = kRadixNone; selId[e] = -1; }
+  for (int e = threadIdx.x; e < size; e += blockDim.x) {
+    const bool full = e < count;
+    selKey[e] = full ? __ldcg(&w.selKey[e]) : kRadixNone;
+    selId[e] = full ? __ldcg(&w.selId[e]) : -1;
+  }
   __syncthreads();
   // bitonic sort of the gathered pairs, ascending by (key, id)
-  for (int s = 2; s <= size; s <<= 1) {
-    for (int j = s >> 1; j > 0; j >>= 1) {
+  for (int z = 2; z <= size; z <<= 1) {
+    for (int j = z >> 1; j > 0; j >>= 1) {
       for (int e = threadIdx.x; e < size; e += blockDim.x) {
         const int l = e ^ j;
         if (l > e) {
-          const bool up = (e & s) == 0;
+          const bool up = (e & z) == 0;
           const bool greater = selKey[e] > selKey[l] || (selKey[e] == selKey[l] && selId[e] > selId[l]);
           if (greater == up) { swapT(selKey[e], selKey[l]); swapT(selId[e], selId[l]); }
         }
@@ -342,8 +449,8 @@ __device__ __forceinline__ void radixSelect(const SelectParams& p) {
       __syncthreads();
     }
   }
-  const long long o = (long long)row * p.outRowStride;
-  for (int e = threadIdx.x; e < k; e += blockDim.x) {
+  const long long o = (long long)s.row * p.outRowStride;
+  for (int e = threadIdx.x; e < p.k; e += blockDim.x) {
     const bool full = e < count;
     p.outK[o + e] = p.outScale * (full ? radixValue(selKey[e]) : GV_INF);
     p.outIdx[o + e] = full ? selId[e] : -1;
@@ -380,6 +487,18 @@ __global__ void __launch_bounds__(256) gv_tang_select_k512(SelectParams p) { gv:
 __global__ void __launch_bounds__(256) gv_tang_select_k1024(SelectParams p) { gv::tangSelect<1024>(p); }
 __global__ void __launch_bounds__(256) gv_tang_select_k2048(SelectParams p) { gv::tangSelect<2048>(p); }
 
-// Radix selection: kRadixThreads threads per row, any k up to 2048.
-__global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_select(SelectParams p) { gv::radixSelect(p); }
+// Radix selection, any k up to 2048: blocksPerRow blocks of kRadixThreads per row, one launch per pass, the rows'
+// state in `rows` (KSelect.radixSelect launches the passes in this order: range, digit x 3, gather).
+__global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_range(SelectParams p, gv::RadixRow* rows,
+                                                                    int blocksPerRow) {
+  gv::radixRange(p, rows, blocksPerRow);
+}
+__global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_digit(SelectParams p, gv::RadixRow* rows,
+                                                                    int blocksPerRow) {
+  gv::radixDigit(p, rows, blocksPerRow);
+}
+__global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_gather(SelectParams p, gv::RadixRow* rows,
+                                                                     int blocksPerRow) {
+  gv::radixGather(p, rows, blocksPerRow);
+}
 }

@@ -152,10 +152,13 @@ public final class KSelect {
 
   /**
    * The k smallest values of each row (at most {@code p.rowLens}' count of its columns when given), sorted, by
-   * radix selection ({@code gv_radix_select}, one block of 1,024 threads per row): for a large k over rows of a
-   * few thousand to a few hundred thousand values, where the sorted queues of WarpSelect and BlockSelect cost
-   * most. Reads the input, its ids and inScale; norms, accept masks, clamping and chunks are refused.
-   * Asynchronous.
+   * radix selection (select_kernels.cu): for a large k over rows of a few thousand to a few hundred thousand
+   * values, where the sorted queues of WarpSelect and BlockSelect cost most. Each row is split over {@link
+   * #radixBlocksPerRow} blocks and each pass is one launch over every row's blocks: the range ({@code
+   * gv_radix_range}), up to three digits ({@code gv_radix_digit}, a pass whose row is resolved returns at once)
+   * and the gather and sort ({@code gv_radix_gather}); a zeroed {@link #RADIX_ROW_BYTES} per row carries a row's
+   * state from pass to pass. Reads the input, its ids and inScale; norms, accept masks, clamping and chunks are
+   * refused. Asynchronous.
    */
   static void radixSelect(GpuDevice device, SelectParams p) {
     if (p.colNorms != 0 || p.rowNorms != 0 || p.acceptBits != 0 || p.clampZero || p.chunksPerRow != 1) {
@@ -166,13 +169,46 @@ public final class KSelect {
     if (p.rows == 0) {
       return;
     }
-    try (GpuDevice.Scope s = device.lock()) {
-      device.module().launch("gv_radix_select", p.rows, 1, RADIX_THREADS, 0, device.stream(), Pointer.to(p.encode()));
+    int perRow = radixBlocksPerRow(p.rows, p.len, device.multiprocessorCount());
+    long grid = (long) p.rows * perRow;
+    if (grid > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("radix selection of " + p.rows + " rows: past a launch's grid");
+    }
+    try (GpuDevice.Scope s = device.lock();
+         DeviceBuffer rows = device.allocate(RADIX_ROW_BYTES * p.rows)) {
+      device.clear(rows);
+      Pointer params = Pointer.to(p.encode());
+      Pointer state = Pointer.to(new long[] {rows.address()});
+      Pointer blocks = Pointer.to(new int[] {perRow});
+      KernelModule module = device.module();
+      module.launch("gv_radix_range", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
+      for (int digit = 0; digit < RADIX_DIGIT_PASSES; digit++) {
+        module.launch("gv_radix_digit", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
+      }
+      module.launch("gv_radix_gather", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
+      // rows returns to the pool now: reuse is ordered on the same stream
     }
   }
 
-  /** Threads of a {@code gv_radix_select} block (select_kernels.cu's kRadixThreads). */
-  static final int RADIX_THREADS = 1024;
+  /**
+   * Blocks a row of {@code len} values is split over: one per {@link #RADIX_VALUES_PER_BLOCK} values, as long as
+   * the launch holds at most about two blocks per multiprocessor (then fewer, at least one a row): a query's row
+   * of tens of thousands of keys spread over the GPU instead of one multiprocessor, a batch's rows a block each.
+   */
+  static int radixBlocksPerRow(int rows, long len, int multiprocessors) {
+    long byLength = (len + RADIX_VALUES_PER_BLOCK - 1) / RADIX_VALUES_PER_BLOCK;
+    long byDevice = 2L * multiprocessors / rows;
+    return (int) Math.max(1, Math.min(byLength, byDevice));
+  }
+
+  /** Threads of a radix-selection block (select_kernels.cu's kRadixThreads). */
+  static final int RADIX_THREADS = 512;
+  /** Values one radix-selection block reads per pass: one step of kRadixUnroll (8) loads per thread. */
+  static final int RADIX_VALUES_PER_BLOCK = RADIX_THREADS * 8;
+  /** Digit passes of 12 bits that resolve a 32-bit key: select_kernels.cu's kRadixDigitBits. */
+  static final int RADIX_DIGIT_PASSES = 3;
+  /** Bytes of a row's state between the passes: select_kernels.cu's {@code sizeof(RadixRow)}. */
+  static final long RADIX_ROW_BYTES = 32_832;
 
   /**
    * Candidate lists up to this many values per row are merged by one BlockSelect block per row, in

@@ -89,6 +89,25 @@ class ParamLayoutTest {
     assertEquals(IvfGroupParams.SHARED_BYTES, constant("kIvfGroupedSharedBytes"));
   }
 
+  /** The radix selection's launch constants and row state size against select_kernels.cu. */
+  @Test
+  void radixSelectionConstantsMatchSelectKernels() throws IOException {
+    String kernels = Files.readString(Path.of("src/main/cuda/select_kernels.cu"));
+    assertEquals(KSelect.RADIX_THREADS, constant(kernels, "kRadixThreads"));
+    assertEquals(KSelect.RADIX_VALUES_PER_BLOCK, KSelect.RADIX_THREADS * constant(kernels, "kRadixUnroll"));
+    assertEquals(KSelect.MAX_K, constant(kernels, "kRadixMaxK"));
+    assertTrue(KSelect.RADIX_DIGIT_PASSES * constant(kernels, "kRadixDigitBits") >= 32, "digit passes cover a key");
+    Matcher size = Pattern.compile("static_assert\\(sizeof\\(RadixRow\\) == (\\d+),").matcher(kernels);
+    assertTrue(size.find(), "RadixRow's size asserted in select_kernels.cu");
+    assertEquals(KSelect.RADIX_ROW_BYTES, Long.parseLong(size.group(1)));
+  }
+
+  private static int constant(String source, String name) {
+    Matcher m = Pattern.compile("constexpr int " + name + " = (\\d+);").matcher(source);
+    assertTrue(m.find(), name);
+    return Integer.parseInt(m.group(1));
+  }
+
   /** The value of {@code constexpr int name = value;} in common.cuh. */
   private static int constant(String name) throws IOException {
     Matcher m = Pattern.compile("constexpr int " + name + " = (\\d+);").matcher(header());
