@@ -91,7 +91,7 @@ final class GpuSegmentSearcher {
           pq.nlist(),
           pq.lists()::toLists,
           new GpuIvf.Pq(pq.pq().m(), pq.pq()::toCodebook, pq::codesInListOrder,
-              DEVICE_RERANK ? IvfPqField.RERANK_FACTOR : 0));
+              DEVICE_RERANK ? pq.rerankFactor() : 0));
       case GraphField graph -> new GpuGraph(graph.degree(), graph::toAdjacency, graph.seeds());
       default -> throw new IllegalArgumentException("no GPU form for " + index.getClass().getName());
     };
@@ -132,11 +132,11 @@ final class GpuSegmentSearcher {
   /**
    * Results the device is asked for when a search wants k: for ivf_pq re-ranked on the host the
    * candidates to re-rank (at most the GPU's k), else k (the device re-rank scans the candidates
-   * itself: {@link IvfPqField#RERANK_FACTOR} x k, at most the GPU's k).
+   * itself: {@link IvfPqField#rerankDepth} of them).
    */
   static int deviceK(ApproximateIndex index, int k, long accepted) {
     if (reranksOnHost(index)) {
-      return Math.min(GpuSearchService.MAX_GPU_K, IvfPqField.rerankDepth(k, accepted));
+      return ((IvfPqField) index).rerankDepth(k, accepted); // at most MAX_RERANK_CANDIDATES, the GPU's k
     }
     return k;
   }
@@ -211,10 +211,6 @@ final class GpuSegmentSearcher {
     int effort = effort(index, k, accepted.count());
     if (visited(index, accepted.count(), effort) > visitLimit) {
       service.countFallback(FallbackReason.VISIT_LIMIT);
-      return null;
-    }
-    if (index instanceof IvfPqField && IvfPqField.rerankDepth(k, accepted.count()) > GpuSearchService.MAX_GPU_K) {
-      service.countFallback(FallbackReason.K_TOO_LARGE); // the device cannot return all the candidates to re-rank
       return null;
     }
     k = deviceK(index, Math.min(k, accepted.count()), accepted.count());

@@ -157,7 +157,7 @@ public final class FashionMnistBenchmark {
 
   /**
    * {@code ivf_flat} or {@code ivf_pq} (default nlist: about sqrt(60k) = 245 lists; ivf_pq: default
-   * pq_m = 784 / 8 = 98 bytes a vector, 8 bits, 4 x k candidates re-ranked) at several nprobe: one index
+   * pq_m = 784 / 8 = 98 bytes a vector, 8 bits, 8 x k candidates re-ranked) at several nprobe: one index
    * per nprobe (the mapping's value; num_candidates stays at k, so the effort is the lists alone),
    * trained on the GPU at flush/merge; batches of 10k queries on the GPU (and batch 1 at nprobe 16),
    * plus the CPU path on one thread for the same lists at nprobe 16.

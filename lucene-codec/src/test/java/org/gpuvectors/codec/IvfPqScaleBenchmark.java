@@ -494,7 +494,7 @@ public final class IvfPqScaleBenchmark {
       }
       for (int c : candidates) {
         int probes = field.probes(c, n);
-        int rerank = IvfPqField.rerankDepth(c, n);
+        int rerank = field.rerankDepth(c, n);
         if (gpu) {
           int nq = queries.length;
           TopDocs[] all = new TopDocs[nq];

@@ -145,11 +145,11 @@ class IvfPqTests {
 
   /**
    * A search that re-ranks every accepted vector of the probed lists: Lucene's k for the segment (and
-   * so the re-ranking depth, 4 x k) covers them; its top {@code k} are compared with the oracle.
+   * so the re-ranking depth, at least k) covers them; its top {@code k} are compared with the oracle.
    */
   private static List<Hit> deepSearch(IndexSearcher searcher, float[] query, int k, int accepted, org.apache.lucene.search.Query filter)
       throws IOException {
-    int segmentK = Math.max(k, (accepted + IvfPqField.RERANK_FACTOR - 1) / IvfPqField.RERANK_FACTOR);
+    int segmentK = Math.max(k, accepted); // a re-rank depth is at least k
     List<Hit> hits = search(searcher, query, segmentK, filter);
     return hits.subList(0, Math.min(k, hits.size()));
   }
@@ -454,7 +454,7 @@ class IvfPqTests {
    * With a device, k-means of the lists and of the codebooks runs there (the service's assigner), the
    * lists and codes are uploaded, and searches run there: the device returns candidates, which the
    * segment re-ranks with the raw vectors (with every list probed and enough candidates, the exact top
-   * k). Warm-up makes the field resident. Candidates beyond the device's k stay on the CPU.
+   * k). Warm-up makes the field resident. A k beyond the device's stays on the CPU.
    */
   @Test
   void trainsAndSearchesOnTheDevice() throws IOException {
@@ -491,7 +491,12 @@ class IvfPqTests {
           assertEquals(searches + batch.length, service.stats().gpuQueries());
           assertEquals(1, device.uploads.get(), "uploaded once");
           assertEquals(0, service.stats().cpuFallbacks(), "no fallback");
-          search(searcher, data.point(sim), 1000, null); // 4,000 candidates: more than the device returns
+          float[] deep = data.point(sim);
+          // 1,000 x 4 candidates, capped at the device's 2,048 (the CPU re-ranks as many): still the GPU's
+          assertEquals(1000, search(searcher, deep, 1000, null).size());
+          assertEquals(0, service.stats().cpuFallbacks(), "a re-rank depth past the device's k is capped, not refused");
+          assertEquals(2048, pq(reader.leaves().get(0).reader()).rerankDepth(1000, vectors.size()));
+          search(searcher, deep, GpuSearchService.MAX_GPU_K + 1, null); // k itself past the device's: the CPU
           assertEquals(1, service.stats().cpuFallbacks(FallbackReason.K_TOO_LARGE));
           // a batch large enough to re-rank in parallel answers as the same queries one at a time
           float[][] many = new float[GpuSegmentSearcher.PARALLEL_RERANK_QUERIES + 7][];

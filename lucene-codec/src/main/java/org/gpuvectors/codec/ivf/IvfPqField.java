@@ -29,14 +29,10 @@ import org.gpuvectors.cuda.Metric;
 public final class IvfPqField implements IvfIndex {
 
   /**
-   * Candidates re-ranked exactly per result the collector asks for. The collector's k is Lucene's
-   * per-segment k, i.e. Elasticsearch's {@code num_candidates}, so raising {@code num_candidates}
-   * deepens the re-ranking as it widens the probed lists. 4 makes up for most of the codes' error at
-   * the default sub-quantizers (recall@10 of about 0.92 at the defaults on the clustered data of
-   * {@code IvfPqTests}, 1.0 at 400 candidates) while the re-ranking, random reads of raw vectors,
-   * stays a small share of the scan.
+   * Candidates re-ranked at most, whatever k and the re-rank factor: the most the device selects ({@code
+   * KSelect.MAX_K}), so that the GPU and the CPU re-rank the same candidates (up to ties).
    */
-  public static final int RERANK_FACTOR = 4;
+  public static final int MAX_RERANK_CANDIDATES = org.gpuvectors.cuda.KSelect.MAX_K;
 
   private final IvfField lists;
   private final ProductQuantizer pq;
@@ -118,12 +114,28 @@ public final class IvfPqField implements IvfIndex {
   }
 
   /**
-   * Candidates re-ranked for a search of k results over {@code accepted} vectors: {@link
-   * #RERANK_FACTOR} x k, at most the accepted vectors (then the re-ranking is exact over the probed
-   * lists), at least 1.
+   * Candidates re-ranked exactly per result the collector asks for ({@link ProductQuantizer#rerankFactor}: 4
+   * for the default codes up to 256 dimensions, more for coarser codes). The collector's k is Lucene's
+   * per-segment k, i.e. Elasticsearch's {@code num_candidates}, so raising {@code num_candidates} deepens the
+   * re-ranking as it widens the probed lists.
    */
-  public static int rerankDepth(int k, long accepted) {
-    return (int) Math.max(1, Math.min((long) k * RERANK_FACTOR, accepted));
+  public int rerankFactor() {
+    return pq.rerankFactor();
+  }
+
+  /** {@link #rerankDepth(int, int, long)} at this field's {@link #rerankFactor}. */
+  public int rerankDepth(int k, long accepted) {
+    return rerankDepth(rerankFactor(), k, accepted);
+  }
+
+  /**
+   * Candidates re-ranked for a search of k results over {@code accepted} vectors: {@code factor} x k, at most
+   * {@link #MAX_RERANK_CANDIDATES} but at least k, at most the accepted vectors (then the re-ranking is exact
+   * over the probed lists), at least 1.
+   */
+  public static int rerankDepth(int factor, int k, long accepted) {
+    long depth = Math.max(k, Math.min(MAX_RERANK_CANDIDATES, (long) k * factor));
+    return (int) Math.max(1, Math.min(depth, accepted));
   }
 
   /**

@@ -159,6 +159,24 @@ public final class ProductQuantizer {
     return dims / m;
   }
 
+  /**
+   * Candidates re-ranked exactly per result ({@link IvfPqField#rerankDepth}), from how coarse the codes are:
+   * 4 at 2 code bits per dimension (the default codes up to {@value #FINE_CODES_MAX_DIMS} dimensions: recall@10
+   * 0.998 through Elasticsearch on 1M x 128 at num_candidates 100, docs/BENCHMARKS.md 12c), doubled for each
+   * halving of the bits per dimension, within [{@value #MIN_RERANK_FACTOR}, {@value #MAX_RERANK_FACTOR}]. Why:
+   * at 1 bit per dimension (768-d, 96-byte codes) 4 x k candidates gave recall@10 0.920 on 1M x 768 (12d) and
+   * 0.959-0.963 on 2M x 768, where 8 x k gave 0.993 (10e): the codes' ranking, not the lists probed, lost the
+   * neighbours, and the exact re-rank of a few hundred more rows is a small share of a search.
+   */
+  public int rerankFactor() {
+    return Math.max(MIN_RERANK_FACTOR, Math.min(MAX_RERANK_FACTOR, 8 * subDims() / bits));
+  }
+
+  /** See {@link #rerankFactor}. */
+  static final int MIN_RERANK_FACTOR = 4;
+  /** See {@link #rerankFactor}. */
+  static final int MAX_RERANK_FACTOR = 16;
+
   /** Heap held by the codebooks. */
   public long ramBytesUsed() {
     return RamUsageEstimator.shallowSizeOfInstance(ProductQuantizer.class) + RamUsageEstimator.sizeOf(codebooks);

@@ -171,9 +171,12 @@ class IvfPqLayoutTests {
 
   @Test
   void rerankDepth() {
-    assertEquals(40, IvfPqField.rerankDepth(10, 1000), "4 x k");
-    assertEquals(25, IvfPqField.rerankDepth(10, 25), "at most the accepted vectors");
-    assertEquals(1, IvfPqField.rerankDepth(10, 0), "at least one");
-    assertEquals(1000, IvfPqField.rerankDepth(Integer.MAX_VALUE, 1000), "no overflow");
+    assertEquals(40, IvfPqField.rerankDepth(4, 10, 1000), "4 x k");
+    assertEquals(80, IvfPqField.rerankDepth(8, 10, 1000), "8 x k");
+    assertEquals(25, IvfPqField.rerankDepth(4, 10, 25), "at most the accepted vectors");
+    assertEquals(1, IvfPqField.rerankDepth(4, 10, 0), "at least one");
+    assertEquals(1000, IvfPqField.rerankDepth(16, Integer.MAX_VALUE, 1000), "no overflow");
+    assertEquals(2048, IvfPqField.rerankDepth(4, 1000, 1_000_000), "at most the device's k");
+    assertEquals(3000, IvfPqField.rerankDepth(8, 3000, 1_000_000), "but at least k (a CPU search past the GPU's k)");
   }
 }

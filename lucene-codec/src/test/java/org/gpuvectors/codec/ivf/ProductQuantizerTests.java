@@ -40,6 +40,20 @@ class ProductQuantizerTests {
     return s;
   }
 
+  private static int rerankFactor(int dims, int m, int bits) {
+    return new ProductQuantizer(dims, m, bits, new float[(1 << bits) * dims], null).rerankFactor();
+  }
+
+  @Test
+  void rerankFactorGrowsAsTheCodesCoarsen() {
+    assertEquals(4, rerankFactor(128, ProductQuantizer.defaultM(128), 8), "2 bits a dimension: 4");
+    assertEquals(8, rerankFactor(768, ProductQuantizer.defaultM(768), 8), "1 bit a dimension: 8");
+    assertEquals(8, rerankFactor(784, ProductQuantizer.defaultM(784), 8));
+    assertEquals(16, rerankFactor(64, 8, 4), "half a bit a dimension: 16");
+    assertEquals(16, rerankFactor(64, 1, 8), "an eighth of a bit: at most 16");
+    assertEquals(4, rerankFactor(16, 8, 8), "4 bits a dimension: at least 4");
+  }
+
   @Test
   void defaultSubQuantizers() {
     assertEquals(96, ProductQuantizer.defaultM(768), "8 divides dims: dims / 8");
