@@ -13,7 +13,7 @@ set -uo pipefail
 root=$(pwd)
 OUT=${OUT:-/tmp/gv-out}; mkdir -p "$OUT"
 max=${1:-100000000}; shift
-[ -x /tmp/jre/bin/java ] || tar xzf "$root/.device/jre.tgz" -C /tmp
+[ -x /tmp/jre/bin/java ] || tar xJf "$root/.device/jre.tar.xz" -C /tmp
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 work=/tmp/gv-variants; mkdir -p "$work"

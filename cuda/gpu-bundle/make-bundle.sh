@@ -24,7 +24,8 @@ rm -rf "$root/cuda/target/bundle-deps"
   -DoutputDirectory="$root/cuda/target/bundle-deps" -Dmdep.stripVersion=true
 rm -rf "$dev/lib" "$dev/bench"
 mkdir -p "$dev/lib" "$dev/bench"
-[ -f "$dev/jre.tgz" ] || "$root/cuda/gpu-bundle/make-jre.sh" "$dev"
+rm -f "$dev/jre.tgz"  # the older, larger packing
+[ -f "$dev/jre.tar.xz" ] || "$root/cuda/gpu-bundle/make-jre.sh" "$dev"
 cp cuda/target/gpu-vectors-cuda-*.jar "$dev/lib/gpu-vectors-cuda.jar"
 "$JAVA_HOME/bin/jar" cf "$dev/lib/gpu-vectors-cuda-tests.jar" -C cuda/target/test-classes .
 cp lucene-codec/target/gpu-vectors-lucene-codec-*.jar "$dev/lib/gpu-vectors-lucene-codec.jar"

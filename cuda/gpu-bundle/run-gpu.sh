@@ -33,7 +33,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/gv-out}; export OUT; mkdir -p "$OUT"
 mode=${1:-all}; sel_max=${2:-100000000}; exact_n=${3:-1000000}
-[ -x /tmp/jre/bin/java ] || tar xzf "$here/jre.tgz" -C /tmp
+# the JRE (xz; Python's lzma where the machine has no xz for tar)
+[ -x /tmp/jre/bin/java ] || tar xJf "$here/jre.tar.xz" -C /tmp 2>/dev/null \
+  || python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$here/jre.tar.xz" /tmp
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee "$OUT/gpu.txt"
 # This is the GPU machine: a missing or broken GPU fails the GPU tests instead of skipping them.

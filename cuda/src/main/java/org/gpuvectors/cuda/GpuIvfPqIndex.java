@@ -87,7 +87,24 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   static final long KEYS_BUDGET_BYTES = 64L << 20;
   private static final String KEYS_KERNEL = "gv_ivf_pq_table_keys";
   /** Threads of {@code gv_ivf_pq_table_keys} (ivf_pq_tables.cu's kPqKeysThreads). */
-  private static final int KEYS_THREADS = 256;
+  static final int KEYS_THREADS = 256;
+  /** Codes a block of {@code gv_ivf_pq_table_keys} scans at least (ivf_pq_tables.cu's kPqKeysMinCodes). */
+  static final int KEYS_MIN_CODES_PER_BLOCK = 1024;
+
+  /**
+   * Parts each probed list of the small-batch scan is split into (blocks of {@code gv_ivf_pq_table_keys} per
+   * (query, probe)): enough for the largest list to take blocks of {@link #KEYS_MIN_CODES_PER_BLOCK} codes, as long
+   * as the launch holds about four blocks per multiprocessor, at least one part a list, and the grid's y (probes x
+   * parts) at most 65,535. A block per list left one query over 16 lists of 10M clustered vectors waiting 93 us
+   * (ncu) on its largest list while most multiprocessors idled. The parts of a smaller list past its end return
+   * at once.
+   */
+  static int keysPartsPerList(int nq, int probes, long largestList, int multiprocessors) {
+    long bySize = (largestList + KEYS_MIN_CODES_PER_BLOCK - 1) / KEYS_MIN_CODES_PER_BLOCK;
+    long byDevice = 4L * multiprocessors / ((long) nq * probes);
+    long byGrid = 65_535 / probes;
+    return (int) Math.max(1, Math.min(bySize, Math.min(byDevice, byGrid)));
+  }
   /** Tests: return the approximate candidates even when the raw vectors are resident (to re-rank them on the host). */
   static volatile boolean skipDeviceRerank;
   /** Candidate slots (queries x candidates) re-ranked per launch group: bounds the temporaries (3 x 4 bytes each). */
@@ -466,8 +483,8 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   }
 
   /**
-   * The small-batch scan: the rows' query tables (term 3), then {@code gv_ivf_pq_table_keys}, grid (query, probe):
-   * every accepted code's key and ordinal appended to its query's row.
+   * The small-batch scan: the rows' query tables (term 3), then {@code gv_ivf_pq_table_keys}, grid (query, probe x
+   * {@link #keysPartsPerList}): every accepted code's key and ordinal appended to its query's row.
    */
   private void keysScan(IvfSearch.KeyRows r) {
     try (DeviceBuffer tables = device.allocate(4L * pq.tableFloats() * r.nq())) {
@@ -486,7 +503,9 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       module.allowDynamicShared(KEYS_KERNEL, shared);
       module.launch("gv_ivf_pq_query_tables", (r.nq() + TABLE_QUERIES - 1) / TABLE_QUERIES, pq.m(), TABLE_THREADS, 0,
           device.stream(), args);
-      module.launch(KEYS_KERNEL, r.nq(), r.probes(), KEYS_THREADS, shared, device.stream(), args);
+      int parts = keysPartsPerList(r.nq(), r.probes(), largestLists[1], device.multiprocessorCount());
+      module.launch(KEYS_KERNEL, r.nq(), r.probes() * parts, KEYS_THREADS, shared, device.stream(), args,
+          Pointer.to(new int[] {parts}));
     }
   }
 

@@ -102,6 +102,14 @@ class ParamLayoutTest {
     assertEquals(KSelect.RADIX_ROW_BYTES, Long.parseLong(size.group(1)));
   }
 
+  /** The small-batch ivf_pq scan's launch constants against ivf_pq_tables.cu. */
+  @Test
+  void keysScanConstantsMatchIvfPqTables() throws IOException {
+    String kernels = Files.readString(Path.of("src/main/cuda/ivf_pq_tables.cu"));
+    assertEquals(GpuIvfPqIndex.KEYS_THREADS, constant(kernels, "kPqKeysThreads"));
+    assertEquals(GpuIvfPqIndex.KEYS_MIN_CODES_PER_BLOCK, constant(kernels, "kPqKeysMinCodes"));
+  }
+
   private static int constant(String source, String name) {
     Matcher m = Pattern.compile("constexpr int " + name + " = (\\d+);").matcher(source);
     assertTrue(m.find(), name);

@@ -98,7 +98,7 @@ import org.gpuvectors.cuda.SearchResult;
  * -Dgv.scale.flushBuilds=true} builds at flush too (what an Elasticsearch node does), to measure that cost.
  *
  * <p>System properties: {@code gv.scale.phases} (default {@code exact,build,search,cpubuild}; search needs exact
- * and build), {@code gv.scale.queries} (10000), {@code gv.scale.batch} (10000), {@code gv.scale.single} (1000),
+ * and build), {@code gv.scale.queries} (10000), {@code gv.scale.batch} (10000), {@code gv.scale.single} (1000), {@code gv.scale.profile} (false: true puts the batch-1 searches in the GPU profiler's range),
  * {@code gv.scale.cpuQueries} (200), {@code gv.scale.candidates} (10,20,40,100,200,400,512: at most 512, the GPU's
  * re-rank depth 4 x 512 = its k-selection's 2048), {@code gv.scale.params} (mapping overrides, e.g. {@code
  * nlist=4096,nprobe=16,pq_m=32}), {@code gv.scale.threads} (indexing threads, default the cores), {@code
@@ -109,6 +109,8 @@ import org.gpuvectors.cuda.SearchResult;
 public final class IvfPqScaleBenchmark {
 
   private static final int K = 10;
+  /** -Dgv.scale.profile=true: the batch-1 searches inside the GPU profiler's range (run under ncu / nsys). */
+  private static final boolean PROFILE = Boolean.getBoolean("gv.scale.profile");
   private static final String FIELD = "vec";
   private static final long START = System.nanoTime();
 
@@ -517,11 +519,17 @@ public final class IvfPqScaleBenchmark {
           for (int q = 0; q < Math.min(5, count); q++) { // warm-up
             KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, c, null);
           }
+          if (PROFILE) {
+            service.profilerRange(true); // under ncu / nsys --profile-from-start off: the batch-1 searches only
+          }
           long s = System.nanoTime();
           for (int q = 0; q < count; q++) {
             one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, c, null)[0];
           }
           double wall = seconds(s);
+          if (PROFILE) {
+            service.profilerRange(false);
+          }
           double[] r1 = recall(one, docToId, count);
           addRow("ivf_pq-gpu", 1, c, probes, rerank, r1[0], r1[1], count / wall, exactSingleQps);
         } else {
