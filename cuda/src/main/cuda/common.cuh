@@ -23,7 +23,7 @@ struct SelectParams {
   const unsigned long long* acceptBits;  // optional: bit id set = id may be selected
   float* outK;                  // per virtual row: k values, best first
   int* outIdx;                  // per virtual row: k ids (-1 = empty)
-  const int* rowLens;           // optional, gv_radix_select only: columns of each row (at most len); else len
+  const int* rowLens;           // optional, the radix selection only: columns of each row (at most len); else len
   long long inRowStride;        // elements between input rows
   long long idxOffset;          // id of column 0 when inIdx == null
   long long outRowStride;       // elements between output rows (each row holds chunksPerRow * k)
