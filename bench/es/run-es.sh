@@ -12,7 +12,7 @@ D=${GV_ES_DIR:-/tmp/esgpu}; P=$(cd "$(dirname "$0")" && pwd); U=${GV_ES_USER:-gv
 OUT=${OUT:-/tmp/gvb-out}; mkdir -p "$OUT"
 [ -x "$D/jdk/bin/java" ] && [ -d "$D/plugins/gpu-vectors" ] || { echo "first command missing: $D/jdk and $D/plugins"; exit 3; }
 echo ">> unpacking Elasticsearch into $D/es"
-rm -rf "$D/es"; tar xf "$P/es.tar" -C "$D"; cp -a "$D/plugins/gpu-vectors" "$D/es/plugins/"; cp "$P/bench_es.py" "$D/"
+rm -rf "$D/es"; tar xJf "$P/es.tar.xz" -C "$D"; cp -a "$D/plugins/gpu-vectors" "$D/es/plugins/"; cp "$P/bench_es.py" "$D/"
 if [ -f "$P/t10k-images-idx3-ubyte.gz" ]; then mkdir -p "$D/fashion-mnist" && cp "$P/t10k-images-idx3-ubyte.gz" "$D/fashion-mnist/"; fi
 id "$U" >/dev/null 2>&1 || useradd -r -M -s /bin/false "$U"
 chown -R "$U" "$D/es"

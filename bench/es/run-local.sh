@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd); cd "$root"
 export GV_ES_DIR=${GV_ES_DIR:-/tmp/gv-es-local} OUT=${OUT:-/tmp/gvb-out} ES_HEAP=${ES_HEAP:--Xms1g -Xmx1g}
-if [ ! -f .device-es/es2/es.tar ] || [ ! -f .device-es/es1/plugin.tar ] || [ -n "${REBUILD:-}" ]; then
+if [ ! -f .device-es/es2/es.tar.xz ] || [ ! -f .device-es/es1/plugin.tar ] || [ -n "${REBUILD:-}" ]; then
   ALLOW_NO_FATBIN=${ALLOW_NO_FATBIN:-1} bench/es/make-es-payload.sh
 fi
 cp bench/es/run-es.sh bench/es/bench_es.py .device-es/es2/   # the scripts as they are now
