@@ -293,12 +293,18 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     return rerankFactor;
   }
 
-  /**
-   * Approximate candidates a device re-rank for k scans for: rerankFactor x k, at most {@link KSelect#MAX_K} (a
-   * caller that needs more candidates than that re-ranks on the host).
-   */
+  /** Approximate candidates a device re-rank for k scans for: {@link #candidates(int, int)} at this index's factor. */
   public int candidates(int k) {
-    return (int) Math.max(k, Math.min(KSelect.MAX_K, (long) rerankFactor * k));
+    return candidates(rerankFactor, k);
+  }
+
+  /**
+   * Approximate candidates a re-rank for k takes at {@code factor} candidates per result: factor x k, at most {@link
+   * KSelect#MAX_K} (what the device selects), but at least k. The codec's host re-rank takes as many (its
+   * IvfPqField.rerankDepth), so that both re-rank the same candidates.
+   */
+  public static int candidates(int factor, int k) {
+    return (int) Math.max(k, Math.min(KSelect.MAX_K, (long) factor * k));
   }
 
   /**

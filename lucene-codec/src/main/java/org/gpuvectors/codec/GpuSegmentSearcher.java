@@ -136,7 +136,7 @@ final class GpuSegmentSearcher {
    */
   static int deviceK(ApproximateIndex index, int k, long accepted) {
     if (reranksOnHost(index)) {
-      return ((IvfPqField) index).rerankDepth(k, accepted); // at most MAX_RERANK_CANDIDATES, the GPU's k
+      return ((IvfPqField) index).rerankDepth(k, accepted); // at most the GPU's k
     }
     return k;
   }

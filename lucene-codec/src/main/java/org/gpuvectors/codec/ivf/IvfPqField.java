@@ -11,6 +11,7 @@ import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.NeighborQueue;
+import org.gpuvectors.cuda.GpuIvfPqIndex;
 import org.gpuvectors.cuda.Metric;
 
 /**
@@ -27,12 +28,6 @@ import org.gpuvectors.cuda.Metric;
  * same way ({@link #rerankDepth}).
  */
 public final class IvfPqField implements IvfIndex {
-
-  /**
-   * Candidates re-ranked at most, whatever k and the re-rank factor: the most the device selects ({@code
-   * KSelect.MAX_K}), so that the GPU and the CPU re-rank the same candidates (up to ties).
-   */
-  public static final int MAX_RERANK_CANDIDATES = org.gpuvectors.cuda.KSelect.MAX_K;
 
   private final IvfField lists;
   private final ProductQuantizer pq;
@@ -129,13 +124,13 @@ public final class IvfPqField implements IvfIndex {
   }
 
   /**
-   * Candidates re-ranked for a search of k results over {@code accepted} vectors: {@code factor} x k, at most
-   * {@link #MAX_RERANK_CANDIDATES} but at least k, at most the accepted vectors (then the re-ranking is exact
-   * over the probed lists), at least 1.
+   * Candidates re-ranked for a search of k results over {@code accepted} vectors: the device re-rank's count
+   * ({@link GpuIvfPqIndex#candidates(int, int)}: factor x k, at most the device's k of 2,048 but at least k), so
+   * that the GPU and the CPU re-rank the same candidates (up to ties); at most the accepted vectors (then the
+   * re-ranking is exact over the probed lists), at least 1.
    */
   public static int rerankDepth(int factor, int k, long accepted) {
-    long depth = Math.max(k, Math.min(MAX_RERANK_CANDIDATES, (long) k * factor));
-    return (int) Math.max(1, Math.min(depth, accepted));
+    return (int) Math.max(1, Math.min(GpuIvfPqIndex.candidates(factor, k), accepted));
   }
 
   /**
