@@ -42,6 +42,7 @@ public final class GpuDevice implements AutoCloseable {
   private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
   private boolean closed;
   private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
+  private long sharedSelections; // passes whose small ivf_pq groups shared one selection (SharedKeySelection)
   private long overlappedPasses; // passes begun while another was in flight (for tests and benchmarks)
 
   /**
@@ -484,6 +485,19 @@ public final class GpuDevice implements AutoCloseable {
     try (Scope s = lock()) {
       return lanePasses;
     }
+  }
+
+  /** Passes whose small {@code ivf_pq} groups shared one candidate selection since the device opened. */
+  long sharedSelections() {
+    try (Scope s = lock()) {
+      return sharedSelections;
+    }
+  }
+
+  /** Counts a pass whose groups share one candidate selection; caller holds the lock. */
+  void countSharedSelection() {
+    checkLocked();
+    sharedSelections++;
   }
 
   /** A pass over several lanes ({@link #lanes(int)}); close it (under the lock) before the pass's downloads. */

@@ -411,17 +411,31 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    */
   private void enqueueReranked(long queries, long queryNorms, int nq, int k, int kc, int nprobe, long acceptAddress,
                                long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
-    boolean ip = metric != Metric.L2;
     try (DeviceBuffer candV = device.allocate(4L * nq * kc);
-         DeviceBuffer candI = device.allocate(4L * nq * kc);
-         DeviceBuffer exact = device.allocate(4L * nq * kc);
-         DeviceBuffer stats = device.allocate(16L * nq)) { // written by the kernel for the TF32 certificate: unused here
+         DeviceBuffer candI = device.allocate(4L * nq * kc)) {
       enqueueAdc(queries, queryNorms, nq, kc, nprobe, acceptAddress, acceptRowWords, candV, candI, 0);
+      enqueueRerank(queries, nq, k, candV.address(), candI.address(), outV, outI, outElement);
+    }
+  }
+
+  /**
+   * The device re-rank's second half (arguments as {@link #enqueueSearch}): the {@link #candidates}(k) approximate
+   * candidates per query at device addresses {@code candValues} / {@code candIds} (row q at q x candidates(k)),
+   * their exact FP32 keys from the raw vectors ({@code gv_rerank_exact}: squared L2, or -x.q; an empty slot's key
+   * is +inf), then the k best keys per query into the output (BlockSelect over the candidates' ids; inner product
+   * back to +x.q). Asynchronous; the temporaries return to the pool (reuse is ordered on the stream).
+   */
+  void enqueueRerank(long queries, int nq, int k, long candValues, long candIds, DeviceBuffer outV, DeviceBuffer outI,
+                     long outElement) {
+    int kc = candidates(k);
+    boolean ip = metric != Metric.L2;
+    try (DeviceBuffer exact = device.allocate(4L * nq * kc);
+         DeviceBuffer stats = device.allocate(16L * nq)) { // written by the kernel for the TF32 certificate: unused here
       RerankParams p = new RerankParams();
       p.vectors = rawVectors.address();
       p.queries = queries;
-      p.candIdx = candI.address();
-      p.candKeys = candV.address();
+      p.candIdx = candIds;
+      p.candKeys = candValues;
       p.exactKeys = exact.address();
       p.stats = stats.address();
       p.outK = outV.address() + 4L * outElement;
@@ -432,9 +446,38 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       p.metric = ip ? 1 : 0;
       p.outScale = ip ? -1f : 1f;
       p.enqueueExact(device);
-      KSelect.mergeCandidates(device, new SelectParams().input(exact, nq, kc, kc).inputIds(candI).k(k)
-          .scales(1f, p.outScale).output(outV, outI, k, outElement));
+      SelectParams merge = new SelectParams().input(exact, nq, kc, kc).k(k).scales(1f, p.outScale)
+          .output(outV, outI, k, outElement);
+      merge.inIdx = candIds;
+      KSelect.mergeCandidates(device, merge);
     }
+  }
+
+  /**
+   * The row width of the small-batch scan when this index's search of {@code nq} queries for k may share its
+   * selection with other segments' (BatchSearch, {@link SharedKeySelection}): the keys path with the re-rank on
+   * the device, so that the selection's output (the candidates) is what {@link #enqueueRerank} reads; 0 otherwise.
+   * Caller holds the lock.
+   */
+  long sharedKeysRowWidth(int nq, int nprobe) {
+    ensureOpen();
+    if (rawVectors == null || skipDeviceRerank || nq < 1) {
+      return 0;
+    }
+    return keysRowWidth(nq, probes(nprobe));
+  }
+
+  /**
+   * The small-batch scan of {@code nq} queries without its selection: the coarse step and every accepted code's key
+   * appended to the query's row at {@code rows} (arguments as {@link #enqueueSearch}); the caller selects the
+   * candidates ({@link IvfSearch.KeyBuffers#select}) and re-ranks them ({@link #enqueueRerank}). Caller holds the
+   * lock.
+   */
+  void enqueueKeyRows(long queries, long queryNorms, int nq, int nprobe, long acceptAddress, long acceptRowWords,
+                      IvfSearch.RowsAt rows) {
+    ensureOpen();
+    IvfSearch.enqueueKeyRows(device, centroids, queries, queryNorms, nq, probes(nprobe), acceptAddress, acceptRowWords,
+        rows, this::keysScan);
   }
 
   /**

@@ -117,23 +117,103 @@ final class IvfSearch {
   static void enqueueKeys(GpuDevice device, GpuFlatIndex centroids, boolean largestFirst, long queries,
                           long queryNorms, int nq, int k, int probes, long rowWidth, long acceptAddress,
                           long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement, KeyScan scan) {
-    if (rowWidth < 1 || rowWidth > Integer.MAX_VALUE) {
-      throw new IllegalArgumentException("row width must be in [1, 2^31 - 1]: " + rowWidth);
-    }
+    checkRowWidth(rowWidth);
     if (nq == 0) {
       return; // no launch: a grid of no queries is not a valid launch
     }
-    try (DeviceBuffer probeDistances = device.allocate(4L * nq * probes);
-         DeviceBuffer probeLists = device.allocate(4L * nq * probes);
-         DeviceBuffer keys = device.allocate(4L * nq * rowWidth);
-         DeviceBuffer ids = device.allocate(4L * nq * rowWidth);
-         DeviceBuffer lengths = device.allocate(4L * nq)) {
-      coarse(centroids, queries, queryNorms, nq, probes, probeDistances, probeLists);
-      device.clear(lengths);
-      scan.enqueue(new KeyRows(queries, nq, probes, probeLists.address(), acceptAddress, acceptRowWords,
-          keys.address(), ids.address(), rowWidth, lengths.address()));
-      KSelect.radixSelect(device, new SelectParams().input(keys, nq, (int) rowWidth, rowWidth).inputIds(ids)
+    try (KeyBuffers rows = new KeyBuffers(device, nq, rowWidth)) {
+      enqueueKeyRows(device, centroids, queries, queryNorms, nq, probes, acceptAddress, acceptRowWords,
+          rows.at(0), scan);
+      rows.select(k, largestFirst, outV, outI, outElement);
+    }
+  }
+
+  private static void checkRowWidth(long rowWidth) {
+    if (rowWidth < 1 || rowWidth > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("row width must be in [1, 2^31 - 1]: " + rowWidth);
+    }
+  }
+
+  /**
+   * The rows of keys of a small-batch search, for one group of queries or for several groups of a pass at once
+   * (BatchSearch's shared selection): {@code rows} rows of {@code rowWidth} keys and ids, and the row lengths,
+   * zeroed here. Device buffers from the pool, returned by {@link #close} (reuse ordered on the stream).
+   */
+  static final class KeyBuffers implements AutoCloseable {
+    private final GpuDevice device;
+    private final DeviceBuffer keys;
+    private final DeviceBuffer ids;
+    private final DeviceBuffer lengths;
+    private final int rows;
+    private final long rowWidth;
+
+    KeyBuffers(GpuDevice device, int rows, long rowWidth) {
+      checkRowWidth(rowWidth);
+      this.device = device;
+      this.rows = rows;
+      this.rowWidth = rowWidth;
+      DeviceBuffer k = device.allocate(4L * rows * rowWidth);
+      DeviceBuffer i = null;
+      DeviceBuffer l = null;
+      boolean ok = false;
+      try {
+        i = device.allocate(4L * rows * rowWidth);
+        l = device.allocate(4L * rows);
+        device.clear(l);
+        ok = true;
+      } finally {
+        if (!ok) {
+          release(k, i, l);
+        }
+      }
+      keys = k;
+      ids = i;
+      lengths = l;
+    }
+
+    /** Where the scan of the queries from row {@code firstRow} on appends its keys. */
+    RowsAt at(int firstRow) {
+      return new RowsAt(keys.address() + 4L * firstRow * rowWidth, ids.address() + 4L * firstRow * rowWidth, rowWidth,
+          lengths.address() + 4L * firstRow);
+    }
+
+    /**
+     * Enqueues the radix selection of every row's k best (largest first: values back to scores) into {@code outV} /
+     * {@code outI} from element {@code outElement}, k per row.
+     */
+    void select(int k, boolean largestFirst, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+      KSelect.radixSelect(device, new SelectParams().input(keys, rows, (int) rowWidth, rowWidth).inputIds(ids)
           .rowLengths(lengths).k(k).scales(1f, largestFirst ? -1f : 1f).output(outV, outI, k, outElement));
+    }
+
+    @Override
+    public void close() {
+      release(keys, ids, lengths);
+    }
+
+    private static void release(DeviceBuffer... buffers) {
+      for (DeviceBuffer b : buffers) {
+        if (b != null) {
+          b.close();
+        }
+      }
+    }
+  }
+
+  /** Device addresses of a group's rows in {@link KeyBuffers}: keys, ids, the row stride, the row lengths. */
+  record RowsAt(long keys, long ids, long rowWidth, long rowLengths) {}
+
+  /**
+   * The small-batch scan of {@code nq} queries into {@code rows}: the coarse step, then {@code scan} appends every
+   * accepted vector of a query's lists to its row. Caller holds the lock.
+   */
+  static void enqueueKeyRows(GpuDevice device, GpuFlatIndex centroids, long queries, long queryNorms, int nq,
+                             int probes, long acceptAddress, long acceptRowWords, RowsAt rows, KeyScan scan) {
+    try (DeviceBuffer probeDistances = device.allocate(4L * nq * probes);
+         DeviceBuffer probeLists = device.allocate(4L * nq * probes)) {
+      coarse(centroids, queries, queryNorms, nq, probes, probeDistances, probeLists);
+      scan.enqueue(new KeyRows(queries, nq, probes, probeLists.address(), acceptAddress, acceptRowWords,
+          rows.keys(), rows.ids(), rows.rowWidth(), rows.rowLengths()));
     }
   }
 

@@ -747,6 +747,74 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   }
 
   /**
+   * Several segments in one pass (BatchSearch), a query or five each: the small ivf_pq groups with the device
+   * re-rank share one candidate selection ({@link SharedKeySelection}: counted by the device), and each group's
+   * result is still the exact top k of its own ADC candidates ({@link #checkReranked}), per-query and shared masks
+   * included. A segment of another re-rank depth and a flat segment in the same pass search alone and stay exact.
+   */
+  @Test
+  void segmentsShareOneSelection() {
+    Random r = new Random(67);
+    int dims = 32;
+    for (Metric metric : new Metric[] {Metric.L2, Metric.COSINE}) {
+      int[] sizes = {N, N / 2, N / 5, N / 3};
+      Data[] data = new Data[sizes.length];
+      Pq[] pq = new Pq[sizes.length];
+      GpuIvfPqIndex[] index = new GpuIvfPqIndex[sizes.length];
+      float[] flatVectors = GpuIvfFlatIndexGpuTest.clustered(N / 4, dims, r);
+      try (GpuFlatIndex flat = GpuFlatIndex.upload(device, flatVectors, N / 4, dims, metric)) {
+        for (int s = 0; s < sizes.length; s++) {
+          data[s] = GpuIvfFlatIndexGpuTest.lists(GpuIvfFlatIndexGpuTest.clustered(sizes[s], dims, r), sizes[s], dims,
+              metric, r);
+          pq[s] = quantize(data[s], 8, 8, r);
+          index[s] = uploadWithRawVectors(pq[s], data[s], s == sizes.length - 1 ? 8 : 4); // the last: another depth
+        }
+        for (int nq : new int[] {1, 5}) {
+          for (int k : new int[] {10, 100}) {
+            float[] queries = GpuIvfFlatIndexGpuTest.queries(data[0], nq, r);
+            float[] searchedQueries = asSearched(queries, nq, dims, metric);
+            List<SearchGroup> groups = new ArrayList<>();
+            long[][][] masks = new long[sizes.length][][];
+            for (int s = 0; s < sizes.length; s++) {
+              Filter f = Filter.values()[s % Filter.values().length];
+              masks[s] = GpuIvfFlatIndexGpuTest.masks(f, sizes[s], nq, r);
+              groups.add(f == Filter.SHARED ? new SearchGroup(index[s], queries, nq, k, 8, masks[s][0], null)
+                  : new SearchGroup(index[s], queries, nq, k, 8, null, f == Filter.PER_QUERY ? masks[s] : null));
+            }
+            groups.add(new SearchGroup(flat, queries, nq, k, null, null));
+            long before = device.sharedSelections();
+            SearchResult[] res = BatchSearch.run(device, groups);
+            assertEquals(before + 1, device.sharedSelections(), "the segments of one depth shared a selection");
+            for (int s = 0; s < sizes.length; s++) {
+              long[][] rowMasks = new long[nq][];
+              for (int q = 0; q < nq; q++) {
+                rowMasks[q] = groups.get(s).sharedMask() != null ? masks[s][0]
+                    : groups.get(s).queryMasks() != null ? masks[s][q] : null;
+              }
+              int kc = index[s].candidates(k);
+              checkReranked(metric + " segment " + s + " nq=" + nq + " k=" + k, res[s],
+                  references(data[s], pq[s], queries, 8, rowMasks, kc), k, kc, data[s],
+                  asSearched(data[s].vectors(), sizes[s], dims, metric), searchedQueries);
+            }
+            String f = GpuFlatIndexGpuTest.compare(res[sizes.length], flatVectors, N / 4, dims, metric, queries, nq, k,
+                null);
+            if (f != null) {
+              failures.add(metric + " flat segment nq=" + nq + " k=" + k + ": " + f);
+            }
+          }
+        }
+      } finally {
+        for (GpuIvfPqIndex i : index) {
+          if (i != null) {
+            i.close();
+          }
+        }
+      }
+    }
+    report("segmentsShareOneSelection");
+  }
+
+  /**
    * A large batch (600 queries: the per-query table scan) re-ranked on the device, L2 and cosine, no filter and
    * per-query masks, k = 10: as {@link #checkReranked}; then a batch of 2,100 queries at k = 512 (2,048 candidates
    * each) re-ranked in two blocks (a block is {@code 2^22} candidate slots: 2,048 queries of
