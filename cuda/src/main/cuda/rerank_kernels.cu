@@ -49,11 +49,11 @@ __device__ __forceinline__ float laneKey(const float* x, const float4* sq4, int 
 // (more accurate than the GEMM form), or -x.q. A NaN key (NaN in the data) is never selected afterwards.
 // Warp 0 of part 0 also sums ||q||^2 in double (float products are exact there) and stores it rounded up, with the
 // last candidate's TF32 key, for the certificate.
-__device__ __forceinline__ void rerankExact(const RerankParams& p) {
+// Row `query` of the candidates, against the query at qrow, over the raw vectors at `vectors`.
+__device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query, const float* qrow,
+                                               const float* vectors) {
   extern __shared__ float4 sq4[];  // dims floats, rounded up to float4
   float* sq = reinterpret_cast<float*>(sq4);
-  const int query = blockIdx.x;
-  const float* qrow = p.queries + (long long)query * p.dims;
   for (int d = threadIdx.x; d < p.dims; d += blockDim.x) sq[d] = qrow[d];
   __syncthreads();
   const int lane = threadIdx.x & (kWarpSize - 1);
@@ -67,7 +67,7 @@ __device__ __forceinline__ void rerankExact(const RerankParams& p) {
     const int id = p.candIdx[row + c];
     float acc = 0.f;
     if (id >= 0) {
-      const float* x = p.vectors + (long long)id * p.dims;
+      const float* x = vectors + (long long)id * p.dims;
       acc = ip ? (vec4 ? laneKey<true, true>(x, sq4, p.dims, lane) : laneKey<true, false>(x, sq4, p.dims, lane))
                : (vec4 ? laneKey<false, true>(x, sq4, p.dims, lane) : laneKey<false, false>(x, sq4, p.dims, lane));
 #pragma unroll
@@ -87,6 +87,31 @@ __device__ __forceinline__ void rerankExact(const RerankParams& p) {
       st[3] = 0.f;
     }
   }
+}
+
+__device__ __forceinline__ void rerankExact(const RerankParams& p) {
+  const int query = blockIdx.x;
+  rerankExactRow(p, query, p.queries + (long long)query * p.dims, p.vectors);
+}
+
+// The candidates of several indexes in one launch (the segments of a pass that share one candidate selection,
+// SharedKeySelection.java; RerankTable.java writes this layout): rows firstRow[e] .. firstRow[e + 1] - 1 are entry
+// e's, re-ranked over its raw vectors against its queries (row - firstRow[e]); p.vectors and p.queries are unused.
+constexpr int kRerankTableEntries = 64;
+struct RerankTable {
+  int entries;  // entries used, 1..kRerankTableEntries; firstRow ascending, firstRow[0] = 0
+  int pad;
+  int firstRow[kRerankTableEntries];
+  const float* vectors[kRerankTableEntries];
+  const float* queries[kRerankTableEntries];
+};
+static_assert(sizeof(RerankTable) == 8 + kRerankTableEntries * 20, "RerankTable's layout is RerankTable.java's");
+
+__device__ __forceinline__ void rerankExactTable(const RerankParams& p, const RerankTable& t) {
+  const int row = blockIdx.x;
+  int e = 0;
+  while (e + 1 < t.entries && t.firstRow[e + 1] <= row) ++e;
+  rerankExactRow(p, row, t.queries[e] + (long long)(row - t.firstRow[e]) * p.dims, t.vectors[e]);
 }
 
 // One thread per query: the k-th exact key, from the re-rank's selection (value outScale * key; an empty slot
@@ -113,6 +138,11 @@ using gv::RerankParams;
 extern "C" {
 // 128 threads (4 warps); grid (queries, parts per query); dynamic shared memory: dims floats rounded up to a float4.
 __global__ void __launch_bounds__(128) gv_rerank_exact(RerankParams p) { gv::rerankExact(p); }
+// As gv_rerank_exact over the rows of several indexes (grid.x = all rows).
+__global__ void __launch_bounds__(128) gv_rerank_exact_table(RerankParams p,
+                                                             const __grid_constant__ gv::RerankTable t) {
+  gv::rerankExactTable(p, t);
+}
 // 256 threads, one per query.
 __global__ void __launch_bounds__(256) gv_rerank_stats(RerankParams p) { gv::rerankStats(p); }
 // 128 threads per row; grid.x = rows.

@@ -125,7 +125,18 @@ public final class BatchSearch {
             }
           }
           boolean[] walked = tableWalks(groups);
-          any = enqueue(device, groups, walked, dq, dm, outV, outI, queryAt, normsAt, maskAt, maskRowWords, outAt);
+          try (SharedKeySelection shared = laneGroups(groups, walked) >= 2
+              ? SharedKeySelection.plan(device, groups, walked) : null) {
+            if (shared != null) {
+              long[] counts = new long[count];
+              for (int g = 0; g < count; g++) {
+                counts[g] = (long) groups.get(g).numQueries() * groups.get(g).k();
+              }
+              shared.placeResults(outAt, counts);
+            }
+            any = enqueue(device, groups, walked, shared, dq, dm, outV, outI, queryAt, normsAt, maskAt, maskRowWords,
+                outAt);
+          }
           if (any && staged) {
             slot.download.bytes(8L * outElements);
             device.downloadAsync(outV, 0, slot.download, 0, 4L * outElements);
@@ -165,98 +176,77 @@ public final class BatchSearch {
    * one by one, spread over the device's lanes when they are all small ({@link #laneGroups}); small {@code ivf_pq}
    * groups share one candidate selection ({@link SharedKeySelection}).
    */
-  private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, boolean[] walked, DeviceBuffer dq,
-                                 DeviceBuffer dm, DeviceBuffer outV, DeviceBuffer outI, long[] queryAt, long[] normsAt,
-                                 long[] maskAt, long[] maskRowWords, long[] outAt) {
+  private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, boolean[] walked,
+                                 SharedKeySelection shared, DeviceBuffer dq, DeviceBuffer dm, DeviceBuffer outV,
+                                 DeviceBuffer outI, long[] queryAt, long[] normsAt, long[] maskAt, long[] maskRowWords,
+                                 long[] outAt) {
     int count = groups.size();
     int alone = laneGroups(groups, walked);
     int chains = alone + (walked != null ? 1 : 0); // independent chains of launches: the table walk is one
     boolean any = false;
-    try (SharedKeySelection shared = alone >= 2 ? SharedKeySelection.plan(device, groups, walked) : null) {
-      try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? device.lanes(Math.min(chains, maxLanes)) : null) {
-        int chain = 0;
-        if (walked != null) {
-          int launchQueries = 0;
-          for (int g = 0; g < count; g++) {
-            launchQueries += walked[g] ? groups.get(g).numQueries() : 0;
-          }
-          List<GpuGraphIndex.Walk> walks = new ArrayList<>();
-          for (int g = 0; g < count; g++) {
-            if (walked[g]) {
-              SearchGroup group = groups.get(g);
-              long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
-              walks.add(((GpuGraphIndex) group.index()).walk(dq.address() + 4L * queryAt[g], group.numQueries(),
-                  group.k(), group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g], launchQueries));
-            }
-          }
-          if (lanes != null) {
-            lanes.use(chain++);
-          }
-          GpuGraphIndex.enqueueWalks(device, walks);
-          any = true;
-        }
-        for (int g = 0; g < count; g++) {
-          SearchGroup group = groups.get(g);
-          if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])) {
-            continue; // nothing to search (the slots keep id -1), or walked in the table launch above
-          }
-          if (lanes != null) {
-            lanes.use(chain++);
-          }
-          long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
-          long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
-          long groupQueries = dq.address() + 4L * queryAt[g];
-          if (shared != null && shared.member(g)) { // the scan now; the selection and re-rank below
-            ((GpuIvfPqIndex) group.index()).enqueueKeyRows(groupQueries, norms, group.numQueries(), group.nprobe(),
-                accept, maskRowWords[g], shared.rowsOf(g));
-            any = true;
-            continue;
-          }
-          switch (group.index()) {
-            case GpuFlatIndex flat -> flat.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(), accept,
-                maskRowWords[g], outV, outI, outAt[g]);
-            case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-                group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
-            case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-                group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
-            case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-                group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width (or EXACT)
-            default -> throw new IllegalArgumentException(
-                "no batched search for " + group.index().getClass().getSimpleName());
-          }
-          any = true;
-        }
-      } // lane 0 now follows every lane's work: the shared scans are done when the selection runs
-      if (shared != null) {
-        enqueueSharedReranks(device, groups, shared, dq, outV, outI, queryAt, outAt);
-      }
-    }
-    return any;
-  }
-
-  /**
-   * The shared selection's second half: one radix selection of every member's rows on lane 0, then each member's
-   * re-rank of its candidates into its results, spread over the lanes again (they start after lane 0's work).
-   */
-  private static void enqueueSharedReranks(GpuDevice device, List<SearchGroup> groups, SharedKeySelection shared,
-                                           DeviceBuffer dq, DeviceBuffer outV, DeviceBuffer outI, long[] queryAt,
-                                           long[] outAt) {
-    shared.select();
-    int members = shared.members();
-    try (GpuDevice.Lanes lanes = maxLanes >= 2 ? device.lanes(Math.min(members, maxLanes)) : null) {
+    try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? device.lanes(Math.min(chains, maxLanes)) : null) {
       int chain = 0;
-      for (int g = 0; g < groups.size(); g++) {
-        if (!shared.member(g)) {
-          continue;
+      if (walked != null) {
+        int launchQueries = 0;
+        for (int g = 0; g < count; g++) {
+          launchQueries += walked[g] ? groups.get(g).numQueries() : 0;
+        }
+        List<GpuGraphIndex.Walk> walks = new ArrayList<>();
+        for (int g = 0; g < count; g++) {
+          if (walked[g]) {
+            SearchGroup group = groups.get(g);
+            long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
+            walks.add(((GpuGraphIndex) group.index()).walk(dq.address() + 4L * queryAt[g], group.numQueries(),
+                group.k(), group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g], launchQueries));
+          }
         }
         if (lanes != null) {
           lanes.use(chain++);
         }
-        SearchGroup group = groups.get(g);
-        ((GpuIvfPqIndex) group.index()).enqueueRerank(dq.address() + 4L * queryAt[g], group.numQueries(), group.k(),
-            shared.candValues(g), shared.candIds(g), outV, outI, outAt[g]);
+        GpuGraphIndex.enqueueWalks(device, walks);
+        any = true;
       }
+      for (int g = 0; g < count; g++) {
+        SearchGroup group = groups.get(g);
+        if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])) {
+          continue; // nothing to search (the slots keep id -1), or walked in the table launch above
+        }
+        if (lanes != null) {
+          lanes.use(chain++);
+        }
+        long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
+        long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
+        long groupQueries = dq.address() + 4L * queryAt[g];
+        if (shared != null && shared.member(g)) { // the scan now; the selection and re-rank below
+          ((GpuIvfPqIndex) group.index()).enqueueKeyRows(groupQueries, norms, group.numQueries(), group.nprobe(),
+              accept, maskRowWords[g], shared.rowsOf(g));
+          any = true;
+          continue;
+        }
+        switch (group.index()) {
+          case GpuFlatIndex flat -> flat.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(), accept,
+              maskRowWords[g], outV, outI, outAt[g]);
+          case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
+          case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
+          case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width (or EXACT)
+          default -> throw new IllegalArgumentException(
+              "no batched search for " + group.index().getClass().getSimpleName());
+        }
+        any = true;
+      }
+    } // lane 0 now follows every lane's work: the shared scans are done when the selection runs
+    if (shared != null) { // one selection and one re-rank of every member's rows, on lane 0
+      long[] queries = new long[count];
+      for (int g = 0; g < count; g++) {
+        queries[g] = dq.address() + 4L * queryAt[g];
+      }
+      shared.select();
+      shared.enqueueRerank(queries, outV, outI, outAt, groups);
     }
+    return any;
   }
 
   /**

@@ -45,11 +45,11 @@ import jcuda.Pointer;
  *
  * <p>Exact re-rank on the device (when uploaded with the raw vectors: {@link #reranksOnDevice}): a search for k
  * takes the {@link #candidates}(k) = rerankFactor x k best by approximate distance as above, recomputes their
- * distances in FP32 from the raw vectors ({@code gv_rerank_exact}, rerank_kernels.cu, the kernel of {@link
- * GpuFlatIndex}'s TF32 candidate pass: squared L2 as the sum of (x_i - q_i)^2, or the inner product) and keeps the
- * k best (BlockSelect over the candidates' ids): the codec's host re-rank (lucene-codec {@code GpuSegmentSearcher})
- * done on the device, so a batch never waits on random host reads of raw vectors. Without the raw vectors a
- * search returns the approximate candidates and the caller re-ranks them.
+ * distances in FP32 from the raw vectors ({@code gv_rerank_exact_table}, rerank_kernels.cu, the kernel of {@link
+ * GpuFlatIndex}'s TF32 candidate pass over a table of indexes: squared L2 as the sum of (x_i - q_i)^2, or the inner
+ * product) and keeps the k best (BlockSelect over the candidates' ids): the codec's host re-rank (lucene-codec {@code
+ * GpuSegmentSearcher}) done on the device, so a batch never waits on random host reads of raw vectors. Without the
+ * raw vectors a search returns the approximate candidates and the caller re-ranks them.
  *
  * <p>Device memory, owned here and returned by {@link #close()}: the codes in list order (padded to whole 4-byte
  * words), the ordinal at each position, the list offsets, the codebooks, the code terms (L2), the centroid index
@@ -404,10 +404,8 @@ public final class GpuIvfPqIndex extends ResidentIndex {
 
   /**
    * The device re-rank of {@code nq} queries (arguments as {@link #enqueueSearch}): their {@code kc} best by
-   * approximate distance ({@link #enqueueAdc}), the candidates' exact FP32 keys from the raw vectors ({@code
-   * gv_rerank_exact}: squared L2, or -x.q; an empty slot's key is +inf), then the k best keys per query into the
-   * output (BlockSelect over the candidates' ids; inner product back to +x.q). Asynchronous; the temporaries
-   * return to the pool (reuse is ordered on the stream).
+   * approximate distance ({@link #enqueueAdc}), then their exact re-rank into the k best ({@link #enqueueRerank}).
+   * Asynchronous; the temporaries return to the pool (reuse is ordered on the stream).
    */
   private void enqueueReranked(long queries, long queryNorms, int nq, int k, int kc, int nprobe, long acceptAddress,
                                long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
@@ -420,37 +418,54 @@ public final class GpuIvfPqIndex extends ResidentIndex {
 
   /**
    * The device re-rank's second half (arguments as {@link #enqueueSearch}): the {@link #candidates}(k) approximate
-   * candidates per query at device addresses {@code candValues} / {@code candIds} (row q at q x candidates(k)),
-   * their exact FP32 keys from the raw vectors ({@code gv_rerank_exact}: squared L2, or -x.q; an empty slot's key
-   * is +inf), then the k best keys per query into the output (BlockSelect over the candidates' ids; inner product
-   * back to +x.q). Asynchronous; the temporaries return to the pool (reuse is ordered on the stream).
+   * candidates per query at device addresses {@code candValues} / {@code candIds} (row q at q x candidates(k)) re-ranked
+   * into the k best ({@link #enqueueRerank(GpuDevice, RerankTable, int, int, int, int, Metric, long, long, DeviceBuffer,
+   * DeviceBuffer, long)} with this index alone in the table).
    */
   void enqueueRerank(long queries, int nq, int k, long candValues, long candIds, DeviceBuffer outV, DeviceBuffer outI,
                      long outElement) {
-    int kc = candidates(k);
+    RerankTable table = new RerankTable();
+    table.add(0, rawVectors.address(), queries);
+    enqueueRerank(device, table, nq, k, candidates(k), dims, metric, candValues, candIds, outV, outI, outElement);
+  }
+
+  /**
+   * The exact re-rank of {@code rows} rows of {@code kc} approximate candidates (device addresses {@code candValues} /
+   * {@code candIds}, row r at r x kc) of the indexes of {@code table} (their raw vectors, their queries; one metric
+   * and dims): the candidates' exact FP32 keys ({@code gv_rerank_exact_table}: squared L2, or -x.q; an empty slot's
+   * key is +inf), then each row's k best keys into the output from element {@code outElement}, k per row (BlockSelect
+   * over the candidates' ids; inner product back to +x.q). Asynchronous; the temporaries return to the pool (reuse
+   * is ordered on the stream). Caller holds the lock.
+   */
+  static void enqueueRerank(GpuDevice device, RerankTable table, int rows, int k, int kc, int dims, Metric metric,
+                            long candValues, long candIds, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     boolean ip = metric != Metric.L2;
-    try (DeviceBuffer exact = device.allocate(4L * nq * kc);
-         DeviceBuffer stats = device.allocate(16L * nq)) { // written by the kernel for the TF32 certificate: unused here
+    try (DeviceBuffer exact = device.allocate(4L * rows * kc);
+         DeviceBuffer stats = device.allocate(16L * rows)) { // written by the kernel for the TF32 certificate: unused here
       RerankParams p = new RerankParams();
-      p.vectors = rawVectors.address();
-      p.queries = queries;
       p.candIdx = candIds;
       p.candKeys = candValues;
       p.exactKeys = exact.address();
       p.stats = stats.address();
       p.outK = outV.address() + 4L * outElement;
       p.dims = dims;
-      p.numQueries = nq;
+      p.numQueries = rows;
       p.candidates = kc;
       p.k = k;
       p.metric = ip ? 1 : 0;
       p.outScale = ip ? -1f : 1f;
-      p.enqueueExact(device);
-      SelectParams merge = new SelectParams().input(exact, nq, kc, kc).k(k).scales(1f, p.outScale)
+      p.enqueueExactTable(device, table);
+      SelectParams merge = new SelectParams().input(exact, rows, kc, kc).k(k).scales(1f, p.outScale)
           .output(outV, outI, k, outElement);
       merge.inIdx = candIds;
       KSelect.mergeCandidates(device, merge);
     }
+  }
+
+  /** Device address of the raw vectors (the device re-rank's); caller holds the lock. */
+  long rawVectorsAddress() {
+    ensureOpen();
+    return rawVectors.address();
   }
 
   /**

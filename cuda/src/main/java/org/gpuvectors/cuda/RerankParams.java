@@ -49,6 +49,21 @@ final class RerankParams {
         shared, device.stream(), Pointer.to(encode()));
   }
 
+  /**
+   * Enqueues {@code gv_rerank_exact_table}: as {@link #enqueueExact} over the rows of several indexes ({@code
+   * numQueries} rows in all, each entry's raw vectors and queries from {@code table}; {@link #vectors} and {@link
+   * #queries} are not read). Caller holds the device lock.
+   */
+  void enqueueExactTable(GpuDevice device, RerankTable table) {
+    if (table.entries() < 1) {
+      throw new IllegalArgumentException("an empty re-rank table");
+    }
+    int shared = 4 * ((dims + 3) / 4 * 4); // the query
+    device.module().allowDynamicShared("gv_rerank_exact_table", shared); // past 48 KB only for dims > 12,288
+    device.module().launch("gv_rerank_exact_table", numQueries, exactParts(device.multiprocessorCount()),
+        EXACT_THREADS, shared, device.stream(), Pointer.to(encode()), Pointer.to(table.encode()));
+  }
+
   /** Blocks per query of {@link #enqueueExact} on a device of {@code sms} multiprocessors. */
   int exactParts(int sms) {
     long wanted = (4L * sms + numQueries - 1) / Math.max(1, numQueries);

@@ -4,15 +4,18 @@ import java.util.List;
 
 /**
  * The small {@link GpuIvfPqIndex} groups of one pass (a query or a few over each segment of an index) that share
- * one candidate selection ({@link BatchSearch}): each group's keys scan writes its queries' rows into one buffer of
- * rows ({@link GpuIvfPqIndex#enqueueKeyRows}, on the lanes), one radix selection takes every row's candidates (on
- * lane 0, after the lanes joined it), and each group re-ranks its own rows ({@link GpuIvfPqIndex#enqueueRerank},
- * on the lanes again). Alone, every segment paid its own radix selection: six of the host's ~13 launches and
- * memsets per segment, and a GPU chain of five kernels.
+ * one candidate selection and one re-rank ({@link BatchSearch}): each group's keys scan writes its queries' rows
+ * into one buffer of rows ({@link GpuIvfPqIndex#enqueueKeyRows}, on the lanes), then on lane 0 (after the lanes
+ * joined it) one radix selection takes every row's candidates and one table launch re-ranks them over each
+ * member's raw vectors, with one merge into the members' results ({@link GpuIvfPqIndex#enqueueRerank(GpuDevice,
+ * RerankTable, int, int, int, int, Metric, long, long, DeviceBuffer, DeviceBuffer, long)}). Alone, every segment
+ * paid its own radix selection and re-rank: eight of the host's ~13 launches and memsets per segment.
  *
- * <p>Members share the re-rank depth ({@link GpuIvfPqIndex#candidates}) and the metric's order: the selection
- * takes one k and one output scale. The first eligible group sets them; other eligible groups join while the rows
- * stay within {@link #BUDGET_BYTES}; the rest search alone. Rows are as wide as the widest member's.
+ * <p>Members share k, the re-rank depth ({@link GpuIvfPqIndex#candidates}), the metric and the dimensions: the
+ * selection takes one k and one output scale, the re-rank one key. The first eligible group sets them; other
+ * eligible groups join while the rows stay within {@link #BUDGET_BYTES} and the re-rank table has room; the rest
+ * search alone. Rows are as wide as the widest member's. The members' results must lie one after another, in
+ * member order ({@link #placeResults}): the merge writes all rows at once.
  *
  * <p>Owns its device buffers (pool blocks, returned by {@link #close}); used under the device lock.
  */
@@ -23,20 +26,26 @@ final class SharedKeySelection implements AutoCloseable {
   private final GpuDevice device;
   private final int[] firstRow; // per group of the pass, its first row, or -1 for a group that is not a member
   private final int members;
+  private final int rows;
+  private final int k;
+  private final int dims;
+  private final Metric metric;
   private final int candidates;
-  private final boolean largestFirst;
   private final IvfSearch.KeyBuffers keys;
   private final DeviceBuffer candValues;
   private final DeviceBuffer candIds;
 
-  private SharedKeySelection(GpuDevice device, int[] firstRow, int members, int rows, long rowWidth, int candidates,
-                             boolean largestFirst) {
+  private SharedKeySelection(GpuDevice device, int[] firstRow, int members, int rows, long rowWidth, int k,
+                             int candidates, int dims, Metric metric) {
     this.device = device;
     this.firstRow = firstRow;
     this.members = members;
+    this.rows = rows;
+    this.k = k;
+    this.dims = dims;
+    this.metric = metric;
     this.candidates = candidates;
-    this.largestFirst = largestFirst;
-    IvfSearch.KeyBuffers k = new IvfSearch.KeyBuffers(device, rows, rowWidth);
+    IvfSearch.KeyBuffers buffers = new IvfSearch.KeyBuffers(device, rows, rowWidth);
     DeviceBuffer v = null;
     boolean ok = false;
     try {
@@ -45,13 +54,13 @@ final class SharedKeySelection implements AutoCloseable {
       ok = true;
     } finally {
       if (!ok) {
-        k.close();
+        buffers.close();
         if (v != null) {
           v.close();
         }
       }
     }
-    keys = k;
+    keys = buffers;
     candValues = v;
     device.countSharedSelection();
   }
@@ -67,9 +76,8 @@ final class SharedKeySelection implements AutoCloseable {
     int members = 0;
     int rows = 0;
     long width = 0;
-    int candidates = 0;
-    boolean largestFirst = false;
-    for (int g = 0; g < groups.size(); g++) {
+    SearchGroup first = null;
+    for (int g = 0; g < groups.size() && members < RerankTable.MAX_ENTRIES; g++) {
       SearchGroup group = groups.get(g);
       if (!(group.index() instanceof GpuIvfPqIndex pq) || (walked != null && walked[g]) || group.numQueries() == 0
           || pq.size() == 0) {
@@ -79,29 +87,29 @@ final class SharedKeySelection implements AutoCloseable {
       if (w == 0) {
         continue;
       }
-      int kc = pq.candidates(group.k());
-      boolean largest = pq.metric().largestFirst();
-      if (members == 0) {
-        candidates = kc;
-        largestFirst = largest;
-      } else if (kc != candidates || largest != largestFirst) {
-        continue;
+      if (first != null) {
+        GpuIvfPqIndex lead = (GpuIvfPqIndex) first.index();
+        if (group.k() != first.k() || pq.candidates(group.k()) != lead.candidates(first.k())
+            || pq.metric() != lead.metric() || pq.dims() != lead.dims()) {
+          continue;
+        }
       }
       long wider = Math.max(width, w);
       if (8L * (rows + group.numQueries()) * wider > BUDGET_BYTES) {
         continue;
       }
+      first = first == null ? group : first;
       firstRow[g] = rows;
       rows += group.numQueries();
       width = wider;
       members++;
     }
-    return members < 2 ? null : new SharedKeySelection(device, firstRow, members, rows, width, candidates, largestFirst);
-  }
-
-  /** Groups sharing the selection. */
-  int members() {
-    return members;
+    if (members < 2) {
+      return null;
+    }
+    GpuIvfPqIndex lead = (GpuIvfPqIndex) first.index();
+    return new SharedKeySelection(device, firstRow, members, rows, width, first.k(), lead.candidates(first.k()),
+        lead.dims(), lead.metric());
   }
 
   /** Whether group {@code g} of the pass shares the selection. */
@@ -116,17 +124,44 @@ final class SharedKeySelection implements AutoCloseable {
 
   /** Enqueues the radix selection of every row's candidates (after every member's scan, on the same stream). */
   void select() {
-    keys.select(candidates, largestFirst, candValues, candIds, 0);
+    keys.select(candidates, metric.largestFirst(), candValues, candIds, 0);
   }
 
-  /** Device address of member {@code g}'s candidate values (row q of the group at q x candidates). */
-  long candValues(int g) {
-    return candValues.address() + 4L * firstRow[g] * candidates;
+  /**
+   * Lays the pass's results out with the members' first, one after another in member order, then the other groups
+   * in their order: {@code outAt[g]} becomes group g's first element ({@code counts[g]}: its queries x k elements).
+   */
+  void placeResults(long[] outAt, long[] counts) {
+    long at = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      for (int g = 0; g < firstRow.length; g++) {
+        if (member(g) == (pass == 0)) {
+          outAt[g] = at;
+          at += counts[g];
+        }
+      }
+    }
   }
 
-  /** Device address of member {@code g}'s candidate ids. */
-  long candIds(int g) {
-    return candIds.address() + 4L * firstRow[g] * candidates;
+  /**
+   * Enqueues the members' re-rank: every row's candidates over its member's raw vectors against its member's queries
+   * ({@code queries[g]}: device address of group g's), the k best into the results from the first member's
+   * {@code outAt}. After {@link #select}, on the same stream.
+   */
+  void enqueueRerank(long[] queries, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, List<SearchGroup> groups) {
+    RerankTable table = new RerankTable();
+    long out = -1;
+    for (int g = 0; g < firstRow.length; g++) {
+      if (member(g)) {
+        out = out < 0 ? outAt[g] : out;
+        if (outAt[g] != out + (long) firstRow[g] * k) {
+          throw new IllegalStateException("the members' results are not laid out one after another (placeResults)");
+        }
+        table.add(firstRow[g], ((GpuIvfPqIndex) groups.get(g).index()).rawVectorsAddress(), queries[g]);
+      }
+    }
+    GpuIvfPqIndex.enqueueRerank(device, table, rows, k, candidates, dims, metric, candValues.address(),
+        candIds.address(), outV, outI, out);
   }
 
   @Override

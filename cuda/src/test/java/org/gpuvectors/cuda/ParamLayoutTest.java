@@ -102,6 +102,17 @@ class ParamLayoutTest {
     assertEquals(KSelect.RADIX_ROW_BYTES, Long.parseLong(size.group(1)));
   }
 
+  /** The re-rank table's capacity and size against rerank_kernels.cu (passed by value: within a launch's 4 KB). */
+  @Test
+  void rerankTableMatchesRerankKernels() throws IOException {
+    String kernels = Files.readString(Path.of("src/main/cuda/rerank_kernels.cu"));
+    assertEquals(RerankTable.MAX_ENTRIES, constant(kernels, "kRerankTableEntries"));
+    assertTrue(kernels.contains("static_assert(sizeof(RerankTable) == 8 + kRerankTableEntries * 20,"), "size asserted");
+    assertEquals(8 + RerankTable.MAX_ENTRIES * 20, RerankTable.BYTES);
+    assertEquals(RerankTable.BYTES, new RerankTable().encode().length);
+    assertTrue(RerankTable.BYTES + RerankParams.BYTES <= 4096, "the launch's parameters fit 4 KB");
+  }
+
   /** The small-batch ivf_pq scan's launch constants against ivf_pq_tables.cu. */
   @Test
   void keysScanConstantsMatchIvfPqTables() throws IOException {

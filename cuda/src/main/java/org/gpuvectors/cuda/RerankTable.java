@@ -1,0 +1,57 @@
+package org.gpuvectors.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * The kernel argument of {@code gv_rerank_exact_table} (rerank_kernels.cu's {@code gv::RerankTable}, passed by
+ * value): the candidate rows of several indexes re-ranked in one launch, entry e owning rows {@code firstRow[e]} up
+ * to the next entry's first row, with its raw vectors and its queries (device addresses). The layout: two ints, then
+ * {@link #MAX_ENTRIES} ints, then twice {@link #MAX_ENTRIES} addresses, little-endian ({@link #BYTES}, checked
+ * against the .cu source by ParamLayoutTest).
+ *
+ * <p>Not thread-safe (a plain value object).
+ */
+final class RerankTable {
+  /** Entries at most: rerank_kernels.cu's kRerankTableEntries. */
+  static final int MAX_ENTRIES = 64;
+  static final int BYTES = 8 + MAX_ENTRIES * 20;
+
+  private final int[] firstRow = new int[MAX_ENTRIES];
+  private final long[] vectors = new long[MAX_ENTRIES];
+  private final long[] queries = new long[MAX_ENTRIES];
+  private int entries;
+
+  /** Appends an entry: rows from {@code firstRow} on (ascending, the first entry's 0) over these addresses. */
+  void add(int first, long vectorsAddress, long queriesAddress) {
+    if (entries == MAX_ENTRIES) {
+      throw new IllegalStateException("a re-rank table holds at most " + MAX_ENTRIES + " entries");
+    }
+    if (entries == 0 ? first != 0 : first < firstRow[entries - 1]) {
+      throw new IllegalArgumentException("first rows must start at 0 and ascend: " + first);
+    }
+    firstRow[entries] = first;
+    vectors[entries] = vectorsAddress;
+    queries[entries] = queriesAddress;
+    entries++;
+  }
+
+  int entries() {
+    return entries;
+  }
+
+  byte[] encode() {
+    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putInt(entries).putInt(0);
+    for (int e = 0; e < MAX_ENTRIES; e++) {
+      b.putInt(firstRow[e]);
+    }
+    for (int e = 0; e < MAX_ENTRIES; e++) {
+      b.putLong(vectors[e]);
+    }
+    for (int e = 0; e < MAX_ENTRIES; e++) {
+      b.putLong(queries[e]);
+    }
+    return b.array();
+  }
+}
