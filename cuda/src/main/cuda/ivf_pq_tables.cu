@@ -317,6 +317,34 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
   }
 }
 
+// Several indexes' small-batch scans in one launch (the segments of a pass that share one candidate selection,
+// SharedKeySelection.java; IvfPqScanTable.java writes this layout, passed by value): entry z = blockIdx.z is one
+// index's IvfPqScanParams, each with its own queries, probes, tables and rows. The grid covers the largest entry;
+// a block past its own entry's queries, sub-quantizers or probes returns at once (uniform). One launch per pass
+// instead of two per segment: the host's launches, not the GPU, bounded a pass over many small segments.
+constexpr int kPqScanTableEntries = 24;  // 8 + 24 x 152 bytes: within a launch's 4 KB of parameters
+struct IvfPqScanTable {
+  int entries;
+  int pad;
+  IvfPqScanParams entry[kPqScanTableEntries];
+};
+static_assert(sizeof(IvfPqScanTable) == 8 + kPqScanTableEntries * sizeof(IvfPqScanParams),
+              "IvfPqScanTable's layout is IvfPqScanTable.java's");
+
+__device__ __forceinline__ void ivfPqQueryTablesTable(const IvfPqScanTable& t) {
+  if (blockIdx.z >= t.entries) return;
+  const IvfPqScanParams& p = t.entry[blockIdx.z];
+  if ((long long)blockIdx.x * kPqTableQueries >= p.numQueries || (int)blockIdx.y >= p.m) return;
+  ivfPqQueryTables(p);
+}
+
+__device__ __forceinline__ void ivfPqTableKeysTable(const IvfPqScanTable& t, int partsPerList) {
+  if (blockIdx.z >= t.entries) return;
+  const IvfPqScanParams& p = t.entry[blockIdx.z];
+  if ((int)blockIdx.x >= p.numQueries || (int)blockIdx.y >= p.nprobe * partsPerList) return;
+  ivfPqTableKeys(p, partsPerList);
+}
+
 }  // namespace gv
 
 // Stable names for the JCuda driver API. Table scan: 256 threads for k <= 128, else the bucket's 128 (64 for
@@ -341,5 +369,16 @@ __global__ void __launch_bounds__(128, 1) gv_ivf_pq_table_scan_k1024(gv::IvfPqSc
 __global__ void __launch_bounds__(64) gv_ivf_pq_table_scan_k2048(gv::IvfPqScanParams p) { gv::ivfPqTableScan<2048>(p); }
 __global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys(gv::IvfPqScanParams p, int partsPerList) {
   gv::ivfPqTableKeys(p, partsPerList);
+}
+// grid (query groups of 16, sub-quantizers, entries) over the largest entry.
+__global__ void __launch_bounds__(gv::kPqTableThreads) gv_ivf_pq_query_tables_table(
+    const __grid_constant__ gv::IvfPqScanTable t) {
+  gv::ivfPqQueryTablesTable(t);
+}
+// grid (queries, probes x partsPerList, entries) over the largest entry; dynamic shared memory as
+// gv_ivf_pq_table_keys' for the largest table.
+__global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys_table(
+    const __grid_constant__ gv::IvfPqScanTable t, int partsPerList) {
+  gv::ivfPqTableKeysTable(t, partsPerList);
 }
 }

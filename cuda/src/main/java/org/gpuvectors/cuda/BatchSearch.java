@@ -217,9 +217,9 @@ public final class BatchSearch {
         long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
         long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
         long groupQueries = dq.address() + 4L * queryAt[g];
-        if (shared != null && shared.member(g)) { // the scan now; the selection and re-rank below
-          ((GpuIvfPqIndex) group.index()).enqueueKeyRows(groupQueries, norms, group.numQueries(), group.nprobe(),
-              accept, maskRowWords[g], shared.rowsOf(g));
+        if (shared != null && shared.member(g)) { // the coarse step now; the scan, selection and re-rank below
+          shared.enqueueProbes(g, (GpuIvfPqIndex) group.index(), groupQueries, norms, group.numQueries(),
+              group.nprobe(), accept, maskRowWords[g]);
           any = true;
           continue;
         }
@@ -237,13 +237,13 @@ public final class BatchSearch {
         }
         any = true;
       }
-    } // lane 0 now follows every lane's work: the shared scans are done when the selection runs
-    if (shared != null) { // one selection and one re-rank of every member's rows, on lane 0
+    } // lane 0 now follows every lane's work: the members' coarse steps are done when their scan runs
+    if (shared != null) { // one scan, selection and re-rank of every member's rows, on lane 0
       long[] queries = new long[count];
       for (int g = 0; g < count; g++) {
         queries[g] = dq.address() + 4L * queryAt[g];
       }
-      shared.select();
+      shared.enqueueSelection();
       shared.enqueueRerank(queries, outV, outI, outAt, groups);
     }
     return any;

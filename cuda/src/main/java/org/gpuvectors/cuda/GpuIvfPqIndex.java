@@ -483,17 +483,73 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   }
 
   /**
-   * The small-batch scan of {@code nq} queries without its selection: the coarse step and every accepted code's key
-   * appended to the query's row at {@code rows} (arguments as {@link #enqueueSearch}); the caller selects the
-   * candidates ({@link IvfSearch.KeyBuffers#select}) and re-ranks them ({@link #enqueueRerank}). Caller holds the
-   * lock.
+   * One index's share of a small-batch scan over several indexes ({@link #enqueueKeysTable}): its queries' probe
+   * lists (owned here until {@link #close}), and where its keys go.
    */
-  void enqueueKeyRows(long queries, long queryNorms, int nq, int nprobe, long acceptAddress, long acceptRowWords,
-                      IvfSearch.RowsAt rows) {
-    ensureOpen();
-    IvfSearch.enqueueKeyRows(device, centroids, queries, queryNorms, nq, probes(nprobe), acceptAddress, acceptRowWords,
-        rows, this::keysScan);
+  record KeysScan(GpuIvfPqIndex index, DeviceBuffer probeLists, IvfSearch.KeyRows rows) implements AutoCloseable {
+    @Override
+    public void close() {
+      probeLists.close();
+    }
   }
+
+  /**
+   * The small-batch scan of {@code nq} queries (arguments as {@link #enqueueSearch}) without its selection, as part
+   * of a scan over several indexes: the coarse step now, then every accepted code's key appended to the query's row
+   * at {@code rows} in one table launch for all ({@link #enqueueKeysTable}); the caller selects the candidates
+   * ({@link IvfSearch.KeyBuffers#select}) and re-ranks them ({@link #enqueueRerank}). Caller holds the lock.
+   */
+  KeysScan enqueueProbes(long queries, long queryNorms, int nq, int nprobe, long acceptAddress, long acceptRowWords,
+                         IvfSearch.RowsAt rows) {
+    ensureOpen();
+    int probes = probes(nprobe);
+    DeviceBuffer probeLists = IvfSearch.enqueueProbes(device, centroids, queries, queryNorms, nq, probes);
+    return new KeysScan(this, probeLists, new IvfSearch.KeyRows(queries, nq, probes, probeLists.address(),
+        acceptAddress, acceptRowWords, rows.keys(), rows.ids(), rows.rowWidth(), rows.rowLengths()));
+  }
+
+  /**
+   * The small-batch scans of several indexes, {@link IvfPqScanTable#MAX_ENTRIES} a launch: their query tables
+   * ({@code gv_ivf_pq_query_tables_table}) and their keys scans ({@code gv_ivf_pq_table_keys_table}), each a launch
+   * over a table of the indexes' parameters instead of two launches per index. Asynchronous; caller holds the lock.
+   */
+  static void enqueueKeysTable(GpuDevice device, List<KeysScan> scans) {
+    for (int from = 0; from < scans.size(); from += IvfPqScanTable.MAX_ENTRIES) {
+      List<KeysScan> part = scans.subList(from, Math.min(scans.size(), from + IvfPqScanTable.MAX_ENTRIES));
+      long tableFloats = 0;
+      for (KeysScan s : part) {
+        tableFloats += (long) s.index().pq.tableFloats() * s.rows().nq();
+      }
+      try (DeviceBuffer tables = device.allocate(4L * Math.max(1, tableFloats))) {
+        List<IvfPqScanParams> entries = new java.util.ArrayList<>();
+        long at = tables.address();
+        int rows = 0, maxNq = 0, maxM = 0, maxProbes = 0, shared = 0;
+        long largest = 0;
+        for (KeysScan s : part) {
+          GpuIvfPqIndex index = s.index();
+          IvfSearch.KeyRows r = s.rows();
+          entries.add(index.keysParams(r, at));
+          at += 4L * index.pq.tableFloats() * r.nq();
+          rows += r.nq();
+          maxNq = Math.max(maxNq, r.nq());
+          maxM = Math.max(maxM, index.pq.m());
+          maxProbes = Math.max(maxProbes, r.probes());
+          shared = Math.max(shared, index.tableScanSharedBytes(1));
+          largest = Math.max(largest, index.largestLists[1]);
+        }
+        Pointer args = Pointer.to(IvfPqScanTable.encode(entries));
+        KernelModule module = device.module();
+        module.launch3d("gv_ivf_pq_query_tables_table", (maxNq + TABLE_QUERIES - 1) / TABLE_QUERIES, maxM,
+            entries.size(), TABLE_THREADS, 0, device.stream(), args);
+        int parts = keysPartsPerList(rows, maxProbes, largest, device.multiprocessorCount());
+        module.allowDynamicShared(KEYS_TABLE_KERNEL, shared);
+        module.launch3d(KEYS_TABLE_KERNEL, maxNq, maxProbes * parts, entries.size(), KEYS_THREADS, shared,
+            device.stream(), args, Pointer.to(new int[] {parts}));
+      }
+    }
+  }
+
+  private static final String KEYS_TABLE_KERNEL = "gv_ivf_pq_table_keys_table";
 
   /**
    * The approximate search (arguments as {@link #enqueueSearch}): per query the k best by approximate distance or
@@ -552,15 +608,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    */
   private void keysScan(IvfSearch.KeyRows r) {
     try (DeviceBuffer tables = device.allocate(4L * pq.tableFloats() * r.nq())) {
-      IvfPqScanParams p = params(r.queries(), r.nq(), r.probes(), r.probeLists(), r.accept(), r.acceptRowWords());
-      p.outK = r.keys();
-      p.outIdx = r.ids();
-      p.outRowStride = r.rowWidth();
-      p.rowLengths = r.rowLengths();
-      p.k = 1; // unused: every accepted code is written
-      p.probesPerBlock = 1;
-      p.tables = tables.address();
-      p.codeTerms = codeTerms == null ? 0 : codeTerms.address();
+      IvfPqScanParams p = keysParams(r, tables.address());
       Pointer args = Pointer.to(p.encode());
       KernelModule module = device.module();
       int shared = tableScanSharedBytes(1);
@@ -571,6 +619,20 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       module.launch(KEYS_KERNEL, r.nq(), r.probes() * parts, KEYS_THREADS, shared, device.stream(), args,
           Pointer.to(new int[] {parts}));
     }
+  }
+
+  /** The small-batch scan's parameters for rows {@code r}, its queries' tables at device address {@code tables}. */
+  private IvfPqScanParams keysParams(IvfSearch.KeyRows r, long tables) {
+    IvfPqScanParams p = params(r.queries(), r.nq(), r.probes(), r.probeLists(), r.accept(), r.acceptRowWords());
+    p.outK = r.keys();
+    p.outIdx = r.ids();
+    p.outRowStride = r.rowWidth();
+    p.rowLengths = r.rowLengths();
+    p.k = 1; // unused: every accepted code is written
+    p.probesPerBlock = 1;
+    p.tables = tables;
+    p.codeTerms = codeTerms == null ? 0 : codeTerms.address();
+    return p;
   }
 
   /** The parameters both scans share, for block {@code b}. */

@@ -121,9 +121,11 @@ final class IvfSearch {
     if (nq == 0) {
       return; // no launch: a grid of no queries is not a valid launch
     }
-    try (KeyBuffers rows = new KeyBuffers(device, nq, rowWidth)) {
-      enqueueKeyRows(device, centroids, queries, queryNorms, nq, probes, acceptAddress, acceptRowWords,
-          rows.at(0), scan);
+    try (KeyBuffers rows = new KeyBuffers(device, nq, rowWidth);
+         DeviceBuffer probeLists = enqueueProbes(device, centroids, queries, queryNorms, nq, probes)) {
+      RowsAt at = rows.at(0);
+      scan.enqueue(new KeyRows(queries, nq, probes, probeLists.address(), acceptAddress, acceptRowWords, at.keys(),
+          at.ids(), at.rowWidth(), at.rowLengths()));
       rows.select(k, largestFirst, outV, outI, outElement);
     }
   }
@@ -204,16 +206,18 @@ final class IvfSearch {
   record RowsAt(long keys, long ids, long rowWidth, long rowLengths) {}
 
   /**
-   * The small-batch scan of {@code nq} queries into {@code rows}: the coarse step, then {@code scan} appends every
-   * accepted vector of a query's lists to its row. Caller holds the lock.
+   * The coarse step of a small-batch search of {@code nq} queries: their {@code probes} lists, best first, in a new
+   * buffer of {@code nq x probes} ints that the caller owns. Caller holds the lock.
    */
-  static void enqueueKeyRows(GpuDevice device, GpuFlatIndex centroids, long queries, long queryNorms, int nq,
-                             int probes, long acceptAddress, long acceptRowWords, RowsAt rows, KeyScan scan) {
-    try (DeviceBuffer probeDistances = device.allocate(4L * nq * probes);
-         DeviceBuffer probeLists = device.allocate(4L * nq * probes)) {
+  static DeviceBuffer enqueueProbes(GpuDevice device, GpuFlatIndex centroids, long queries, long queryNorms, int nq,
+                                    int probes) {
+    DeviceBuffer probeLists = device.allocate(4L * nq * probes);
+    try (DeviceBuffer probeDistances = device.allocate(4L * nq * probes)) {
       coarse(centroids, queries, queryNorms, nq, probes, probeDistances, probeLists);
-      scan.enqueue(new KeyRows(queries, nq, probes, probeLists.address(), acceptAddress, acceptRowWords,
-          rows.keys(), rows.ids(), rows.rowWidth(), rows.rowLengths()));
+      return probeLists;
+    } catch (RuntimeException | Error e) {
+      probeLists.close();
+      throw e;
     }
   }
 

@@ -136,9 +136,15 @@ final class KernelModule implements AutoCloseable {
 
   /** Launches kernel {@code name} with one by-value argument per element of {@code args}. */
   void launch(String name, int gridX, int gridY, int block, int sharedBytes, CUstream stream, Pointer... args) {
+    launch3d(name, gridX, gridY, 1, block, sharedBytes, stream, args);
+  }
+
+  /** As {@link #launch} on a grid of three dimensions. */
+  void launch3d(String name, int gridX, int gridY, int gridZ, int block, int sharedBytes, CUstream stream,
+                Pointer... args) {
     CUfunction f = function(name);
     Driver.check("cuLaunchKernel(" + name + ")",
-        JCudaDriver.cuLaunchKernel(f, gridX, gridY, 1, block, 1, 1, sharedBytes, stream, Pointer.to(args), null));
+        JCudaDriver.cuLaunchKernel(f, gridX, gridY, gridZ, block, 1, 1, sharedBytes, stream, Pointer.to(args), null));
   }
 
   @Override

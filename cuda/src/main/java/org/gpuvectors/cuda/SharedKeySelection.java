@@ -1,15 +1,18 @@
 package org.gpuvectors.cuda;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The small {@link GpuIvfPqIndex} groups of one pass (a query or a few over each segment of an index) that share
- * one candidate selection and one re-rank ({@link BatchSearch}): each group's keys scan writes its queries' rows
- * into one buffer of rows ({@link GpuIvfPqIndex#enqueueKeyRows}, on the lanes), then on lane 0 (after the lanes
- * joined it) one radix selection takes every row's candidates and one table launch re-ranks them over each
- * member's raw vectors, with one merge into the members' results ({@link GpuIvfPqIndex#enqueueRerank(GpuDevice,
- * RerankTable, int, int, int, int, Metric, long, long, DeviceBuffer, DeviceBuffer, long)}). Alone, every segment
- * paid its own radix selection and re-rank: eight of the host's ~13 launches and memsets per segment.
+ * one scan, one candidate selection and one re-rank ({@link BatchSearch}): each group's coarse step runs on the
+ * lanes ({@link GpuIvfPqIndex#enqueueProbes}); then on lane 0, after the lanes joined it, one table launch builds
+ * every member's query tables and one scans every member's lists into its rows of one buffer ({@link
+ * GpuIvfPqIndex#enqueueKeysTable}), one radix selection takes every row's candidates, and one table launch
+ * re-ranks them over each member's raw vectors, with one merge into the members' results ({@link
+ * GpuIvfPqIndex#enqueueRerank(GpuDevice, RerankTable, int, int, int, int, Metric, long, long, DeviceBuffer,
+ * DeviceBuffer, long)}). Alone, every segment paid its own ~13 launches and memsets: the host's launches bounded a
+ * pass over many small segments.
  *
  * <p>Members share k, the re-rank depth ({@link GpuIvfPqIndex#candidates}), the metric and the dimensions: the
  * selection takes one k and one output scale, the re-rank one key. The first eligible group sets them; other
@@ -34,6 +37,7 @@ final class SharedKeySelection implements AutoCloseable {
   private final IvfSearch.KeyBuffers keys;
   private final DeviceBuffer candValues;
   private final DeviceBuffer candIds;
+  private final List<GpuIvfPqIndex.KeysScan> scans = new ArrayList<>(); // the members' coarse steps, in member order
 
   private SharedKeySelection(GpuDevice device, int[] firstRow, int members, int rows, long rowWidth, int k,
                              int candidates, int dims, Metric metric) {
@@ -117,13 +121,21 @@ final class SharedKeySelection implements AutoCloseable {
     return firstRow[g] >= 0;
   }
 
-  /** Where member {@code g}'s scan appends its rows. */
-  IvfSearch.RowsAt rowsOf(int g) {
-    return keys.at(firstRow[g]);
+  /**
+   * Enqueues member {@code g}'s coarse step (arguments as {@link GpuIvfPqIndex#enqueueSearch}); its scan follows in
+   * {@link #enqueueSelection}, with the other members'. Members are given in group order.
+   */
+  void enqueueProbes(int g, GpuIvfPqIndex index, long queries, long queryNorms, int nq, int nprobe, long accept,
+                     long acceptRowWords) {
+    scans.add(index.enqueueProbes(queries, queryNorms, nq, nprobe, accept, acceptRowWords, keys.at(firstRow[g])));
   }
 
-  /** Enqueues the radix selection of every row's candidates (after every member's scan, on the same stream). */
-  void select() {
+  /**
+   * Enqueues every member's scan into its rows (table launches) and the radix selection of every row's candidates:
+   * after every member's coarse step, on the same stream.
+   */
+  void enqueueSelection() {
+    GpuIvfPqIndex.enqueueKeysTable(device, scans);
     keys.select(candidates, metric.largestFirst(), candValues, candIds, 0);
   }
 
@@ -146,7 +158,7 @@ final class SharedKeySelection implements AutoCloseable {
   /**
    * Enqueues the members' re-rank: every row's candidates over its member's raw vectors against its member's queries
    * ({@code queries[g]}: device address of group g's), the k best into the results from the first member's
-   * {@code outAt}. After {@link #select}, on the same stream.
+   * {@code outAt}. After {@link #enqueueSelection}, on the same stream.
    */
   void enqueueRerank(long[] queries, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, List<SearchGroup> groups) {
     RerankTable table = new RerankTable();
@@ -167,6 +179,9 @@ final class SharedKeySelection implements AutoCloseable {
   @Override
   public void close() {
     try (GpuDevice.Scope s = device.lock()) {
+      for (GpuIvfPqIndex.KeysScan scan : scans) {
+        scan.close();
+      }
       keys.close();
       candValues.close();
       candIds.close();

@@ -113,10 +113,16 @@ class ParamLayoutTest {
     assertTrue(RerankTable.BYTES + RerankParams.BYTES <= 4096, "the launch's parameters fit 4 KB");
   }
 
-  /** The small-batch ivf_pq scan's launch constants against ivf_pq_tables.cu. */
+  /** The small-batch ivf_pq scan's launch constants and scan table against ivf_pq_tables.cu. */
   @Test
   void keysScanConstantsMatchIvfPqTables() throws IOException {
     String kernels = Files.readString(Path.of("src/main/cuda/ivf_pq_tables.cu"));
+    assertEquals(IvfPqScanTable.MAX_ENTRIES, constant(kernels, "kPqScanTableEntries"));
+    assertTrue(kernels.contains("static_assert(sizeof(IvfPqScanTable) == 8 + kPqScanTableEntries"
+        + " * sizeof(IvfPqScanParams),"), "size asserted");
+    assertEquals(8 + IvfPqScanTable.MAX_ENTRIES * IvfPqScanParams.BYTES, IvfPqScanTable.BYTES);
+    assertEquals(IvfPqScanTable.BYTES, IvfPqScanTable.encode(java.util.List.of(new IvfPqScanParams())).length);
+    assertTrue(IvfPqScanTable.BYTES + 4 <= 4096, "the launch's parameters fit 4 KB");
     assertEquals(GpuIvfPqIndex.KEYS_THREADS, constant(kernels, "kPqKeysThreads"));
     assertEquals(GpuIvfPqIndex.KEYS_MIN_CODES_PER_BLOCK, constant(kernels, "kPqKeysMinCodes"));
   }
