@@ -25,6 +25,27 @@ __device__ __forceinline__ void fusedSearch(const FusedParams& p) {
   mergeWarpsAndWrite(q, p.outK + o, p.outIdx + o, p.k, ip ? -1.f : 1.f);
 }
 
+// Several small indexes' searches in one launch, one chunk each (the coarse steps of the segments of a pass that
+// share one candidate selection, SharedKeySelection.java; FusedTable.java writes this layout, passed by value):
+// entry z = blockIdx.z, query blockIdx.x; a block past its entry's queries returns at once. Entries share dims
+// (the dynamic shared memory holds one query) and the k bucket.
+constexpr int kFusedTableEntries = 48;  // 8 + 48 x 80 bytes: within a launch's 4 KB of parameters
+struct FusedTable {
+  int entries;
+  int pad;
+  FusedParams entry[kFusedTableEntries];
+};
+static_assert(sizeof(FusedTable) == 8 + kFusedTableEntries * sizeof(FusedParams),
+              "FusedTable's layout is FusedTable.java's");
+
+template <int K>
+__device__ __forceinline__ void fusedSearchTable(const FusedTable& t) {
+  if (blockIdx.z >= t.entries) return;
+  const FusedParams& p = t.entry[blockIdx.z];
+  if ((int)blockIdx.x >= p.numQueries || (int)blockIdx.y >= p.chunks) return;
+  fusedSearch<K>(p);
+}
+
 // ||x||^2 per row of a row-major matrix (L2 via GEMM needs vector and query norms).
 __device__ __forceinline__ void rowNorms(const float* x, long long rows, int dims, float* out) {
   const long long r = (long long)blockIdx.x * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
@@ -48,6 +69,16 @@ __global__ void __launch_bounds__(128) gv_fused_search_k256(FusedParams p) { gv:
 __global__ void __launch_bounds__(128) gv_fused_search_k512(FusedParams p) { gv::fusedSearch<512>(p); }
 __global__ void __launch_bounds__(128) gv_fused_search_k1024(FusedParams p) { gv::fusedSearch<1024>(p); }
 __global__ void __launch_bounds__(64) gv_fused_search_k2048(FusedParams p) { gv::fusedSearch<2048>(p); }
+// The table launch, for the k buckets of a coarse step's nprobe (GpuFlatIndex.TABLE_MAX_BUCKET).
+__global__ void __launch_bounds__(128) gv_fused_search_table_k32(const __grid_constant__ gv::FusedTable t) {
+  gv::fusedSearchTable<32>(t);
+}
+__global__ void __launch_bounds__(128) gv_fused_search_table_k64(const __grid_constant__ gv::FusedTable t) {
+  gv::fusedSearchTable<64>(t);
+}
+__global__ void __launch_bounds__(128) gv_fused_search_table_k128(const __grid_constant__ gv::FusedTable t) {
+  gv::fusedSearchTable<128>(t);
+}
 // 256 threads = 8 rows per block.
 __global__ void __launch_bounds__(256) gv_row_norms(const float* x, long long rows, int dims, float* out) {
   gv::rowNorms(x, rows, dims, out);

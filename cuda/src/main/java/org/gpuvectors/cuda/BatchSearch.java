@@ -217,7 +217,7 @@ public final class BatchSearch {
         long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
         long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
         long groupQueries = dq.address() + 4L * queryAt[g];
-        if (shared != null && shared.member(g)) { // the coarse step now; the scan, selection and re-rank below
+        if (shared != null && shared.member(g)) { // prepared now; coarse step, scan, selection and re-rank below
           shared.enqueueProbes(g, (GpuIvfPqIndex) group.index(), groupQueries, norms, group.numQueries(),
               group.nprobe(), accept, maskRowWords[g]);
           any = true;

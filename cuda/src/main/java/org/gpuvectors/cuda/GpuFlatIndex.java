@@ -564,16 +564,62 @@ public final class GpuFlatIndex extends ResidentIndex {
   /** One launch of {@code gv_fused_search_kK}; {@code bits}: the accept mask's device address, or 0. */
   private void launchFused(long q, int nq, int k, long bits, long outV, long outI, long outStride, int chunks,
                            int chunkLen, boolean ip) {
-    ByteBuffer b = ByteBuffer.allocate(80).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(vectors.address()).putLong(q).putLong(bits).putLong(outV)
-        .putLong(outI).putLong(n).putLong(outStride);
-    b.putInt(dims).putInt(nq).putInt(k).putInt(chunks).putInt(chunkLen).putInt(ip ? 1 : 0);
-    int threads = KSelect.blockSelectThreads(k);
     int shared = 4 * ((dims + 3) / 4 * 4);
     String kernel = "gv_fused_search_k" + KSelect.bucket(k);
     device.module().allowDynamicShared(kernel, shared); // past 48 KB only for dims > 12,288
-    device.module().launch(kernel, nq, chunks, threads, shared, device.stream(),
-        Pointer.to(b.array()));
+    device.module().launch(kernel, nq, chunks, KSelect.blockSelectThreads(k), shared, device.stream(),
+        Pointer.to(fusedParams(q, nq, k, bits, outV, outI, outStride, chunks, chunkLen, ip)));
+  }
+
+  /** {@code gv::FusedParams} (common.cuh, 80 bytes) of a fused search of this index. */
+  private byte[] fusedParams(long q, int nq, int k, long bits, long outV, long outI, long outStride, int chunks,
+                             int chunkLen, boolean ip) {
+    ByteBuffer b = ByteBuffer.allocate(FUSED_PARAMS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(vectors.address()).putLong(q).putLong(bits).putLong(outV)
+        .putLong(outI).putLong(n).putLong(outStride);
+    b.putInt(dims).putInt(nq).putInt(k).putInt(chunks).putInt(chunkLen).putInt(ip ? 1 : 0);
+    return b.array();
+  }
+
+  static final int FUSED_PARAMS_BYTES = 80;
+  /** The largest k bucket of {@code gv_fused_search_table_kK} (exact_kernels.cu): a coarse step's nprobe. */
+  static final int TABLE_MAX_BUCKET = 128;
+  /** Entries of a {@code gv::FusedTable} (exact_kernels.cu's kFusedTableEntries). */
+  static final int TABLE_ENTRIES = 48;
+
+  /**
+   * This index's small search of {@code nq} queries for k ({@link #enqueueSmall}'s output) as an entry of a table
+   * launch ({@link #enqueueSmallTable}), or null when it is not a single block per query of a k bucket the table
+   * kernels have: then {@link #enqueueSmall} or the GEMM path runs it alone. Caller holds the lock.
+   */
+  byte[] smallTableEntry(long queries, int nq, int k, DeviceBuffer outV, DeviceBuffer outI) {
+    ensureOpen();
+    if (nq < 1 || nq > SMALL_QUERIES || n < 1 || (long) n * dims > SMALL_FLOATS || k > KSelect.MAX_K
+        || KSelect.bucket(k) > TABLE_MAX_BUCKET || smallChunks(nq, k) != 1) {
+      return null;
+    }
+    return fusedParams(queries, nq, k, 0, outV.address(), outI.address(), k, 1, (int) n, metric != Metric.L2);
+  }
+
+  /**
+   * The small searches of several indexes of {@code dims} dimensions ({@link #smallTableEntry}: up to {@code maxNq}
+   * queries, k up to {@code maxK}) as {@code gv_fused_search_table_kK} launches of {@link #TABLE_ENTRIES} entries:
+   * the coarse steps of a pass's segments in one launch instead of one each. Asynchronous; caller holds the lock.
+   */
+  static void enqueueSmallTable(GpuDevice device, java.util.List<byte[]> entries, int maxNq, int maxK, int dims) {
+    String kernel = "gv_fused_search_table_k" + KSelect.bucket(maxK);
+    int shared = 4 * ((dims + 3) / 4 * 4);
+    device.module().allowDynamicShared(kernel, shared);
+    for (int from = 0; from < entries.size(); from += TABLE_ENTRIES) {
+      int count = Math.min(TABLE_ENTRIES, entries.size() - from);
+      ByteBuffer b = ByteBuffer.allocate(8 + TABLE_ENTRIES * FUSED_PARAMS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+      b.putInt(count).putInt(0);
+      for (int e = from; e < from + count; e++) {
+        b.put(entries.get(e));
+      }
+      device.module().launch3d(kernel, maxNq, 1, count, KSelect.blockSelectThreads(maxK), shared, device.stream(),
+          Pointer.to(b.array()));
+    }
   }
 
   /**

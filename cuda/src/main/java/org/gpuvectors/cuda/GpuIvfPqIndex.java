@@ -105,6 +105,8 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     long byGrid = 65_535 / probes;
     return (int) Math.max(1, Math.min(bySize, Math.min(byDevice, byGrid)));
   }
+  /** Tests: a shared selection's members run their coarse steps alone, not in one table launch. */
+  static volatile boolean coarseAlone;
   /** Tests: return the approximate candidates even when the raw vectors are resident (to re-rank them on the host). */
   static volatile boolean skipDeviceRerank;
   /** Candidate slots (queries x candidates) re-ranked per launch group: bounds the temporaries (3 x 4 bytes each). */
@@ -484,28 +486,75 @@ public final class GpuIvfPqIndex extends ResidentIndex {
 
   /**
    * One index's share of a small-batch scan over several indexes ({@link #enqueueKeysTable}): its queries' probe
-   * lists (owned here until {@link #close}), and where its keys go.
+   * lists (the coarse step's output, owned here until {@link #close}), where its keys go, and its coarse step as an
+   * entry of a table launch ({@link GpuFlatIndex#enqueueSmallTable}), or null when it was enqueued alone.
    */
-  record KeysScan(GpuIvfPqIndex index, DeviceBuffer probeLists, IvfSearch.KeyRows rows) implements AutoCloseable {
+  record KeysScan(GpuIvfPqIndex index, DeviceBuffer probeDistances, DeviceBuffer probeLists, IvfSearch.KeyRows rows,
+                  byte[] coarseEntry) implements AutoCloseable {
     @Override
     public void close() {
+      probeDistances.close();
       probeLists.close();
     }
   }
 
   /**
    * The small-batch scan of {@code nq} queries (arguments as {@link #enqueueSearch}) without its selection, as part
-   * of a scan over several indexes: the coarse step now, then every accepted code's key appended to the query's row
-   * at {@code rows} in one table launch for all ({@link #enqueueKeysTable}); the caller selects the candidates
-   * ({@link IvfSearch.KeyBuffers#select}) and re-ranks them ({@link #enqueueRerank}). Caller holds the lock.
+   * of a scan over several indexes: the coarse step (now, or as an entry of one table launch for all, {@link
+   * #enqueueCoarseTable}), then every accepted code's key appended to the query's row at {@code rows} in one table
+   * launch for all ({@link #enqueueKeysTable}); the caller selects the candidates ({@link
+   * IvfSearch.KeyBuffers#select}) and re-ranks them ({@link #enqueueRerank}). Caller holds the lock.
    */
   KeysScan enqueueProbes(long queries, long queryNorms, int nq, int nprobe, long acceptAddress, long acceptRowWords,
                          IvfSearch.RowsAt rows) {
     ensureOpen();
     int probes = probes(nprobe);
-    DeviceBuffer probeLists = IvfSearch.enqueueProbes(device, centroids, queries, queryNorms, nq, probes);
-    return new KeysScan(this, probeLists, new IvfSearch.KeyRows(queries, nq, probes, probeLists.address(),
-        acceptAddress, acceptRowWords, rows.keys(), rows.ids(), rows.rowWidth(), rows.rowLengths()));
+    DeviceBuffer probeDistances = device.allocate(4L * nq * probes);
+    DeviceBuffer probeLists = null;
+    boolean ok = false;
+    try {
+      probeLists = device.allocate(4L * nq * probes);
+      byte[] entry = coarseAlone ? null : centroids.smallTableEntry(queries, nq, probes, probeDistances, probeLists);
+      if (entry == null) {
+        IvfSearch.coarse(centroids, queries, queryNorms, nq, probes, probeDistances, probeLists);
+      }
+      KeysScan scan = new KeysScan(this, probeDistances, probeLists, new IvfSearch.KeyRows(queries, nq, probes,
+          probeLists.address(), acceptAddress, acceptRowWords, rows.keys(), rows.ids(), rows.rowWidth(),
+          rows.rowLengths()), entry);
+      ok = true;
+      return scan;
+    } finally {
+      if (!ok) {
+        probeDistances.close();
+        if (probeLists != null) {
+          probeLists.close();
+        }
+      }
+    }
+  }
+
+  /**
+   * The coarse steps of {@code scans} that wait for a table launch ({@link KeysScan#coarseEntry}), in {@link
+   * GpuFlatIndex#enqueueSmallTable} launches. Asynchronous; caller holds the lock.
+   */
+  static void enqueueCoarseTable(GpuDevice device, List<KeysScan> scans) {
+    List<byte[]> entries = new java.util.ArrayList<>();
+    int maxNq = 0, maxK = 0, dims = 0;
+    for (KeysScan s : scans) {
+      if (s.coarseEntry() != null) {
+        if (dims != 0 && s.index().dims != dims) {
+          throw new IllegalArgumentException("coarse steps of one table launch must share dims: " + dims + ", "
+              + s.index().dims);
+        }
+        entries.add(s.coarseEntry());
+        maxNq = Math.max(maxNq, s.rows().nq());
+        maxK = Math.max(maxK, s.rows().probes());
+        dims = s.index().dims;
+      }
+    }
+    if (!entries.isEmpty()) {
+      GpuFlatIndex.enqueueSmallTable(device, entries, maxNq, maxK, dims);
+    }
   }
 
   /**

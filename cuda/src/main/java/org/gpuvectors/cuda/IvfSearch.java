@@ -86,7 +86,7 @@ final class IvfSearch {
    * ordinals, best first) at {@code probeLists}; one fused launch for a few queries over a few thousand centroids,
    * the GEMM path otherwise.
    */
-  private static void coarse(GpuFlatIndex centroids, long queries, long norms, int nq, int probes,
+  static void coarse(GpuFlatIndex centroids, long queries, long norms, int nq, int probes,
                              DeviceBuffer probeDistances, DeviceBuffer probeLists) {
     if (!centroids.enqueueSmall(queries, nq, probes, probeDistances, probeLists, 0)) {
       centroids.enqueueSearch(queries, norms, nq, probes, 0, 0, probeDistances, probeLists, 0);

@@ -5,9 +5,10 @@ import java.util.List;
 
 /**
  * The small {@link GpuIvfPqIndex} groups of one pass (a query or a few over each segment of an index) that share
- * one scan, one candidate selection and one re-rank ({@link BatchSearch}): each group's coarse step runs on the
- * lanes ({@link GpuIvfPqIndex#enqueueProbes}); then on lane 0, after the lanes joined it, one table launch builds
- * every member's query tables and one scans every member's lists into its rows of one buffer ({@link
+ * one scan, one candidate selection and one re-rank ({@link BatchSearch}): on lane 0, after the pass's other
+ * groups were spread over the lanes, one table launch runs every member's coarse step (a member whose coarse step
+ * does not fit one block per query runs its own, {@link GpuIvfPqIndex#enqueueProbes}), one builds every member's
+ * query tables and one scans every member's lists into its rows of one buffer ({@link
  * GpuIvfPqIndex#enqueueKeysTable}), one radix selection takes every row's candidates, and one table launch
  * re-ranks them over each member's raw vectors, with one merge into the members' results ({@link
  * GpuIvfPqIndex#enqueueRerank(GpuDevice, RerankTable, int, int, int, int, Metric, long, long, DeviceBuffer,
@@ -122,8 +123,9 @@ final class SharedKeySelection implements AutoCloseable {
   }
 
   /**
-   * Enqueues member {@code g}'s coarse step (arguments as {@link GpuIvfPqIndex#enqueueSearch}); its scan follows in
-   * {@link #enqueueSelection}, with the other members'. Members are given in group order.
+   * Prepares member {@code g}'s scan (arguments as {@link GpuIvfPqIndex#enqueueSearch}): its coarse step is enqueued
+   * now when it cannot join the others' table launch; the rest follows in {@link #enqueueSelection}, with the
+   * other members'. Members are given in group order.
    */
   void enqueueProbes(int g, GpuIvfPqIndex index, long queries, long queryNorms, int nq, int nprobe, long accept,
                      long acceptRowWords) {
@@ -131,10 +133,11 @@ final class SharedKeySelection implements AutoCloseable {
   }
 
   /**
-   * Enqueues every member's scan into its rows (table launches) and the radix selection of every row's candidates:
-   * after every member's coarse step, on the same stream.
+   * Enqueues the coarse steps that wait for a table launch, every member's scan into its rows (table launches) and
+   * the radix selection of every row's candidates: after every member's {@link #enqueueProbes}, on the same stream.
    */
   void enqueueSelection() {
+    GpuIvfPqIndex.enqueueCoarseTable(device, scans);
     GpuIvfPqIndex.enqueueKeysTable(device, scans);
     keys.select(candidates, metric.largestFirst(), candValues, candIds, 0);
   }

@@ -750,7 +750,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
    * Several segments in one pass (BatchSearch), a query or five each: the small ivf_pq groups with the device
    * re-rank share one candidate selection ({@link SharedKeySelection}: counted by the device), and each group's
    * result is still the exact top k of its own ADC candidates ({@link #checkReranked}), per-query and shared masks
-   * included. A segment of another re-rank depth and a flat segment in the same pass search alone and stay exact.
+   * included; their coarse steps in one table launch, or (one case) one by one. A segment of another re-rank depth
+   * and a flat segment in the same pass search alone and stay exact.
    */
   @Test
   void segmentsShareOneSelection() {
@@ -783,7 +784,14 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
             }
             groups.add(new SearchGroup(flat, queries, nq, k, null, null));
             long before = device.sharedSelections();
-            SearchResult[] res = BatchSearch.run(device, groups);
+            boolean alone = nq == 5 && k == 10; // the members' coarse steps one by one, not in one table launch
+            SearchResult[] res;
+            GpuIvfPqIndex.coarseAlone = alone;
+            try {
+              res = BatchSearch.run(device, groups);
+            } finally {
+              GpuIvfPqIndex.coarseAlone = false;
+            }
             assertEquals(before + 1, device.sharedSelections(), "the segments of one depth shared a selection");
             for (int s = 0; s < sizes.length; s++) {
               long[][] rowMasks = new long[nq][];

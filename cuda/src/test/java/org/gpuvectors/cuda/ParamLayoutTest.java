@@ -102,6 +102,22 @@ class ParamLayoutTest {
     assertEquals(KSelect.RADIX_ROW_BYTES, Long.parseLong(size.group(1)));
   }
 
+  /** The small-search table (coarse steps of several segments) against exact_kernels.cu and common.cuh. */
+  @Test
+  void fusedTableMatchesExactKernels() throws IOException {
+    String kernels = Files.readString(Path.of("src/main/cuda/exact_kernels.cu"));
+    assertEquals(GpuFlatIndex.TABLE_ENTRIES, constant(kernels, "kFusedTableEntries"));
+    assertTrue(kernels.contains("static_assert(sizeof(FusedTable) == 8 + kFusedTableEntries * sizeof(FusedParams),"),
+        "size asserted");
+    assertTrue(header().contains("static_assert(sizeof(FusedParams) == " + GpuFlatIndex.FUSED_PARAMS_BYTES + ","),
+        "FusedParams' size");
+    assertTrue(8 + GpuFlatIndex.TABLE_ENTRIES * GpuFlatIndex.FUSED_PARAMS_BYTES <= 4096, "within a launch's 4 KB");
+    for (int bucket = 32; bucket <= 2048; bucket <<= 1) {
+      assertEquals(bucket <= GpuFlatIndex.TABLE_MAX_BUCKET, kernels.contains("gv_fused_search_table_k" + bucket + "("),
+          "gv_fused_search_table_k" + bucket);
+    }
+  }
+
   /** The re-rank table's capacity and size against rerank_kernels.cu (passed by value: within a launch's 4 KB). */
   @Test
   void rerankTableMatchesRerankKernels() throws IOException {
