@@ -26,9 +26,9 @@ __device__ __forceinline__ void fusedSearch(const FusedParams& p) {
 }
 
 // Several small indexes' searches in one launch, one chunk each (the coarse steps of the segments of a pass that
-// share one candidate selection, SharedKeySelection.java; FusedTable.java writes this layout, passed by value):
-// entry z = blockIdx.z, query blockIdx.x; a block past its entry's queries returns at once. Entries share dims
-// (the dynamic shared memory holds one query) and the k bucket.
+// share one candidate selection, SharedKeySelection.java; GpuFlatIndex.enqueueSmallTable writes this layout, passed
+// by value): entry z = blockIdx.z, query blockIdx.x; a block past its entry's queries returns at once. Entries share
+// dims (the dynamic shared memory holds one query) and the k bucket.
 constexpr int kFusedTableEntries = 48;  // 8 + 48 x 80 bytes: within a launch's 4 KB of parameters
 struct FusedTable {
   int entries;
