@@ -10,6 +10,8 @@
 - fashion-mnist.png: recall@10 against queries/s on fashion-mnist-784-euclidean: GPU exact search (one point
   per batch size), ivf_flat (one point per nprobe), the CPU paths, Lucene HNSW (one point per search width),
   PyTorch FP32 / TF32, and the exact kernels' FP32 / TF32-rerank rows, as ann-benchmarks draws it.
+- natural-segments-ivfpq.png: queries/s against clients through Lucene, `ivf_pq` 1M x 128 at 8 natural segments
+  before and after section 14's shared pass, and one segment, unfiltered and 10 % filtered (one machine, run D).
 """
 import csv
 import os
@@ -142,8 +144,42 @@ def fashion_mnist():
     print("wrote", out)
 
 
+def concurrent_rows(name):
+    """The `ivf_pq,...` rows of a ConcurrentSearchBenchmark log: (layout, filter, clients, q/s)."""
+    out = []
+    with open(os.path.join(results, name)) as f:
+        for line in f:
+            fields = line.strip().split(",")
+            if len(fields) > 6 and fields[0] == "ivf_pq":
+                out.append((fields[2], fields[4], int(fields[5]), float(fields[6])))
+    return out
+
+
+def natural_segments():
+    old = concurrent_rows("shared-selection-s9/concurrent-natural-final-old.log")
+    new = concurrent_rows("shared-selection-s9/concurrent-natural-final-new.log")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, filt in zip(axes, ("none", "10%")):
+        for label, data, layout, style in (("8 natural segments, before", old, "natural", "o--"),
+                                           ("8 natural segments, shared pass", new, "natural", "o-"),
+                                           ("one segment", new, "merged", "s:")):
+            pts = sorted((c, q) for (lay, f, c, q) in data if lay == layout and f == filt)
+            ax.plot([c for c, _ in pts], [q for _, q in pts], style, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("clients (concurrent single-query searches)")
+        ax.set_ylabel("queries/s")
+        ax.set_title("ivf_pq 1M x 128, nc 100, " + ("no filter" if filt == "none" else "10 % filter"))
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    out = os.path.join(here, "natural-segments-ivfpq.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 if __name__ == "__main__":
     exact_search(1000000, 128)
     exact_search(1000000, 768)
     kselect()
     fashion_mnist()
+    natural_segments()
