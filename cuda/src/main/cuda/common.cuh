@@ -195,6 +195,20 @@ struct GraphSearchTable {
 };
 static_assert(sizeof(GraphSearchTable) == 8 + kGraphTableEntries * 120, "GraphSearchTable layout is shared with Java");
 
+// The by-value argument of a table launch over several indexes (ParamTable.java writes it): one parameter block per
+// index, block z of the grid taking entry z.
+template <typename P, int N>
+struct ParamTable {
+  int entries;  // entries used, 1..N
+  int pad;
+  P entry[N];
+};
+// This block's entry (blockIdx.z), or null past the entries used (the grid covers the largest launch's z).
+template <typename P, int N>
+__device__ __forceinline__ const P* blockEntry(const ParamTable<P, N>& t) {
+  return (int)blockIdx.z < t.entries ? &t.entry[blockIdx.z] : nullptr;
+}
+
 __device__ __forceinline__ bool accepted(const unsigned long long* bits, long long id) {
   return bits == nullptr || ((bits[id >> 6] >> (id & 63)) & 1ull);
 }

@@ -30,20 +30,15 @@ __device__ __forceinline__ void fusedSearch(const FusedParams& p) {
 // by value): entry z = blockIdx.z, query blockIdx.x; a block past its entry's queries returns at once. Entries share
 // dims (the dynamic shared memory holds one query) and the k bucket.
 constexpr int kFusedTableEntries = 48;  // 8 + 48 x 80 bytes: within a launch's 4 KB of parameters
-struct FusedTable {
-  int entries;
-  int pad;
-  FusedParams entry[kFusedTableEntries];
-};
+using FusedTable = ParamTable<FusedParams, kFusedTableEntries>;
 static_assert(sizeof(FusedTable) == 8 + kFusedTableEntries * sizeof(FusedParams),
               "FusedTable's layout is FusedTable.java's");
 
 template <int K>
 __device__ __forceinline__ void fusedSearchTable(const FusedTable& t) {
-  if (blockIdx.z >= t.entries) return;
-  const FusedParams& p = t.entry[blockIdx.z];
-  if ((int)blockIdx.x >= p.numQueries || (int)blockIdx.y >= p.chunks) return;
-  fusedSearch<K>(p);
+  const FusedParams* p = blockEntry(t);
+  if (p == nullptr || (int)blockIdx.x >= p->numQueries || (int)blockIdx.y >= p->chunks) return;
+  fusedSearch<K>(*p);
 }
 
 // ||x||^2 per row of a row-major matrix (L2 via GEMM needs vector and query norms).

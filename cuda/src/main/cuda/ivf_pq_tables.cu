@@ -323,26 +323,20 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
 // a block past its own entry's queries, sub-quantizers or probes returns at once (uniform). One launch per pass
 // instead of two per segment: the host's launches, not the GPU, bounded a pass over many small segments.
 constexpr int kPqScanTableEntries = 24;  // 8 + 24 x 152 bytes: within a launch's 4 KB of parameters
-struct IvfPqScanTable {
-  int entries;
-  int pad;
-  IvfPqScanParams entry[kPqScanTableEntries];
-};
+using IvfPqScanTable = ParamTable<IvfPqScanParams, kPqScanTableEntries>;
 static_assert(sizeof(IvfPqScanTable) == 8 + kPqScanTableEntries * sizeof(IvfPqScanParams),
               "IvfPqScanTable's layout is IvfPqScanTable.java's");
 
 __device__ __forceinline__ void ivfPqQueryTablesTable(const IvfPqScanTable& t) {
-  if (blockIdx.z >= t.entries) return;
-  const IvfPqScanParams& p = t.entry[blockIdx.z];
-  if ((long long)blockIdx.x * kPqTableQueries >= p.numQueries || (int)blockIdx.y >= p.m) return;
-  ivfPqQueryTables(p);
+  const IvfPqScanParams* p = blockEntry(t);
+  if (p == nullptr || (long long)blockIdx.x * kPqTableQueries >= p->numQueries || (int)blockIdx.y >= p->m) return;
+  ivfPqQueryTables(*p);
 }
 
 __device__ __forceinline__ void ivfPqTableKeysTable(const IvfPqScanTable& t, int partsPerList) {
-  if (blockIdx.z >= t.entries) return;
-  const IvfPqScanParams& p = t.entry[blockIdx.z];
-  if ((int)blockIdx.x >= p.numQueries || (int)blockIdx.y >= p.nprobe * partsPerList) return;
-  ivfPqTableKeys(p, partsPerList);
+  const IvfPqScanParams* p = blockEntry(t);
+  if (p == nullptr || (int)blockIdx.x >= p->numQueries || (int)blockIdx.y >= p->nprobe * partsPerList) return;
+  ivfPqTableKeys(*p, partsPerList);
 }
 
 }  // namespace gv

@@ -128,11 +128,7 @@ public final class BatchSearch {
           try (SharedKeySelection shared = laneGroups(groups, walked) >= 2
               ? SharedKeySelection.plan(device, groups, walked) : null) {
             if (shared != null) {
-              long[] counts = new long[count];
-              for (int g = 0; g < count; g++) {
-                counts[g] = (long) groups.get(g).numQueries() * groups.get(g).k();
-              }
-              shared.placeResults(outAt, counts);
+              shared.placeResults(groups, outAt);
             }
             any = enqueue(device, groups, walked, shared, dq, dm, outV, outI, queryAt, normsAt, maskAt, maskRowWords,
                 outAt);

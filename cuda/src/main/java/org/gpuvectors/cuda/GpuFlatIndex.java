@@ -611,14 +611,9 @@ public final class GpuFlatIndex extends ResidentIndex {
     int shared = 4 * ((dims + 3) / 4 * 4);
     device.module().allowDynamicShared(kernel, shared);
     for (int from = 0; from < entries.size(); from += TABLE_ENTRIES) {
-      int count = Math.min(TABLE_ENTRIES, entries.size() - from);
-      ByteBuffer b = ByteBuffer.allocate(8 + TABLE_ENTRIES * FUSED_PARAMS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-      b.putInt(count).putInt(0);
-      for (int e = from; e < from + count; e++) {
-        b.put(entries.get(e));
-      }
-      device.module().launch3d(kernel, maxNq, 1, count, KSelect.blockSelectThreads(maxK), shared, device.stream(),
-          Pointer.to(b.array()));
+      java.util.List<byte[]> part = entries.subList(from, Math.min(entries.size(), from + TABLE_ENTRIES));
+      device.module().launch3d(kernel, maxNq, 1, part.size(), KSelect.blockSelectThreads(maxK), shared,
+          device.stream(), Pointer.to(ParamTable.encode("small search", TABLE_ENTRIES, FUSED_PARAMS_BYTES, part)));
     }
   }
 

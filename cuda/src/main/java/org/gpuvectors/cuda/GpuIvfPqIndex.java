@@ -518,9 +518,8 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       if (entry == null) {
         IvfSearch.coarse(centroids, queries, queryNorms, nq, probes, probeDistances, probeLists);
       }
-      KeysScan scan = new KeysScan(this, probeDistances, probeLists, new IvfSearch.KeyRows(queries, nq, probes,
-          probeLists.address(), acceptAddress, acceptRowWords, rows.keys(), rows.ids(), rows.rowWidth(),
-          rows.rowLengths()), entry);
+      KeysScan scan = new KeysScan(this, probeDistances, probeLists, IvfSearch.KeyRows.at(rows, queries, nq, probes,
+          probeLists.address(), acceptAddress, acceptRowWords), entry);
       ok = true;
       return scan;
     } finally {

@@ -18,7 +18,7 @@ final class GraphSearchParams {
   /** Entries of {@code gv::GraphSearchTable}, the parameter of {@code gv_graph_search_table} (common.cuh). */
   static final int TABLE_ENTRIES = 32;
   /** Bytes of {@code gv::GraphSearchTable}: the entry count, padding, then the entries. */
-  static final int TABLE_BYTES = 8 + TABLE_ENTRIES * BYTES;
+  static final int TABLE_BYTES = ParamTable.bytes(TABLE_ENTRIES, BYTES);
 
   long vectors;
   long graph;
@@ -61,14 +61,7 @@ final class GraphSearchParams {
 
   /** {@code gv::GraphSearchTable} holding {@code entries} (1..{@link #TABLE_ENTRIES}); unused slots zero. */
   static byte[] encodeTable(java.util.List<GraphSearchParams> entries) {
-    if (entries.isEmpty() || entries.size() > TABLE_ENTRIES) {
-      throw new IllegalArgumentException("a graph search table holds 1.." + TABLE_ENTRIES + " entries: " + entries.size());
-    }
-    ByteBuffer b = ByteBuffer.allocate(TABLE_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putInt(entries.size()).putInt(0);
-    for (GraphSearchParams e : entries) {
-      b.put(e.encode());
-    }
-    return b.array();
+    return ParamTable.encode("graph search", TABLE_ENTRIES, BYTES,
+        entries.stream().map(GraphSearchParams::encode).toList());
   }
 }

@@ -100,7 +100,14 @@ final class IvfSearch {
    * accepted vector of its lists, counting them at {@code rowLengths} (one int per query, zeroed).
    */
   record KeyRows(long queries, int nq, int probes, long probeLists, long accept, long acceptRowWords, long keys,
-                 long ids, long rowWidth, long rowLengths) {}
+                 long ids, long rowWidth, long rowLengths) {
+    /** The rows of {@link KeyBuffers} at {@code rows} for these queries and their probe lists. */
+    static KeyRows at(RowsAt rows, long queries, int nq, int probes, long probeLists, long accept,
+                      long acceptRowWords) {
+      return new KeyRows(queries, nq, probes, probeLists, accept, acceptRowWords, rows.keys(), rows.ids(),
+          rows.rowWidth(), rows.rowLengths());
+    }
+  }
 
   @FunctionalInterface
   interface KeyScan {
@@ -123,9 +130,7 @@ final class IvfSearch {
     }
     try (KeyBuffers rows = new KeyBuffers(device, nq, rowWidth);
          DeviceBuffer probeLists = enqueueProbes(device, centroids, queries, queryNorms, nq, probes)) {
-      RowsAt at = rows.at(0);
-      scan.enqueue(new KeyRows(queries, nq, probes, probeLists.address(), acceptAddress, acceptRowWords, at.keys(),
-          at.ids(), at.rowWidth(), at.rowLengths()));
+      scan.enqueue(KeyRows.at(rows.at(0), queries, nq, probes, probeLists.address(), acceptAddress, acceptRowWords));
       rows.select(k, largestFirst, outV, outI, outElement);
     }
   }

@@ -43,10 +43,7 @@ final class RerankParams {
    * batches keep one block per query. Caller holds the device lock.
    */
   void enqueueExact(GpuDevice device) {
-    int shared = 4 * ((dims + 3) / 4 * 4); // the query
-    device.module().allowDynamicShared("gv_rerank_exact", shared); // past 48 KB only for dims > 12,288
-    device.module().launch("gv_rerank_exact", numQueries, exactParts(device.multiprocessorCount()), EXACT_THREADS,
-        shared, device.stream(), Pointer.to(encode()));
+    launchExact(device, "gv_rerank_exact", Pointer.to(encode()));
   }
 
   /**
@@ -58,10 +55,15 @@ final class RerankParams {
     if (table.entries() < 1) {
       throw new IllegalArgumentException("an empty re-rank table");
     }
+    launchExact(device, "gv_rerank_exact_table", Pointer.to(encode()), Pointer.to(table.encode()));
+  }
+
+  /** Launches {@code kernel} (one of the two above) on {@link #exactParts}' grid with the query in shared memory. */
+  private void launchExact(GpuDevice device, String kernel, Pointer... args) {
     int shared = 4 * ((dims + 3) / 4 * 4); // the query
-    device.module().allowDynamicShared("gv_rerank_exact_table", shared); // past 48 KB only for dims > 12,288
-    device.module().launch("gv_rerank_exact_table", numQueries, exactParts(device.multiprocessorCount()),
-        EXACT_THREADS, shared, device.stream(), Pointer.to(encode()), Pointer.to(table.encode()));
+    device.module().allowDynamicShared(kernel, shared); // past 48 KB only for dims > 12,288
+    device.module().launch(kernel, numQueries, exactParts(device.multiprocessorCount()), EXACT_THREADS, shared,
+        device.stream(), args);
   }
 
   /** Blocks per query of {@link #enqueueExact} on a device of {@code sms} multiprocessors. */

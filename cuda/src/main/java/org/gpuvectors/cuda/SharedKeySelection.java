@@ -144,15 +144,15 @@ final class SharedKeySelection implements AutoCloseable {
 
   /**
    * Lays the pass's results out with the members' first, one after another in member order, then the other groups
-   * in their order: {@code outAt[g]} becomes group g's first element ({@code counts[g]}: its queries x k elements).
+   * in their order: {@code outAt[g]} becomes group g's first element (a group holds its queries x k elements).
    */
-  void placeResults(long[] outAt, long[] counts) {
+  void placeResults(List<SearchGroup> groups, long[] outAt) {
     long at = 0;
     for (int pass = 0; pass < 2; pass++) {
       for (int g = 0; g < firstRow.length; g++) {
         if (member(g) == (pass == 0)) {
           outAt[g] = at;
-          at += counts[g];
+          at += (long) groups.get(g).numQueries() * groups.get(g).k();
         }
       }
     }

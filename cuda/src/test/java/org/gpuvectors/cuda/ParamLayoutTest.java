@@ -102,6 +102,27 @@ class ParamLayoutTest {
     assertEquals(KSelect.RADIX_ROW_BYTES, Long.parseLong(size.group(1)));
   }
 
+  /**
+   * The table launches' argument ({@link ParamTable}, the CUDA side's {@code {int entries; int pad; P entry[N];}}): the
+   * count, a zero pad, each entry at 8 + e x its size, unused slots zero; no entries, too many, or an entry of
+   * another size are refused.
+   */
+  @Test
+  void paramTableLaysOutCountPadAndEntries() {
+    byte[] a = {1, 2, 3, 4};
+    byte[] b = {5, 6, 7, 8};
+    ByteBuffer t = ByteBuffer.wrap(ParamTable.encode("test", 3, 4, List.of(a, b))).order(ByteOrder.LITTLE_ENDIAN);
+    assertEquals(ParamTable.bytes(3, 4), t.capacity());
+    assertEquals(2, t.getInt(0));
+    assertEquals(0, t.getInt(4));
+    byte[] body = new byte[12];
+    t.get(8, body);
+    assertArrayEquals(new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0}, body);
+    assertThrows(IllegalArgumentException.class, () -> ParamTable.encode("test", 3, 4, List.of()));
+    assertThrows(IllegalArgumentException.class, () -> ParamTable.encode("test", 1, 4, List.of(a, b)));
+    assertThrows(IllegalArgumentException.class, () -> ParamTable.encode("test", 3, 4, List.of(new byte[3])));
+  }
+
   /** The small-search table (coarse steps of several segments) against exact_kernels.cu and common.cuh. */
   @Test
   void fusedTableMatchesExactKernels() throws IOException {

@@ -1,0 +1,39 @@
+package org.gpuvectors.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.List;
+
+/**
+ * The by-value kernel argument of the table launches ({@code gv_graph_search_table}, {@code
+ * gv_fused_search_table_kK}, {@code gv_ivf_pq_query_tables_table}, {@code gv_ivf_pq_table_keys_table}): the entry
+ * count, a pad int, then {@code capacity} encoded parameter blocks (unused ones zero), little-endian, as the CUDA
+ * side's {@code {int entries; int pad; P entry[N];}} lays it out.
+ */
+final class ParamTable {
+  private ParamTable() {}
+
+  /** Bytes of a table of {@code capacity} entries of {@code entryBytes} each. */
+  static int bytes(int capacity, int entryBytes) {
+    return 8 + capacity * entryBytes;
+  }
+
+  /**
+   * The table holding {@code entries} (1 to {@code capacity}, each {@code entryBytes} long); {@code what} names it in
+   * the error.
+   */
+  static byte[] encode(String what, int capacity, int entryBytes, List<byte[]> entries) {
+    if (entries.isEmpty() || entries.size() > capacity) {
+      throw new IllegalArgumentException("a " + what + " table holds 1.." + capacity + " entries: " + entries.size());
+    }
+    ByteBuffer b = ByteBuffer.allocate(bytes(capacity, entryBytes)).order(ByteOrder.LITTLE_ENDIAN);
+    b.putInt(entries.size()).putInt(0);
+    for (byte[] e : entries) {
+      if (e.length != entryBytes) {
+        throw new IllegalArgumentException(what + " table entry of " + e.length + " bytes, not " + entryBytes);
+      }
+      b.put(e);
+    }
+    return b.array();
+  }
+}
