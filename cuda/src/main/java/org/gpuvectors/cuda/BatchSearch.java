@@ -67,7 +67,12 @@ public final class BatchSearch {
       outAt[g] = outElements;
       outElements += (long) group.numQueries() * group.k();
     }
-    long queryFloats = packedFloats;
+    // On the device one block holds the packed queries and norms, the masks (8-byte aligned) and the direct groups'
+    // queries (16-byte aligned), in that order: the first two go up in one copy, from the same layout in the slot's
+    // pinned buffer. Another block holds the distances, then the ids: they come down in one copy.
+    long masksAt = (4L * packedFloats + 7) & ~7L; // byte offset of the masks
+    long directAt = (masksAt + 8L * maskWords + 15) & ~15L; // byte offset of the direct groups' queries
+    long queryFloats = directAt / 4;
     for (int g = 0; g < count; g++) {
       if (direct[g]) {
         queryAt[g] = queryFloats;
@@ -88,7 +93,7 @@ public final class BatchSearch {
     Arrays.fill(ids, -1);
     // the packed queries and masks go up, the results come down, through the slot's pinned buffers and on its
     // stream when they fit them: then the pass waits for the device without the lock (see GpuDevice.PASSES)
-    long masksAt = (4L * packed.length + 7) & ~7L; // byte offset of the masks in the upload buffer
+    long outBytes = 4L * Math.max(1, outElements); // of the distances, and of the ids after them
     boolean staged = masksAt + 8L * masks.length <= PinnedHostBuffer.MAX_BYTES
         && 8L * outElements <= PinnedHostBuffer.MAX_BYTES;
     PassSlot slot = null;
@@ -97,19 +102,18 @@ public final class BatchSearch {
       try (GpuDevice.Scope s = device.lock()) {
         long start = System.nanoTime();
         slot = device.beginPass();
-        try (DeviceBuffer dq = device.allocate(4L * Math.max(1, queryFloats));
-             DeviceBuffer dm = device.allocate(8L * Math.max(1, maskWords));
-             DeviceBuffer outV = device.allocate(4L * Math.max(1, outElements));
-             DeviceBuffer outI = device.allocate(4L * Math.max(1, outElements))) {
+        try (DeviceBuffer dq = device.allocate(Math.max(4L * queryFloats, masksAt + 8L * Math.max(1, maskWords)));
+             DeviceBuffer out = device.allocate(2 * outBytes)) {
+          DeviceBuffer dm = dq.slice(masksAt, 8L * Math.max(1, maskWords));
+          DeviceBuffer outV = out.slice(0, outBytes);
+          DeviceBuffer outI = out.slice(outBytes, outBytes);
           if (staged) {
             ByteBuffer up = slot.upload.bytes(masksAt + 8L * masks.length);
             up.asFloatBuffer().put(0, packed);
             up.asLongBuffer().put((int) (masksAt / 8), masks);
-            if (packed.length > 0) {
-              device.uploadAsync(slot.upload, 0, dq, 0, 4L * packed.length);
-            }
-            if (masks.length > 0) {
-              device.uploadAsync(slot.upload, masksAt, dm, 0, 8L * masks.length);
+            long upBytes = masks.length > 0 ? masksAt + 8L * masks.length : 4L * packed.length;
+            if (upBytes > 0) {
+              device.uploadAsync(slot.upload, 0, dq, 0, upBytes); // queries, norms and masks in one copy
             }
           } else {
             if (packed.length > 0) {
@@ -135,8 +139,9 @@ public final class BatchSearch {
           }
           if (any && staged) {
             slot.download.bytes(8L * outElements);
-            device.downloadAsync(outV, 0, slot.download, 0, 4L * outElements);
-            device.downloadAsync(outI, 0, slot.download, 4L * outElements, 4L * outElements);
+            if (outElements > 0) { // distances and ids in one copy: the ids land 4 x outElements bytes in
+              device.downloadAsync(out, 0, slot.download, 0, 8L * outElements);
+            }
           } else if (any) {
             device.download(outV, 0, distances, 0, distances.length);
             device.download(outI, 0, ids, 0, ids.length);
@@ -177,8 +182,10 @@ public final class BatchSearch {
                                  DeviceBuffer outI, long[] queryAt, long[] normsAt, long[] maskAt, long[] maskRowWords,
                                  long[] outAt) {
     int count = groups.size();
-    int alone = laneGroups(groups, walked);
-    int chains = alone + (walked != null ? 1 : 0); // independent chains of launches: the table walk is one
+    // independent chains of launches: each group launched alone, the table walk, each shared member whose coarse
+    // step runs alone (the others' are in the shared chain on lane 0, after the lanes): lanes only for two or more
+    int alone = laneGroups(groups, walked) - (shared != null ? shared.members() - shared.coarseAlone() : 0);
+    int chains = alone + (walked != null ? 1 : 0);
     boolean any = false;
     try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? device.lanes(Math.min(chains, maxLanes)) : null) {
       int chain = 0;
@@ -207,13 +214,15 @@ public final class BatchSearch {
         if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])) {
           continue; // nothing to search (the slots keep id -1), or walked in the table launch above
         }
-        if (lanes != null) {
-          lanes.use(chain++);
+        boolean member = shared != null && shared.member(g);
+        if (lanes != null && (!member || !((GpuIvfPqIndex) group.index()).coarseFitsTable(group.numQueries(),
+            group.nprobe()))) {
+          lanes.use(chain++); // a chain of its own (a member in the coarse table launch enqueues nothing here)
         }
         long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
         long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
         long groupQueries = dq.address() + 4L * queryAt[g];
-        if (shared != null && shared.member(g)) { // prepared now; coarse step, scan, selection and re-rank below
+        if (member) { // prepared now; coarse step, scan, selection and re-rank below
           shared.enqueueProbes(g, (GpuIvfPqIndex) group.index(), groupQueries, norms, group.numQueries(),
               group.nprobe(), accept, maskRowWords[g]);
           any = true;

@@ -20,6 +20,19 @@ public final class DeviceBuffer implements AutoCloseable {
     this.bytes = bytes;
   }
 
+  /**
+   * Bytes {@code [offset, offset + bytes)} of this block as a buffer that owns nothing: closing it returns nothing to
+   * the pool, and it must not be used after this block is closed. One pass's inputs (queries, masks) and outputs
+   * (distances, ids) each lie in one block so that each crosses the bus in one copy ({@link BatchSearch}).
+   */
+  DeviceBuffer slice(long offset, long bytes) {
+    ensureOpen();
+    if (offset < 0 || bytes < 0 || offset + bytes > this.bytes) {
+      throw new IndexOutOfBoundsException("slice [" + offset + ", " + (offset + bytes) + ") of " + this.bytes + " bytes");
+    }
+    return new DeviceBuffer(null, address + offset, bytes, bytes);
+  }
+
   /** The raw device address. */
   public long address() {
     ensureOpen();
@@ -46,7 +59,9 @@ public final class DeviceBuffer implements AutoCloseable {
   public void close() {
     if (!closed) {
       closed = true;
-      pool.release(address, capacity);
+      if (pool != null) { // a slice owns nothing
+        pool.release(address, capacity);
+      }
     }
   }
 }

@@ -587,6 +587,12 @@ public final class GpuFlatIndex extends ResidentIndex {
   /** Entries of a {@code gv::FusedTable} (exact_kernels.cu's kFusedTableEntries). */
   static final int TABLE_ENTRIES = 48;
 
+  /** Whether a search of nq queries for k neighbours is one {@link #smallTableEntry} (a block per query). */
+  boolean fitsSmallTable(int nq, int k) {
+    return nq >= 1 && nq <= SMALL_QUERIES && n >= 1 && (long) n * dims <= SMALL_FLOATS && k <= KSelect.MAX_K
+        && KSelect.bucket(k) <= TABLE_MAX_BUCKET && smallChunks(nq, k) == 1;
+  }
+
   /**
    * This index's small search of {@code nq} queries for k ({@link #enqueueSmall}'s output) as an entry of a table
    * launch ({@link #enqueueSmallTable}), or null when it is not a single block per query of a k bucket the table
@@ -594,8 +600,7 @@ public final class GpuFlatIndex extends ResidentIndex {
    */
   byte[] smallTableEntry(long queries, int nq, int k, DeviceBuffer outV, DeviceBuffer outI) {
     ensureOpen();
-    if (nq < 1 || nq > SMALL_QUERIES || n < 1 || (long) n * dims > SMALL_FLOATS || k > KSelect.MAX_K
-        || KSelect.bucket(k) > TABLE_MAX_BUCKET || smallChunks(nq, k) != 1) {
+    if (!fitsSmallTable(nq, k)) {
       return null;
     }
     return fusedParams(queries, nq, k, 0, outV.address(), outI.address(), k, 1, (int) n, metric != Metric.L2);

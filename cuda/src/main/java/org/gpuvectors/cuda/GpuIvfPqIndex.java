@@ -485,6 +485,14 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   }
 
   /**
+   * Whether the coarse step of {@code nq} queries joins the other members' table launch in a scan over several
+   * indexes ({@link #enqueueCoarseTable}) rather than running alone from {@link #enqueueProbes}.
+   */
+  boolean coarseFitsTable(int nq, int nprobe) {
+    return !coarseAlone && centroids.fitsSmallTable(nq, probes(nprobe));
+  }
+
+  /**
    * One index's share of a small-batch scan over several indexes ({@link #enqueueKeysTable}): its queries' probe
    * lists (the coarse step's output, owned here until {@link #close}), where its keys go, and its coarse step as an
    * entry of a table launch ({@link GpuFlatIndex#enqueueSmallTable}), or null when it was enqueued alone.
@@ -514,7 +522,8 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     boolean ok = false;
     try {
       probeLists = device.allocate(4L * nq * probes);
-      byte[] entry = coarseAlone ? null : centroids.smallTableEntry(queries, nq, probes, probeDistances, probeLists);
+      byte[] entry = coarseFitsTable(nq, nprobe)
+          ? centroids.smallTableEntry(queries, nq, probes, probeDistances, probeLists) : null;
       if (entry == null) {
         IvfSearch.coarse(centroids, queries, queryNorms, nq, probes, probeDistances, probeLists);
       }

@@ -150,6 +150,7 @@ final class IvfSearch {
     private final GpuDevice device;
     private final DeviceBuffer keys;
     private final DeviceBuffer ids;
+    private final DeviceBuffer state; // the radix selection's rows, then the rows' lengths: zeroed in one memset
     private final DeviceBuffer lengths;
     private final int rows;
     private final long rowWidth;
@@ -161,21 +162,22 @@ final class IvfSearch {
       this.rowWidth = rowWidth;
       DeviceBuffer k = device.allocate(4L * rows * rowWidth);
       DeviceBuffer i = null;
-      DeviceBuffer l = null;
+      DeviceBuffer st = null;
       boolean ok = false;
       try {
         i = device.allocate(4L * rows * rowWidth);
-        l = device.allocate(4L * rows);
-        device.clear(l);
+        st = device.allocate(KSelect.radixStateBytes(rows) + 4L * rows);
+        device.clear(st);
         ok = true;
       } finally {
         if (!ok) {
-          release(k, i, l);
+          release(k, i, st);
         }
       }
       keys = k;
       ids = i;
-      lengths = l;
+      state = st;
+      lengths = st.slice(KSelect.radixStateBytes(rows), 4L * rows);
     }
 
     /** Where the scan of the queries from row {@code firstRow} on appends its keys. */
@@ -190,12 +192,13 @@ final class IvfSearch {
      */
     void select(int k, boolean largestFirst, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
       KSelect.radixSelect(device, new SelectParams().input(keys, rows, (int) rowWidth, rowWidth).inputIds(ids)
-          .rowLengths(lengths).k(k).scales(1f, largestFirst ? -1f : 1f).output(outV, outI, k, outElement));
+          .rowLengths(lengths).k(k).scales(1f, largestFirst ? -1f : 1f).output(outV, outI, k, outElement),
+          state.slice(0, KSelect.radixStateBytes(rows)));
     }
 
     @Override
     public void close() {
-      release(keys, ids, lengths);
+      release(keys, ids, state);
     }
 
     private static void release(DeviceBuffer... buffers) {

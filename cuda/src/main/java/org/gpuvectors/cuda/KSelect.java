@@ -161,6 +161,28 @@ public final class KSelect {
    * refused. Asynchronous.
    */
   static void radixSelect(GpuDevice device, SelectParams p) {
+    if (p.rows == 0) {
+      radixSelect(device, p, null); // checks the arguments, launches nothing
+      return;
+    }
+    try (GpuDevice.Scope s = device.lock();
+         DeviceBuffer rows = device.allocate(radixStateBytes(p.rows))) {
+      device.clear(rows);
+      radixSelect(device, p, rows);
+      // rows returns to the pool now: reuse is ordered on the same stream
+    }
+  }
+
+  /** Bytes of the rows' state that {@link #radixSelect(GpuDevice, SelectParams, DeviceBuffer)} takes. */
+  static long radixStateBytes(int rows) {
+    return RADIX_ROW_BYTES * rows;
+  }
+
+  /**
+   * As {@link #radixSelect(GpuDevice, SelectParams)}, with the rows' state ({@link #radixStateBytes}, zeroed on the
+   * stream before this call) from the caller: one that zeroes other counters anyway clears both in one memset.
+   */
+  static void radixSelect(GpuDevice device, SelectParams p, DeviceBuffer zeroedState) {
     if (p.colNorms != 0 || p.rowNorms != 0 || p.acceptBits != 0 || p.clampZero || p.chunksPerRow != 1) {
       throw new IllegalArgumentException("radix selection reads values and ids only: no norms, masks, clamp, chunks");
     }
@@ -174,11 +196,12 @@ public final class KSelect {
     if (grid > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("radix selection of " + p.rows + " rows: past a launch's grid");
     }
-    try (GpuDevice.Scope s = device.lock();
-         DeviceBuffer rows = device.allocate(RADIX_ROW_BYTES * p.rows)) {
-      device.clear(rows);
+    if (zeroedState.bytes() < radixStateBytes(p.rows)) {
+      throw new IllegalArgumentException("radix state of " + zeroedState.bytes() + " bytes for " + p.rows + " rows");
+    }
+    try (GpuDevice.Scope s = device.lock()) {
       Pointer params = Pointer.to(p.encode());
-      Pointer state = Pointer.to(new long[] {rows.address()});
+      Pointer state = Pointer.to(new long[] {zeroedState.address()});
       Pointer blocks = Pointer.to(new int[] {perRow});
       KernelModule module = device.module();
       module.launch("gv_radix_range", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
@@ -186,7 +209,6 @@ public final class KSelect {
         module.launch("gv_radix_digit", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
       }
       module.launch("gv_radix_gather", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
-      // rows returns to the pool now: reuse is ordered on the same stream
     }
   }
 

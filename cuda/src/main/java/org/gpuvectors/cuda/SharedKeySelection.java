@@ -30,6 +30,7 @@ final class SharedKeySelection implements AutoCloseable {
   private final GpuDevice device;
   private final int[] firstRow; // per group of the pass, its first row, or -1 for a group that is not a member
   private final int members;
+  private final int coarseAlone; // members whose coarse step runs alone (not in the table launch)
   private final int rows;
   private final int k;
   private final int dims;
@@ -40,11 +41,12 @@ final class SharedKeySelection implements AutoCloseable {
   private final DeviceBuffer candIds;
   private final List<GpuIvfPqIndex.KeysScan> scans = new ArrayList<>(); // the members' coarse steps, in member order
 
-  private SharedKeySelection(GpuDevice device, int[] firstRow, int members, int rows, long rowWidth, int k,
-                             int candidates, int dims, Metric metric) {
+  private SharedKeySelection(GpuDevice device, int[] firstRow, int members, int coarseAlone, int rows, long rowWidth,
+                             int k, int candidates, int dims, Metric metric) {
     this.device = device;
     this.firstRow = firstRow;
     this.members = members;
+    this.coarseAlone = coarseAlone;
     this.rows = rows;
     this.k = k;
     this.dims = dims;
@@ -79,6 +81,7 @@ final class SharedKeySelection implements AutoCloseable {
     int[] firstRow = new int[groups.size()];
     java.util.Arrays.fill(firstRow, -1);
     int members = 0;
+    int coarseAlone = 0;
     int rows = 0;
     long width = 0;
     SearchGroup first = null;
@@ -108,18 +111,32 @@ final class SharedKeySelection implements AutoCloseable {
       rows += group.numQueries();
       width = wider;
       members++;
+      coarseAlone += pq.coarseFitsTable(group.numQueries(), group.nprobe()) ? 0 : 1;
     }
     if (members < 2) {
       return null;
     }
     GpuIvfPqIndex lead = (GpuIvfPqIndex) first.index();
-    return new SharedKeySelection(device, firstRow, members, rows, width, first.k(), lead.candidates(first.k()),
-        lead.dims(), lead.metric());
+    return new SharedKeySelection(device, firstRow, members, coarseAlone, rows, width, first.k(),
+        lead.candidates(first.k()), lead.dims(), lead.metric());
   }
 
   /** Whether group {@code g} of the pass shares the selection. */
   boolean member(int g) {
     return firstRow[g] >= 0;
+  }
+
+  /** The members of the pass, each a group that would otherwise be launched on its own lane. */
+  int members() {
+    return members;
+  }
+
+  /**
+   * The members whose coarse step is launched from {@link #enqueueProbes}, each a chain of its own on a lane; the
+   * others enqueue nothing there (their coarse step is in {@link #enqueueSelection}'s table launch).
+   */
+  int coarseAlone() {
+    return coarseAlone;
   }
 
   /**
