@@ -302,7 +302,7 @@ public final class GpuSearchService implements Closeable {
       Speculations.Speculation mine = new Speculations.Speculation(query);
       Speculations.Speculation running = speculations.claim(query, mine);
       if (running != null) {
-        SearchResult parked = running.take(key, token, k, query);
+        SearchResult parked = running.take(key, token, k, query, speculations.quiet());
         if (parked != null) {
           stats.recordGpuSearch(1);
           stats.recordSpeculativeHit();
@@ -313,7 +313,7 @@ public final class GpuSearchService implements Closeable {
         try {
           return searchIndex(gpuSegment, key, vectors, similarity, structure, nprobe, queries, k, mask, token, mine, requestedK);
         } finally {
-          mine.finish(); // whatever happened, segments waiting on it go on
+          speculations.finish(mine); // whatever happened, segments waiting on it go on
         }
       }
     }

@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -46,17 +47,20 @@ final class Speculations {
       parked.put(key, new Parked(token, result));
     }
 
-    void finish() {
-      done.countDown();
-    }
-
     /**
      * Waits for the speculation to finish and takes the result for {@code key}: its first {@code
      * k} per query, or null when there is none for this key, token and k.
+     *
+     * @param spin whether to spin (up to {@link #SPIN_NANOS}) before parking: see {@link Speculations#quiet}
      */
-    SearchResult take(Residency.Key key, Object token, int k, float[] query) {
+    SearchResult take(Residency.Key key, Object token, int k, float[] query, boolean spin) {
       if (Arrays.equals(vector, query) == false) {
         return null; // the same array now holds another vector
+      }
+      if (spin) {
+        for (long end = System.nanoTime() + SPIN_NANOS; done.getCount() != 0 && System.nanoTime() < end; ) {
+          Thread.onSpinWait();
+        }
       }
       boolean interrupted = false;
       while (true) {
@@ -82,6 +86,7 @@ final class Speculations {
   }
 
   private final Map<Object, Speculation> byQuery;
+  private final AtomicInteger running = new AtomicInteger(); // registered and not finished
 
   Speculations(int capacity) {
     // identity of the query array: equal vectors of different queries never share results
@@ -111,8 +116,29 @@ final class Speculations {
     }
     byQuery.remove(key); // re-inserted at the young end
     byQuery.put(key, mine);
+    running.incrementAndGet();
     return null;
   }
+
+  /** Ends a speculation that {@link #claim} registered: the segments waiting on it go on. */
+  void finish(Speculation mine) {
+    mine.done.countDown();
+    running.decrementAndGet();
+  }
+
+  /**
+   * Whether a segment waiting for a speculation should spin rather than park: when it is the only one running. A
+   * query alone over an index of many segments waits on the thread that runs the pass in every other segment's task
+   * (Lucene's searcher runs the leaves on its executor), and the caller waits on all of them: parked, each task
+   * wakes up only after the pass ends, and the caller after the last of them. Spinning takes one wake-up off a lone
+   * query's latency; under load (several speculations running) the cores are better spent on other queries.
+   */
+  boolean quiet() {
+    return running.get() <= 1;
+  }
+
+  /** How long a waiting segment spins at most ({@link #quiet}): a lone pass over an index's segments is ~0.2 ms. */
+  static final long SPIN_NANOS = 500_000L;
 
   /** How long a query's parked results may be taken (its segments ask within milliseconds). */
   static final long LIFETIME_NANOS = 1_000_000_000L;

@@ -359,4 +359,42 @@ class GpuSearchServiceTests {
     Thread.sleep(Speculations.LIFETIME_NANOS / 1_000_000 + 50);
     assertNull(speculations.claim(other, new Speculations.Speculation(other)), "expired: not a result cache");
   }
+  /**
+   * A segment waiting on a speculation gets the parked result whether the pass ends while it spins or after its spin
+   * (then it parks); it spins only while that speculation is the only one running.
+   */
+  @Test
+  void aWaitingSegmentSpinsOnlyWhileItsSpeculationRunsAlone() throws Exception {
+    Speculations speculations = new Speculations(4);
+    float[] query = vector();
+    Speculations.Speculation mine = new Speculations.Speculation(query);
+    assertNull(speculations.claim(query, mine));
+    assertTrue(speculations.quiet(), "one speculation running");
+    float[] other = vector();
+    Speculations.Speculation second = new Speculations.Speculation(other);
+    assertNull(speculations.claim(other, second));
+    assertFalse(speculations.quiet(), "two running: park");
+    speculations.finish(second);
+    assertTrue(speculations.quiet());
+    Residency.Key key = new Residency.Key("segment", "field");
+    SearchResult result = new SearchResult(1, 2, new int[] {7, 3}, new float[] {0.5f, 0.25f});
+    for (long finishAfterMillis : new long[] {0, 2 * Speculations.SPIN_NANOS / 1_000_000 + 20}) {
+      Speculations.Speculation s = new Speculations.Speculation(query);
+      float[] q = query.clone();
+      assertNull(speculations.claim(q, s));
+      var waiter = java.util.concurrent.Executors.newSingleThreadExecutor();
+      try {
+        var taken = waiter.submit(() -> s.take(key, null, 1, q, true));
+        Thread.sleep(finishAfterMillis);
+        s.park(key, null, result);
+        speculations.finish(s);
+        SearchResult got = taken.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(1, got.k(), "cut to the k asked for");
+        assertEquals(7, got.id(0, 0));
+      } finally {
+        waiter.shutdownNow();
+      }
+    }
+    speculations.finish(mine);
+  }
 }
