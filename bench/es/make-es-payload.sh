@@ -64,7 +64,7 @@ rm -rf "$work/es/plugins/"*
 # xz: 48 MB instead of the plain tar's 58, which with the work tree came within 2 MiB of a command's 64 MiB
 rm -f "$root/.device-es/es2/es.tar"
 tar cf - -C "$work" es | xz -6 -T2 > "$root/.device-es/es2/es.tar.xz"
-cp "$here/run-es.sh" "$here/bench_es.py" "$root/.device-es/es2/"
+cp "$here/run-es.sh" "$here/bench_es.py" "$here/jfr_fold.py" "$root/.device-es/es2/"
 # 3. Fashion-MNIST (the GPU machine has no network): training images in es3 (xz: 22.6 MB instead of gzip's 26.4;
 #    es1 has no room for them once the plugin carries its kernels), test images in es2 (as Debian ships them)
 rm -f "$root/.device-es/es1/fashion-train.tar.xz" "$root/.device-es/es3/fashion-train.tar.xz" "$root/.device-es/es2/t10k-images-idx3-ubyte.gz"

@@ -5,7 +5,9 @@
 #   bash .device-es/es2/run-es.sh --n 1000000 --dims 128 --systems noop,ceiling,gpu --segments both
 # env: GV_ES_DIR (default /tmp/esgpu), GV_ES_USER (default gvbench), ES_HEAP (default "-Xms16g -Xmx16g"),
 #      ES_EXTRA_OPTS (appended to the node's JVM options), BENCH_S (the benchmark's time limit, default 540 s),
-#      PROFILE=1 (JFR recording of the whole benchmark, q.jfr in $OUT),
+#      PROFILE=1 (JFR recording of the whole benchmark, q.jfr in $OUT; PROFILE_SETTINGS: a .jfc file instead of
+#      JFR's "profile" settings, PROFILE_FOLD=1: q.folded.gz, the samples and waits folded by bench/es/jfr_fold.py,
+#      instead of the recording),
 #      ES_SETTINGS (node settings as "key=value key=value", e.g. "thread_pool.search.size=64": each becomes -Ekey=value).
 set -uo pipefail
 D=${GV_ES_DIR:-/tmp/esgpu}; P=$(cd "$(dirname "$0")" && pwd); U=${GV_ES_USER:-gvbench}
@@ -32,13 +34,19 @@ echo ">> node up after ${i} s: $(curl -s 'localhost:9200/_gpu_vectors/stats' | h
 echo ">> search thread pool: $(curl -s 'localhost:9200/_cat/thread_pool/search?h=name,type,size,queue_size')"
 if [ -n "${PROFILE:-}" ]; then
   mkdir -p "$D/prof" && chown "$U" "$D/prof"
-  runuser -u "$U" -- "$D/jdk/bin/jcmd" "$(cat "$D/es/pid")" JFR.start name=q settings=profile filename="$D/prof/q.jfr" >/dev/null
+  settings=profile; [ -n "${PROFILE_SETTINGS:-}" ] && { cp "$PROFILE_SETTINGS" "$D/prof/q.jfc"; chown "$U" "$D/prof/q.jfc"; settings="$D/prof/q.jfc"; }
+  runuser -u "$U" -- "$D/jdk/bin/jcmd" "$(cat "$D/es/pid")" JFR.start name=q settings="$settings" filename="$D/prof/q.jfr" >/dev/null
 fi
 cd "$D" && PYTHONUNBUFFERED=1 GV_ES_PID="$(cat "$D/es/pid")" GV_FASHION_DIR="$D/fashion-mnist" OUT="$OUT" timeout "${BENCH_S:-540}" python3 "$D/bench_es.py" "$@"
 rc=$?
 [ $rc = 124 ] && echo ">> the benchmark ran past BENCH_S=${BENCH_S:-540} s and was stopped (results so far are in \$OUT/es_bench.jsonl)"
 if [ -n "${PROFILE:-}" ]; then
-  runuser -u "$U" -- "$D/jdk/bin/jcmd" "$(cat "$D/es/pid")" JFR.stop name=q >/dev/null; cp "$D"/prof/*.jfr "$OUT/" 2>/dev/null
+  runuser -u "$U" -- "$D/jdk/bin/jcmd" "$(cat "$D/es/pid")" JFR.stop name=q >/dev/null
+  if [ -n "${PROFILE_FOLD:-}" ]; then
+    python3 "$P/jfr_fold.py" "$D/jdk/bin/jfr" "$D/prof/q.jfr" "$OUT/q.folded" && gzip -f "$OUT/q.folded"
+  else
+    cp "$D"/prof/*.jfr "$OUT/" 2>/dev/null
+  fi
 fi
 curl -s localhost:9200/_gpu_vectors/stats > "$OUT/gpu_stats_final.json"; echo ">> final stats: $(cat "$OUT/gpu_stats_final.json")"
 cp "$D"/es/logs/*.log "$OUT/" 2>/dev/null
