@@ -95,7 +95,7 @@ def kselect():
 
 
 # the Fashion-MNIST run the plot shows (a directory under docs/results/)
-FMNIST_RUN = "fmnist-2026-11-24-run2"
+FMNIST_RUN = "fmnist-2026-11-24-s10"
 
 
 def fashion_mnist():
