@@ -515,6 +515,15 @@ def stats_delta(s0, s1):
         d["cpu_fallbacks_by_reason"] = {k: v - a["searches"]["cpu_fallbacks_by_reason"].get(k, 0)
                                         for k, v in b["searches"]["cpu_fallbacks_by_reason"].items()
                                         if v - a["searches"]["cpu_fallbacks_by_reason"].get(k, 0)}
+        # segment searches answered by their query's pass (7 of 8 when every query over 8 segments is one pass) and
+        # those that missed it, per reason (older plugins: no reasons); docs/BENCHMARKS.md section 15b
+        searches = b["searches"]["batches"]["searches"] - a["searches"]["batches"]["searches"]
+        hits = b["searches"]["speculative_hits"] - a["searches"]["speculative_hits"]
+        d["parked_share"] = round(hits / searches, 3) if searches else None
+        misses0 = a["searches"].get("speculative_misses_by_reason", {})
+        d["speculative_misses_by_reason"] = {k: v - misses0.get(k, 0)
+                                             for k, v in b["searches"].get("speculative_misses_by_reason", {}).items()
+                                             if v - misses0.get(k, 0)}
         d["active"] = b["gpu"].get("active")
         d["resident_bytes"] = b["memory"]["resident_bytes"]
         d["uploads"] = b["memory"]["uploads"] - a["memory"]["uploads"]
@@ -617,8 +626,9 @@ def bench(system, index, layout, gtkey):
         d = stats_delta(s0, s1)
         log(step="gpu_stats", **base, before=s0, after=s1, delta=d)
         if d:
-            say("%s %s: GPU searches %d (queries %d, %d ms on the GPU), CPU fallbacks %d %s" % (
-                index, layout, d["gpu"], d["gpu_queries"], d["gpu_time_in_millis"], d["cpu_fallbacks"], d["cpu_fallbacks_by_reason"] or ""))
+            say("%s %s: GPU searches %d (queries %d, %d ms on the GPU), CPU fallbacks %d %s, parked share %s, misses %s" % (
+                index, layout, d["gpu"], d["gpu_queries"], d["gpu_time_in_millis"], d["cpu_fallbacks"], d["cpu_fallbacks_by_reason"] or "",
+                d["parked_share"], d["speculative_misses_by_reason"] or "none"))
 
 
 def run_system(system):
@@ -709,8 +719,9 @@ def summarize(rows, out):
             extra.append("- force merge %s: %s s" % (r["index"], r["s"]))
         if r.get("step") == "gpu_stats" and r.get("delta"):
             d = r["delta"]
-            extra.append("- %s (%s): GPU searches %s, GPU queries %s, GPU time %s ms, CPU fallbacks %s %s" % (
-                r["index"], r["segments"], d["gpu"], d["gpu_queries"], d["gpu_time_in_millis"], d["cpu_fallbacks"], d["cpu_fallbacks_by_reason"] or ""))
+            extra.append("- %s (%s): GPU searches %s, GPU queries %s, GPU time %s ms, CPU fallbacks %s %s, parked share %s, misses %s" % (
+                r["index"], r["segments"], d["gpu"], d["gpu_queries"], d["gpu_time_in_millis"], d["cpu_fallbacks"], d["cpu_fallbacks_by_reason"] or "",
+                d.get("parked_share"), d.get("speculative_misses_by_reason") or "none"))
         if r.get("step") == "gpu_after_delete":
             extra.append("- after deleting %s: GPU resident %s bytes (%s segment fields)" % (r["index"], r["resident_bytes"], r["resident_segment_fields"]))
         if r.get("step") == "ground_truth":

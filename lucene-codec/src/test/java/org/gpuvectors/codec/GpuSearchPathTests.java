@@ -327,8 +327,10 @@ class GpuSearchPathTests {
           int leaves = reader.leaves().size();
           assertTrue(leaves >= 3, "several segments");
           long hitsBefore = 0;
+          java.util.Map<?, Long> missesBefore = java.util.Map.of();
           for (int round = 0; round < 2; round++) { // the first query uploads and learns each segment's live docs
             hitsBefore = service.stats().speculativeHits();
+            missesBefore = service.stats().speculativeMissesByReason(); // round 0: segments not resident yet
             for (int q = 0; q < 10; q++) {
               float[] query = randomVector(true);
               int k = 5 + q;
@@ -342,6 +344,7 @@ class GpuSearchPathTests {
           }
           long hits = service.stats().speculativeHits() - hitsBefore;
           assertEquals(10L * (leaves - 1), hits, () -> "the other segments took parked results: " + service.stats());
+          assertEquals(missesBefore, service.stats().speculativeMissesByReason(), () -> "no misses: " + service.stats());
         }
         // one array reused for other vectors: never answered with the previous vector's results
         try (DirectoryReader reader = DirectoryReader.open(dir)) {

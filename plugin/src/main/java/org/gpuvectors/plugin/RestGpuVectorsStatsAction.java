@@ -9,6 +9,7 @@ import org.elasticsearch.xcontent.XContentBuilder;
 import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
+import org.gpuvectors.codec.gpu.SpeculationMiss;
 
 import java.util.List;
 import java.util.Map;
@@ -63,6 +64,12 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("gpu_queries", stats.gpuQueries());
             builder.field("gpu_time_in_millis", stats.gpuNanos() / 1_000_000);
             builder.field("speculative_hits", stats.speculativeHits());
+            // segments that found their query's pass but not a result they could take (each searched alone)
+            builder.startObject("speculative_misses_by_reason");
+            for (Map.Entry<SpeculationMiss, Long> entry : stats.speculativeMissesByReason().entrySet()) {
+                builder.field(entry.getKey().key(), entry.getValue());
+            }
+            builder.endObject();
             // IVF searches whose filter made them scan every list (exact search over the accepted vectors)
             builder.field("ivf_exhaustive", stats.exhaustiveIvfSearches());
             // graph searches whose filter made them exact over the accepted vectors (on the GPU)

@@ -302,12 +302,13 @@ public final class GpuSearchService implements Closeable {
       Speculations.Speculation mine = new Speculations.Speculation(query);
       Speculations.Speculation running = speculations.claim(query, mine);
       if (running != null) {
-        SearchResult parked = running.take(key, token, k, query, speculations.quiet());
-        if (parked != null) {
+        Speculations.Taken parked = running.take(key, token, k, query, speculations.quiet());
+        if (parked.result() != null) {
           stats.recordGpuSearch(1);
           stats.recordSpeculativeHit();
-          return parked;
+          return parked.result();
         }
+        stats.recordSpeculativeMiss(parked.miss());
         // not computed for this segment (not resident then, a larger k, other deletions): search it now
       } else {
         try {

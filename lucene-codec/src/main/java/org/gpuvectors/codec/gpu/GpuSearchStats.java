@@ -35,10 +35,14 @@ public final class GpuSearchStats {
   private final LongAdder deviceRerankQueries = new LongAdder();
   private final LongAdder hostRerankQueries = new LongAdder();
   private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
+  private final Map<SpeculationMiss, LongAdder> speculativeMisses = new EnumMap<>(SpeculationMiss.class);
 
   public GpuSearchStats() {
     for (FallbackReason reason : FallbackReason.values()) {
       cpuFallbacks.put(reason, new LongAdder());
+    }
+    for (SpeculationMiss reason : SpeculationMiss.values()) {
+      speculativeMisses.put(reason, new LongAdder());
     }
   }
 
@@ -201,6 +205,22 @@ public final class GpuSearchStats {
   }
 
   /** Searches that ran on the CPU instead, by reason (reasons never seen are left out). */
+  /**
+   * Segment searches that found their query's speculation but could not take its result, per reason (only
+   * reasons seen): each then searched alone, outside the query's pass.
+   */
+  public Map<SpeculationMiss, Long> speculativeMissesByReason() {
+    Map<SpeculationMiss, Long> out = new EnumMap<>(SpeculationMiss.class);
+    speculativeMisses.forEach(
+        (reason, count) -> {
+          long n = count.sum();
+          if (n > 0) {
+            out.put(reason, n);
+          }
+        });
+    return out;
+  }
+
   public Map<FallbackReason, Long> cpuFallbacksByReason() {
     Map<FallbackReason, Long> out = new EnumMap<>(FallbackReason.class);
     cpuFallbacks.forEach(
@@ -240,6 +260,10 @@ public final class GpuSearchStats {
     speculativeHits.increment();
   }
 
+  void recordSpeculativeMiss(SpeculationMiss reason) {
+    speculativeMisses.get(reason).increment();
+  }
+
   void recordWarmup() {
     warmups.increment();
   }
@@ -266,6 +290,7 @@ public final class GpuSearchStats {
         + evictions()
         + ", cpuFallbacks="
         + cpuFallbacksByReason()
+        + (speculativeMissesByReason().isEmpty() ? "" : ", speculativeMisses=" + speculativeMissesByReason())
         + "}";
   }
 }

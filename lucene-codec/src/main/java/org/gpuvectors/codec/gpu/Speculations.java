@@ -49,13 +49,13 @@ final class Speculations {
 
     /**
      * Waits for the speculation to finish and takes the result for {@code key}: its first {@code
-     * k} per query, or null when there is none for this key, token and k.
+     * k} per query, or why there is none for this key, token and k.
      *
      * @param spin whether to spin (up to {@link #SPIN_NANOS}) before parking: see {@link Speculations#quiet}
      */
-    SearchResult take(Residency.Key key, Object token, int k, float[] query, boolean spin) {
+    Taken take(Residency.Key key, Object token, int k, float[] query, boolean spin) {
       if (Arrays.equals(vector, query) == false) {
-        return null; // the same array now holds another vector
+        return new Taken(null, SpeculationMiss.OTHER_VECTOR); // the same array now holds another vector
       }
       if (spin) {
         for (long end = System.nanoTime() + SPIN_NANOS; done.getCount() != 0 && System.nanoTime() < end; ) {
@@ -78,12 +78,21 @@ final class Speculations {
       synchronized (this) {
         p = parked.get(key);
       }
-      if (p == null || p.token() != token || p.result().k() < k) {
-        return null;
+      if (p == null) {
+        return new Taken(null, SpeculationMiss.NOT_IN_PASS);
       }
-      return firstK(p.result(), k);
+      if (p.token() != token) {
+        return new Taken(null, SpeculationMiss.OTHER_LIVE_DOCS);
+      }
+      if (p.result().k() < k) {
+        return new Taken(null, SpeculationMiss.LARGER_K);
+      }
+      return new Taken(firstK(p.result(), k), null);
     }
   }
+
+  /** What {@link Speculation#take} found: the parked result cut to the k asked for, or why it could not be used. */
+  record Taken(SearchResult result, SpeculationMiss miss) {}
 
   private final Map<Object, Speculation> byQuery;
   private final AtomicInteger running = new AtomicInteger(); // registered and not finished

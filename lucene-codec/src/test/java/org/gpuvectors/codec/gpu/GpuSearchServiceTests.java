@@ -388,7 +388,7 @@ class GpuSearchServiceTests {
         Thread.sleep(finishAfterMillis);
         s.park(key, null, result);
         speculations.finish(s);
-        SearchResult got = taken.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        SearchResult got = taken.get(10, java.util.concurrent.TimeUnit.SECONDS).result();
         assertEquals(1, got.k(), "cut to the k asked for");
         assertEquals(7, got.id(0, 0));
       } finally {
@@ -396,5 +396,25 @@ class GpuSearchServiceTests {
       }
     }
     speculations.finish(mine);
+  }
+  /** A segment that cannot take its parked result learns why: the four reasons the stats count. */
+  @Test
+  void aMissedSpeculationSaysWhy() {
+    Speculations speculations = new Speculations(4);
+    float[] query = vector();
+    Speculations.Speculation s = new Speculations.Speculation(query);
+    assertNull(speculations.claim(query, s));
+    Residency.Key parkedKey = new Residency.Key("segment", "field");
+    Object liveDocs = new Object();
+    s.park(parkedKey, liveDocs, new SearchResult(1, 2, new int[] {7, 3}, new float[] {0.5f, 0.25f}));
+    speculations.finish(s);
+    assertEquals(3, s.take(parkedKey, liveDocs, 2, query, false).result().id(0, 1), "taken");
+    assertEquals(SpeculationMiss.NOT_IN_PASS, s.take(new Residency.Key("other", "field"), liveDocs, 2, query, false).miss());
+    assertEquals(SpeculationMiss.OTHER_LIVE_DOCS, s.take(parkedKey, new Object(), 2, query, false).miss());
+    assertEquals(SpeculationMiss.LARGER_K, s.take(parkedKey, liveDocs, 3, query, false).miss());
+    float[] other = query.clone();
+    other[0] += 1;
+    assertEquals(SpeculationMiss.OTHER_VECTOR, s.take(parkedKey, liveDocs, 2, other, false).miss());
+    assertNull(s.take(parkedKey, liveDocs, 2, query, false).miss(), "a hit has no reason");
   }
 }
