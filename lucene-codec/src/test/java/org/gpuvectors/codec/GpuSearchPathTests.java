@@ -376,6 +376,59 @@ class GpuSearchPathTests {
     }
   }
 
+  /**
+   * An uneven index whose small segment asks first: Lucene asks its large segment for more than the query's k (its
+   * optimistic per-segment k is not capped at k), and the pass must have parked that much for it, or the large
+   * segment misses on every query and searches again in a second pass. Exact results, one pass a query.
+   */
+  @Test
+  void anUnevenIndexIsOnePassPerQueryWhicheverSegmentAsksFirst() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    try (GpuSearchService service = GpuSearchService.withBackend(
+        backend, new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024))) {
+      GpuSearchServices.install(service);
+      VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+      try (Directory dir = FSDirectory.open(tempDir.resolve("uneven"))) {
+        List<float[]> vectors = new ArrayList<>();
+        IndexWriterConfig config =
+            new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setMergePolicy(NoMergePolicy.INSTANCE);
+        try (IndexWriter writer = new IndexWriter(dir, config)) {
+          for (int size : new int[] {40, 150, 2000, 100}) { // the first segment is the first leaf: a small one
+            for (int i = 0; i < size; i++) {
+              float[] v = randomVector(true);
+              Document doc = new Document();
+              doc.add(new StoredField("id", vectors.size()));
+              doc.add(new KnnFloatVectorField(
+                  "vec", v, GpuVectorsFormat.markField(KnnFloatVectorField.createFieldType(DIMS, sim), IndexType.FLAT)));
+              writer.addDocument(doc);
+              vectors.add(v);
+            }
+            writer.commit();
+          }
+        }
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          assertEquals(4, reader.leaves().size());
+          assertTrue(reader.leaves().get(0).reader().maxDoc() < reader.leaves().get(2).reader().maxDoc());
+          IndexSearcher searcher = new IndexSearcher(reader);
+          searcher.search(new KnnFloatVectorQuery("vec", randomVector(true), 100), 100); // uploads the segments
+          long hitsBefore = service.stats().speculativeHits();
+          int passesBefore = backend.passes.get();
+          for (int q = 0; q < 10; q++) {
+            float[] query = randomVector(true);
+            TopDocs td = searcher.search(new KnnFloatVectorQuery("vec", query, 100), 100);
+            assertEquivalent(oracleTopK(vectors, query, sim, 100, id -> true), hits(searcher, td), vectors, query, sim);
+          }
+          assertEquals(passesBefore + 10, backend.passes.get(), () -> "one pass a query: " + service.stats());
+          assertEquals(30, service.stats().speculativeHits() - hitsBefore, () -> "3 segments took parked results");
+          assertEquals(java.util.Map.of(org.gpuvectors.codec.gpu.SpeculationMiss.NOT_IN_PASS, 3L), service.stats().speculativeMissesByReason(),
+              () -> "only the first query's segments, before they were resident: " + service.stats());
+        }
+      } finally {
+        GpuSearchServices.uninstall(service);
+      }
+    }
+  }
+
   @Test
   void searchesAreAnsweredByTheCpuWhenTheDeviceFails() throws IOException {
     FakeBackend backend = new FakeBackend(1L << 30);

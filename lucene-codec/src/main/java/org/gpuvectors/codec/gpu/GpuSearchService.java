@@ -449,12 +449,16 @@ public final class GpuSearchService implements Closeable {
         segments.add(peerSegment);
         totalDocs += peerSegment.maxDoc();
       }
-      int parkK = Math.max(k, Math.min(MAX_GPU_K, fullK(requestedK, segment.maxDoc() / (double) totalDocs)));
+      int queryK = Math.min(MAX_GPU_K, fullK(requestedK, segment.maxDoc() / (double) totalDocs));
+      int parkK = Math.max(k, queryK);
       List<SearchBatcher.Search> searches = new ArrayList<>(keys.size());
       for (int i = 0; i < keys.size(); i++) {
         DeviceIndex index = handles.get(i).index();
-        // this segment's k as the caller chose it; a peer's as it would ask for the parked k (ivf_pq: candidates)
-        int wanted = i == 0 ? parkK : Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), parkK));
+        // this segment's k as the caller chose it; a peer's as it would ask for the parked k (ivf_pq: candidates),
+        // or for Lucene's first ask of it when that is more (a peer larger than this segment)
+        int peerK = i == 0 ? parkK
+            : Math.min(MAX_GPU_K, Math.max(parkK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
+        int wanted = i == 0 ? parkK : Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK));
         int searchK = Math.max(1, Math.min(wanted, index.size()));
         // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
         int probes = i == 0 ? nprobe : segments.get(i).probes(keys.get(i).field(), searchK);
@@ -481,7 +485,7 @@ public final class GpuSearchService implements Closeable {
   /**
    * The largest k of a query whose per-segment k, for a segment holding {@code share} of the index's
    * documents, is {@code leafK}: Lucene's optimistic knn search asks each segment for {@code
-   * max(1, k p + 16 sqrt(k p (1 - p)))} (capped at k) first, and the segments it must revisit for the
+   * max(1, k p + 16 sqrt(k p (1 - p)))} first ({@link #leafK}), and the segments it must revisit for the
    * full k. Solving x + 16 sqrt(x (1 - p)) = leafK + 1 for x = k p gives that k (rounded up).
    */
   static int fullK(int leafK, double share) {
@@ -491,6 +495,22 @@ public final class GpuSearchService implements Closeable {
     double c = 16 * Math.sqrt(1 - share);
     double root = (-c + Math.sqrt(c * c + 4.0 * (leafK + 1))) / 2;
     return (int) Math.min(Integer.MAX_VALUE, Math.max(leafK, Math.ceil(root * root / share)));
+  }
+
+  /**
+   * What Lucene's optimistic knn search (Lucene 10.5, {@code AbstractKnnVectorQuery}) asks first of a segment
+   * holding {@code share} of the index's documents, for a query of k: {@code max(1, k p + 16 sqrt(k p (1 - p)))},
+   * plus one for its float arithmetic. Not capped at k: a segment holding more than about a third of the documents
+   * is asked for more than k. A query's pass parks at least this for every peer; parking only the k of the
+   * segment that asked first (a small one) sent the largest segment of an uneven index to a second pass on every
+   * query (docs/BENCHMARKS.md section 15b).
+   */
+  static int leafK(int k, double share) {
+    if (share >= 1 || share <= 0) {
+      return k;
+    }
+    double kp = k * share;
+    return (int) Math.min(Integer.MAX_VALUE, Math.max(1, kp + 16 * Math.sqrt(kp * (1 - share))) + 1);
   }
 
   /**

@@ -342,6 +342,25 @@ class GpuSearchServiceTests {
     }
   }
 
+  /**
+   * The k parked for a peer covers what Lucene's optimistic search asks of it first, computed as Lucene 10.5 does (in
+   * float): for a segment holding a large share of the index, more than the query's k.
+   */
+  @Test
+  void leafKCoversLucenesFirstAskOfEverySegment() {
+    boolean aboveK = false;
+    for (float share : new float[] {0.001f, 0.01f, 1 / 12f, 0.2f, 1 / 3f, 0.5f, 0.77f, 0.9f, 0.999f}) {
+      for (int k = 1; k <= 2000; k++) {
+        int lucene = (int) Math.max(1.0, k * share + 16.0 * Math.sqrt(k * share * (1 - share)));
+        int ours = GpuSearchService.leafK(k, share);
+        assertTrue(ours >= lucene, "share " + share + " k " + k + ": " + ours + " < " + lucene);
+        assertTrue(ours <= lucene + 2, "share " + share + " k " + k + ": " + ours + " far above " + lucene);
+        aboveK |= lucene > k;
+      }
+    }
+    assertTrue(aboveK, "Lucene asks a large segment for more than k");
+  }
+
   /** A query's speculation serves that query only: same array and contents, within its lifetime. */
   @Test
   void aSpeculationServesOneExecutionOfAQuery() throws InterruptedException {
