@@ -184,7 +184,7 @@ public final class BatchSearch {
     int count = groups.size();
     // independent chains of launches: each group launched alone, the table walk, each shared member whose coarse
     // step runs alone (the others' are in the shared chain on lane 0, after the lanes): lanes only for two or more
-    int alone = laneGroups(groups, walked) - (shared != null ? shared.members() - shared.coarseAlone() : 0);
+    int alone = laneGroups(groups, walked) - (shared != null ? shared.membersInTable() : 0);
     int chains = alone + (walked != null ? 1 : 0);
     boolean any = false;
     try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? device.lanes(Math.min(chains, maxLanes)) : null) {
@@ -215,8 +215,7 @@ public final class BatchSearch {
           continue; // nothing to search (the slots keep id -1), or walked in the table launch above
         }
         boolean member = shared != null && shared.member(g);
-        if (lanes != null && (!member || !((GpuIvfPqIndex) group.index()).coarseFitsTable(group.numQueries(),
-            group.nprobe()))) {
+        if (lanes != null && !(member && shared.coarseInTable(g))) {
           lanes.use(chain++); // a chain of its own (a member in the coarse table launch enqueues nothing here)
         }
         long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];

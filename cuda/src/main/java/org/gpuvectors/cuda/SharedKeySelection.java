@@ -29,8 +29,7 @@ final class SharedKeySelection implements AutoCloseable {
 
   private final GpuDevice device;
   private final int[] firstRow; // per group of the pass, its first row, or -1 for a group that is not a member
-  private final int members;
-  private final int coarseAlone; // members whose coarse step runs alone (not in the table launch)
+  private final boolean[] coarseInTable; // per group of the pass: a member whose coarse step is in the table launch
   private final int rows;
   private final int k;
   private final int dims;
@@ -41,12 +40,11 @@ final class SharedKeySelection implements AutoCloseable {
   private final DeviceBuffer candIds;
   private final List<GpuIvfPqIndex.KeysScan> scans = new ArrayList<>(); // the members' coarse steps, in member order
 
-  private SharedKeySelection(GpuDevice device, int[] firstRow, int members, int coarseAlone, int rows, long rowWidth,
+  private SharedKeySelection(GpuDevice device, int[] firstRow, boolean[] coarseInTable, int rows, long rowWidth,
                              int k, int candidates, int dims, Metric metric) {
     this.device = device;
     this.firstRow = firstRow;
-    this.members = members;
-    this.coarseAlone = coarseAlone;
+    this.coarseInTable = coarseInTable;
     this.rows = rows;
     this.k = k;
     this.dims = dims;
@@ -80,8 +78,8 @@ final class SharedKeySelection implements AutoCloseable {
   static SharedKeySelection plan(GpuDevice device, List<SearchGroup> groups, boolean[] walked) {
     int[] firstRow = new int[groups.size()];
     java.util.Arrays.fill(firstRow, -1);
+    boolean[] coarseInTable = new boolean[groups.size()];
     int members = 0;
-    int coarseAlone = 0;
     int rows = 0;
     long width = 0;
     SearchGroup first = null;
@@ -111,13 +109,13 @@ final class SharedKeySelection implements AutoCloseable {
       rows += group.numQueries();
       width = wider;
       members++;
-      coarseAlone += pq.coarseFitsTable(group.numQueries(), group.nprobe()) ? 0 : 1;
+      coarseInTable[g] = pq.coarseFitsTable(group.numQueries(), group.nprobe());
     }
     if (members < 2) {
       return null;
     }
     GpuIvfPqIndex lead = (GpuIvfPqIndex) first.index();
-    return new SharedKeySelection(device, firstRow, members, coarseAlone, rows, width, first.k(),
+    return new SharedKeySelection(device, firstRow, coarseInTable, rows, width, first.k(),
         lead.candidates(first.k()), lead.dims(), lead.metric());
   }
 
@@ -126,17 +124,21 @@ final class SharedKeySelection implements AutoCloseable {
     return firstRow[g] >= 0;
   }
 
-  /** The members of the pass, each a group that would otherwise be launched on its own lane. */
-  int members() {
-    return members;
+  /**
+   * Whether group {@code g} is a member whose coarse step is in {@link #enqueueSelection}'s table launch: its {@link
+   * #enqueueProbes} enqueues nothing, so it needs no lane of its own (the other members' coarse steps do).
+   */
+  boolean coarseInTable(int g) {
+    return coarseInTable[g];
   }
 
-  /**
-   * The members whose coarse step is launched from {@link #enqueueProbes}, each a chain of its own on a lane; the
-   * others enqueue nothing there (their coarse step is in {@link #enqueueSelection}'s table launch).
-   */
-  int coarseAlone() {
-    return coarseAlone;
+  /** The members whose coarse step is in the table launch ({@link #coarseInTable}). */
+  int membersInTable() {
+    int n = 0;
+    for (boolean inTable : coarseInTable) {
+      n += inTable ? 1 : 0;
+    }
+    return n;
   }
 
   /**

@@ -204,26 +204,23 @@ public final class GpuSearchStats {
     return cpuFallbacks.get(reason).sum();
   }
 
-  /** Searches that ran on the CPU instead, by reason (reasons never seen are left out). */
   /**
    * Segment searches that found their query's speculation but could not take its result, per reason (only
    * reasons seen): each then searched alone, outside the query's pass.
    */
   public Map<SpeculationMiss, Long> speculativeMissesByReason() {
-    Map<SpeculationMiss, Long> out = new EnumMap<>(SpeculationMiss.class);
-    speculativeMisses.forEach(
-        (reason, count) -> {
-          long n = count.sum();
-          if (n > 0) {
-            out.put(reason, n);
-          }
-        });
-    return out;
+    return seen(speculativeMisses, SpeculationMiss.class);
   }
 
+  /** Searches that ran on the CPU instead, by reason (reasons never seen are left out). */
   public Map<FallbackReason, Long> cpuFallbacksByReason() {
-    Map<FallbackReason, Long> out = new EnumMap<>(FallbackReason.class);
-    cpuFallbacks.forEach(
+    return seen(cpuFallbacks, FallbackReason.class);
+  }
+
+  /** The counts of {@code counters} above zero, in the enum's order. */
+  private static <E extends Enum<E>> Map<E, Long> seen(Map<E, LongAdder> counters, Class<E> type) {
+    Map<E, Long> out = new EnumMap<>(type);
+    counters.forEach(
         (reason, count) -> {
           long n = count.sum();
           if (n > 0) {
