@@ -533,6 +533,35 @@ def stats_delta(s0, s1):
         return None
 
 
+def pass_figures(s0, s1, window_s):
+    """What the node's GPU passes did during one measured point (stats before and after it): passes, segment searches a
+    pass, host enqueue / device wait / whole pass in us a pass, and the share of the window that passes ran (over 1:
+    passes overlapped). Tells whether the host (enqueue under the device lock) or the device bounds a point."""
+    try:
+        a, b = s0["searches"], s1["searches"]
+        passes = b["batches"]["count"] - a["batches"]["count"]
+        if passes <= 0:
+            return None
+        us = lambda src: 1000.0 * (src(b) - src(a)) / passes
+        return {"passes": passes,
+                "searches_per_pass": round((b["batches"]["searches"] - a["batches"]["searches"]) / passes, 2),
+                "enqueue_us": round(us(lambda s: s["batches"]["enqueue_time_in_millis"]), 1),
+                "wait_us": round(us(lambda s: s["batches"]["wait_time_in_millis"]), 1),
+                "pass_us": round(us(lambda s: s["gpu_time_in_millis"]), 1),
+                "busy": round((b["gpu_time_in_millis"] - a["gpu_time_in_millis"]) / 1000.0 / window_s, 3) if window_s else None}
+    except (KeyError, TypeError):
+        return None
+
+
+def measured(is_gpu, fn):
+    """fn()'s load result; for GPU systems with the point's pass figures (pass_figures) under "passes"."""
+    p0 = gpu_stats() if is_gpu else None
+    r = fn()
+    if is_gpu:
+        r["passes"] = pass_figures(p0, gpu_stats(), r.get("window_s"))
+    return r
+
+
 PAIRED = {}  # the knn ceiling's index kept for --paired: its requests and ground truth
 
 
@@ -592,7 +621,7 @@ def bench(system, index, layout, gtkey):
         warm_up(reqs, gts, "knn")
         for cl in A.clients:
             paired = paired_ceiling(system, cl)
-            r = run_load(reqs, gts, "knn", cl)
+            r = measured(is_gpu, lambda: run_load(reqs, gts, "knn", cl))
             if paired:
                 r["ceiling_qps"] = paired["qps"]
                 r["of_ceiling"] = round(r["qps"] / paired["qps"], 3) if paired["qps"] else None
@@ -601,10 +630,13 @@ def bench(system, index, layout, gtkey):
                 system, layout, nc, cl, r["qps"], r["p50_ms"], r["p99_ms"], r.get("recall"), r["errors"],
                 r.get("node_cpu_cores"), " (%.0f %% of the paired ceiling's %.0f q/s)" % (100 * r["of_ceiling"], paired["qps"])
                 if paired and r.get("of_ceiling") else ""))
+            if r.get("passes"):
+                say("  passes: %(passes)d, %(searches_per_pass)s segment searches a pass, enqueue %(enqueue_us)s us, "
+                    "wait %(wait_us)s us, whole %(pass_us)s us a pass, busy %(busy)s of the window" % r["passes"])
     nc = ncs[0]
     if gtkey == "all":
         for p in A.filters:
-            r = run_load(knn_requests(index, nc, p), truth_sets("all", p), "knn", A.filter_clients)
+            r = measured(is_gpu, lambda: run_load(knn_requests(index, nc, p), truth_sets("all", p), "knn", A.filter_clients))
             log(step="filtered", num_candidates=nc, selectivity_pct=p, **base, **r)
             say("%s %s filter %d%%, %d clients: %.0f q/s p50 %s ms recall %s" % (system, layout, p, A.filter_clients, r["qps"], r["p50_ms"], r.get("recall")))
     # _msearch on every index, the knn ceiling's included: issue 7 compares ours with the same _msearch there
@@ -618,7 +650,7 @@ def bench(system, index, layout, gtkey):
         reqs.append(Conn.build("POST", "/_msearch?filter_path=responses.hits.hits._id,responses.error",
                                "\n".join(lines) + "\n", "application/x-ndjson"))
     for cl in A.msearch_clients:
-        r = run_load(reqs, gts, "msearch", cl)
+        r = measured(is_gpu, lambda: run_load(reqs, gts, "msearch", cl))
         log(step="msearch", num_candidates=nc, batch=m, **base, **r)
         say("%s %s _msearch x%d, %d clients: %.0f searches/s, request p50 %s ms, recall %s" % (system, layout, m, cl, r["searches_per_s"], r["p50_ms"], r.get("recall")))
     if is_gpu:
