@@ -171,9 +171,16 @@ __device__ __forceinline__ void tangSelect(const SelectParams& p) {
 // over blocksPerRow slices of every row (gv_radix_range, gv_radix_digit up to three times, gv_radix_gather);
 // the blocks of a row meet in its RadixRow in global memory, and the last block of the row to finish a pass
 // (counted in `arrived`, after a fence) concludes it: the row's range, the digit's bin, the final sort.
+// gv_radix_fused runs all the passes in one launch (cooperative, so that every block of the grid is resident): a
+// row's blocks wait between passes until its last block has concluded the pass (passDone). Five launches were a
+// third of the host time that enqueues a one-query IVF-PQ pass (JFR, H100; the host, not the GPU, bounded
+// concurrent searches, docs/BENCHMARKS.md section 16). The state is read with __ldcg: within one launch a block's
+// L1 may still hold what it read of the row before another block concluded a pass.
 constexpr int kRadixThreads = 512;
 constexpr int kRadixDigitBits = 12;
 constexpr int kRadixBins = 1 << kRadixDigitBits;
+constexpr int kRadixDigitPasses = 3;  // KSelect.RADIX_DIGIT_PASSES
+static_assert(kRadixDigitPasses * kRadixDigitBits >= 32, "the digit passes resolve a 32-bit key");
 constexpr int kRadixMaxK = 2048;  // KSelect.MAX_K
 constexpr int kRadixUnroll = 8;   // independent loads per thread and step: the slice's reads in flight
 constexpr unsigned kRadixNone = 0xffffffffu;  // the key of a value never selected
@@ -192,7 +199,8 @@ struct RadixRow {
   int complete;    // every value matching the prefix is taken
   int count;       // values gathered into selKey / selId
   int equal;       // values matching the whole prefix offered to the gather (when not complete)
-  int unused[4];
+  int passDone;    // gv_radix_fused: passes concluded (the row's blocks wait for it between passes)
+  int unused[3];
   int hist[kRadixBins];           // the current digit's histogram, summed over the row's blocks
   unsigned selKey[kRadixMaxK];    // the gathered keys and ids, in arrival order
   int selId[kRadixMaxK];
@@ -277,7 +285,7 @@ __device__ __forceinline__ bool radixLastBlock(RadixRow& w, int blocksPerRow) {
 
 // Pass 0: the row's smallest and largest key and how many values may be selected; the last block sets the
 // digits to resolve (the top bit of max - min) or marks the row as taken whole.
-__device__ __forceinline__ void radixRange(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
+__device__ __forceinline__ bool radixRange(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
   __shared__ int warpSums[kWarpSize + 1];
   __shared__ unsigned warpMin[kWarpSize], warpMax[kWarpSize];
   const RadixSlice s = radixSlice(p, blocksPerRow);
@@ -312,7 +320,7 @@ __device__ __forceinline__ void radixRange(const SelectParams& p, RadixRow* rows
     atomicMax(&w.hi, hi);
     atomicAdd(&w.valid, total);
   }
-  if (!radixLastBlock(w, blocksPerRow)) return;
+  if (!radixLastBlock(w, blocksPerRow)) return false;
   if (threadIdx.x == 0) {
     const unsigned rowLo = ~__ldcg(&w.loInv);
     const bool all = __ldcg(&w.valid) <= p.k;
@@ -323,20 +331,23 @@ __device__ __forceinline__ void radixRange(const SelectParams& p, RadixRow* rows
     w.remaining = p.k;
     w.arrived = 0;
   }
+  return true;
 }
 
 // One digit pass: each block's histogram of the next digit among its values that match the prefix, summed into
 // the row's; the last block finds the bin where the count reaches `remaining` and extends the prefix. Rows whose
 // selection is resolved (top 0, or the prefix's values taken whole) skip the pass (the same for all their blocks).
-__device__ __forceinline__ void radixDigit(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
+// Returns kRadixSkipped for a skipped pass, else whether this block concluded it.
+constexpr int kRadixSkipped = -1;
+__device__ __forceinline__ int radixDigit(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
   __shared__ int hist[kRadixBins];
   __shared__ int warpSums[kWarpSize + 1];
   __shared__ int sBin, sBelow;
   const RadixSlice s = radixSlice(p, blocksPerRow);
   RadixRow& w = rows[s.row];
-  const int top = w.top;
-  if (top == 0 || w.complete) return;
-  const unsigned lo = ~w.loInv, prefix = w.prefix, mask = w.mask;
+  const int top = __ldcg(&w.top);
+  if (top == 0 || __ldcg(&w.complete)) return kRadixSkipped;
+  const unsigned lo = ~__ldcg(&w.loInv), prefix = __ldcg(&w.prefix), mask = __ldcg(&w.mask);
   const int shift = max(0, top - kRadixDigitBits);
   const int bins = 1 << (top - shift);
   for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = 0;
@@ -354,14 +365,14 @@ __device__ __forceinline__ void radixDigit(const SelectParams& p, RadixRow* rows
   for (int b = threadIdx.x; b < bins; b += blockDim.x) {
     if (hist[b] != 0) atomicAdd(&w.hist[b], hist[b]);
   }
-  if (!radixLastBlock(w, blocksPerRow)) return;
+  if (!radixLastBlock(w, blocksPerRow)) return 0;
   for (int b = threadIdx.x; b < bins; b += blockDim.x) {
     hist[b] = __ldcg(&w.hist[b]);
     w.hist[b] = 0;  // zero for the next pass
   }
   __syncthreads();
   // the bin in which the running count reaches `remaining`: each thread sums bins / blockDim.x consecutive bins
-  const int remaining = w.remaining;
+  const int remaining = __ldcg(&w.remaining);
   const int per = (bins + blockDim.x - 1) / blockDim.x;
   const int b0 = threadIdx.x * per;
   int mine = 0;
@@ -385,6 +396,7 @@ __device__ __forceinline__ void radixDigit(const SelectParams& p, RadixRow* rows
     w.top = shift;
     w.arrived = 0;
   }
+  return 1;
 }
 
 // The gather: every value whose digits are below the prefix, and of those equal to it all (complete) or
@@ -397,9 +409,9 @@ __device__ __forceinline__ void radixGather(const SelectParams& p, RadixRow* row
   const RadixSlice s = radixSlice(p, blocksPerRow);
   RadixRow& w = rows[s.row];
   const int* ids = p.inIdx != nullptr ? p.inIdx + (long long)s.row * p.inRowStride : nullptr;
-  const bool all = w.all, complete = w.complete;
-  const unsigned lo = ~w.loInv, prefix = w.prefix, mask = w.mask;
-  const int remaining = w.remaining;
+  const bool all = __ldcg(&w.all), complete = __ldcg(&w.complete);
+  const unsigned lo = ~__ldcg(&w.loInv), prefix = __ldcg(&w.prefix), mask = __ldcg(&w.mask);
+  const int remaining = __ldcg(&w.remaining);
   if (threadIdx.x == 0) sCount = 0;
   __syncthreads();
   for (int base = s.begin; base < s.end; base += blockDim.x * kRadixUnroll) {
@@ -457,6 +469,37 @@ __device__ __forceinline__ void radixGather(const SelectParams& p, RadixRow* row
   }
 }
 
+// Between two passes of gv_radix_fused: the block that concluded pass `pass` of its row publishes it (every
+// thread's writes to the row fenced first); the row's other blocks wait until it is published. Every block of
+// the row calls it with the same pass; the cooperative launch keeps them all resident, so the wait ends.
+__device__ __forceinline__ void radixPassBarrier(RadixRow& w, bool concluded, int pass) {
+  if (concluded) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) atomicExch(&w.passDone, pass);
+    return;
+  }
+  if (threadIdx.x == 0) {
+    while (atomicAdd(&w.passDone, 0) < pass) __nanosleep(100);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// Every pass of the radix selection in one launch: range, up to three digits (a resolved row's blocks stop
+// together: all read the same published state), gather and sort.
+__device__ __forceinline__ void radixFused(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
+  RadixRow& w = rows[blockIdx.x / blocksPerRow];
+  int pass = 1;
+  radixPassBarrier(w, radixRange(p, rows, blocksPerRow), pass);
+  for (int digit = 0; digit < kRadixDigitPasses; ++digit) {
+    const int concluded = radixDigit(p, rows, blocksPerRow);
+    if (concluded == kRadixSkipped) break;
+    radixPassBarrier(w, concluded == 1, ++pass);
+  }
+  radixGather(p, rows, blocksPerRow);
+}
+
 }  // namespace gv
 
 using gv::SelectParams;
@@ -500,5 +543,10 @@ __global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_digit(SelectParams
 __global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_gather(SelectParams p, gv::RadixRow* rows,
                                                                      int blocksPerRow) {
   gv::radixGather(p, rows, blocksPerRow);
+}
+// All the passes above in one cooperative launch (KSelect.radixSelect, when the grid fits on the device at once).
+__global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_fused(SelectParams p, gv::RadixRow* rows,
+                                                                    int blocksPerRow) {
+  gv::radixFused(p, rows, blocksPerRow);
 }
 }

@@ -35,6 +35,7 @@ public final class GpuDevice implements AutoCloseable {
   private final Condition slotFreed = lock.newCondition();
   /** The slots of the passes that may be in flight at once, created on first use ({@link #beginPass}). */
   private final PassSlot[] slots = new PassSlot[MAX_PASSES];
+  private final boolean cooperativeLaunch;
   private int concurrentPasses = PASSES; // slots in use: PASSES, or what a test set
   private PassSlot enqueuing; // the slot whose pass holds the lock and enqueues, or null
   private final DeviceMemoryPool pool;
@@ -86,6 +87,8 @@ public final class GpuDevice implements AutoCloseable {
     this.info = a.devices().stream().filter(d -> d.ordinal() == ordinal).findFirst()
         .orElseThrow(() -> new IllegalArgumentException("no usable CUDA device " + ordinal + ": " + a.reason()));
     Driver.check("cuDeviceGet", JCudaDriver.cuDeviceGet(device, ordinal));
+    this.cooperativeLaunch = GpuAvailability.attribute(device,
+        jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH) != 0;
     if (BLOCKING_SYNC) {
       Driver.check("cuDevicePrimaryCtxSetFlags",
           JCudaDriver.cuDevicePrimaryCtxSetFlags(device, CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC));
@@ -194,6 +197,11 @@ public final class GpuDevice implements AutoCloseable {
 
   public int multiprocessorCount() {
     return info.multiprocessors();
+  }
+
+  /** Whether the device takes cooperative launches (every block of a grid resident at once): sm_60 and later. */
+  boolean cooperativeLaunch() {
+    return cooperativeLaunch;
   }
 
   public long totalMemoryBytes() {

@@ -204,6 +204,12 @@ public final class KSelect {
       Pointer state = Pointer.to(new long[] {zeroedState.address()});
       Pointer blocks = Pointer.to(new int[] {perRow});
       KernelModule module = device.module();
+      if (fusedRadix && device.cooperativeLaunch()
+          && grid <= (long) module.maxBlocksPerSm(RADIX_FUSED_KERNEL, RADIX_THREADS) * device.multiprocessorCount()) {
+        module.launchCooperative(RADIX_FUSED_KERNEL, (int) grid, RADIX_THREADS, device.stream(), params, state, blocks);
+        fusedRadixLaunches++;
+        return;
+      }
       module.launch("gv_radix_range", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
       for (int digit = 0; digit < RADIX_DIGIT_PASSES; digit++) {
         module.launch("gv_radix_digit", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
@@ -211,6 +217,19 @@ public final class KSelect {
       module.launch("gv_radix_gather", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
     }
   }
+
+  /** The radix selection's passes in one cooperative launch (select_kernels.cu). */
+  static final String RADIX_FUSED_KERNEL = "gv_radix_fused";
+
+  /**
+   * Whether {@link #radixSelect(GpuDevice, SelectParams, DeviceBuffer)} runs its passes as one cooperative launch
+   * ({@link #RADIX_FUSED_KERNEL}) when the grid fits on the device at once (else, or when false, one launch a pass):
+   * four launches fewer, a third of the host time that enqueued a one-query IVF-PQ pass. Tests flip it to check both.
+   */
+  static volatile boolean fusedRadix = !Boolean.getBoolean("gpuvectors.gpu.radix_per_pass");
+
+  /** Radix selections run as one cooperative launch since the class loaded (tests: the path they meant to check). */
+  static long fusedRadixLaunches; // written under a device's lock; read by tests after their launches
 
   /**
    * Blocks a row of {@code len} values is split over: one per {@link #RADIX_VALUES_PER_BLOCK} values, as long as

@@ -147,6 +147,17 @@ final class KernelModule implements AutoCloseable {
         JCudaDriver.cuLaunchKernel(f, gridX, gridY, gridZ, block, 1, 1, sharedBytes, stream, Pointer.to(args), null));
   }
 
+  /**
+   * As {@link #launch} (a grid of one dimension), as a cooperative launch: every block of the grid is resident at
+   * once (the driver refuses a grid larger than the device holds: {@link #maxBlocksPerSm}), so that blocks may wait
+   * for one another within the launch.
+   */
+  void launchCooperative(String name, int gridX, int block, CUstream stream, Pointer... args) {
+    CUfunction f = function(name);
+    Driver.check("cuLaunchCooperativeKernel(" + name + ")",
+        JCudaDriver.cuLaunchCooperativeKernel(f, gridX, 1, 1, block, 1, 1, 0, stream, Pointer.to(args)));
+  }
+
   @Override
   public void close() {
     if (!closed) {

@@ -2,6 +2,7 @@ package org.gpuvectors.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -9,6 +10,7 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** WarpSelect / BlockSelect / Tang and the radix selection on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class KSelectGpuTest extends GpuTestCase {
@@ -77,12 +79,34 @@ class KSelectGpuTest extends GpuTestCase {
   /**
    * The radix selection ({@link KSelect#radixSelect}) against the oracle: the shapes of {@link #matchesOracle}
    * (ties, NaN and infinities), smallest and largest, k from 1 to 2048 and past the row's length, and rows whose
-   * given length ({@code rowLens}) is shorter than the matrix's.
+   * given length ({@code rowLens}) is shorter than the matrix's; with its passes in one cooperative launch and one
+   * launch each. The fused path must have run every shape whose grid fits the device (all but the 700 rows).
    */
-  @Test
-  void radixMatchesOracle() {
-    Random r = new Random(99);
-    int[][] shapes = {{1, 10}, {5, 100}, {37, 5000}, {1, 200_000}, {3, 70_000}, {40, 64}};
+  @ParameterizedTest
+  @ValueSource(booleans = {true, false})
+  void radixMatchesOracle(boolean fused) {
+    boolean before = KSelect.fusedRadix;
+    KSelect.fusedRadix = fused;
+    long fusedBefore = KSelect.fusedRadixLaunches;
+    int fitting = 0;
+    try {
+      fitting = radixCases(new Random(99));
+    } finally {
+      KSelect.fusedRadix = before;
+    }
+    assertEquals(fused ? fitting : 0, KSelect.fusedRadixLaunches - fusedBefore, "radix selections in one launch");
+  }
+
+  /** Runs and checks radixMatchesOracle's cases; returns how many have a grid that one cooperative launch holds. */
+  private static int radixCases(Random r) {
+    int[][] shapes = {{1, 10}, {5, 100}, {37, 5000}, {1, 200_000}, {3, 70_000}, {40, 64}, {700, 300}};
+    int capacity;
+    try (GpuDevice.Scope scope = device.lock()) {
+      capacity = device.module().maxBlocksPerSm(KSelect.RADIX_FUSED_KERNEL, KSelect.RADIX_THREADS)
+          * device.multiprocessorCount();
+    }
+    assertTrue(700 > capacity, "the 700-row case must not fit one cooperative launch (" + capacity + " blocks)");
+    int fitting = 0;
     int[] ks = {1, 10, 100, 400, 1000, 2048};
     List<String> failures = new ArrayList<>();
     int cases = 0;
@@ -103,15 +127,19 @@ class KSelectGpuTest extends GpuTestCase {
               if (f != null) {
                 failures.add(f);
               }
+              long grid = (long) sh[0] * KSelect.radixBlocksPerRow(sh[0], sh[1], device.multiprocessorCount());
+              fitting += grid <= capacity ? 1 : 0;
             }
           }
         }
       }
     }
-    System.out.println("[gpu-vectors] radix select: " + cases + " cases, " + failures.size() + " failures");
+    System.out.println("[gpu-vectors] radix select" + (KSelect.fusedRadix ? " (one launch where it fits)" : "")
+        + ": " + cases + " cases, " + failures.size() + " failures");
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+    return fitting;
   }
 
   static String checkRadix(Shape s, int rows, int len, int[] lens, int k, boolean largest, Random r) {

@@ -97,6 +97,7 @@ class ParamLayoutTest {
     assertEquals(KSelect.RADIX_VALUES_PER_BLOCK, KSelect.RADIX_THREADS * constant(kernels, "kRadixUnroll"));
     assertEquals(KSelect.MAX_K, constant(kernels, "kRadixMaxK"));
     assertTrue(KSelect.RADIX_DIGIT_PASSES * constant(kernels, "kRadixDigitBits") >= 32, "digit passes cover a key");
+    assertEquals(KSelect.RADIX_DIGIT_PASSES, constant(kernels, "kRadixDigitPasses"), "gv_radix_fused's digit passes");
     Matcher size = Pattern.compile("static_assert\\(sizeof\\(RadixRow\\) == (\\d+),").matcher(kernels);
     assertTrue(size.find(), "RadixRow's size asserted in select_kernels.cu");
     assertEquals(KSelect.RADIX_ROW_BYTES, Long.parseLong(size.group(1)));
