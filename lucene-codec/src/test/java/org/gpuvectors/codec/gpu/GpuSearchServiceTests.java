@@ -416,6 +416,49 @@ class GpuSearchServiceTests {
     }
     speculations.finish(mine);
   }
+  /**
+   * Every segment waiting on a speculation wakes when it finishes and gets its own parked result; one interrupted
+   * while it waits goes on waiting for the pass and keeps its interrupt flag.
+   */
+  @Test
+  void everyWaitingSegmentWakesWhenItsPassEnds() throws Exception {
+    Speculations speculations = new Speculations(4);
+    float[] query = vector();
+    Speculations.Speculation s = new Speculations.Speculation(query);
+    assertNull(speculations.claim(query, s));
+    int waiting = 7;
+    var pool = Executors.newFixedThreadPool(waiting);
+    try {
+      List<Future<Integer>> taken = new ArrayList<>();
+      java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(waiting);
+      for (int i = 0; i < waiting; i++) {
+        Residency.Key key = new Residency.Key("segment" + i, "field");
+        s.park(key, null, new SearchResult(1, 1, new int[] {100 + i}, new float[] {i}));
+        boolean interrupt = i == 0;
+        taken.add(pool.submit(() -> {
+          started.countDown();
+          if (interrupt) {
+            Thread.currentThread().interrupt();
+          }
+          Speculations.Taken t = s.take(key, null, 1, query, false);
+          return Thread.interrupted() == interrupt ? t.result().id(0, 0) : -1;
+        }));
+      }
+      assertTrue(started.await(10, TimeUnit.SECONDS));
+      Thread.sleep(50); // let them park
+      for (var f : taken) {
+        assertFalse(f.isDone(), "waits for the pass");
+      }
+      speculations.finish(s);
+      for (int i = 0; i < waiting; i++) {
+        assertEquals(100 + i, taken.get(i).get(10, TimeUnit.SECONDS),
+            "segment " + i + " takes its own result (and keeps its interrupt flag)");
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
   /** A segment that cannot take its parked result learns why: the four reasons the stats count. */
   @Test
   void aMissedSpeculationSaysWhy() {
