@@ -156,9 +156,10 @@ public final class KSelect {
    * values, where the sorted queues of WarpSelect and BlockSelect cost most. Each row is split over {@link
    * #radixBlocksPerRow} blocks and each pass is one launch over every row's blocks: the range ({@code
    * gv_radix_range}), up to three digits ({@code gv_radix_digit}, a pass whose row is resolved returns at once)
-   * and the gather and sort ({@code gv_radix_gather}); a zeroed {@link #RADIX_ROW_BYTES} per row carries a row's
-   * state from pass to pass. Reads the input, its ids and inScale; norms, accept masks, clamping and chunks are
-   * refused. Asynchronous.
+   * and the gather and sort ({@code gv_radix_gather}); or all of them in one cooperative launch ({@link
+   * #RADIX_FUSED_KERNEL}, see {@link #fusedRadix}) when the grid fits on the device at once. A zeroed {@link
+   * #RADIX_ROW_BYTES} per row carries a row's state from pass to pass. Reads the input, its ids and inScale; norms,
+   * accept masks, clamping and chunks are refused. Asynchronous.
    */
   static void radixSelect(GpuDevice device, SelectParams p) {
     if (p.rows == 0) {
