@@ -11,8 +11,10 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.gpu.SpeculationMiss;
 
+import java.io.IOException;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -65,11 +67,7 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("gpu_time_in_millis", stats.gpuNanos() / 1_000_000);
             builder.field("speculative_hits", stats.speculativeHits());
             // segments that found their query's pass but not a result they could take (each searched alone)
-            builder.startObject("speculative_misses_by_reason");
-            for (Map.Entry<SpeculationMiss, Long> entry : stats.speculativeMissesByReason().entrySet()) {
-                builder.field(entry.getKey().key(), entry.getValue());
-            }
-            builder.endObject();
+            countsByReason(builder, "speculative_misses_by_reason", stats.speculativeMissesByReason(), SpeculationMiss::key);
             // IVF searches whose filter made them scan every list (exact search over the accepted vectors)
             builder.field("ivf_exhaustive", stats.exhaustiveIvfSearches());
             // graph searches whose filter made them exact over the accepted vectors (on the GPU)
@@ -84,11 +82,7 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("wait_time_in_millis", stats.waitNanos() / 1_000_000);
             builder.endObject();
             builder.field("cpu_fallbacks", stats.cpuFallbacks());
-            builder.startObject("cpu_fallbacks_by_reason");
-            for (Map.Entry<FallbackReason, Long> entry : stats.cpuFallbacksByReason().entrySet()) {
-                builder.field(entry.getKey().key(), entry.getValue());
-            }
-            builder.endObject();
+            countsByReason(builder, "cpu_fallbacks_by_reason", stats.cpuFallbacksByReason(), FallbackReason::key);
             builder.endObject();
             // index builds: the nearest-centroid step of k-means and of IVF list assignment, and the
             // k-NN graph step of graph builds
@@ -103,5 +97,15 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.endObject();
             channel.sendResponse(new RestResponse(RestStatus.OK, builder));
         };
+    }
+
+    /** An object {@code name} of the counts by reason, each under its reason's stats key. */
+    private static <E extends Enum<E>> void countsByReason(XContentBuilder builder, String name, Map<E, Long> counts,
+                                                           Function<E, String> key) throws IOException {
+        builder.startObject(name);
+        for (Map.Entry<E, Long> entry : counts.entrySet()) {
+            builder.field(key.apply(entry.getKey()), entry.getValue());
+        }
+        builder.endObject();
     }
 }

@@ -456,9 +456,11 @@ public final class GpuSearchService implements Closeable {
         DeviceIndex index = handles.get(i).index();
         // this segment's k as the caller chose it; a peer's as it would ask for the parked k (ivf_pq: candidates),
         // or for Lucene's first ask of it when that is more (a peer larger than this segment)
-        int peerK = i == 0 ? parkK
-            : Math.min(MAX_GPU_K, Math.max(parkK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
-        int wanted = i == 0 ? parkK : Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK));
+        int wanted = parkK;
+        if (i > 0) {
+          int peerK = Math.min(MAX_GPU_K, Math.max(parkK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
+          wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK));
+        }
         int searchK = Math.max(1, Math.min(wanted, index.size()));
         // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
         int probes = i == 0 ? nprobe : segments.get(i).probes(keys.get(i).field(), searchK);

@@ -378,6 +378,7 @@ class GpuSearchServiceTests {
     Thread.sleep(Speculations.LIFETIME_NANOS / 1_000_000 + 50);
     assertNull(speculations.claim(other, new Speculations.Speculation(other)), "expired: not a result cache");
   }
+
   /**
    * A segment waiting on a speculation gets the parked result whether the pass ends while it spins or after its spin
    * (then it parks); it spins only while that speculation is the only one running.
@@ -416,6 +417,7 @@ class GpuSearchServiceTests {
     }
     speculations.finish(mine);
   }
+
   /**
    * Every segment waiting on a speculation wakes when it finishes and gets its own parked result; one interrupted
    * while it waits goes on waiting for the pass and keeps its interrupt flag.
