@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|select|exact|tf32|ivfpq|graph|torch|codec|fmnist|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|select|exact|small|tf32|ivfpq|graph|torch|codec|fmnist|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
 #   bash .device/run-gpu.sh ivfpqscale N DIMS
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run).
+# small: ExactSearchBench small: the flat scan against the GEMM path at batches 1-128 (exact-n x 128 and x 768,
+# k = 10 / 100), then torch_exact.py (FP32 and TF32) at the same batches.
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
 # Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images.
 # ivfpq: IvfPqBench: GPU IVF-PQ (nlist 245, pq_m 98) precomputed-table vs full-table scan, batch 10k and 1,
@@ -59,7 +61,7 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.QueryRowsGpuTest \
     --select-class org.gpuvectors.cuda.SearchGroupTest --select-class org.gpuvectors.cuda.GraphFilterPlanTest \
     --select-class org.gpuvectors.cuda.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
-    --select-class org.gpuvectors.cuda.PassSlotsGpuTest \
+    --select-class org.gpuvectors.cuda.PassSlotsGpuTest --select-class org.gpuvectors.cuda.FlatScanParamsTest \
     --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60
   check_summary "$OUT/tests.log"
@@ -96,6 +98,11 @@ fi
 if [ "$mode" = graph ]; then
   "${java[@]}" ${BENCH_OPTS:-} org.gpuvectors.cuda.GraphSearchBench "${FMNIST_DIR:-/tmp/fmnist}" "$exact_n" 2>&1 \
     | tee "$OUT/graph_bench.log" || rc=1
+fi
+if [ "$mode" = small ]; then
+  "${java[@]}" org.gpuvectors.cuda.ExactSearchBench small "$exact_n" 2>&1 | tee "$OUT/exact_small.log" || rc=1
+  OUT="$OUT" TORCH_BATCHES=1,2,4,8,16,32,64,128 TORCH_PRECISIONS=fp32,tf32 PYTHONUNBUFFERED=1 \
+    python3 "$here/bench/torch_exact.py" "$exact_n" 2>&1 | tee "$OUT/torch_exact_small.log"
 fi
 if [ "$mode" = torch ] || [ "$mode" = all ]; then
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_topk.py" "$sel_max" 2>&1 | tee "$OUT/torch_topk.log"

@@ -57,6 +57,29 @@ struct FusedParams {
 };
 static_assert(sizeof(FusedParams) == 80, "FusedParams layout is shared with Java");
 
+// Parameters of the small-batch exact scan (flat_scan.cu; FlatScanParams.java writes this layout, 96 bytes): block
+// (group, chunk) = (blockIdx.x, blockIdx.y) scores the rows [chunk * chunkLen, (chunk + 1) * chunkLen) against the
+// queries [group * kFlatScanQueries, ...) and writes each query's k best at outK / outIdx + query * outRowStride +
+// chunk * k. Keys as the GEMM path's: max(0, ||x||^2 - 2 x.q + ||q||^2), or -x.q (selected largest).
+struct FlatScanParams {
+  const float* vectors;         // n x dims row-major (normalised for cosine)
+  const float* norms;           // n: ||x||^2 per row (L2); null for inner product and cosine
+  const float* queries;         // numQueries x dims row-major (normalised for cosine)
+  const unsigned long long* acceptBits;  // optional: bit id set = row id may be returned
+  float* outK;                  // numQueries x (chunks * k): distances (L2) or inner products, best first
+  int* outIdx;                  // numQueries x (chunks * k): row ids (-1 = empty)
+  long long n;                  // rows
+  long long acceptRowWords;     // 64-bit words between the accept masks of consecutive queries (0: one mask)
+  long long outRowStride;       // elements between output rows (chunks * k)
+  int dims;
+  int numQueries;
+  int k;                        // pairs written per (query, chunk), 1..256
+  int chunks;                   // grid.y
+  int chunkLen;                 // rows per chunk (the last may be shorter)
+  int metric;                   // 0 = squared L2, 1 = inner product (selected largest)
+};
+static_assert(sizeof(FlatScanParams) == 96, "FlatScanParams layout is shared with Java");
+
 // Parameters of the IVF-Flat list scan (IvfScanParams.java writes this layout, 96 bytes). Block
 // (query, probe) scans list probes[query * nprobe + probe] and writes its k best at
 // outK / outIdx + query * outRowStride + probe * k; ids are vector ordinals.

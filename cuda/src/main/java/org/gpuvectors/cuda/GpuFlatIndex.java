@@ -13,12 +13,15 @@ import jcuda.Pointer;
  *
  * <p>Two strategies, chosen by batch size ({@link Strategy#AUTO}):
  * <ul>
- *   <li>{@link Strategy#FUSED} (small batches): one kernel computes distances and keeps a
- *       BlockSelect queue per (query, chunk of vectors); the chunks' k-lists are merged after.
+ *   <li>{@link Strategy#SCAN} (small batches, up to {@link #scanMaxQueries} queries, k <= 256): one kernel
+ *       (flat_scan.cu) reads the vectors once per block of 8 queries, coalesced through shared memory, and keeps a
+ *       WarpSelect queue per (query, chunk of vectors); the chunks' k-lists are merged after. No distance matrix.
  *   <li>{@link Strategy#GEMM} (large batches): cuBLAS SGEMM on tiles of vectors (never the whole
  *       queries x vectors matrix), L2 as ||x||^2 - 2 x.q + ||q||^2 with precomputed norms, k-select
  *       per tile, then the tiles' k-lists are merged.
  * </ul>
+ * Both rank by the same keys (the norms' form of L2, clamped at 0). {@link Strategy#FUSED} is the older one-query-
+ * per-block kernel (each lane reads its own rows), kept for the coarse steps of small IVF segments.
  * The GEMM path runs in FP32 or, per index ({@link #setPrecision}), as a TF32 candidate pass with an exact FP32
  * re-rank ({@link Precision#TF32_RERANK}): the same results, tensor-core GEMMs.
  * An optional accept bitmask (bit {@code id % 64} of word {@code id / 64}) excludes vectors inside
@@ -32,7 +35,7 @@ import jcuda.Pointer;
  */
 public final class GpuFlatIndex extends ResidentIndex {
   /** How {@link #search} computes distances. */
-  public enum Strategy { AUTO, FUSED, GEMM }
+  public enum Strategy { AUTO, FUSED, SCAN, GEMM }
 
   /**
    * How the GEMM path computes distances ({@link Strategy#FUSED} is always FP32).
@@ -69,12 +72,27 @@ public final class GpuFlatIndex extends ResidentIndex {
   public record RerankStats(long queries, long fallbacks) {}
 
   /**
-   * Batches up to this many queries use the fused kernel under {@link Strategy#AUTO}. Measured on an
+   * Batches up to this many queries use the fused kernel under {@link Strategy#AUTO}: none. Measured on an
    * H100 (docs/BENCHMARKS.md), tiled GEMM + select was as fast at batch 1 (1M x 128: 0.40 vs 0.46
-   * ms) and 3-7x faster from batch 16, so AUTO uses GEMM for every batch until the fused kernel
-   * reads vectors coalesced and shares them across queries.
+   * ms) and 3-7x faster from batch 16; small batches take {@link Strategy#SCAN}, which reads the vectors
+   * coalesced and shares them across queries.
    */
   public static final int FUSED_MAX_QUERIES = 0;
+
+  /**
+   * System property: batches up to this many queries take {@link Strategy#SCAN} under {@link Strategy#AUTO} (k <= 256,
+   * dims <= 2048, FP32 precision); 0 turns the scan off. See {@link #DEFAULT_SCAN_MAX_QUERIES}.
+   */
+  public static final String SCAN_MAX_QUERIES_PROPERTY = "gpuvectors.flat.scan_max_queries";
+  /**
+   * Without {@link #SCAN_MAX_QUERIES_PROPERTY}: one block of the scan's queries. Measured on the H100 (ExactSearchBench
+   * small, docs/BENCHMARKS.md section 17): 1M x 128, 1 to 8 queries 0.25-0.26 ms against the GEMM path's 0.30-0.41
+   * (k = 10), about level at 16 and slower past it; 1M x 768 level at 4 queries, 1.22 against 1.82 ms at 8, 13 %
+   * slower at 1 and 2 (cuBLAS's matrix-vector product reads 768-float rows well).
+   */
+  static final int DEFAULT_SCAN_MAX_QUERIES = 8;
+  /** The batch bound of {@link Strategy#SCAN} under AUTO (package-private and volatile so tests can move it). */
+  static volatile int scanMaxQueries = Integer.getInteger(SCAN_MAX_QUERIES_PROPERTY, DEFAULT_SCAN_MAX_QUERIES);
   /** Bytes of one tile of the GEMM distance matrix (package-private so tests can force many tiles). */
   static volatile long tileBudgetBytes = 256L << 20;
   private static final int MAX_QUERY_BLOCK = 4096;
@@ -83,6 +101,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   private final DeviceBuffer vectors;
   private final DeviceBuffer norms; // L2 only
   private volatile Precision precision = Precision.FP32;
+  private final AtomicLong scanQueries = new AtomicLong();
   private final AtomicLong rerankQueries = new AtomicLong();
   private final AtomicLong rerankFallbacks = new AtomicLong();
   private Tf32Bound bound; // made on the first TF32 search, under the device lock
@@ -254,8 +273,12 @@ public final class GpuFlatIndex extends ResidentIndex {
     if (acceptBits != null && acceptBits.length < (n + 63) / 64) {
       throw new IllegalArgumentException("acceptBits needs " + (n + 63) / 64 + " words, got " + acceptBits.length);
     }
-    boolean fused = strategy == Strategy.FUSED || (strategy == Strategy.AUTO && numQueries <= FUSED_MAX_QUERIES);
-    if (!fused) {
+    if (strategy == Strategy.SCAN && !FlatScanParams.supports(k, dims)) {
+      throw new IllegalArgumentException("the scan takes k <= " + FlatScanParams.MAX_K + " and dims <= "
+          + FlatScanParams.MAX_DIMS + ": k=" + k + " dims=" + dims);
+    }
+    boolean direct = strategy != Strategy.AUTO || numQueries <= FUSED_MAX_QUERIES;
+    if (!direct) {
       try (GpuDevice.Scope s = device.lock()) {
         ensureOpen();
         return BatchSearch.run(device, java.util.List.of(
@@ -287,7 +310,12 @@ public final class GpuFlatIndex extends ResidentIndex {
           if (n == 0) {
             java.util.Arrays.fill(ids, -1);
           } else {
-            searchFused(q, numQueries, k, bits, outV, outI);
+            long accept = bits == null ? 0 : bits.address();
+            switch (strategy) {
+              case SCAN -> enqueueScan(q.address(), numQueries, k, accept, 0, outV, outI, 0);
+              case GEMM -> enqueueGemm(q.address(), 0, numQueries, k, accept, 0, outV, outI, 0);
+              default -> searchFused(q, numQueries, k, bits, outV, outI);
+            }
             device.download(outV, 0, dist, 0, numQueries * k);
             device.download(outI, 0, ids, 0, numQueries * k);
           }
@@ -302,14 +330,73 @@ public final class GpuFlatIndex extends ResidentIndex {
   }
 
   /**
-   * Enqueues the GEMM-path search of {@code nq} queries at device address {@code queries} (row-major,
-   * already normalised for cosine) without waiting: per query the k best (distance, id) pairs at
-   * {@code out + 4 * (outElement + q * k)}. Accept masks: see {@link SelectParams#acceptBits(long, long)}.
-   * Caller holds the device lock; temporaries return to the pool, reused in stream order.
+   * Enqueues the search of {@code nq} queries at device address {@code queries} (row-major, already normalised for
+   * cosine) without waiting: per query the k best (distance, id) pairs at {@code out + 4 * (outElement + q * k)}, by
+   * {@link Strategy#SCAN} for small batches ({@link #scans}), else the GEMM path. Accept masks: see {@link
+   * SelectParams#acceptBits(long, long)}. Caller holds the device lock; temporaries return to the pool, reused in
+   * stream order.
    */
   void enqueueSearch(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
+    if (scans(nq, k)) {
+      enqueueScan(queries, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
+    } else {
+      enqueueGemm(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
+    }
+  }
+
+  /** Queries answered by {@link Strategy#SCAN} so far (tests and benchmarks tell the paths apart by it). */
+  public long scanQueries() {
+    return scanQueries.get();
+  }
+
+  /** Whether {@link Strategy#AUTO} searches {@code nq} queries for k results with the scan: small FP32 batches. */
+  boolean scans(int nq, int k) {
+    return nq <= scanMaxQueries && FlatScanParams.supports(k, dims) && !usesTf32(nq, k);
+  }
+
+  /**
+   * Enqueues {@link Strategy#SCAN} (arguments as {@link #enqueueSearch}): one launch of the scan over chunks of the
+   * vectors; with several chunks, their k-lists in temporaries and one BlockSelect merge into the output.
+   */
+  private void enqueueScan(long queries, int nq, int k, long acceptAddress, long acceptRowWords, DeviceBuffer outV,
+                           DeviceBuffer outI, long outElement) {
+    FlatScanParams p = new FlatScanParams();
+    boolean l2 = metric == Metric.L2;
+    p.vectors = vectors.address();
+    p.norms = l2 ? norms.address() : 0;
+    p.queries = queries;
+    p.acceptBits = acceptAddress;
+    p.acceptRowWords = acceptRowWords;
+    p.n = n;
+    p.dims = dims;
+    p.numQueries = nq;
+    p.k = k;
+    p.metric = l2 ? 0 : 1;
+    p.planChunks(device.multiprocessorCount());
+    scanQueries.addAndGet(nq);
+    if (p.chunks == 1) {
+      p.outK = outV.address() + 4L * outElement;
+      p.outIdx = outI.address() + 4L * outElement;
+      p.outRowStride = k;
+      p.enqueue(device);
+      return;
+    }
+    long width = (long) p.chunks * k;
+    try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
+      p.outK = tv.address();
+      p.outIdx = ti.address();
+      p.outRowStride = width;
+      p.enqueue(device);
+      KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(k)
+          .largest(!l2).output(outV, outI, k, outElement));
+    }
+  }
+
+  /** Enqueues the GEMM path (arguments as {@link #enqueueSearch}): FP32, or the TF32 candidate pass. */
+  private void enqueueGemm(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
+                           DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     if (usesTf32(nq, k)) {
       searchTf32Rerank(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
       return;

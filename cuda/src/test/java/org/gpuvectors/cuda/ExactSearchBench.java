@@ -13,11 +13,16 @@ import java.util.Set;
  * 8192^3 SGEMM. Writes $OUT/exact_bench.csv. Usage: ExactSearchBench [n]
  *
  * <p>{@code ExactSearchBench tf32 [fmnist-dir] [n] [dims]}: {@link #tf32} (FP32 vs TF32_RERANK).
+ * <p>{@code ExactSearchBench small [n]}: {@link #small} (the scan against the GEMM path at small batches).
  */
 public final class ExactSearchBench {
   public static void main(String[] args) throws Exception {
     if (args.length > 0 && args[0].equals("tf32")) {
       tf32(args);
+      return;
+    }
+    if (args.length > 0 && args[0].equals("small")) {
+      small(args);
       return;
     }
     int n = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
@@ -146,6 +151,78 @@ public final class ExactSearchBench {
   }
 
   /** CUDA-event times of {@code reps} enqueued searches (after one warm-up), queries and results on the device. */
+  /**
+   * Small batches, the scan ({@link GpuFlatIndex.Strategy#SCAN}) against the GEMM path, squared L2 on uniform random
+   * n x 128 and n x 768 (default n = 1M), batches 1 to 128, k = 10 and 100. Per row, medians of 30 after warm-up:
+   * device ms (CUDA events around the enqueued search, queries already on the device) and wall ms (the synchronous
+   * {@code search()}: upload, kernels, download); the read bound is the vectors' bytes over the measured device-to-
+   * device copy bandwidth; agree is the fraction of the scan's ids in the GEMM path's result (1 up to FP32 near-ties).
+   * Writes $OUT/exact_small.csv.
+   */
+  static void small(String[] args) throws Exception {
+    int n = args.length > 1 ? Integer.parseInt(args[1]) : 1_000_000;
+    int saved = GpuFlatIndex.scanMaxQueries;
+    try (GpuDevice d = GpuDevice.open(0);
+         PrintWriter csv = BenchUtil.csv("exact_small.csv",
+             "n,dims,batch,k,strategy,device_ms,wall_ms,queries_per_s_device,read_bound_ms,agree")) {
+      double copyGbs = copyBandwidth(d);
+      System.out.printf("GPU %s; device-to-device copy %.0f GB/s%n", d.name(), copyGbs);
+      System.out.printf("%-9s %6s %4s %-5s %10s %10s %12s %9s %7s%n", "n x dims", "batch", "k", "path", "device ms",
+          "wall ms", "queries/s", "bound ms", "agree");
+      for (int dims : new int[] {128, 768}) {
+        float[] x = BenchUtil.randomFloats((long) n * dims, 11);
+        try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2)) {
+          x = null;
+          float[] queries = BenchUtil.randomFloats(128L * dims, 12);
+          double bound = 4.0 * n * dims / (copyGbs * 1e9) * 1e3;
+          for (int batch : new int[] {1, 2, 4, 8, 16, 32, 64, 128}) {
+            for (int k : new int[] {10, 100}) {
+              SearchResult gemm = null;
+              for (GpuFlatIndex.Strategy st : new GpuFlatIndex.Strategy[] {GpuFlatIndex.Strategy.GEMM,
+                  GpuFlatIndex.Strategy.SCAN}) {
+                double[] wall = new double[30];
+                SearchResult res = null;
+                for (int r = -3; r < wall.length; r++) {
+                  long t0 = System.nanoTime();
+                  res = index.search(queries, batch, k, null, st);
+                  if (r >= 0) {
+                    wall[r] = (System.nanoTime() - t0) / 1e6;
+                  }
+                }
+                GpuFlatIndex.scanMaxQueries = st == GpuFlatIndex.Strategy.SCAN ? Integer.MAX_VALUE : 0;
+                double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, batch, dims, k, 30));
+                GpuFlatIndex.scanMaxQueries = saved;
+                gemm = st == GpuFlatIndex.Strategy.GEMM ? res : gemm;
+                double agree = agreement(res, gemm, batch, k);
+                double wallMs = BenchUtil.median(wall);
+                csv.printf("%d,%d,%d,%d,%s,%.4f,%.4f,%.1f,%.4f,%.6f%n", n, dims, batch, k, st, deviceMs, wallMs,
+                    batch / (deviceMs * 1e-3), bound, agree);
+                System.out.printf("%-9s %6d %4d %-5s %10.3f %10.3f %12.0f %9.3f %7.5f%n", (n / 1000) + "kx" + dims,
+                    batch, k, st, deviceMs, wallMs, batch / (deviceMs * 1e-3), bound, agree);
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      GpuFlatIndex.scanMaxQueries = saved;
+    }
+  }
+
+  /** Device-to-device copy bandwidth in GB/s (bytes read + written over time), 1 GB buffers, median of 10. */
+  private static double copyBandwidth(GpuDevice d) {
+    long bytes = 1L << 30;
+    try (GpuDevice.Scope s = d.lock(); DeviceBuffer a = d.allocate(bytes); DeviceBuffer b = d.allocate(bytes)) {
+      Runnable copy = () -> d.copy(a, b, bytes);
+      copy.run();
+      double[] t = new double[10];
+      for (int r = 0; r < t.length; r++) {
+        t[r] = d.time(copy);
+      }
+      return 2.0 * bytes / (BenchUtil.median(t) * 1e-3) / 1e9;
+    }
+  }
+
   private static double[] deviceTimes(GpuDevice d, GpuFlatIndex index, float[] queries, int nq, int dims, int k,
                                       int reps) {
     try (GpuDevice.Scope s = d.lock();

@@ -13,7 +13,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 
-/** Exact search (fused and GEMM) on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
+/** Exact search (every strategy) on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class GpuFlatIndexGpuTest extends GpuTestCase {
   static float[] random(int count, Random r) {
     float[] x = new float[count];
@@ -41,8 +41,10 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
               for (int k : new int[] {1, 10, 100, 1000}) {
                 for (int filter = 0; filter < 3; filter++) {
                   long[] bits = filter == 0 ? null : bits(n, filter == 1 ? 0.3 : 5.0 / n, r);
-                  for (GpuFlatIndex.Strategy st : new GpuFlatIndex.Strategy[] {GpuFlatIndex.Strategy.FUSED,
-                      GpuFlatIndex.Strategy.GEMM}) {
+                  for (GpuFlatIndex.Strategy st : GpuFlatIndex.Strategy.values()) {
+                    if (st == GpuFlatIndex.Strategy.SCAN && k > FlatScanParams.MAX_K) {
+                      continue; // the scan's k buckets end at 256 (scanRefusesWhatItCannotTake)
+                    }
                     // small tiles for the GEMM path so the tile merge is exercised
                     GpuFlatIndex.tileBudgetBytes = (nq == 50) ? 4L * nq * 1024 : savedBudget;
                     cases++;
@@ -104,6 +106,78 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
     }
     assertNull(failures.isEmpty() ? null : failures.toString());
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /**
+   * The scan as AUTO runs it, through a pass ({@link BatchSearch}): 100k x 128 in many chunks, batches of 1 to
+   * {@link GpuFlatIndex#scanMaxQueries} queries with a mask per query (all, 1 % or half accepted), every metric, k 1
+   * to 256; those batches must take the scan (its counter), the next batch size the GEMM path. (Several blocks of
+   * queries in one scan: matchesOracle's 50 queries.)
+   */
+  @Test
+  void scanAnswersSmallPassesAsTheOracle() {
+    Random r = new Random(23);
+    int n = 100_000, dims = 128;
+    float[] vectors = random(n * dims, r);
+    List<String> failures = new ArrayList<>();
+    int cases = 0;
+    for (Metric m : Metric.values()) {
+      try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+        for (int nq : new int[] {1, 3, 7, GpuFlatIndex.scanMaxQueries}) {
+          float[] queries = random(nq * dims, r);
+          long[][] masks = new long[nq][];
+          List<List<CpuOracle.Entry>> expected = new ArrayList<>();
+          List<CpuOracle.Truth> truths = new ArrayList<>();
+          for (int q = 0; q < nq; q++) {
+            masks[q] = q % 3 == 0 ? null : bits(n, q % 3 == 1 ? 0.01 : 0.5, r);
+            expected.add(CpuOracle.search(vectors, n, dims, m, queries, q, FlatScanParams.MAX_K, masks[q]));
+            truths.add(CpuOracle.searchTruth(vectors, n, dims, m, queries, q, masks[q]));
+          }
+          for (int k : new int[] {1, 10, FlatScanParams.MAX_K}) {
+            long before = index.scanQueries();
+            SearchResult res = BatchSearch.run(device, List.of(
+                new SearchGroup(index, queries, nq, k, 1, null, masks, null)))[0];
+            assertEquals(before + nq, index.scanQueries(), "a batch of " + nq + " must take the scan");
+            cases++;
+            int[] ids = new int[k];
+            float[] values = new float[k];
+            for (int q = 0; q < nq; q++) {
+              for (int i = 0; i < k; i++) {
+                ids[i] = res.id(q, i);
+                values[i] = res.distance(q, i);
+              }
+              List<CpuOracle.Entry> exp = expected.get(q).subList(0, Math.min(k, expected.get(q).size()));
+              String f = CpuOracle.compare(exp, ids, values, 0, k, truths.get(q));
+              if (f == null && res.count(q) != exp.size()) {
+                f = "count " + res.count(q) + ", expected " + exp.size();
+              }
+              if (f != null) {
+                failures.add(m + " nq=" + nq + " k=" + k + " query " + q + ": " + f);
+              }
+            }
+          }
+        }
+        int over = GpuFlatIndex.scanMaxQueries + 1;
+        long before = index.scanQueries();
+        index.search(random(over * dims, r), over, 10, null);
+        assertEquals(before, index.scanQueries(), "a batch of " + over + " takes the GEMM path");
+      }
+    }
+    System.out.println("[gpu-vectors] flat scan through passes: " + cases + " cases, " + failures.size() + " failures");
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /** The scan refuses k past its buckets by name (AUTO then takes the GEMM path: matchesOracle's k = 1000). */
+  @Test
+  void scanRefusesWhatItCannotTake() {
+    float[] vectors = random(100 * 8, new Random(5));
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, 100, 8, Metric.L2)) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> index.search(vectors, 1, FlatScanParams.MAX_K + 1, null, GpuFlatIndex.Strategy.SCAN));
+      assertTrue(e.getMessage().contains("k <= 256"), e.getMessage());
+    }
   }
 
   static long[] bits(int n, double p, Random r) {

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams},
- * {@link IvfPqScanParams}, {@link RerankParams}, {@link GraphSearchParams} and {@link GraphPruneParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
+ * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link GraphSearchParams} and {@link GraphPruneParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
  * struct member has a Java field of the same name, and a value set in that field lands at the member's
  * offset (natural alignment, as nvcc lays it out) with its size. Adding a member on one side only, or
  * reordering, fails here and not on a GPU. Likewise the grouped scan's launch constants.
@@ -211,6 +211,27 @@ class ParamLayoutTest {
   void graphPruneParamsMatchesCommonCuh() throws Exception {
     GraphPruneParams params = new GraphPruneParams();
     assertEncodes("GraphPruneParams", params, params::encode, GraphPruneParams.BYTES);
+  }
+
+  @Test
+  void flatScanParamsMatchesCommonCuh() throws Exception {
+    FlatScanParams params = new FlatScanParams();
+    assertEncodes("FlatScanParams", params, params::encode, FlatScanParams.BYTES);
+  }
+
+  /** The small-batch flat scan's launch constants against flat_scan.cu, and its shared memory within the H100's. */
+  @Test
+  void flatScanConstantsMatchFlatScan() throws IOException {
+    String kernels = Files.readString(Path.of("src/main/cuda/flat_scan.cu"));
+    assertEquals(FlatScanParams.QUERIES_PER_BLOCK, constant(kernels, "kFlatScanQueries"));
+    assertEquals(FlatScanParams.THREADS, constant(kernels, "kFlatScanThreads"));
+    assertEquals(FlatScanParams.ROWS, constant(kernels, "kFlatScanRows"));
+    assertEquals(FlatScanParams.ROWS_PER_THREAD, constant(kernels, "kFlatScanRowsPerThread"));
+    assertEquals(FlatScanParams.SLAB, constant(kernels, "kFlatScanSlab"));
+    assertEquals(FlatScanParams.PITCH, constant(kernels, "kFlatScanPitch"));
+    FlatScanParams widest = new FlatScanParams();
+    widest.dims = FlatScanParams.MAX_DIMS;
+    assertTrue(widest.sharedBytes() <= 163 << 10, "the widest scan's shared memory fits an A100 block (163 KB opt-in)");
   }
 
   @Test

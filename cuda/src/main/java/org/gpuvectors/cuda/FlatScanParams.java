@@ -1,0 +1,115 @@
+package org.gpuvectors.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import jcuda.Pointer;
+
+/**
+ * Parameters of the small-batch exact scan ({@code gv_flat_scan_*}, flat_scan.cu); mirrors {@code gv::FlatScanParams}
+ * in common.cuh (96 bytes, little-endian; member by member checked by ParamLayoutTest), and plans its grid: blocks
+ * of {@link #QUERIES_PER_BLOCK} queries by chunks of rows, about {@link #BLOCKS_PER_SM} blocks per multiprocessor.
+ * Device addresses are longs.
+ *
+ * <p>Not thread-safe (a plain value object).
+ */
+final class FlatScanParams {
+  static final int BYTES = 96;
+  /** Queries a block scores (one warp queue each): flat_scan.cu's kFlatScanQueries. */
+  static final int QUERIES_PER_BLOCK = 8;
+  /** Threads of a block: flat_scan.cu's kFlatScanThreads. */
+  static final int THREADS = 256;
+  /** Rows a thread scores: kFlatScanRowsPerThread. */
+  static final int ROWS_PER_THREAD = 1;
+  /** Rows of a staged tile: kFlatScanRows. */
+  static final int ROWS = 256;
+  /** Floats of each row staged at once: kFlatScanSlab. */
+  static final int SLAB = 32;
+  /** Floats between staged rows: kFlatScanPitch. */
+  static final int PITCH = 36;
+  /** The largest k (the kernels' k buckets: 32 to 256). */
+  static final int MAX_K = 256;
+  /** The most dimensions: the queries' 64 KB of shared memory next to the staged tiles and keys (152 KB in all). */
+  static final int MAX_DIMS = 2048;
+  /** Chunks of rows are at least this long (a block's queue start-up and output against its rows). */
+  static final int MIN_CHUNK_ROWS = 4 * ROWS;
+  /**
+   * Blocks per multiprocessor the grid aims at: the two that are resident (launch bounds, shared memory), in one wave
+   * (measured on the H100 against four in two waves: ~10 % more for a one-query pass of 1M x 128, the chunks'
+   * merge twice as long).
+   */
+  static final int BLOCKS_PER_SM = 2;
+
+  long vectors;
+  /** ||x||^2 per row (L2), else 0. */
+  long norms;
+  long queries;
+  long acceptBits;
+  long outK;
+  long outIdx;
+  long n;
+  long acceptRowWords;
+  long outRowStride;
+  int dims;
+  int numQueries;
+  int k;
+  int chunks;
+  int chunkLen;
+  /** 0 = squared L2, 1 = inner product (selected largest). */
+  int metric;
+
+  /** Whether the scan takes {@code k} results of {@code dims}-dimensional vectors. */
+  static boolean supports(int k, int dims) {
+    return k >= 1 && k <= MAX_K && dims >= 1 && dims <= MAX_DIMS;
+  }
+
+  /**
+   * Sets {@link #chunks} and {@link #chunkLen} for {@link #numQueries} queries over {@link #n} rows on a device of
+   * {@code sms} multiprocessors: about {@link #BLOCKS_PER_SM} blocks per multiprocessor over the blocks of queries,
+   * chunks of at least {@link #MIN_CHUNK_ROWS} rows (a whole number of tiles), one chunk for a small index.
+   */
+  FlatScanParams planChunks(int sms) {
+    long groups = (numQueries + QUERIES_PER_BLOCK - 1) / QUERIES_PER_BLOCK;
+    long wanted = Math.max(1, ((long) BLOCKS_PER_SM * sms + groups - 1) / groups);
+    long len = Math.max(MIN_CHUNK_ROWS, (n + wanted - 1) / wanted);
+    len = (len + ROWS - 1) / ROWS * ROWS;
+    chunks = (int) Math.max(1, Math.min(65535, (n + len - 1) / len));
+    chunkLen = (int) Math.min(Integer.MAX_VALUE / 2, Math.max(len, (n + chunks - 1) / chunks));
+    return this;
+  }
+
+  /**
+   * Dynamic shared memory of a block: two staged tiles, two buffers of keys (a key per query and thread) and the
+   * queries (padded to whole slabs): 92 KB at 128 dimensions, 112 KB at 768, so that two blocks share a
+   * multiprocessor up to 800 dimensions.
+   */
+  int sharedBytes() {
+    int dimsPad = (dims + SLAB - 1) / SLAB * SLAB;
+    return 4 * (2 * ROWS * PITCH + 2 * QUERIES_PER_BLOCK * THREADS + QUERIES_PER_BLOCK * dimsPad);
+  }
+
+  /** The kernel for these parameters: k bucket, and 16-byte or 4-byte copies by the rows' alignment. */
+  String kernel() {
+    return "gv_flat_scan_" + ((dims & 3) == 0 ? "a" : "u") + "_k" + KSelect.bucket(k);
+  }
+
+  /** Enqueues the scan on the device's stream: grid (query blocks, chunks). Caller holds the device lock. */
+  void enqueue(GpuDevice device) {
+    if (!supports(k, dims)) {
+      throw new IllegalArgumentException("the flat scan takes k <= " + MAX_K + " and dims <= " + MAX_DIMS + ": k=" + k
+          + " dims=" + dims);
+    }
+    String kernel = kernel();
+    int shared = sharedBytes();
+    device.module().allowDynamicShared(kernel, shared);
+    device.module().launch(kernel, (numQueries + QUERIES_PER_BLOCK - 1) / QUERIES_PER_BLOCK, chunks, THREADS, shared,
+        device.stream(), Pointer.to(encode()));
+  }
+
+  byte[] encode() {
+    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(vectors).putLong(norms).putLong(queries).putLong(acceptBits).putLong(outK).putLong(outIdx);
+    b.putLong(n).putLong(acceptRowWords).putLong(outRowStride);
+    b.putInt(dims).putInt(numQueries).putInt(k).putInt(chunks).putInt(chunkLen).putInt(metric);
+    return b.array();
+  }
+}
