@@ -180,6 +180,21 @@ __device__ __forceinline__ void flatScan(const FlatScanParams& p) {
   }
 }
 
+// Several flat segments' scans in one launch (the small searches of a pass over a field's segments, FlatScanTable.java
+// writes this layout, passed by value): entry z = blockIdx.z; a block past its entry's blocks of queries or chunks
+// returns at once. Entries share dims (the dynamic shared memory holds their queries), metric and the k bucket.
+constexpr int kFlatScanTableEntries = 32;  // 8 + 32 x 96 bytes: within a launch's 4 KB of parameters
+using FlatScanTable = ParamTable<FlatScanParams, kFlatScanTableEntries>;
+static_assert(sizeof(FlatScanTable) == 8 + kFlatScanTableEntries * sizeof(FlatScanParams),
+              "FlatScanTable's layout is FlatScanTable.java's");
+
+template <int K, bool VEC4>
+__device__ __forceinline__ void flatScanTable(const FlatScanTable& t) {
+  const FlatScanParams* p = blockEntry(t);
+  if (p == nullptr || (int)blockIdx.x * kFlatScanQueries >= p->numQueries || (int)blockIdx.y >= p->chunks) return;
+  flatScan<K, VEC4>(*p);
+}
+
 }  // namespace gv
 
 using gv::FlatScanParams;
@@ -193,8 +208,21 @@ extern "C" {
   __global__ void __launch_bounds__(gv::kFlatScanThreads, 2) gv_flat_scan_u_k##K(FlatScanParams p) {                \
     gv::flatScan<K, false>(p);                                                                                       \
   }
+#define GV_FLAT_SCAN_TABLE(K)                                                                                        \
+  __global__ void __launch_bounds__(gv::kFlatScanThreads, 2)                                                         \
+      gv_flat_scan_table_a_k##K(const __grid_constant__ gv::FlatScanTable t) {                                       \
+    gv::flatScanTable<K, true>(t);                                                                                   \
+  }                                                                                                                  \
+  __global__ void __launch_bounds__(gv::kFlatScanThreads, 2)                                                         \
+      gv_flat_scan_table_u_k##K(const __grid_constant__ gv::FlatScanTable t) {                                       \
+    gv::flatScanTable<K, false>(t);                                                                                  \
+  }
 GV_FLAT_SCAN(32)
 GV_FLAT_SCAN(64)
 GV_FLAT_SCAN(128)
 GV_FLAT_SCAN(256)
+GV_FLAT_SCAN_TABLE(32)
+GV_FLAT_SCAN_TABLE(64)
+GV_FLAT_SCAN_TABLE(128)
+GV_FLAT_SCAN_TABLE(256)
 }

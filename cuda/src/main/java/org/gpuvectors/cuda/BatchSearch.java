@@ -39,6 +39,9 @@ public final class BatchSearch {
     long[] maskAt = new long[count]; // word offset of the group's masks, -1 when none
     long[] maskRowWords = new long[count];
     long[] outAt = new long[count]; // element offset of the group's results
+    boolean[] walked = tableWalks(groups);
+    FlatScanTable flats = FlatScanTable.plan(groups, walked);
+    int[] stride = new int[count]; // elements between a group's result rows: its k, or its scan table's largest k
     long packedFloats = 0; // the packed groups' queries and norms come first on the device, then the direct ones
     long maskWords = 0;
     long outElements = 0;
@@ -64,8 +67,9 @@ public final class BatchSearch {
         maskRowWords[g] = words;
         maskWords += (long) words * group.numQueries();
       }
+      stride[g] = flats != null && flats.member(g) ? flats.stride() : group.k();
       outAt[g] = outElements;
-      outElements += (long) group.numQueries() * group.k();
+      outElements += (long) group.numQueries() * stride[g];
     }
     // On the device one block holds the packed queries and norms, the masks (8-byte aligned) and the direct groups'
     // queries (16-byte aligned), in that order: the first two go up in one copy, from the same layout in the slot's
@@ -128,14 +132,11 @@ public final class BatchSearch {
               device.uploadQueries(groups.get(g), dq, 4L * queryAt[g]); // query rows: through the pinned staging buffer
             }
           }
-          boolean[] walked = tableWalks(groups);
           try (SharedKeySelection shared = laneGroups(groups, walked) >= 2
               ? SharedKeySelection.plan(device, groups, walked) : null) {
-            if (shared != null) {
-              shared.placeResults(groups, outAt);
-            }
-            any = enqueue(device, groups, walked, shared, dq, dm, outV, outI, queryAt, normsAt, maskAt, maskRowWords,
-                outAt);
+            placeResults(groups, stride, outAt, shared, flats);
+            any = enqueue(device, groups, walked, shared, flats, dq, dm, outV, outI, queryAt, normsAt, maskAt,
+                maskRowWords, outAt);
           }
           if (any && staged) {
             slot.download.bytes(8L * outElements);
@@ -166,29 +167,68 @@ public final class BatchSearch {
     SearchResult[] results = new SearchResult[count];
     for (int g = 0; g < count; g++) {
       SearchGroup group = groups.get(g);
-      results[g] = new SearchResult(group.numQueries(), group.k(), ids, distances, (int) outAt[g], group.k()); // a view
+      results[g] = new SearchResult(group.numQueries(), group.k(), ids, distances, (int) outAt[g], stride[g]); // a view
     }
     return results;
   }
 
   /**
+   * Lays the pass's results out: the members of the shared {@code ivf_pq} selection first, one after another in
+   * group order, then the members of the flat scan table likewise, then the other groups in their order ({@code
+   * outAt[g]} becomes group g's first element; a group holds its queries x {@code stride[g]} elements). Each table
+   * writes its members' rows with one selection, so they must be contiguous.
+   */
+  static void placeResults(List<SearchGroup> groups, int[] stride, long[] outAt, SharedKeySelection shared,
+                           FlatScanTable flats) {
+    long at = 0;
+    for (int pass = 0; pass < 3; pass++) {
+      for (int g = 0; g < groups.size(); g++) {
+        boolean inShared = shared != null && shared.member(g);
+        boolean inFlats = flats != null && flats.member(g);
+        int place = inShared ? 0 : inFlats ? 1 : 2;
+        if (place == pass) {
+          outAt[g] = at;
+          at += (long) groups.get(g).numQueries() * stride[g];
+        }
+      }
+    }
+  }
+
+  /**
    * Enqueues every group's search (arguments: the pass's device buffers and each group's offsets in them); false
-   * when nothing was enqueued. Graph walks in {@code walked} go to one table launch; the other groups are launched
-   * one by one, spread over the device's lanes when they are all small ({@link #laneGroups}); small {@code ivf_pq}
-   * groups share one candidate selection ({@link SharedKeySelection}).
+   * when nothing was enqueued. Graph walks in {@code walked} go to one table launch, small flat groups to one scan
+   * table launch ({@link FlatScanTable}); the other groups are launched one by one, spread over the device's lanes
+   * when they are all small ({@link #laneGroups}); small {@code ivf_pq} groups share one candidate selection
+   * ({@link SharedKeySelection}).
    */
   private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, boolean[] walked,
-                                 SharedKeySelection shared, DeviceBuffer dq, DeviceBuffer dm, DeviceBuffer outV,
-                                 DeviceBuffer outI, long[] queryAt, long[] normsAt, long[] maskAt, long[] maskRowWords,
-                                 long[] outAt) {
+                                 SharedKeySelection shared, FlatScanTable flats, DeviceBuffer dq, DeviceBuffer dm,
+                                 DeviceBuffer outV, DeviceBuffer outI, long[] queryAt, long[] normsAt, long[] maskAt,
+                                 long[] maskRowWords, long[] outAt) {
     int count = groups.size();
-    // independent chains of launches: each group launched alone, the table walk, each shared member whose coarse
-    // step runs alone (the others' are in the shared chain on lane 0, after the lanes): lanes only for two or more
-    int alone = laneGroups(groups, walked) - (shared != null ? shared.membersInTable() : 0);
-    int chains = alone + (walked != null ? 1 : 0);
+    // independent chains of launches: each group launched alone, the table walk, the flat scan table, each shared
+    // member whose coarse step runs alone (the others' are in the shared chain on lane 0, after the lanes): lanes
+    // only for two or more
+    int lone = laneGroups(groups, walked);
+    int alone = lone == 0 ? 0 : lone - (shared != null ? shared.membersInTable() : 0)
+        - (flats != null ? flats.members() : 0);
+    int chains = alone + (walked != null ? 1 : 0) + (flats != null ? 1 : 0);
     boolean any = false;
     try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? device.lanes(Math.min(chains, maxLanes)) : null) {
       int chain = 0;
+      if (flats != null) {
+        long[] queries = new long[count];
+        long[] accept = new long[count];
+        for (int g = 0; g < count; g++) {
+          queries[g] = dq.address() + 4L * queryAt[g];
+          accept[g] = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
+        }
+        if (lanes != null) {
+          lanes.use(chain++);
+        }
+        flats.enqueue(device, groups, queries, accept, maskRowWords, outV, outI, outAt);
+        any = true;
+      }
       if (walked != null) {
         int launchQueries = 0;
         for (int g = 0; g < count; g++) {
@@ -211,8 +251,9 @@ public final class BatchSearch {
       }
       for (int g = 0; g < count; g++) {
         SearchGroup group = groups.get(g);
-        if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])) {
-          continue; // nothing to search (the slots keep id -1), or walked in the table launch above
+        if (group.numQueries() == 0 || group.index().size() == 0 || (walked != null && walked[g])
+            || (flats != null && flats.member(g))) {
+          continue; // nothing to search (the slots keep id -1), or walked or scanned in a table launch above
         }
         boolean member = shared != null && shared.member(g);
         if (lanes != null && !(member && shared.coarseInTable(g))) {

@@ -44,6 +44,7 @@ public final class GpuDevice implements AutoCloseable {
   private boolean closed;
   private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
   private long sharedSelections; // passes whose small ivf_pq groups shared one selection (SharedKeySelection)
+  private long flatScanTables; // passes whose small flat groups shared one scan launch (FlatScanTable)
   private long overlappedPasses; // passes begun while another was in flight (for tests and benchmarks)
 
   /**
@@ -341,6 +342,13 @@ public final class GpuDevice implements AutoCloseable {
         Driver.deviceptr(src.address()), bytes, stream()));
   }
 
+  /** Sets every 4-byte word of {@code dst} to {@code word} (a float's or an int's bits), on the stream (asynchronous). */
+  void fill32(DeviceBuffer dst, int word) {
+    checkLocked();
+    Driver.check("cuMemsetD32Async", JCudaDriver.cuMemsetD32Async(Driver.deviceptr(dst.address()), word, dst.bytes() / 4,
+        stream()));
+  }
+
   /** Sets every byte of {@code dst} to zero, on the stream (asynchronous). */
   void clear(DeviceBuffer dst) {
     checkLocked();
@@ -506,6 +514,19 @@ public final class GpuDevice implements AutoCloseable {
   void countSharedSelection() {
     checkLocked();
     sharedSelections++;
+  }
+
+  /** Passes whose small flat groups shared one scan launch ({@link FlatScanTable}) since the device opened. */
+  long flatScanTables() {
+    try (Scope s = lock()) {
+      return flatScanTables;
+    }
+  }
+
+  /** Counts a pass whose flat groups share one scan launch; caller holds the lock. */
+  void countFlatScanTable() {
+    checkLocked();
+    flatScanTables++;
   }
 
   /** A pass over several lanes ({@link #lanes(int)}); close it (under the lock) before the pass's downloads. */

@@ -353,7 +353,12 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /** Whether {@link Strategy#AUTO} searches {@code nq} queries for k results with the scan: small FP32 batches. */
   boolean scans(int nq, int k) {
-    return nq <= scanMaxQueries && FlatScanParams.supports(k, dims) && !usesTf32(nq, k);
+    return nq <= scanMaxQueries && scanTakes(nq, k);
+  }
+
+  /** Whether the scan may answer {@code nq} queries for k results at all (FP32, its k and dims), whatever the batch. */
+  boolean scanTakes(int nq, int k) {
+    return FlatScanParams.supports(k, dims) && !usesTf32(nq, k);
   }
 
   /**
@@ -362,20 +367,7 @@ public final class GpuFlatIndex extends ResidentIndex {
    */
   private void enqueueScan(long queries, int nq, int k, long acceptAddress, long acceptRowWords, DeviceBuffer outV,
                            DeviceBuffer outI, long outElement) {
-    FlatScanParams p = new FlatScanParams();
-    boolean l2 = metric == Metric.L2;
-    p.vectors = vectors.address();
-    p.norms = l2 ? norms.address() : 0;
-    p.queries = queries;
-    p.acceptBits = acceptAddress;
-    p.acceptRowWords = acceptRowWords;
-    p.n = n;
-    p.dims = dims;
-    p.numQueries = nq;
-    p.k = k;
-    p.metric = l2 ? 0 : 1;
-    p.planChunks(device.multiprocessorCount());
-    scanQueries.addAndGet(nq);
+    FlatScanParams p = scanParams(queries, nq, k, acceptAddress, acceptRowWords).planChunks(device.multiprocessorCount());
     if (p.chunks == 1) {
       p.outK = outV.address() + 4L * outElement;
       p.outIdx = outI.address() + 4L * outElement;
@@ -390,8 +382,31 @@ public final class GpuFlatIndex extends ResidentIndex {
       p.outRowStride = width;
       p.enqueue(device);
       KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(k)
-          .largest(!l2).output(outV, outI, k, outElement));
+          .largest(metric != Metric.L2).output(outV, outI, k, outElement));
     }
+  }
+
+  /**
+   * The scan's parameters for {@code nq} queries of this index (arguments as {@link #enqueueSearch}), without the
+   * chunks and the output, which the caller plans ({@link #enqueueScan}, {@link FlatScanTable}); counts the queries
+   * as scanned ({@link #scanQueries}).
+   */
+  FlatScanParams scanParams(long queries, int nq, int k, long acceptAddress, long acceptRowWords) {
+    ensureOpen();
+    FlatScanParams p = new FlatScanParams();
+    boolean l2 = metric == Metric.L2;
+    p.vectors = vectors.address();
+    p.norms = l2 ? norms.address() : 0;
+    p.queries = queries;
+    p.acceptBits = acceptAddress;
+    p.acceptRowWords = acceptRowWords;
+    p.n = n;
+    p.dims = dims;
+    p.numQueries = nq;
+    p.k = k;
+    p.metric = l2 ? 0 : 1;
+    scanQueries.addAndGet(nq);
+    return p;
   }
 
   /** Enqueues the GEMM path (arguments as {@link #enqueueSearch}): FP32, or the TF32 candidate pass. */

@@ -19,7 +19,7 @@ import java.util.List;
  * selection takes one k and one output scale, the re-rank one key. The first eligible group sets them; other
  * eligible groups join while the rows stay within {@link #BUDGET_BYTES} and the re-rank table has room; the rest
  * search alone. Rows are as wide as the widest member's. The members' results must lie one after another, in
- * member order ({@link #placeResults}): the merge writes all rows at once.
+ * member order ({@link BatchSearch#placeResults}): the merge writes all rows at once.
  *
  * <p>Owns its device buffers (pool blocks, returned by {@link #close}); used under the device lock.
  */
@@ -162,22 +162,6 @@ final class SharedKeySelection implements AutoCloseable {
   }
 
   /**
-   * Lays the pass's results out with the members' first, one after another in member order, then the other groups
-   * in their order: {@code outAt[g]} becomes group g's first element (a group holds its queries x k elements).
-   */
-  void placeResults(List<SearchGroup> groups, long[] outAt) {
-    long at = 0;
-    for (int pass = 0; pass < 2; pass++) {
-      for (int g = 0; g < firstRow.length; g++) {
-        if (member(g) == (pass == 0)) {
-          outAt[g] = at;
-          at += (long) groups.get(g).numQueries() * groups.get(g).k();
-        }
-      }
-    }
-  }
-
-  /**
    * Enqueues the members' re-rank: every row's candidates over its member's raw vectors against its member's queries
    * ({@code queries[g]}: device address of group g's), the k best into the results from the first member's
    * {@code outAt}. After {@link #enqueueSelection}, on the same stream.
@@ -189,7 +173,8 @@ final class SharedKeySelection implements AutoCloseable {
       if (member(g)) {
         out = out < 0 ? outAt[g] : out;
         if (outAt[g] != out + (long) firstRow[g] * k) {
-          throw new IllegalStateException("the members' results are not laid out one after another (placeResults)");
+          throw new IllegalStateException("the members' results are not laid out one after another"
+              + " (BatchSearch.placeResults)");
         }
         table.add(firstRow[g], ((GpuIvfPqIndex) groups.get(g).index()).rawVectorsAddress(), queries[g]);
       }

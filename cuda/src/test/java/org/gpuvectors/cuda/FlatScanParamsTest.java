@@ -44,6 +44,17 @@ class FlatScanParamsTest {
   }
 
   @Test
+  void tableChunksAreAboutOneLength() {
+    // 7 segments of 1M rows in all, a query each: 264 blocks of ~3,788 rows
+    long rows = FlatScanTable.chunkRows(132, 1_000_000);
+    assertEquals(3788, rows);
+    assertEquals(93, FlatScanTable.chunks(350_000, rows), "a large segment: many chunks");
+    assertEquals(8, FlatScanTable.chunks(30_000, rows), "a small one: few");
+    assertEquals(1, FlatScanTable.chunks(2, rows), "at least one");
+    assertEquals(FlatScanParams.ROWS, FlatScanTable.chunkRows(132, 5000), "a tile at least");
+  }
+
+  @Test
   void kernelBySizeAndAlignment() {
     FlatScanParams p = new FlatScanParams();
     p.k = 10;
@@ -52,6 +63,9 @@ class FlatScanParamsTest {
     p.k = 200;
     p.dims = 37;
     assertEquals("gv_flat_scan_u_k256", p.kernel());
+    assertEquals("gv_flat_scan_table_u_k256", p.kernel("gv_flat_scan_table_"));
+    p.k = 10;
+    assertEquals("gv_flat_scan_table_u_k128", p.kernel("gv_flat_scan_table_", 100), "the bucket of the largest k");
     assertTrue(FlatScanParams.supports(256, 2048));
     assertFalse(FlatScanParams.supports(257, 128));
     assertFalse(FlatScanParams.supports(10, 2049));

@@ -169,6 +169,95 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 
+  /**
+   * A pass over several flat segments, as a query or a few over a field's segments: the small groups share one scan
+   * table launch and one merge ({@link FlatScanTable}; the device's counter) whatever their k (Lucene asks each
+   * segment for its own share of k: 3 to 100 here, the first member's k in a smaller bucket than the last's, which
+   * needs a quarter of a small segment's chunk lists: rows strided by the largest k), a group of more queries than the
+   * scan takes alone in it too (three blocks of queries), a group past the table's size searches alone in the same
+   * pass; every group's results as the oracle's. Segments from 30,000 vectors down to 2 (fewer rows than chunks),
+   * aligned and unaligned rows, every metric, masks per query.
+   */
+  @Test
+  void scanTableAnswersPassesOverSegmentsAsTheOracle() {
+    Random r = new Random(31);
+    int[] sizes = {30_000, 7_000, 1_000, 300, 2};
+    List<String> failures = new ArrayList<>();
+    int checked = 0;
+    for (int dims : new int[] {64, 37}) {
+      for (Metric m : Metric.values()) {
+        float[][] vectors = new float[sizes.length][];
+        List<GpuFlatIndex> indexes = new ArrayList<>();
+        try {
+          for (int s = 0; s < sizes.length; s++) {
+            vectors[s] = random(sizes[s] * dims, r);
+            indexes.add(GpuFlatIndex.upload(device, vectors[s], sizes[s], dims, m));
+          }
+          int nq = 5;
+          float[] queries = random(nq * dims, r);
+          int over = FlatScanTable.MAX_GROUP_QUERIES + 1;
+          float[] many = random(over * dims, r);
+          int member = 2 * FlatScanParams.QUERIES_PER_BLOCK + 3;
+          float[] more = random(member * dims, r);
+          List<SearchGroup> groups = new ArrayList<>();
+          List<long[][]> masks = new ArrayList<>();
+          for (int s = 0; s < sizes.length; s++) {
+            long[][] rowMasks = new long[nq][];
+            for (int q = 0; q < nq; q++) {
+              rowMasks[q] = q % 2 == 0 ? null : bits(sizes[s], 0.3, r);
+            }
+            masks.add(rowMasks);
+            groups.add(new SearchGroup(indexes.get(s), queries, nq, new int[] {10, 12, 7, 3, 25}[s], 1, null, rowMasks,
+                null));
+          }
+          groups.add(new SearchGroup(indexes.get(1), queries, nq, 40, 1, null, null, null));
+          groups.add(new SearchGroup(indexes.get(2), queries, nq, 100, 1, null, null, null)); // the largest k
+          groups.add(new SearchGroup(indexes.get(2), more, member, 10, 1, null, null, null)); // a member still
+          groups.add(new SearchGroup(indexes.get(0), many, over, 10, 1, null, null, null)); // the GEMM path: alone
+          long tables = device.flatScanTables();
+          SearchResult[] results = BatchSearch.run(device, groups);
+          assertEquals(tables + 1, device.flatScanTables(), "the segments' small groups shared one scan launch");
+          for (int g = 0; g < groups.size(); g++) {
+            SearchGroup group = groups.get(g);
+            int extra = g - sizes.length; // the groups after the segments' own: 40, 100, more queries, many queries
+            int s = extra < 0 ? g : new int[] {1, 2, 2, 0}[extra];
+            float[] qs = extra == 2 ? more : extra == 3 ? many : queries;
+            for (int q = 0; q < group.numQueries(); q++) {
+              long[] mask = g < sizes.length ? masks.get(g)[q] : null;
+              String f = compareOne(results[g], vectors[s], sizes[s], dims, m, qs, q, group.k(), mask);
+              checked++;
+              if (f != null) {
+                failures.add(m + " dims=" + dims + " group " + g + " query " + q + ": " + f);
+              }
+            }
+          }
+        } finally {
+          for (GpuFlatIndex index : indexes) {
+            index.close();
+          }
+        }
+      }
+    }
+    System.out.println("[gpu-vectors] flat scan table: " + checked + " query results, " + failures.size() + " failures");
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /** One query's results in {@code res} against the oracle (exact id sets up to near-ties, values, count). */
+  static String compareOne(SearchResult res, float[] vectors, int n, int dims, Metric m, float[] queries, int q, int k,
+                           long[] mask) {
+    int[] ids = new int[k];
+    float[] values = new float[k];
+    for (int i = 0; i < k; i++) {
+      ids[i] = res.id(q, i);
+      values[i] = res.distance(q, i);
+    }
+    List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, m, queries, q, k, mask);
+    String f = CpuOracle.compare(exp, ids, values, 0, k, CpuOracle.searchTruth(vectors, n, dims, m, queries, q, mask));
+    return f != null ? f : res.count(q) != exp.size() ? "count " + res.count(q) + ", expected " + exp.size() : null;
+  }
+
   /** The scan refuses k past its buckets by name (AUTO then takes the GEMM path: matchesOracle's k = 1000). */
   @Test
   void scanRefusesWhatItCannotTake() {

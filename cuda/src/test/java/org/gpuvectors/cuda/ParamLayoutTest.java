@@ -219,7 +219,7 @@ class ParamLayoutTest {
     assertEncodes("FlatScanParams", params, params::encode, FlatScanParams.BYTES);
   }
 
-  /** The small-batch flat scan's launch constants against flat_scan.cu, and its shared memory within the H100's. */
+  /** The small-batch flat scan's launch constants and table against flat_scan.cu, its shared memory within an A100's. */
   @Test
   void flatScanConstantsMatchFlatScan() throws IOException {
     String kernels = Files.readString(Path.of("src/main/cuda/flat_scan.cu"));
@@ -229,6 +229,10 @@ class ParamLayoutTest {
     assertEquals(FlatScanParams.ROWS_PER_THREAD, constant(kernels, "kFlatScanRowsPerThread"));
     assertEquals(FlatScanParams.SLAB, constant(kernels, "kFlatScanSlab"));
     assertEquals(FlatScanParams.PITCH, constant(kernels, "kFlatScanPitch"));
+    assertEquals(FlatScanTable.MAX_ENTRIES, constant(kernels, "kFlatScanTableEntries"));
+    assertTrue(kernels.contains("static_assert(sizeof(FlatScanTable) == 8 + kFlatScanTableEntries * sizeof(FlatScanParams),"),
+        "size asserted");
+    assertTrue(FlatScanTable.BYTES <= 4096, "the table launch's parameters fit 4 KB");
     FlatScanParams widest = new FlatScanParams();
     widest.dims = FlatScanParams.MAX_DIMS;
     assertTrue(widest.sharedBytes() <= 163 << 10, "the widest scan's shared memory fits an A100 block (163 KB opt-in)");

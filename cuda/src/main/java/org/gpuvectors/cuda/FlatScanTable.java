@@ -1,0 +1,183 @@
+package org.gpuvectors.cuda;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import jcuda.Pointer;
+
+/**
+ * The small flat searches of a pass ({@link GpuFlatIndex} groups that take the scan: a query or a few over a field's
+ * segments) as one scan launch over a table of segments ({@code gv_flat_scan_table_*}, flat_scan.cu) and one
+ * BlockSelect merge of all their rows, instead of a scan and a merge per segment: the host's launches, not the
+ * kernels, bound a pass over many segments (docs/BENCHMARKS.md sections 14 and 17).
+ *
+ * <p>Members share dims and metric (the first eligible group's), at most {@link #MAX_ENTRIES}; their k may differ
+ * (Lucene asks each segment for its own share of a query's k): the kernel takes the largest k's bucket, each member
+ * selects its own k per chunk, and the merge keeps the largest k, {@link #stride()}, per row, of which a member's
+ * results are the first k. Members are split into chunks of about the same length ({@link #chunkRows}), so a larger
+ * segment has more; each row of the merge has room for the most chunks' lists, and the slots a member does not
+ * write (fewer chunks, a smaller k) are filled empty first. The members' results lie one after another, rows
+ * {@link #stride()} apart (BatchSearch.placeResults). Used under the device lock, within one pass.
+ */
+final class FlatScanTable {
+  /** System property: {@code false} searches each flat group alone (for measurements; the table is on by default). */
+  public static final String ENABLED_PROPERTY = "gpuvectors.flat.scan_table";
+  /** Whether passes plan the table ({@link #ENABLED_PROPERTY}; package-private and volatile so tests can turn it). */
+  static volatile boolean enabled = Boolean.parseBoolean(System.getProperty(ENABLED_PROPERTY, "true"));
+  /**
+   * The largest group in the table: past {@link GpuFlatIndex#scanMaxQueries} a group alone would take the GEMM path,
+   * which reads a segment once for many queries but costs a dozen host launches; in a pass over many segments
+   * (Lucene, 8 segments of 1M x 128, 16 clients: ~7 queries a segment) those launches bound the pass, so a table
+   * member may hold up to four blocks of the scan's queries (each block reads its segment again).
+   */
+  static final int MAX_GROUP_QUERIES = 4 * FlatScanParams.QUERIES_PER_BLOCK;
+  /** Entries of a {@code gv::FlatScanTable} (flat_scan.cu's kFlatScanTableEntries). */
+  static final int MAX_ENTRIES = 32;
+  /** Bytes of the table argument. */
+  static final int BYTES = ParamTable.bytes(MAX_ENTRIES, FlatScanParams.BYTES);
+
+  private final int[] firstRow; // per group of the pass, its first row of the merge, or -1 for a group that is not a member
+  private final int members;
+  private final int rows;
+  private final int k; // the members' largest k: the merge's
+  private final boolean mixedK; // some member's k is smaller
+  private final Metric metric;
+
+  private FlatScanTable(int[] firstRow, int members, int rows, int k, boolean mixedK, Metric metric) {
+    this.firstRow = firstRow;
+    this.members = members;
+    this.rows = rows;
+    this.k = k;
+    this.mixedK = mixedK;
+    this.metric = metric;
+  }
+
+  /**
+   * The table of the pass's groups, or null when fewer than two groups may share it. Eligible: a flat group with
+   * queries (at most {@link #MAX_GROUP_QUERIES}) and vectors that the scan takes ({@link GpuFlatIndex#scanTakes}),
+   * not walked in the graph table launch, with the first eligible group's dims and metric.
+   */
+  static FlatScanTable plan(List<SearchGroup> groups, boolean[] walked) {
+    if (!enabled) {
+      return null;
+    }
+    int[] firstRow = new int[groups.size()];
+    Arrays.fill(firstRow, -1);
+    int members = 0;
+    int rows = 0;
+    int minK = Integer.MAX_VALUE;
+    int maxK = 0;
+    SearchGroup first = null;
+    for (int g = 0; g < groups.size() && members < MAX_ENTRIES; g++) {
+      SearchGroup group = groups.get(g);
+      if (!(group.index() instanceof GpuFlatIndex flat) || (walked != null && walked[g]) || group.numQueries() == 0
+          || group.numQueries() > MAX_GROUP_QUERIES || flat.size() == 0
+          || !flat.scanTakes(group.numQueries(), group.k())) {
+        continue;
+      }
+      if (first != null && (flat.dims() != first.index().dims() || flat.metric() != first.index().metric())) {
+        continue;
+      }
+      first = first == null ? group : first;
+      firstRow[g] = rows;
+      rows += group.numQueries();
+      members++;
+      minK = Math.min(minK, group.k());
+      maxK = Math.max(maxK, group.k());
+    }
+    return members < 2 ? null : new FlatScanTable(firstRow, members, rows, maxK, minK < maxK, first.index().metric());
+  }
+
+  /** Elements between a member's result rows: the members' largest k (a member's results are a row's first k). */
+  int stride() {
+    return k;
+  }
+
+  /** Whether group {@code g} of the pass is in the table. */
+  boolean member(int g) {
+    return firstRow[g] >= 0;
+  }
+
+  /** The groups in the table. */
+  int members() {
+    return members;
+  }
+
+  /**
+   * Rows a block scans: the members' work (rows x blocks of queries, summed) over about {@link
+   * FlatScanParams#BLOCKS_PER_SM} blocks per multiprocessor (one wave), at least a tile. Every member's chunks are
+   * about this long, so that the blocks of a large segment do not outlast the others' (a pass over segments of
+   * different sizes takes as long as its longest block).
+   */
+  static long chunkRows(int sms, long work) {
+    long blocks = (long) FlatScanParams.BLOCKS_PER_SM * sms;
+    return Math.max(FlatScanParams.ROWS, (work + blocks - 1) / blocks);
+  }
+
+  /** Chunks of a member of {@code n} rows for chunks of about {@code chunkRows} rows: at least one. */
+  static int chunks(long n, long chunkRows) {
+    return (int) Math.max(1, Math.min(65535, (n + chunkRows - 1) / chunkRows));
+  }
+
+  /**
+   * Enqueues the members' scan (one table launch) and the merge of their rows into the results from the first
+   * member's {@code outAt}, rows {@link #stride()} apart (arguments per group of the pass: device addresses of its
+   * queries and accept masks, the masks' row words). Caller holds the device lock.
+   */
+  void enqueue(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept, long[] acceptRowWords,
+               DeviceBuffer outV, DeviceBuffer outI, long[] outAt) {
+    List<FlatScanParams> entries = new ArrayList<>();
+    long work = 0; // rows x blocks of queries, over the members
+    long out = -1;
+    for (int g = 0; g < firstRow.length; g++) {
+      if (member(g)) {
+        SearchGroup group = groups.get(g);
+        GpuFlatIndex flat = (GpuFlatIndex) group.index();
+        entries.add(flat.scanParams(queries[g], group.numQueries(), group.k(), accept[g], acceptRowWords[g]));
+        work += (long) flat.size()
+            * ((group.numQueries() + FlatScanParams.QUERIES_PER_BLOCK - 1) / FlatScanParams.QUERIES_PER_BLOCK);
+        out = out < 0 ? outAt[g] : out;
+        if (outAt[g] != out + (long) firstRow[g] * k) {
+          throw new IllegalStateException("the members' results are not laid out one after another"
+              + " (BatchSearch.placeResults)");
+        }
+      }
+    }
+    long chunkRows = chunkRows(device.multiprocessorCount(), work);
+    int mostChunks = 0;
+    boolean gaps = mixedK;
+    for (FlatScanParams p : entries) {
+      p.chunks = chunks(p.n, chunkRows);
+      p.chunkLen = (int) ((p.n + p.chunks - 1) / p.chunks);
+      gaps |= mostChunks > 0 && p.chunks != mostChunks;
+      mostChunks = Math.max(mostChunks, p.chunks);
+    }
+    long width = (long) mostChunks * k;
+    try (DeviceBuffer tv = device.allocate(4L * rows * width); DeviceBuffer ti = device.allocate(4L * rows * width)) {
+      if (gaps) { // fewer chunks or a smaller k leave slots past a member's lists: empty ones, as the kernel writes them
+        device.fill32(tv, Float.floatToRawIntBits(metric == Metric.L2 ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY));
+        device.fill32(ti, -1);
+      }
+      List<byte[]> encoded = new ArrayList<>();
+      int gridX = 0;
+      int row = 0;
+      for (FlatScanParams p : entries) {
+        p.outK = tv.address() + 4L * row * width;
+        p.outIdx = ti.address() + 4L * row * width;
+        p.outRowStride = width;
+        row += p.numQueries;
+        gridX = Math.max(gridX, (p.numQueries + FlatScanParams.QUERIES_PER_BLOCK - 1) / FlatScanParams.QUERIES_PER_BLOCK);
+        encoded.add(p.encode());
+      }
+      FlatScanParams lead = entries.get(0);
+      String kernel = lead.kernel("gv_flat_scan_table_", k); // the largest k's bucket: every member's queue holds it
+      int shared = lead.sharedBytes();
+      device.module().allowDynamicShared(kernel, shared);
+      device.module().launch3d(kernel, gridX, mostChunks, entries.size(), FlatScanParams.THREADS, shared, device.stream(),
+          Pointer.to(ParamTable.encode("flat scan", MAX_ENTRIES, FlatScanParams.BYTES, encoded)));
+      KSelect.mergeCandidates(device, new SelectParams().input(tv, rows, (int) width, width).inputIds(ti).k(k)
+          .largest(metric != Metric.L2).output(outV, outI, k, out));
+    }
+    device.countFlatScanTable();
+  }
+}
