@@ -12,6 +12,9 @@
   PyTorch FP32 / TF32, and the exact kernels' FP32 / TF32-rerank rows, as ann-benchmarks draws it.
 - natural-segments-ivfpq.png: queries/s against clients through Lucene, `ivf_pq` 1M x 128 at 8 natural segments
   before and after section 14's shared pass, and one segment, unfiltered and 10 % filtered (one machine, run D).
+- exact-small.png: exact search of 1 to 128 queries (section 17a): queries/s against batch size, the flat scan and
+  the GEMM path (device time) next to PyTorch FP32 and TF32 (wall time with transfers), 1M x 128 and 1M x 768, k = 10;
+  recall is 1.0 for all (exact search), so one axis is enough.
 """
 import csv
 import os
@@ -177,9 +180,33 @@ def natural_segments():
     print("wrote", out)
 
 
+def exact_small():
+    ours = rows("exact-small-s12/exact_small.csv")
+    torch = rows("exact-small-s12/torch_exact.csv")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, dims in zip(axes, ("128", "768")):
+        for strategy, color in (("SCAN", "tab:green"), ("GEMM", "tab:purple")):
+            pts = [r for r in ours if r["dims"] == dims and r["k"] == "10" and r["strategy"] == strategy]
+            ax.plot([int(r["batch"]) for r in pts], [float(r["queries_per_s_device"]) for r in pts], marker="o",
+                    color=color, label=f"ours: {strategy.lower()} (device time)")
+        for precision, color in (("fp32", "tab:orange"), ("tf32", "tab:red")):
+            pts = [r for r in torch if r["dims"] == dims and r["k"] == "10" and r["precision"] == precision]
+            ax.plot([int(r["batch"]) for r in pts], [float(r["queries_per_s"]) for r in pts], marker="s",
+                    color=color, linestyle="--", label=f"PyTorch {precision.upper()} matmul + topk (wall)")
+        ax.set_xscale("log", base=2); ax.set_yscale("log")
+        ax.set_xlabel("queries per batch"); ax.set_ylabel("queries/s (recall 1.0)")
+        ax.set_title(f"exact k-NN, 1M x {dims}, k = 10, H100"); ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = os.path.join(here, "exact-small.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 if __name__ == "__main__":
     exact_search(1000000, 128)
     exact_search(1000000, 768)
     kselect()
     fashion_mnist()
     natural_segments()
+    exact_small()

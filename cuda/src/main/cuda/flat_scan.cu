@@ -1,6 +1,6 @@
 // Exact search of a few queries at once (GpuFlatIndex's small batches: a pass of concurrent searches over a flat
 // segment). The GEMM path pays for a distance matrix and a tiled SGEMM whose M (the queries) is a handful: on
-// 1M x 128 a pass of 1 to 8 queries took 0.29-0.42 ms of GPU time against the 0.174 ms it takes to read the vectors
+// 1M x 128 a pass of 1 to 8 queries took 0.27-0.41 ms of GPU time against the 0.174 ms it takes to read the vectors
 // once (H100). Here the vectors are read once per block of kFlatScanQueries queries, coalesced, and never leave the
 // SM as distances:
 //
@@ -11,7 +11,7 @@
 //   query w's to its WarpSelect queue (select.cuh): one queue per query and block, no merge inside the block. The
 //   chunks' k-lists are merged by a BlockSelect pass (GpuFlatIndex).
 //
-// Measured (docs/BENCHMARKS.md section 17): one block of queries costs about the read (1M x 128: 0.25-0.26 ms for
+// Measured (docs/BENCHMARKS.md section 17a): one block of queries costs about the read (1M x 128: 0.24-0.25 ms for
 // 1 to 8 queries), each further block ~0.13-0.15 ms more: it reads the vectors again (from L2) and its shared-memory
 // reads (a row's float4 serves 8 queries, a query's one row) bound the loop. Two or four rows a thread (fewer
 // shared-memory reads per FMA, narrower slabs to fit) were slower below 8 queries (narrow slabs waste DRAM bursts)

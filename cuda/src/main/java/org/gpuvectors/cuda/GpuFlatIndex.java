@@ -86,9 +86,9 @@ public final class GpuFlatIndex extends ResidentIndex {
   public static final String SCAN_MAX_QUERIES_PROPERTY = "gpuvectors.flat.scan_max_queries";
   /**
    * Without {@link #SCAN_MAX_QUERIES_PROPERTY}: one block of the scan's queries. Measured on the H100 (ExactSearchBench
-   * small, docs/BENCHMARKS.md section 17): 1M x 128, 1 to 8 queries 0.25-0.26 ms against the GEMM path's 0.30-0.41
-   * (k = 10), about level at 16 and slower past it; 1M x 768 level at 4 queries, 1.22 against 1.82 ms at 8, 13 %
-   * slower at 1 and 2 (cuBLAS's matrix-vector product reads 768-float rows well).
+   * small, docs/BENCHMARKS.md section 17a): 1M x 128, 1 to 8 queries 0.24-0.25 ms of GPU time against the GEMM
+   * path's 0.27-0.41 (k = 10), level at 16 and slower past it; 1M x 768 level at 4 queries, 1.15 against 1.85 ms at
+   * 8, 10 % slower at 1 and 2 (cuBLAS's matrix-vector product reads 768-float rows well).
    */
   static final int DEFAULT_SCAN_MAX_QUERIES = 8;
   /** The batch bound of {@link Strategy#SCAN} under AUTO (package-private and volatile so tests can move it). */
