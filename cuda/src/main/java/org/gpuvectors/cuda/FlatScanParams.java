@@ -89,17 +89,12 @@ final class FlatScanParams {
 
   /** The kernel for these parameters: k bucket, and 16-byte or 4-byte copies by the rows' alignment. */
   String kernel() {
-    return kernel("gv_flat_scan_");
-  }
-
-  /** {@link #kernel()} of the family {@code prefix} (the single launch, or the table launch of FlatScanTable). */
-  String kernel(String prefix) {
-    return kernel(prefix, k);
+    return kernel("gv_flat_scan_", k);
   }
 
   /**
-   * The kernel of the family {@code prefix} whose queues hold {@code maxK} (a table launch takes the bucket of its
-   * members' largest k, each member selecting its own).
+   * The kernel of the family {@code prefix} (the single launch, or FlatScanTable's table launch) whose queues hold
+   * {@code maxK} (a table launch takes the bucket of its members' largest k, each member selecting its own).
    */
   String kernel(String prefix, int maxK) {
     return prefix + ((dims & 3) == 0 ? "a" : "u") + "_k" + KSelect.bucket(maxK);

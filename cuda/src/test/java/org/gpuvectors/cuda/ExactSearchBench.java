@@ -165,7 +165,7 @@ public final class ExactSearchBench {
     try (GpuDevice d = GpuDevice.open(0);
          PrintWriter csv = BenchUtil.csv("exact_small.csv",
              "n,dims,batch,k,strategy,device_ms,wall_ms,queries_per_s_device,read_bound_ms,agree")) {
-      double copyGbs = copyBandwidth(d);
+      double copyGbs = BenchUtil.copyBandwidth(d, 1L << 30);
       System.out.printf("GPU %s; device-to-device copy %.0f GB/s%n", d.name(), copyGbs);
       System.out.printf("%-9s %6s %4s %-5s %10s %10s %12s %9s %7s%n", "n x dims", "batch", "k", "path", "device ms",
           "wall ms", "queries/s", "bound ms", "agree");
@@ -206,20 +206,6 @@ public final class ExactSearchBench {
       }
     } finally {
       GpuFlatIndex.scanMaxQueries = saved;
-    }
-  }
-
-  /** Device-to-device copy bandwidth in GB/s (bytes read + written over time), 1 GB buffers, median of 10. */
-  private static double copyBandwidth(GpuDevice d) {
-    long bytes = 1L << 30;
-    try (GpuDevice.Scope s = d.lock(); DeviceBuffer a = d.allocate(bytes); DeviceBuffer b = d.allocate(bytes)) {
-      Runnable copy = () -> d.copy(a, b, bytes);
-      copy.run();
-      double[] t = new double[10];
-      for (int r = 0; r < t.length; r++) {
-        t[r] = d.time(copy);
-      }
-      return 2.0 * bytes / (BenchUtil.median(t) * 1e-3) / 1e9;
     }
   }
 

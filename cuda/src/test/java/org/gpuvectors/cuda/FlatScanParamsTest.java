@@ -63,7 +63,7 @@ class FlatScanParamsTest {
     p.k = 200;
     p.dims = 37;
     assertEquals("gv_flat_scan_u_k256", p.kernel());
-    assertEquals("gv_flat_scan_table_u_k256", p.kernel("gv_flat_scan_table_"));
+    assertEquals("gv_flat_scan_table_u_k256", p.kernel("gv_flat_scan_table_", p.k));
     p.k = 10;
     assertEquals("gv_flat_scan_table_u_k128", p.kernel("gv_flat_scan_table_", 100), "the bucket of the largest k");
     assertTrue(FlatScanParams.supports(256, 2048));
