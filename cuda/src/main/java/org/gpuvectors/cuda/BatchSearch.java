@@ -195,6 +195,24 @@ public final class BatchSearch {
   }
 
   /**
+   * The first element of a table's results (a shared selection's or a scan table's, whose members' rows are one
+   * merge's rows): member g (firstRow[g] >= 0) must start {@code firstRow[g] * stride} elements after the first
+   * member, as {@link #placeResults} lays them out.
+   */
+  static long membersOut(int[] firstRow, long[] outAt, int stride) {
+    long out = -1;
+    for (int g = 0; g < firstRow.length; g++) {
+      if (firstRow[g] >= 0) {
+        out = out < 0 ? outAt[g] : out;
+        if (outAt[g] != out + (long) firstRow[g] * stride) {
+          throw new IllegalStateException("the members' results are not laid out one after another (placeResults)");
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
    * Enqueues every group's search (arguments: the pass's device buffers and each group's offsets in them); false
    * when nothing was enqueued. Graph walks in {@code walked} go to one table launch, small flat groups to one scan
    * table launch ({@link FlatScanTable}); the other groups are launched one by one, spread over the device's lanes

@@ -128,7 +128,7 @@ final class FlatScanTable {
                DeviceBuffer outV, DeviceBuffer outI, long[] outAt) {
     List<FlatScanParams> entries = new ArrayList<>();
     long work = 0; // rows x blocks of queries, over the members
-    long out = -1;
+    long out = BatchSearch.membersOut(firstRow, outAt, k);
     for (int g = 0; g < firstRow.length; g++) {
       if (member(g)) {
         SearchGroup group = groups.get(g);
@@ -136,11 +136,6 @@ final class FlatScanTable {
         entries.add(flat.scanParams(queries[g], group.numQueries(), group.k(), accept[g], acceptRowWords[g]));
         work += (long) flat.size()
             * ((group.numQueries() + FlatScanParams.QUERIES_PER_BLOCK - 1) / FlatScanParams.QUERIES_PER_BLOCK);
-        out = out < 0 ? outAt[g] : out;
-        if (outAt[g] != out + (long) firstRow[g] * k) {
-          throw new IllegalStateException("the members' results are not laid out one after another"
-              + " (BatchSearch.placeResults)");
-        }
       }
     }
     long chunkRows = chunkRows(device.multiprocessorCount(), work);

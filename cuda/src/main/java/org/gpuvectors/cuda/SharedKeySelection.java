@@ -168,14 +168,9 @@ final class SharedKeySelection implements AutoCloseable {
    */
   void enqueueRerank(long[] queries, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, List<SearchGroup> groups) {
     RerankTable table = new RerankTable();
-    long out = -1;
+    long out = BatchSearch.membersOut(firstRow, outAt, k);
     for (int g = 0; g < firstRow.length; g++) {
       if (member(g)) {
-        out = out < 0 ? outAt[g] : out;
-        if (outAt[g] != out + (long) firstRow[g] * k) {
-          throw new IllegalStateException("the members' results are not laid out one after another"
-              + " (BatchSearch.placeResults)");
-        }
         table.add(firstRow[g], ((GpuIvfPqIndex) groups.get(g).index()).rawVectorsAddress(), queries[g]);
       }
     }
