@@ -6,7 +6,9 @@
 # small: ExactSearchBench small: the flat scan against the GEMM path at batches 1-128 (exact-n x 128 and x 768,
 # k = 10 / 100), then torch_exact.py (FP32 and TF32) at the same batches.
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
-# Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images.
+# Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images; the code
+# now and as before the block-by-block query copies (QueryUploads); then
+# torch_fmnist.py (FP32 and TF32 matmul + topk) on the same data when it is there.
 # ivfpq: IvfPqBench: GPU IVF-PQ (nlist 245, pq_m 98) precomputed-table vs full-table scan, batch 10k and 1,
 # nprobe 4/8/16, k = 40, on Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) or synthetic images.
 # graph: GraphSearchBench: GpuGraphIndex recall@10 and q/s at batch 10k and 1, widths 16..256, hash and Bloom
@@ -61,7 +63,7 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.QueryRowsGpuTest \
     --select-class org.gpuvectors.cuda.SearchGroupTest --select-class org.gpuvectors.cuda.GraphFilterPlanTest \
     --select-class org.gpuvectors.cuda.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
-    --select-class org.gpuvectors.cuda.PassSlotsGpuTest --select-class org.gpuvectors.cuda.FlatScanParamsTest \
+    --select-class org.gpuvectors.cuda.PassSlotsGpuTest --select-class org.gpuvectors.cuda.FlatScanParamsTest --select-class org.gpuvectors.cuda.QueryBlocksTest \
     --select-class org.gpuvectors.cuda.BatchSearchLayoutTest \
     --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60
@@ -92,6 +94,9 @@ if [ "$mode" = exact ] || [ "$mode" = all ]; then
 fi
 if [ "$mode" = tf32 ]; then
   "${java[@]}" org.gpuvectors.cuda.ExactSearchBench tf32 "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/exact_tf32.log" || rc=1
+  if [ -f "${FMNIST_DIR:-/tmp/fmnist}/train-images-idx3-ubyte.gz" ]; then # the PyTorch peer, right after ours
+    PYTHONUNBUFFERED=1 python3 "$here/bench/torch_fmnist.py" "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 | tee "$OUT/torch-fmnist.log"
+  fi
 fi
 if [ "$mode" = ivfpq ]; then
   "${java[@]}" org.gpuvectors.cuda.IvfPqBench "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/ivfpq.log" || rc=1

@@ -127,17 +127,21 @@ public final class BatchSearch {
               device.upload(masks, dm);
             }
           }
+          // the large groups' queries go up on the slot's copy stream, while the kernels of the blocks before run
+          QueryUploads uploads = new QueryUploads(device, slot, 4L * queryFloats - directAt);
+          QueryUploads.Feed[] feeds = new QueryUploads.Feed[count];
           for (int g = 0; g < count; g++) {
             if (direct[g]) {
-              device.uploadQueries(groups.get(g), dq, 4L * queryAt[g]); // query rows: through the pinned staging buffer
+              feeds[g] = uploads.feed(groups.get(g), dq, 4L * queryAt[g]);
             }
           }
           try (SharedKeySelection shared = laneGroups(groups, walked) >= 2
               ? SharedKeySelection.plan(device, groups, walked) : null) {
             placeResults(groups, stride, outAt, shared, flats);
             any = enqueue(device, groups, walked, shared, flats, dq, dm, outV, outI, queryAt, normsAt, maskAt,
-                maskRowWords, outAt);
+                maskRowWords, outAt, feeds);
           }
+          uploads.finish();
           if (any && staged) {
             slot.download.bytes(8L * outElements);
             if (outElements > 0) { // distances and ids in one copy: the ids land 4 x outElements bytes in
@@ -222,8 +226,15 @@ public final class BatchSearch {
   private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, boolean[] walked,
                                  SharedKeySelection shared, FlatScanTable flats, DeviceBuffer dq, DeviceBuffer dm,
                                  DeviceBuffer outV, DeviceBuffer outI, long[] queryAt, long[] normsAt, long[] maskAt,
-                                 long[] maskRowWords, long[] outAt) {
+                                 long[] maskRowWords, long[] outAt, QueryUploads.Feed[] feeds) {
     int count = groups.size();
+    // queries still to be copied: every search but a lone flat group's takes all of them before its first kernel
+    // (the flat GEMM path asks block by block); the tables and the shared selection read several groups' at once
+    for (int g = 0; g < count; g++) {
+      if (feeds[g] != null && !(groups.get(g).index() instanceof GpuFlatIndex && !(flats != null && flats.member(g)))) {
+        feeds[g].awaitAll();
+      }
+    }
     // independent chains of launches: each group launched alone, the table walk, the flat scan table, each shared
     // member whose coarse step runs alone (the others' are in the shared chain on lane 0, after the lanes): lanes
     // only for two or more
@@ -288,7 +299,7 @@ public final class BatchSearch {
         }
         switch (group.index()) {
           case GpuFlatIndex flat -> flat.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(), accept,
-              maskRowWords[g], outV, outI, outAt[g]);
+              maskRowWords[g], outV, outI, outAt[g], feeds[g]);
           case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
               group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
           case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
@@ -365,8 +376,8 @@ public final class BatchSearch {
   }
 
   /**
-   * Groups of at least this many queries (not cosine) are uploaded from their own array (rows: through
-   * the device's pinned staging buffer, {@link GpuDevice#uploadQueries}) and their L2
+   * Groups of at least this many queries (not cosine) are uploaded from their own array or rows ({@link
+   * QueryUploads}, block by block on the pass's copy stream) and their L2
    * norms computed on the device: packing and summing norms on the host costs ~2 us per 784-float
    * query (H100 box, Fashion-MNIST batches of 10k: ~20 ms of a 58 ms pass), while a norm kernel per
    * group costs a launch, which only small groups (one query per segment, speculation) feel.

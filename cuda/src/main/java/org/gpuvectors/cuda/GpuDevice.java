@@ -1,10 +1,8 @@
 package org.gpuvectors.cuda;
 
-import java.nio.FloatBuffer;
 import java.util.Arrays;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.stream.IntStream;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUctx_flags;
@@ -237,13 +235,11 @@ public final class GpuDevice implements AutoCloseable {
   static final boolean PINNED_STAGING =
       Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.pinned_staging", "true"));
 
-  /** Batches of at least this many query rows are copied into the staging buffer on the common pool. */
-  static final int PARALLEL_STAGING_ROWS = 1024;
-
   /**
    * Copies a group's queries to the device, row-major (synchronous): row-major queries straight from
    * their array; query rows through the pinned staging buffer, so that the caller's rows need no
-   * copy into one Java array and the copy to the device runs at full bus speed.
+   * copy into one Java array and the copy to the device runs at full bus speed. A pass copies its large groups'
+   * queries with {@link QueryUploads} instead, unless {@code -Dgpuvectors.gpu.pipelined_upload=false}.
    */
   public void uploadQueries(SearchGroup group, DeviceBuffer dst, long dstByteOffset) {
     uploadQueries(group, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
@@ -269,21 +265,7 @@ public final class GpuDevice implements AutoCloseable {
     for (int from = 0; from < numQueries; from += rowsPerCopy) {
       int rows = Math.min(rowsPerCopy, numQueries - from);
       long bytes = 4L * rows * dims;
-      FloatBuffer floats = staging.floats(bytes);
-      float[][] queryRows = group.queryRows();
-      int first = from;
-      if (rows >= PARALLEL_STAGING_ROWS) {
-        int block = 256;
-        IntStream.range(0, (rows + block - 1) / block).parallel().forEach(b -> {
-          for (int q = b * block; q < Math.min(rows, (b + 1) * block); q++) {
-            floats.put(q * dims, queryRows[first + q]); // absolute puts: no shared buffer position
-          }
-        });
-      } else {
-        for (int q = 0; q < rows; q++) {
-          floats.put(q * dims, queryRows[first + q]);
-        }
-      }
+      QueryUploads.stage(group, from, rows, staging.floats(bytes), 0);
       // synchronous from pinned memory: the buffer may be refilled when this returns
       Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
           Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), staging.pointer(), bytes));
@@ -423,6 +405,12 @@ public final class GpuDevice implements AutoCloseable {
   /** The stream enqueued work goes to: lane 0, or the lane a {@link Lanes} pass selected. */
   CUstream stream() {
     return current.stream();
+  }
+
+  /** The lane of {@link #stream()}; caller holds the lock. */
+  Lane currentLane() {
+    checkLocked();
+    return current;
   }
 
   KernelModule module() {
@@ -651,6 +639,9 @@ public final class GpuDevice implements AutoCloseable {
           if (lane != null) {
             JCudaDriver.cuStreamSynchronize(lane.stream()); // best effort: the failure is what the caller reports
           }
+        }
+        if (slot.copiesIfMade() != null) { // its copies read the slot's pinned buffer
+          JCudaDriver.cuStreamSynchronize(slot.copiesIfMade().stream());
         }
       }
       pool.releaseAll(slot.returned);

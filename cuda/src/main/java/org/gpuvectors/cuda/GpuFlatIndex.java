@@ -95,7 +95,8 @@ public final class GpuFlatIndex extends ResidentIndex {
   static volatile int scanMaxQueries = Integer.getInteger(SCAN_MAX_QUERIES_PROPERTY, DEFAULT_SCAN_MAX_QUERIES);
   /** Bytes of one tile of the GEMM distance matrix (package-private so tests can force many tiles). */
   static volatile long tileBudgetBytes = 256L << 20;
-  private static final int MAX_QUERY_BLOCK = 4096;
+  /** Queries a GEMM path's block holds (package-private for tests of several blocks). */
+  static final int MAX_QUERY_BLOCK = 4096;
   private static final long UPLOAD_SLAB_FLOATS = 4L << 20;
 
   private final DeviceBuffer vectors;
@@ -313,7 +314,7 @@ public final class GpuFlatIndex extends ResidentIndex {
             long accept = bits == null ? 0 : bits.address();
             switch (strategy) {
               case SCAN -> enqueueScan(q.address(), numQueries, k, accept, 0, outV, outI, 0);
-              case GEMM -> enqueueGemm(q.address(), 0, numQueries, k, accept, 0, outV, outI, 0);
+              case GEMM -> enqueueGemm(q.address(), 0, numQueries, k, accept, 0, outV, outI, 0, null);
               default -> searchFused(q, numQueries, k, bits, outV, outI);
             }
             device.download(outV, 0, dist, 0, numQueries * k);
@@ -338,11 +339,24 @@ public final class GpuFlatIndex extends ResidentIndex {
    */
   void enqueueSearch(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    enqueueSearch(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement, null);
+  }
+
+  /**
+   * As {@link #enqueueSearch(long, long, int, int, long, long, DeviceBuffer, DeviceBuffer, long)}, for queries still
+   * on their way to the device when {@code arriving} is not null: the GEMM path asks for each block of queries just
+   * before it enqueues the block's kernels, so the next block is copied while this one is searched.
+   */
+  void enqueueSearch(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
+                     DeviceBuffer outV, DeviceBuffer outI, long outElement, QueryUploads.Feed arriving) {
     ensureOpen();
     if (scans(nq, k)) {
+      if (arriving != null) {
+        arriving.awaitAll();
+      }
       enqueueScan(queries, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
     } else {
-      enqueueGemm(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
+      enqueueGemm(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement, arriving);
     }
   }
 
@@ -411,19 +425,46 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /** Enqueues the GEMM path (arguments as {@link #enqueueSearch}): FP32, or the TF32 candidate pass. */
   private void enqueueGemm(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
-                           DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+                           DeviceBuffer outV, DeviceBuffer outI, long outElement, QueryUploads.Feed arriving) {
     if (usesTf32(nq, k)) {
-      searchTf32Rerank(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
+      searchTf32Rerank(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement, arriving);
       return;
     }
-    for (int q0 = 0; q0 < nq; q0 += MAX_QUERY_BLOCK) {
-      int block = Math.min(MAX_QUERY_BLOCK, nq - q0);
+    int[] blocks = queryBlocks(nq);
+    for (int b = 0; b + 1 < blocks.length; b++) {
+      int q0 = blocks[b];
+      int block = blocks[b + 1] - q0;
+      if (arriving != null) {
+        arriving.await(q0 + block);
+      }
       long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
       long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
       searchGemm(queries + 4L * q0 * dims, norms, block, k, accept, acceptRowWords, outV, outI, outElement + (long) q0 * k,
           false);
     }
   }
+
+  /**
+   * Where the GEMM path's blocks of queries start, and nq at the end: a first block of at most {@link
+   * #FIRST_QUERY_BLOCK}, then blocks of about equal size, at most {@link #MAX_QUERY_BLOCK}. The first block is short
+   * because its queries' copy to the device is the one no search runs beside ({@link QueryUploads}): Fashion-MNIST's
+   * 10k x 784 queries went up in 12.8 MB blocks, and the first one's staging and copy were most of the ~2 ms by which
+   * the pass outlasted its kernels.
+   */
+  static int[] queryBlocks(int nq) {
+    int first = Math.min(nq, FIRST_QUERY_BLOCK);
+    int rest = nq - first;
+    int count = (rest + MAX_QUERY_BLOCK - 1) / MAX_QUERY_BLOCK;
+    int[] starts = new int[count + 2];
+    starts[1] = first;
+    for (int b = 1; b <= count; b++) {
+      starts[b + 1] = first + (int) ((long) rest * b / count);
+    }
+    return nq == 0 ? new int[] {0} : starts;
+  }
+
+  /** The largest first block of {@link #queryBlocks}. */
+  static final int FIRST_QUERY_BLOCK = 1024;
 
   /** Whether a search of nq queries for k results takes the TF32 candidate pass. */
   boolean usesTf32(int nq, int k) {
@@ -441,12 +482,17 @@ public final class GpuFlatIndex extends ResidentIndex {
    * the queries without a certificate are searched again on the FP32 path, their results written over theirs.
    */
   private void searchTf32Rerank(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
-                                DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+                                DeviceBuffer outV, DeviceBuffer outI, long outElement, QueryUploads.Feed arriving) {
     Tf32Bound b = bound();
     float[] stats = new float[4 * nq];
     try (DeviceBuffer dStats = device.allocate(16L * nq)) {
-      for (int q0 = 0; q0 < nq; q0 += MAX_QUERY_BLOCK) {
-        int block = Math.min(MAX_QUERY_BLOCK, nq - q0);
+      int[] blocks = queryBlocks(nq);
+      for (int bl = 0; bl + 1 < blocks.length; bl++) {
+        int q0 = blocks[bl];
+        int block = blocks[bl + 1] - q0;
+        if (arriving != null) {
+          arriving.await(q0 + block);
+        }
         long accept = acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords;
         long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
         searchCandidates(queries + 4L * q0 * dims, norms, block, k, accept, acceptRowWords, outV, outI,

@@ -8,7 +8,8 @@ import jcuda.driver.JCudaDriver;
 /**
  * What one search pass in flight owns, so that a second pass can be enqueued while the first runs on the device
  * ({@link GpuDevice#beginPass}): its lanes (its own streams and cuBLAS handles; the first carries the pass, the
- * others its small groups), pinned host buffers for its asynchronous uploads and downloads, the event that marks
+ * others its small groups), the stream its large groups' queries are copied on ({@link QueryUploads}), pinned host
+ * buffers for its asynchronous uploads and downloads, the event that marks
  * its end, and the device blocks returned while it was enqueued, which are not lent again before that end (another
  * pass's streams could otherwise overwrite them while this pass's kernels still read them).
  *
@@ -18,6 +19,8 @@ final class PassSlot implements AutoCloseable {
   final Lane[] lanes = new Lane[GpuDevice.LANES]; // [0] at once, the others on the first pass that spreads groups
   final PinnedHostBuffer upload = new PinnedHostBuffer();
   final PinnedHostBuffer download = new PinnedHostBuffer();
+  final PinnedHostBuffer queries = new PinnedHostBuffer(); // large groups' queries, staged for the copy stream
+  private Lane copies; // created on the first pass with a large group
   final ArrayDeque<long[]> returned = new ArrayDeque<>(); // (address, size class) of blocks returned in the pass
   final CUevent finished = new CUevent();
   boolean busy; // guarded by the device lock
@@ -35,10 +38,26 @@ final class PassSlot implements AutoCloseable {
     }
   }
 
+  /** The stream that large groups' queries are copied on ({@link QueryUploads}), created on first use. */
+  Lane copies() {
+    if (copies == null) {
+      copies = new Lane();
+    }
+    return copies;
+  }
+
+  /** The copy stream if it was made, else null (to wait for it). */
+  Lane copiesIfMade() {
+    return copies;
+  }
+
   /** Waits for the slot's streams, then frees its lanes, event and pinned buffers. */
   @Override
   public void close() {
     try {
+      if (copies != null) {
+        copies.close();
+      }
       for (int i = lanes.length - 1; i >= 0; i--) { // each waits for its own work first
         if (lanes[i] != null) {
           lanes[i].close();
@@ -49,7 +68,11 @@ final class PassSlot implements AutoCloseable {
       try {
         upload.close();
       } finally {
-        download.close();
+        try {
+          download.close();
+        } finally {
+          queries.close();
+        }
       }
     }
   }

@@ -3,6 +3,7 @@ package org.gpuvectors.cuda;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -81,11 +82,16 @@ public final class ExactSearchBench {
    * squared L2, batch 10k, k = 1 / 10 / 100, on Fashion-MNIST's shape: the real set when {@code fmnist-dir} (default
    * /tmp/fmnist) holds Debian's dataset-fashion-mnist files (train-images-idx3-ubyte.gz: the 60k vectors,
    * t10k-images-idx3-ubyte.gz: the 10k queries), else {@link FashionLike} synthetic images of n x dims (default
-   * 60000 x 784; clusters for other dims). Per row, medians of 5 after warm-up:
+   * 60000 x 784; clusters for other dims). Per row, medians after warm-up:
    * <ul>
-   *   <li>device ms: CUDA events around the enqueued search, queries already on the device, results left there
-   *       (the TF32 path's one wait for its certificates, and its FP32 re-runs, included);
-   *   <li>wall ms: the synchronous {@code search()} call (query upload, kernels, download);
+   *   <li>code: {@code now}, or {@code before}: every query copied before the first kernel ({@code
+   *       -Dgpuvectors.gpu.pipelined_upload=false}) instead of block by block while the blocks before are searched
+   *       ({@link QueryUploads});
+   *   <li>device ms (5 searches): CUDA events around the enqueued search, queries already on the device, results
+   *       left there (the TF32 path's one wait for its certificates, and its FP32 re-runs, included);
+   *   <li>wall ms (7 searches): the synchronous pass every caller takes ({@link BatchSearch}: query upload, kernels,
+   *       download), and of it the enqueue ms: from the device lock to the last launch (the copies of the queries,
+   *       and the TF32 path's wait for its certificates, included);
    *   <li>fallbacks: queries per search that the certificate sent back to FP32;
    *   <li>agree: the fraction of result ids that are also in the FP32 result of the query (1 up to FP32 near-ties).
    * </ul>
@@ -113,38 +119,51 @@ public final class ExactSearchBench {
           d.name(), sgemmTflops(d, 8192, false), sgemmTflops(d, 8192, true), data, n, dims, nq);
       try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2);
            PrintWriter csv = BenchUtil.csv("exact_tf32.csv",
-               "data,n,dims,batch,k,precision,device_ms,wall_ms,queries_per_s_wall,fallbacks,agree")) {
-        System.out.printf("%-13s %6s %4s %-12s %10s %10s %12s %9s %7s%n", "data", "batch", "k", "precision",
-            "device ms", "wall ms", "queries/s", "fallbacks", "agree");
-        for (int k : new int[] {1, 10, 100}) {
-          SearchResult fp32 = null;
-          for (GpuFlatIndex.Precision precision : GpuFlatIndex.Precision.values()) {
-            index.setPrecision(precision);
-            GpuFlatIndex.RerankStats before = index.rerankStats();
-            double[] wall = new double[5];
-            SearchResult res = null;
-            for (int r = -2; r < wall.length; r++) {
-              long t0 = System.nanoTime();
-              res = index.search(queries, nq, k, null, GpuFlatIndex.Strategy.GEMM);
-              if (r >= 0) {
-                wall[r] = (System.nanoTime() - t0) / 1e6;
+               "data,n,dims,batch,k,precision,code,device_ms,wall_ms,enqueue_ms,queries_per_s_wall,fallbacks,agree")) {
+        System.out.printf("%-13s %6s %4s %-12s %-10s %10s %10s %10s %12s %9s %7s%n", "data", "batch", "k",
+            "precision", "code", "device ms", "wall ms", "enqueue ms", "queries/s", "fallbacks", "agree");
+        boolean savedPipelined = QueryUploads.pipelined;
+        try {
+          for (int k : new int[] {1, 10, 100}) {
+            SearchResult fp32 = null;
+            for (GpuFlatIndex.Precision precision : new GpuFlatIndex.Precision[] {GpuFlatIndex.Precision.FP32,
+                GpuFlatIndex.Precision.TF32_RERANK}) {
+              index.setPrecision(precision);
+              // the pass every caller takes (BatchSearch), two ways: as now (queries copied block by block while
+              // the blocks before are searched) and as before (every query copied before the first kernel)
+              for (String variant : new String[] {"now", "before"}) {
+                QueryUploads.pipelined = variant.equals("now");
+                double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, k, 5));
+                GpuFlatIndex.RerankStats before = index.rerankStats();
+                double[] wall = new double[7];
+                double[] enqueue = new double[wall.length];
+                SearchResult res = null;
+                for (int r = -2; r < wall.length; r++) {
+                  long[] timing = new long[2]; // the pass's enqueue (copies included) and its wait for the device
+                  long t0 = System.nanoTime();
+                  res = BatchSearch.run(d, List.of(new SearchGroup(index, queries, nq, k, null, null)), timing)[0];
+                  if (r >= 0) {
+                    wall[r] = (System.nanoTime() - t0) / 1e6;
+                    enqueue[r] = timing[0] / 1e6;
+                  }
+                }
+                GpuFlatIndex.RerankStats after = index.rerankStats();
+                double fallbacks = (double) (after.fallbacks() - before.fallbacks()) / (wall.length + 2);
+                if (precision == GpuFlatIndex.Precision.FP32 && fp32 == null) {
+                  fp32 = res;
+                }
+                double agree = agreement(res, fp32, nq, k);
+                double wallMs = BenchUtil.median(wall);
+                double enqueueMs = BenchUtil.median(enqueue);
+                csv.printf("%s,%d,%d,%d,%d,%s,%s,%.4f,%.4f,%.4f,%.1f,%.2f,%.6f%n", data, n, dims, nq, k, precision,
+                    variant, deviceMs, wallMs, enqueueMs, nq / (wallMs * 1e-3), fallbacks, agree);
+                System.out.printf("%-13s %6d %4d %-12s %-10s %10.3f %10.3f %10.3f %12.0f %9.1f %7.5f%n", data, nq, k,
+                    precision, variant, deviceMs, wallMs, enqueueMs, nq / (wallMs * 1e-3), fallbacks, agree);
               }
             }
-            double[] device = deviceTimes(d, index, queries, nq, dims, k, 5);
-            GpuFlatIndex.RerankStats after = index.rerankStats();
-            int searches = wall.length + 2 + device.length + 1;
-            double fallbacks = (double) (after.fallbacks() - before.fallbacks()) / searches;
-            if (precision == GpuFlatIndex.Precision.FP32) {
-              fp32 = res;
-            }
-            double agree = agreement(res, fp32, nq, k);
-            double wallMs = BenchUtil.median(wall);
-            double deviceMs = BenchUtil.median(device);
-            csv.printf("%s,%d,%d,%d,%d,%s,%.4f,%.4f,%.1f,%.2f,%.6f%n", data, n, dims, nq, k, precision, deviceMs,
-                wallMs, nq / (wallMs * 1e-3), fallbacks, agree);
-            System.out.printf("%-13s %6d %4d %-12s %10.3f %10.3f %12.0f %9.1f %7.5f%n", data, nq, k, precision,
-                deviceMs, wallMs, nq / (wallMs * 1e-3), fallbacks, agree);
           }
+        } finally {
+          QueryUploads.pipelined = savedPipelined;
         }
       }
     }

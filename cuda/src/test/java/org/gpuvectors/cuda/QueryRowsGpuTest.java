@@ -2,6 +2,7 @@ package org.gpuvectors.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 import java.util.List;
 import java.util.Random;
@@ -11,7 +12,8 @@ import org.junit.jupiter.api.Test;
  * Queries handed over as rows ({@link SearchGroup#ofRows}): what reaches the device through the
  * pinned staging buffer is exactly the row-major queries (in one copy and in many, filled on one
  * thread and on the pool), and a pass over rows returns exactly what the same queries row-major
- * return. Skips (visibly) without a GPU.
+ * return. Large groups' queries copied block by block on the pass's copy stream ({@link QueryUploads}) give exactly
+ * the results of the same pass with every query copied before the first kernel. Skips (visibly) without a GPU.
  */
 class QueryRowsGpuTest extends GpuTestCase {
 
@@ -60,7 +62,7 @@ class QueryRowsGpuTest extends GpuTestCase {
   void stagedRowsReachTheDeviceAsTheyAre() {
     Random r = new Random(11);
     for (int dims : new int[] {37, 784}) {
-      for (int n : new int[] {1, 63, GpuDevice.PARALLEL_STAGING_ROWS + 476}) {
+      for (int n : new int[] {1, 63, QueryUploads.PARALLEL_STAGING_ROWS + 476}) {
         float[][] rows = rows(n, dims, r);
         float[] expected = rowMajor(rows);
         SearchGroup group = SearchGroup.ofRows(hostOnly(dims), rows, n, 1, 1, null, null);
@@ -112,5 +114,68 @@ class QueryRowsGpuTest extends GpuTestCase {
         }
       }
     }
+  }
+
+  /**
+   * Passes whose large groups' queries go up block by block on the copy stream, through a pinned buffer of a few
+   * rows (reused many times, so the host waits for earlier copies) and of the whole batch, against the same passes
+   * with every query copied first: the same ids and distances, bit for bit. Flat groups of several GEMM blocks in
+   * FP32 and with TF32 candidates, as an array and as rows, with a mask, next to an IVF group of the same pass (which
+   * takes all its queries before its first kernel).
+   */
+  @Test
+  void queriesCopiedBlockByBlockGiveTheResultsOfTheCopyBeforeThePass() throws java.io.IOException {
+    Random r = new Random(13);
+    int n = 4000;
+    int dims = 24;
+    int nq = 2 * GpuFlatIndex.MAX_QUERY_BLOCK + 300; // three blocks (GpuFlatIndex.queryBlocks)
+    float[] vectors = GpuIvfFlatIndexGpuTest.clustered(n, dims, r);
+    GpuIvfFlatIndexGpuTest.Data data = GpuIvfFlatIndexGpuTest.lists(vectors, n, dims, Metric.L2, r);
+    float[][] rows = rows(nq, dims, r);
+    float[] packed = rowMajor(rows);
+    long[] mask = new long[SearchGroup.maskWords(n)];
+    for (int i = 0; i < n; i += 1 + r.nextInt(3)) {
+      mask[i >>> 6] |= 1L << i;
+    }
+    boolean savedPipelined = QueryUploads.pipelined;
+    long savedStaging = QueryUploads.stagingBytes;
+    try (GpuFlatIndex fp32 = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2);
+         GpuFlatIndex tf32 = GpuFlatIndex.upload(device, vectors, n, dims, Metric.INNER_PRODUCT);
+         GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, data.lists(), dims, Metric.L2, data.rowsInListOrder())) {
+      tf32.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
+      List<SearchGroup> pass = List.of(
+          new SearchGroup(fp32, packed, nq, 10, null, null),
+          SearchGroup.ofRows(fp32, rows, nq, 7, 1, mask, null),
+          SearchGroup.ofRows(tf32, rows, nq, 10, 1, null, null),
+          SearchGroup.ofRows(ivf, rows, nq, 10, 4, null, null));
+      QueryUploads.pipelined = false;
+      SearchResult[] before = BatchSearch.run(device, pass);
+      QueryUploads.pipelined = true;
+      for (long staging : new long[] {4L * dims * 1000 + 12, PinnedHostBuffer.MAX_BYTES}) {
+        QueryUploads.stagingBytes = staging;
+        SearchResult[] pipelined = BatchSearch.run(device, pass);
+        for (int g = 0; g < pass.size(); g++) {
+          for (int q = 0; q < nq; q++) {
+            String where = "staging " + staging + " group " + g + " query " + q;
+            assertEquals(before[g].count(q), pipelined[g].count(q), where);
+            for (int i = 0; i < before[g].count(q); i++) {
+              assertEquals(before[g].id(q, i), pipelined[g].id(q, i), where + " rank " + i);
+              assertEquals(before[g].distance(q, i), pipelined[g].distance(q, i), 0f, where + " rank " + i);
+            }
+          }
+        }
+      }
+      // and right, not only the same: queries from every block of each flat group against the CPU oracle
+      for (int q = 0; q < nq; q += 97) {
+        assertNull(GpuFlatIndexGpuTest.compareOne(before[0], vectors, n, dims, Metric.L2, packed, q, 10, null), "q " + q);
+        assertNull(GpuFlatIndexGpuTest.compareOne(before[1], vectors, n, dims, Metric.L2, packed, q, 7, mask), "q " + q);
+        assertNull(GpuFlatIndexGpuTest.compareOne(before[2], vectors, n, dims, Metric.INNER_PRODUCT, packed, q, 10,
+            null), "q " + q);
+      }
+    } finally {
+      QueryUploads.pipelined = savedPipelined;
+      QueryUploads.stagingBytes = savedStaging;
+    }
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 }

@@ -1,0 +1,156 @@
+package org.gpuvectors.cuda;
+
+import java.nio.FloatBuffer;
+import java.util.stream.IntStream;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * The queries of a pass's large groups ({@link BatchSearch}'s direct groups) on their way to the device: staged
+ * into the pass slot's pinned buffer and copied on the slot's copy stream ({@link PassSlot#copies()}), each copy
+ * ordered before the kernels that read it by an event, not by a wait of the host. A search that enqueues its
+ * queries block by block ({@link GpuFlatIndex}'s GEMM path: blocks of 4,096) asks for each block just before it
+ * enqueues it ({@link Feed#await}), so that the next block is staged and copied while the GPU searches this one;
+ * the other searches ask for all their queries at once. Before this, a batch of 10k x 784 queries (31 MB) went up
+ * in one synchronous copy from pageable memory (~4 ms on the H100 box) before the first kernel ran.
+ *
+ * <p>{@code -Dgpuvectors.gpu.pipelined_upload=false} copies every group's queries synchronously before its first
+ * kernel instead ({@link GpuDevice#uploadQueries}), as before: to compare both.
+ *
+ * <p>One per pass, made and used under the device lock while the pass is enqueued.
+ */
+final class QueryUploads {
+
+  static final String PIPELINED_PROPERTY = "gpuvectors.gpu.pipelined_upload";
+
+  /** Whether large groups' queries are copied on the copy stream block by block (package-private for the A/B). */
+  static volatile boolean pipelined = Boolean.parseBoolean(System.getProperty(PIPELINED_PROPERTY, "true"));
+
+  /** The most bytes of the pinned buffer a pass stages into before reusing it (tests make it small). */
+  static volatile long stagingBytes = PinnedHostBuffer.MAX_BYTES;
+
+  /** Rows staged on the common pool rather than on the calling thread from this many on. */
+  static final int PARALLEL_STAGING_ROWS = 1024;
+
+  private final GpuDevice device;
+  private final PassSlot slot;
+  private final boolean pipelines;
+  private long capacity; // bytes of the slot's pinned buffer in use by this pass, set on the first copy
+  private long filled; // bytes staged since the copy stream was last waited for: the copies still reading them
+  private boolean copied; // whether anything went on the copy stream
+
+  /**
+   * @param bytes the pass's direct queries, all groups together: the pinned buffer is sized to them (up to {@link
+   *     PinnedHostBuffer#MAX_BYTES}) before the first copy, since growing it later would free memory that copies in
+   *     flight still read
+   */
+  QueryUploads(GpuDevice device, PassSlot slot, long bytes) {
+    this.device = device;
+    this.slot = slot;
+    this.pipelines = pipelined;
+    if (pipelines && bytes > 0) {
+      capacity = Math.min(slot.queries.bytes(bytes).capacity(), stagingBytes);
+    }
+  }
+
+  /** The feed of one group whose queries go to {@code dst} at {@code dstByteOffset}, row-major. */
+  Feed feed(SearchGroup group, DeviceBuffer dst, long dstByteOffset) {
+    return new Feed(group, dst.address() + dstByteOffset, dst, dstByteOffset);
+  }
+
+  /** Orders the pass's first lane after every copy: before its downloads and the event that ends the pass. */
+  void finish() {
+    if (copied) {
+      slot.lanes[0].waitFor(slot.copies());
+    }
+  }
+
+  /** One group's queries, copied up to the highest row a search asked for. */
+  final class Feed {
+    private final SearchGroup group;
+    private final long address;
+    private final DeviceBuffer dst;
+    private final long dstByteOffset;
+    private int uploaded; // rows copied (or enqueued on the copy stream) so far
+
+    private Feed(SearchGroup group, long address, DeviceBuffer dst, long dstByteOffset) {
+      this.group = group;
+      this.address = address;
+      this.dst = dst;
+      this.dstByteOffset = dstByteOffset;
+    }
+
+    /**
+     * Makes the work enqueued from now on, on the current stream, start only after queries [0, upTo) are on the
+     * device, enqueuing the copies of those not yet sent. Asynchronous, except when the pinned buffer is full: then
+     * the host waits for the copies that still read it (never for a kernel).
+     */
+    void await(int upTo) {
+      device.checkLocked();
+      int rows = Math.min(upTo, group.numQueries());
+      if (!pipelines) {
+        if (uploaded == 0 && group.numQueries() > 0) {
+          device.uploadQueries(group, dst, dstByteOffset); // synchronous, all of them
+          uploaded = group.numQueries();
+        }
+        return;
+      }
+      if (rows <= uploaded) {
+        if (uploaded > 0) {
+          device.currentLane().waitFor(slot.copies()); // another lane may ask for rows sent before
+        }
+        return;
+      }
+      Lane copies = slot.copies();
+      if (!copied) {
+        copies.waitFor(slot.lanes[0]); // the destination may be a block that work before the pass still reads
+        copied = true;
+      }
+      int dims = group.index().dims();
+      long rowBytes = 4L * dims;
+      int rowsPerCopy = (int) Math.max(1, capacity / rowBytes);
+      while (uploaded < rows) {
+        int count = Math.min(rowsPerCopy, rows - uploaded);
+        long bytes = count * rowBytes;
+        if (filled + bytes > capacity) {
+          copies.synchronize(); // the copies before read the buffer: wait for them (the GPU runs meanwhile)
+          filled = 0;
+        }
+        stage(group, uploaded, count, slot.queries.floats(capacity), (int) (filled / 4));
+        Driver.check("cuMemcpyHtoDAsync", JCudaDriver.cuMemcpyHtoDAsync(
+            Driver.deviceptr(address + uploaded * rowBytes), slot.queries.pointer().withByteOffset(filled), bytes,
+            copies.stream()));
+        filled += bytes;
+        uploaded += count;
+      }
+      device.currentLane().waitFor(copies);
+    }
+
+    /** {@link #await} of all the group's queries. */
+    void awaitAll() {
+      await(group.numQueries());
+    }
+  }
+
+  /**
+   * Copies queries [from, from + rows) of the group row-major into {@code dst} from float {@code at} on, on the
+   * common pool from {@link #PARALLEL_STAGING_ROWS} rows on (blocks of 256 rows; absolute puts: no shared position).
+   */
+  static void stage(SearchGroup group, int from, int rows, FloatBuffer dst, int at) {
+    int dims = group.index().dims();
+    float[] queries = group.queries();
+    float[][] queryRows = group.queryRows();
+    int block = 256;
+    IntStream blocks = IntStream.range(0, (rows + block - 1) / block);
+    (rows >= PARALLEL_STAGING_ROWS ? blocks.parallel() : blocks).forEach(b -> {
+      int first = b * block;
+      int last = Math.min(rows, first + block);
+      if (queries != null) {
+        dst.put(at + first * dims, queries, (from + first) * dims, (last - first) * dims);
+      } else {
+        for (int q = first; q < last; q++) {
+          dst.put(at + q * dims, queryRows[from + q]);
+        }
+      }
+    });
+  }
+}
