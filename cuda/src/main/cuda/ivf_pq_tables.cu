@@ -317,6 +317,66 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
   }
 }
 
+// The keys scan of a large batch at large k (GpuIvfPqIndex.keysBlockQueries): block = query. The same keys as
+// ivfPqTableKeys, but the block loads its query's table once for all the query's probed lists (a block per (query,
+// list) loads it once per list: at 768 dimensions, 98 KB a table, as many bytes as the list's codes) and is its
+// row's only writer, so the row's count lives in shared memory and is stored once at the end. Why not the queues
+// of ivfPqTableScan: at k in the hundreds their WarpSelect queues bound it (2M x 768, 16 of 1,414 lists, k = 320:
+// 90 % of a batch's GPU time in gv_ivf_pq_table_scan_k512, 28 % of the SMs' throughput and 18 % of DRAM's, ncu).
+__device__ __forceinline__ void ivfPqTableKeysGrouped(const IvfPqScanParams& p) {
+  extern __shared__ float4 pqScanShared4[];
+  float* table = reinterpret_cast<float*>(pqScanShared4);
+  float* base = table + pqScanTableFloats(p.m, p.bits);  // term 1 of each probe
+  const int query = blockIdx.x;
+  __shared__ int warpKept[kPqKeysThreads / kWarpSize];
+  __shared__ int stepBase;
+  __shared__ int rowCount;
+  if (threadIdx.x == 0) rowCount = 0;
+  loadQueryTable(p, query, pqScanShared4, p.m << p.bits);
+  probeTerms(p, query, 0, p.nprobe, base);
+  __syncthreads();  // the table, the terms 1 and the count are in
+  const unsigned long long* accept = p.acceptBits != nullptr ? p.acceptBits + query * p.acceptRowWords : nullptr;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  const long long row = (long long)query * p.outRowStride;
+  for (int i = 0; i < p.nprobe; ++i) {  // uniform
+    const int list = p.probes[(long long)query * p.nprobe + i];
+    if (list < 0) continue;  // no list (a NaN query)
+    const long long end = p.listOffsets[list + 1];
+    const float term1 = base[i];
+    for (long long b = p.listOffsets[list]; b < end; b += blockDim.x) {  // uniform
+      const long long v = b + threadIdx.x;
+      float key = GV_INF;
+      int ord = -1;
+      if (v < end) {
+        ord = p.ords[v];
+        if (accepted(accept, ord)) key = codeKey(p, v, table, term1);
+      }
+      const bool keep = key < GV_INF;  // false for NaN, for +inf and past the list
+      const unsigned kept = __ballot_sync(kFullMask, keep);
+      if (lane == 0) warpKept[warp] = __popc(kept);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        int total = rowCount;
+        stepBase = total;
+        for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) {
+          const int c = warpKept[w];
+          warpKept[w] = total - stepBase;
+          total += c;
+        }
+        rowCount = total;
+      }
+      __syncthreads();
+      const long long at = (long long)stepBase + warpKept[warp] + __popc(kept & ((1u << lane) - 1));
+      if (keep && at < p.outRowStride) {
+        p.outK[row + at] = key;
+        p.outIdx[row + at] = ord;
+      }
+    }
+  }
+  if (threadIdx.x == 0) p.rowLengths[query] = rowCount;
+}
+
 // Several indexes' small-batch scans in one launch (the segments of a pass that share one candidate selection,
 // SharedKeySelection.java; IvfPqScanTable.java writes this layout, passed by value): entry z = blockIdx.z is one
 // index's IvfPqScanParams, each with its own queries, probes, tables and rows. The grid covers the largest entry;
@@ -363,6 +423,10 @@ __global__ void __launch_bounds__(128, 1) gv_ivf_pq_table_scan_k1024(gv::IvfPqSc
 __global__ void __launch_bounds__(64) gv_ivf_pq_table_scan_k2048(gv::IvfPqScanParams p) { gv::ivfPqTableScan<2048>(p); }
 __global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys(gv::IvfPqScanParams p, int partsPerList) {
   gv::ivfPqTableKeys(p, partsPerList);
+}
+// grid (queries); dynamic shared memory: the table and nprobe floats (tableScanSharedBytes(nprobe)).
+__global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys_grouped(gv::IvfPqScanParams p) {
+  gv::ivfPqTableKeysGrouped(p);
 }
 // grid (query groups of 16, sub-quantizers, entries) over the largest entry.
 __global__ void __launch_bounds__(gv::kPqTableThreads) gv_ivf_pq_query_tables_table(

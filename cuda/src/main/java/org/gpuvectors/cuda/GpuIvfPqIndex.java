@@ -36,7 +36,9 @@ import jcuda.Pointer;
  *       parallelism). Values equal the full table's up to float rounding (other terms, other order);
  *   <li>small batches ({@link #keysMaxQueries}, {@link #keysRowWidth}): the precomputed tables, but no queue per
  *       (query, list): {@code gv_ivf_pq_table_keys} appends every accepted code's key to the query's row and a
- *       radix selection ({@link KSelect#radixSelect}) keeps the row's k best ({@link IvfSearch#enqueueKeys});
+ *       radix selection ({@link KSelect#radixSelect}) keeps the row's k best ({@link IvfSearch#enqueueKeys}); large
+ *       batches at k past 512 the same, in blocks of queries, with a block per query that loads its table once for
+ *       all its lists ({@code gv_ivf_pq_table_keys_grouped}, {@link #keysBlockQueries});
  *   <li>full tables ({@code gv_ivf_pq_scan_kK}, ivf_pq.cu; when the table does not fit in shared memory, or
  *       forced by {@link #forceFullTables}): one block per (query, probed list) builds the pair's whole table
  *       (in the CPU's order and float rounding, no FMA) in dynamic shared memory, or in global memory when it
@@ -85,6 +87,18 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   static volatile int keysMaxQueries = Integer.getInteger("gv.ivfpq.keysMaxQueries", 32);
   /** The small-batch scan's rows (keys and ids, 8 bytes a vector) of one search at most. */
   static final long KEYS_BUDGET_BYTES = 64L << 20;
+  /**
+   * Larger batches take the keys scan too, a block of queries at a time ({@link #keysBlockQueries}), from this k
+   * on: past 512 (WarpSelect's bucket of 1,024) a queue of k per query bounds the grouped table scan, while a row of
+   * keys and a radix selection cost about the same at any k. 2M x 768, nprobe 16, batch 10k (H100, through the
+   * codec): k = 800 took 61 ms of GPU time with the queues and 47 ms with the keys (173k instead of 137k q/s); k =
+   * 320 took 35 ms with the queues (ncu: 90 % of it in gv_ivf_pq_table_scan_k512) and 40 ms with the keys. System
+   * property {@code gv.ivfpq.keysBatchMinK}; tests move it (1: always, Integer.MAX_VALUE: never).
+   */
+  static volatile int keysBatchMinK = Integer.getInteger("gv.ivfpq.keysBatchMinK", 513);
+  private static final String KEYS_GROUPED_KERNEL = "gv_ivf_pq_table_keys_grouped";
+  /** Tests: the most queries a block of {@link #keysBlockQueries} holds (to check several blocks on small data). */
+  static volatile int keysBatchMaxBlock = Integer.MAX_VALUE;
   private static final String KEYS_KERNEL = "gv_ivf_pq_table_keys";
   /** Threads of {@code gv_ivf_pq_table_keys} (ivf_pq_tables.cu's kPqKeysThreads). */
   static final int KEYS_THREADS = 256;
@@ -621,6 +635,18 @@ public final class GpuIvfPqIndex extends ResidentIndex {
           acceptAddress, acceptRowWords, outV, outI, outElement, this::keysScan);
       return;
     }
+    int keysBlock = keysBlockQueries(nq, k, probes);
+    if (keysBlock > 0) {
+      long width = Math.max(1, largestLists[Math.min(probes, nlist)]);
+      for (int q0 = 0; q0 < nq; q0 += keysBlock) {
+        int count = Math.min(keysBlock, nq - q0);
+        IvfSearch.enqueueKeys(device, centroids, metric.largestFirst(), queries + 4L * q0 * dims,
+            queryNorms == 0 ? 0 : queryNorms + 4L * q0, count, k, probes, width,
+            acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords, acceptRowWords, outV, outI,
+            outElement + (long) q0 * k, this::keysScanGrouped);
+      }
+      return;
+    }
     int perBlock = probesPerBlock(nq, probes, k);
     if (perBlock > 0) {
       String kernel = KSelect.kernel(TABLE_SCAN_KERNELS, k);
@@ -657,6 +683,43 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       return 0;
     }
     return width;
+  }
+
+  /**
+   * Queries per block of the keys scan of a batch past {@link #keysMaxQueries} at k >= {@link #keysBatchMinK}: as
+   * many as {@link IvfSearch#BLOCK_BUDGET_BYTES} of rows (8 bytes a key) and query tables hold, at least one; or 0
+   * when that scan is not taken (smaller k, the small-batch scan's batch, the full tables forced, or a query's table
+   * and terms past the kernel's shared memory). Caller holds the lock.
+   */
+  int keysBlockQueries(int nq, int k, int probes) {
+    if (nq <= keysMaxQueries || k < keysBatchMinK || !precomputedTablesAllowed()
+        || tableScanSharedBytes(probes) > device.module().maxDynamicSharedBytes(KEYS_GROUPED_KERNEL)) {
+      return 0;
+    }
+    long width = Math.max(1, largestLists[Math.min(probes, nlist)]);
+    if (width > Integer.MAX_VALUE) {
+      return 0;
+    }
+    long block = Math.min(keysBatchMaxBlock, IvfSearch.BLOCK_BUDGET_BYTES / (8L * width + 4L * pq.tableFloats()));
+    return (int) Math.max(1, Math.min(nq, block));
+  }
+
+  /**
+   * The keys scan of a block of a large batch: the rows' query tables (term 3), then {@code
+   * gv_ivf_pq_table_keys_grouped}, a block per query over all its lists (the table loaded once).
+   */
+  private void keysScanGrouped(IvfSearch.KeyRows r) {
+    try (DeviceBuffer tables = device.allocate(4L * pq.tableFloats() * r.nq())) {
+      IvfPqScanParams p = keysParams(r, tables.address());
+      p.probesPerBlock = r.probes();
+      Pointer args = Pointer.to(p.encode());
+      KernelModule module = device.module();
+      int shared = tableScanSharedBytes(r.probes());
+      module.allowDynamicShared(KEYS_GROUPED_KERNEL, shared);
+      module.launch("gv_ivf_pq_query_tables", (r.nq() + TABLE_QUERIES - 1) / TABLE_QUERIES, pq.m(), TABLE_THREADS, 0,
+          device.stream(), args);
+      module.launch(KEYS_GROUPED_KERNEL, r.nq(), 1, KEYS_THREADS, shared, device.stream(), args);
+    }
   }
 
   /**

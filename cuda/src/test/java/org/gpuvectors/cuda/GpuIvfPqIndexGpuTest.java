@@ -55,7 +55,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     /** The paths its searches are checked on: both precomputed ones and one full-table one. */
     Path[] paths() {
       return new Path[] {globalTables ? Path.FULL_GLOBAL : Path.FULL_SHARED, Path.PRECOMPUTED_PER_PAIR,
-          Path.PRECOMPUTED_PER_QUERY, Path.PRECOMPUTED_KEYS};
+          Path.PRECOMPUTED_PER_QUERY, Path.PRECOMPUTED_KEYS, Path.PRECOMPUTED_KEYS_BATCH};
     }
   }
 
@@ -70,7 +70,12 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     /** Precomputed tables, a block per query for all its lists. */
     PRECOMPUTED_PER_QUERY,
     /** Precomputed tables, every key of a query's lists in one row, then a radix selection (small batches). */
-    PRECOMPUTED_KEYS
+    PRECOMPUTED_KEYS,
+    /**
+     * As PRECOMPUTED_KEYS, the rows written by a block per query over all its lists, in blocks of queries (large
+     * batches at large k, {@link GpuIvfPqIndex#keysBlockQueries}; here blocks of 7).
+     */
+    PRECOMPUTED_KEYS_BATCH
   }
 
   private final List<String> failures = new ArrayList<>();
@@ -308,10 +313,13 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     boolean savedFull = GpuIvfPqIndex.forceFullTables;
     int savedGrouped = GpuIvfPqIndex.groupedMinQueries;
     int savedKeys = GpuIvfPqIndex.keysMaxQueries;
+    int savedBatchK = GpuIvfPqIndex.keysBatchMinK;
     GpuIvfPqIndex.forceGlobalTables = path == Path.FULL_GLOBAL;
     GpuIvfPqIndex.forceFullTables = path == Path.FULL_SHARED;
     GpuIvfPqIndex.groupedMinQueries = path == Path.PRECOMPUTED_PER_QUERY ? 0 : Integer.MAX_VALUE;
     GpuIvfPqIndex.keysMaxQueries = path == Path.PRECOMPUTED_KEYS ? Integer.MAX_VALUE : 0;
+    GpuIvfPqIndex.keysBatchMinK = path == Path.PRECOMPUTED_KEYS_BATCH ? 1 : Integer.MAX_VALUE;
+    GpuIvfPqIndex.keysBatchMaxBlock = 7; // several blocks of queries, the last one short
     try {
       body.run();
     } finally {
@@ -319,6 +327,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
       GpuIvfPqIndex.forceFullTables = savedFull;
       GpuIvfPqIndex.groupedMinQueries = savedGrouped;
       GpuIvfPqIndex.keysMaxQueries = savedKeys;
+      GpuIvfPqIndex.keysBatchMinK = savedBatchK;
+      GpuIvfPqIndex.keysBatchMaxBlock = Integer.MAX_VALUE;
     }
   }
 
@@ -724,7 +734,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
             for (int k : new int[] {1, 10, 100, 600}) {
               int kc = index.candidates(k);
               for (Path path : new Path[] {Path.PRECOMPUTED_PER_PAIR, Path.PRECOMPUTED_PER_QUERY,
-                  Path.PRECOMPUTED_KEYS}) {
+                  Path.PRECOMPUTED_KEYS, Path.PRECOMPUTED_KEYS_BATCH}) {
                 String what = "rerank " + metric + " " + path + " " + f + " nprobe=" + nprobe + " k=" + k;
                 on(path, () -> checkReranked(what, search(index, queries, k, nprobe, f, masks), refs, k, kc, data,
                     searchedVectors, searchedQueries));
