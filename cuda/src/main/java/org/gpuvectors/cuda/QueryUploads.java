@@ -8,8 +8,8 @@ import jcuda.driver.JCudaDriver;
  * The queries of a pass's large groups ({@link BatchSearch}'s direct groups) on their way to the device: staged
  * into the pass slot's pinned buffer and copied on the slot's copy stream ({@link PassSlot#copies()}), each copy
  * ordered before the kernels that read it by an event, not by a wait of the host. A search that enqueues its
- * queries block by block ({@link GpuFlatIndex}'s GEMM path: blocks of 4,096) asks for each block just before it
- * enqueues it ({@link Feed#await}), so that the next block is staged and copied while the GPU searches this one;
+ * queries block by block ({@link GpuFlatIndex}'s GEMM path: {@link GpuFlatIndex#queryBlocks}) asks for each block just
+ * before it enqueues it ({@link Feed#await}), so that the next block is staged and copied while the GPU searches this one;
  * the other searches ask for all their queries at once. Before this, a batch of 10k x 784 queries (31 MB) went up
  * in one synchronous copy from pageable memory (~4 ms on the H100 box) before the first kernel ran.
  *
@@ -34,7 +34,7 @@ final class QueryUploads {
   private final GpuDevice device;
   private final PassSlot slot;
   private final boolean pipelines;
-  private long capacity; // bytes of the slot's pinned buffer in use by this pass, set on the first copy
+  private long capacity; // bytes of the slot's pinned buffer this pass stages into (sized once, never grown)
   private long filled; // bytes staged since the copy stream was last waited for: the copies still reading them
   private boolean copied; // whether anything went on the copy stream
 
