@@ -190,9 +190,15 @@ static_assert(sizeof(FlatScanTable) == 8 + kFlatScanTableEntries * sizeof(FlatSc
 
 template <int K, bool VEC4>
 __device__ __forceinline__ void flatScanTable(const FlatScanTable& t) {
-  const FlatScanParams* p = blockEntry(t);
-  if (p == nullptr || (int)blockIdx.x * kFlatScanQueries >= p->numQueries || (int)blockIdx.y >= p->chunks) return;
-  flatScan<K, VEC4>(*p);
+  const FlatScanParams* entry = blockEntry(t);
+  if (entry == nullptr || (int)blockIdx.x * kFlatScanQueries >= entry->numQueries || (int)blockIdx.y >= entry->chunks) {
+    return;
+  }
+  // a copy in registers: the scan's loop reads the parameters again and again, and through a pointer into the
+  // table (an index known at run time) each read was a load: 4-9 % slower at 32-128 queries (H100, a table of one
+  // entry against this copy; docs/BENCHMARKS.md 18d)
+  const FlatScanParams p = *entry;
+  flatScan<K, VEC4>(p);
 }
 
 }  // namespace gv
