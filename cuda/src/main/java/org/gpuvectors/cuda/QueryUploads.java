@@ -54,7 +54,7 @@ final class QueryUploads {
 
   /** The feed of one group whose queries go to {@code dst} at {@code dstByteOffset}, row-major. */
   Feed feed(SearchGroup group, DeviceBuffer dst, long dstByteOffset) {
-    return new Feed(group, dst.address() + dstByteOffset, dst, dstByteOffset);
+    return new Feed(group, dst, dstByteOffset);
   }
 
   /** Orders the pass's first lane after every copy: before its downloads and the event that ends the pass. */
@@ -67,14 +67,12 @@ final class QueryUploads {
   /** One group's queries, copied up to the highest row a search asked for. */
   final class Feed {
     private final SearchGroup group;
-    private final long address;
     private final DeviceBuffer dst;
     private final long dstByteOffset;
     private int uploaded; // rows copied (or enqueued on the copy stream) so far
 
-    private Feed(SearchGroup group, long address, DeviceBuffer dst, long dstByteOffset) {
+    private Feed(SearchGroup group, DeviceBuffer dst, long dstByteOffset) {
       this.group = group;
-      this.address = address;
       this.dst = dst;
       this.dstByteOffset = dstByteOffset;
     }
@@ -117,7 +115,7 @@ final class QueryUploads {
         }
         stage(group, uploaded, count, slot.queries.floats(capacity), (int) (filled / 4));
         Driver.check("cuMemcpyHtoDAsync", JCudaDriver.cuMemcpyHtoDAsync(
-            Driver.deviceptr(address + uploaded * rowBytes), slot.queries.pointer().withByteOffset(filled), bytes,
+            Driver.deviceptr(dst.address() + dstByteOffset + uploaded * rowBytes), slot.queries.pointer().withByteOffset(filled), bytes,
             copies.stream()));
         filled += bytes;
         uploaded += count;
