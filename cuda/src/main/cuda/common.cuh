@@ -110,7 +110,7 @@ static_assert(sizeof(IvfScanParams) == 96, "IvfScanParams layout is shared with 
 // search), then block (query, probe group of probesPerBlock) writes its k best at outK / outIdx +
 // query * outRowStride + blockIdx.y * k.
 struct IvfPqScanParams {
-  const unsigned char* codes;   // n x m bytes in list order: position p's code at codes + p * m
+  const unsigned char* codes;   // n codes in list order, interleaved (pqCodeChunk below; GpuIvfPqIndex.interleave)
   const int* ords;              // n: the ordinal of the vector at each position
   const int* listOffsets;       // nlist + 1
   const float* queries;         // numQueries x dims row-major (normalised for cosine)
@@ -137,6 +137,25 @@ struct IvfPqScanParams {
   int numQueries;               // precomputed-table kernels: queries of the block of queries (rows of tables)
 };
 static_assert(sizeof(IvfPqScanParams) == 152, "IvfPqScanParams layout is shared with Java");
+
+// The device layout of IVF-PQ codes, interleaved for the list scans: a code's m bytes are split into chunks of 16
+// (sub-codes 16 c .. 16 c + 15, the last chunk zero-padded), and the chunks of 32 consecutive positions are stored
+// chunk by chunk: chunk c of position v is the uint4 at (((v / 32) * chunks + c) * 32 + v % 32). The 32 lanes of a
+// warp that score 32 consecutive positions then read each chunk as 512 contiguous bytes, where position-major codes
+// (96 bytes apart at 768 dimensions) made every 4-byte load touch 24-32 cache lines; the layout of Faiss's and
+// cuVS's interleaved IVF-PQ lists. GpuIvfPqIndex.interleave writes it (the persisted codes stay position-major).
+constexpr int kPqCodeGroup = 32;       // positions per interleaved group (the shifts below: 2^5)
+constexpr int kPqCodeChunkBytes = 16;  // code bytes per chunk
+__device__ __forceinline__ int pqCodeChunks(int m) { return (m + kPqCodeChunkBytes - 1) / kPqCodeChunkBytes; }
+__device__ __forceinline__ const uint4* pqCodeChunk(const unsigned char* codes, long long v, int chunks, int c) {
+  // v >= 0: shifts rather than signed division
+  return reinterpret_cast<const uint4*>(codes) + (((v >> 5) * chunks + c) << 5) + (v & (kPqCodeGroup - 1));
+}
+// Sub-code j of position v.
+__device__ __forceinline__ unsigned pqCodeByte(const unsigned char* codes, long long v, int chunks, int j) {
+  return reinterpret_cast<const unsigned char*>(pqCodeChunk(codes, v, chunks, j / kPqCodeChunkBytes))
+      [j % kPqCodeChunkBytes];
+}
 
 // The grouped IVF-Flat scan (ivf_grouped.cu), for batches in which many queries probe each list: the
 // (query, probe) pairs of a search, counting-sorted by list on the device, then one block per tile of

@@ -8,7 +8,7 @@
 //     p.tables): entry (j, c) = || r_j - codeword_{j,c} ||^2 (L2) or < q_j, codeword_{j,c} > (inner product),
 //     one entry per thread, in exactly the CPU's order and rounding (ProductQuantizer.l2Table /
 //     innerProductTable: float products and sums, no FMA, d ascending);
-//  3. the list's codes, one vector per lane (its m bytes, as 32-bit words when m % 4 == 0): approximate
+//  3. the list's codes, one vector per lane (its m bytes, 16-byte chunks of the interleaved layout): approximate
 //     distance = sum_j table[j][code_j] in j order, as ProductQuantizer.distance sums it (L2, smallest first),
 //     or score = base + that sum (inner product, largest first: the queue keeps -score); accept mask by
 //     ordinal; one WarpSelect queue per warp, the warps merged in shared memory (vector_scan.cuh), the list's
@@ -92,7 +92,7 @@ __device__ __forceinline__ void ivfPqScan(const IvfPqScanParams& p) {
   WarpQueue<K, Bucket<K>::T> q;
   q.init();  // threshold at the K-th (bucket) value, as the IVF-Flat scan (no run-time threshold position)
   const int warp = threadIdx.x / kWarpSize;
-  const bool words = (m & 3) == 0;
+  const int chunks = pqCodeChunks(m);
   for (long long b = begin + warp * kWarpSize; b < end; b += NW * kWarpSize) {  // uniform per warp
     const long long v = b + q.lane;
     float key = GV_INF;
@@ -100,20 +100,15 @@ __device__ __forceinline__ void ivfPqScan(const IvfPqScanParams& p) {
     if (v < end) {
       const int ord = p.ords[v];
       if (accepted(accept, ord)) {
-        const unsigned char* code = p.codes + v * m;
         float s = 0.f;
-        if (words) {  // 4-byte aligned: the buffer is, and v * m is a multiple of 4
-          const unsigned* code4 = reinterpret_cast<const unsigned*>(code);
-          for (int j4 = 0; j4 < (m >> 2); ++j4) {
-            const unsigned word = __ldg(code4 + j4);
+        for (int c = 0; c < chunks; ++c) {  // the interleaved layout (common.cuh), sub-codes in j order
+          const uint4 x = __ldg(pqCodeChunk(p.codes, v, chunks, c));
+          const unsigned words[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int j = j4 * 4 + i;
-              s = __fadd_rn(s, table[(j << bits) + ((word >> (8 * i)) & (ksub - 1))]);
-            }
+          for (int i = 0; i < kPqCodeChunkBytes; ++i) {
+            const int j = c * kPqCodeChunkBytes + i;
+            if (j < m) s = __fadd_rn(s, table[(j << bits) + ((words[i / 4] >> (8 * (i % 4))) & (ksub - 1))]);
           }
-        } else {
-          for (int j = 0; j < m; ++j) s = __fadd_rn(s, table[(j << bits) + (__ldg(code + j) & (ksub - 1))]);
         }
         key = ip ? -__fadd_rn(base, s) : s;
         id = ord;

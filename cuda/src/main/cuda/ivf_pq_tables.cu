@@ -44,10 +44,10 @@ __device__ __forceinline__ void ivfPqCodeTerms(const IvfPqScanParams& p) {
   const int subDims = p.dims / m;
   const float* c = p.centroids + (long long)list * p.dims;
   for (long long v = begin + threadIdx.x; v < end; v += blockDim.x) {
-    const unsigned char* code = p.codes + v * m;
+    const int chunks = pqCodeChunks(m);
     float s = 0.f;
     for (int j = 0; j < m; ++j) {
-      const float* w = p.codebooks + ((long long)(j << p.bits) + code[j]) * subDims;
+      const float* w = p.codebooks + ((long long)(j << p.bits) + pqCodeByte(p.codes, v, chunks, j)) * subDims;
       const float* cj = c + j * subDims;
       float t = 0.f;
       for (int d = 0; d < subDims; ++d) {
@@ -129,14 +129,14 @@ __device__ __forceinline__ void mergePqWarpsAndWrite(WarpQueue<K, T>& q, float* 
 // each of the block's probes (probesPerBlock floats). GpuIvfPqIndex.tableScanSharedBytes computes the same.
 __device__ __forceinline__ int pqScanTableFloats(int m, int bits) { return ((m << bits) + 3) & ~3; }
 
-// s + table[j][byte] over the 4 code bytes of `word`, j = j0 .. j0 + 3; checked: only the bytes with j in
-// [0, m) (the first and last word of a code may hold its neighbours' bytes).
+// s + table[j][byte] over the 4 code bytes of `word`, j = j0 .. j0 + 3; checked: only the bytes with j < m (the
+// last chunk of a code is zero-padded past m).
 template <bool Checked>
 __device__ __forceinline__ float addWord(float s, unsigned word, int j0, int m, int bits, const float* table) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int j = j0 + i;
-    if (!Checked || (j >= 0 && j < m)) s += table[(j << bits) + ((word >> (8 * i)) & 0xffu)];
+    if (!Checked || j < m) s += table[(j << bits) + ((word >> (8 * i)) & 0xffu)];
   }
   return s;
 }
@@ -183,27 +183,59 @@ __device__ __forceinline__ void probeTerms(const IvfPqScanParams& p, int query, 
   }
 }
 
+// s0 / s1 + table[j][byte] over the 16 sub-codes of chunk x (sub-codes j0 .. j0 + 15; checked: those below m).
+template <bool Checked>
+__device__ __forceinline__ void addChunk(float& s0, float& s1, const uint4& x, int j0, int m, int bits,
+                                         const float* table) {
+  s0 = addWord<Checked>(s0, x.x, j0, m, bits, table);
+  s1 = addWord<Checked>(s1, x.y, j0 + 4, m, bits, table);
+  s0 = addWord<Checked>(s0, x.z, j0 + 8, m, bits, table);
+  s1 = addWord<Checked>(s1, x.w, j0 + 12, m, bits, table);
+}
+
+// Chunks of a code loaded at once, before the first is scored. Why: a block of these scans holds a 98 KB table at
+// 768 dimensions, so an SM runs 8-16 warps, and with one chunk loaded at a time each code waited out its six loads
+// one after another: 72 % of the schedulers' cycles had no eligible warp, most of them waiting on those loads (ncu,
+// 2M x 768, k = 320). Eight cover codes of up to 128 bytes with one wait (-27 % of a 10k batch's GPU time there).
+// Loading the next position's code a step ahead as well (32 more registers) measured no faster.
+constexpr int kPqChunksInFlight = 8;
+
+// s0 / s1 + the sub-codes of chunks c0 .. c0 + kPqChunksInFlight - 1 (those below chunks) held in x.
+__device__ __forceinline__ void addChunks(float& s0, float& s1, const uint4 (&x)[kPqChunksInFlight], int c0,
+                                          int chunks, int whole, int m, int bits, const float* table) {
+#pragma unroll
+  for (int i = 0; i < kPqChunksInFlight; ++i) {
+    const int c = c0 + i;
+    if (c < whole) {
+      addChunk<false>(s0, s1, x[i], c * kPqCodeChunkBytes, m, bits, table);
+    } else if (c < chunks) {  // the padded last chunk
+      addChunk<true>(s0, s1, x[i], c * kPqCodeChunkBytes, m, bits, table);
+    }
+  }
+}
+
 // The key of the code at position v of a list whose term 1 is term1: term1 + codeTerms[v] + sum_j
-// table[j][code_j] (L2, smallest first), or -(term1 + sum_j ...) (inner product). The code's m bytes are read as
-// the aligned 32-bit words that hold them (the buffer is padded to 4 bytes): byte i of word w is sub-code
-// 4 w + i - off; two sums for two independent add chains.
+// table[j][code_j] (L2, smallest first), or -(term1 + sum_j ...) (inner product). The code is read in 16-byte
+// chunks of the interleaved layout (common.cuh: the lanes of a warp, at consecutive positions, read 512 contiguous
+// bytes), kPqChunksInFlight at a time; two sums for two independent add chains. Callers issue the position's other
+// loads (ordinal, accept mask) first, so that they are in flight beside these, and test acceptance after.
 __device__ __forceinline__ float codeKey(const IvfPqScanParams& p, long long v, const float* table, float term1) {
   const int m = p.m;
   const int bits = p.bits;
-  const long long at = v * m;
-  const int off = (int)(at & 3);
-  const unsigned* words = reinterpret_cast<const unsigned*>(p.codes + (at - off));
-  const int nwords = (off + m + 3) >> 2;
-  float s0 = addWord<true>(0.f, __ldg(words), -off, m, bits, table), s1 = 0.f;
-  int w = 1;
-  for (; w + 2 < nwords; w += 2) {  // whole words, two at a time
-    const unsigned a = __ldg(words + w), c = __ldg(words + w + 1);
-    s1 = addWord<false>(s1, a, 4 * w - off, m, bits, table);
-    s0 = addWord<false>(s0, c, 4 * w + 4 - off, m, bits, table);
+  const int chunks = pqCodeChunks(m);
+  const int whole = m / kPqCodeChunkBytes;  // chunks without padding
+  const float codeTerm = p.metric == 1 ? 0.f : p.codeTerms[v];
+  float s0 = 0.f, s1 = 0.f;
+  for (int c0 = 0; c0 < chunks; c0 += kPqChunksInFlight) {
+    uint4 x[kPqChunksInFlight];
+#pragma unroll
+    for (int i = 0; i < kPqChunksInFlight; ++i) {
+      if (c0 + i < chunks) x[i] = __ldg(pqCodeChunk(p.codes, v, chunks, c0 + i));
+    }
+    addChunks(s0, s1, x, c0, chunks, whole, m, bits, table);
   }
-  for (; w < nwords; ++w) s1 = addWord<true>(s1, __ldg(words + w), 4 * w - off, m, bits, table);
   const float s = s0 + s1;
-  return p.metric == 1 ? -(term1 + s) : term1 + (p.codeTerms[v] + s);
+  return p.metric == 1 ? -(term1 + s) : term1 + (codeTerm + s);
 }
 
 template <int K>
@@ -237,8 +269,9 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
       int id = -1;
       if (v < end) {
         const int ord = p.ords[v];
+        const float scored = codeKey(p, v, table, term1);  // its loads beside the ordinal's
         if (accepted(accept, ord)) {
-          key = codeKey(p, v, table, term1);
+          key = scored;
           id = ord;
         }
       }
@@ -293,7 +326,8 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
     int ord = -1;
     if (v < end) {
       ord = p.ords[v];
-      if (accepted(accept, ord)) key = codeKey(p, v, table, term1);
+      const float scored = codeKey(p, v, table, term1);  // its loads beside the ordinal's
+      if (accepted(accept, ord)) key = scored;
     }
     const bool keep = key < GV_INF;  // false for NaN, for +inf and past the list
     const unsigned kept = __ballot_sync(kFullMask, keep);
@@ -350,7 +384,8 @@ __device__ __forceinline__ void ivfPqTableKeysGrouped(const IvfPqScanParams& p) 
       int ord = -1;
       if (v < end) {
         ord = p.ords[v];
-        if (accepted(accept, ord)) key = codeKey(p, v, table, term1);
+        const float scored = codeKey(p, v, table, term1);  // its loads beside the ordinal's
+        if (accepted(accept, ord)) key = scored;
       }
       const bool keep = key < GV_INF;  // false for NaN, for +inf and past the list
       const unsigned kept = __ballot_sync(kFullMask, keep);

@@ -1,6 +1,7 @@
 package org.gpuvectors.cuda;
 
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import jcuda.Pointer;
@@ -53,8 +54,8 @@ import jcuda.Pointer;
  * GpuSegmentSearcher}) done on the device, so a batch never waits on random host reads of raw vectors. Without the
  * raw vectors a search returns the approximate candidates and the caller re-ranks them.
  *
- * <p>Device memory, owned here and returned by {@link #close()}: the codes in list order (padded to whole 4-byte
- * words), the ordinal at each position, the list offsets, the codebooks, the code terms (L2), the centroid index
+ * <p>Device memory, owned here and returned by {@link #close()}: the codes in list order (interleaved for the scans'
+ * coalesced reads, {@link #deviceCodeBytes}), the ordinal at each position, the list offsets, the codebooks, the code terms (L2), the centroid index
  * and, when uploaded with them, the raw vectors by ordinal (normalised for cosine). Threading as {@link
  * GpuIvfFlatIndex}.
  */
@@ -224,13 +225,17 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       }
       centroidIndex = GpuFlatIndex.upload(device, lists.centroids(), lists.nlist(), dims, metric);
       try (GpuDevice.Scope s = device.lock()) {
-        // whole 4-byte words: the table scan reads each code as the aligned words that hold it
-        codes = device.allocate(Math.max(4, (codeBytes + 3) & ~3L));
+        codes = device.allocate(Math.max(CODE_CHUNK_BYTES, deviceCodeBytes(n, pq.m())));
       }
-      for (int from = 0; from < codesInListOrder.length; from += UPLOAD_SLAB_BYTES) {
-        int count = Math.min(UPLOAD_SLAB_BYTES, codesInListOrder.length - from);
+      int groupBytes = codeChunks(pq.m()) * CODE_GROUP * CODE_CHUNK_BYTES;
+      int groupsPerSlab = Math.max(1, UPLOAD_SLAB_BYTES / groupBytes);
+      int groups = (n + CODE_GROUP - 1) / CODE_GROUP;
+      byte[] slab = new byte[Math.min(groups, groupsPerSlab) * groupBytes];
+      for (int g0 = 0; g0 < groups; g0 += groupsPerSlab) {
+        int count = Math.min(groupsPerSlab, groups - g0);
+        interleave(codesInListOrder, n, pq.m(), g0, count, slab);
         try (GpuDevice.Scope s = device.lock()) {
-          device.upload(codesInListOrder, from, count, codes, from);
+          device.upload(slab, 0, count * groupBytes, codes, (long) g0 * groupBytes);
         }
       }
       try (GpuDevice.Scope s = device.lock()) {
@@ -249,6 +254,47 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     } finally {
       if (!ok) {
         free(device, centroidIndex, codes, ords, offsets, codebooks, codeTerms, raw);
+      }
+    }
+  }
+
+  /** Positions per group and bytes per chunk of the device's interleaved code layout (common.cuh's pqCodeChunk). */
+  static final int CODE_GROUP = 32;
+  static final int CODE_CHUNK_BYTES = 16;
+
+  private static int codeChunks(int m) {
+    return (m + CODE_CHUNK_BYTES - 1) / CODE_CHUNK_BYTES;
+  }
+
+  /**
+   * Device bytes of n codes of m bytes in the interleaved layout: whole groups of 32 positions, each code padded to
+   * whole 16-byte chunks (96-byte codes take 96 bytes; Fashion-MNIST's 196 take 208).
+   */
+  public static long deviceCodeBytes(int n, int m) {
+    return (long) ((n + CODE_GROUP - 1) / CODE_GROUP) * codeChunks(m) * CODE_GROUP * CODE_CHUNK_BYTES;
+  }
+
+  /**
+   * Writes groups [g0, g0 + count) of the n position-major codes (m bytes each) in the device's interleaved layout
+   * into out from offset 0: chunk c of position v (its bytes 16 c .. 16 c + 15, zero past m) at byte
+   * ((g * chunks + c) * 32 + v % 32) * 16 of its group g = v / 32, counted from g0; positions past n are zero. So a
+   * warp of the list scans, 32 consecutive positions, reads a chunk of all its codes as 512 contiguous bytes.
+   * Written here rather than by a kernel: it runs once per upload, beside the slab copies it feeds.
+   */
+  static void interleave(byte[] codes, int n, int m, int g0, int count, byte[] out) {
+    int chunks = codeChunks(m);
+    Arrays.fill(out, 0, count * chunks * CODE_GROUP * CODE_CHUNK_BYTES, (byte) 0);
+    for (int g = 0; g < count; g++) {
+      for (int lane = 0; lane < CODE_GROUP; lane++) {
+        long v = (long) (g0 + g) * CODE_GROUP + lane;
+        if (v >= n) {
+          return;
+        }
+        for (int c = 0; c < chunks; c++) {
+          int from = c * CODE_CHUNK_BYTES;
+          int dst = ((g * chunks + c) * CODE_GROUP + lane) * CODE_CHUNK_BYTES;
+          System.arraycopy(codes, (int) (v * m) + from, out, dst, Math.min(CODE_CHUNK_BYTES, m - from));
+        }
       }
     }
   }

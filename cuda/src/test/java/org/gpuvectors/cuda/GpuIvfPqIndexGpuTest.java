@@ -338,7 +338,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     int dims = data.dims();
     int n = data.n();
     long centroidBytes = 4L * nlist * dims + (data.metric() == Metric.L2 ? 4L * nlist : 0);
-    long codeBytes = Math.max(4, ((long) n * pq.book().m() + 3) / 4 * 4);
+    // the interleaved layout: whole groups of 32 positions, codes padded to whole 16-byte chunks
+    long codeBytes = Math.max(16, (n + 31L) / 32 * 32 * ((pq.book().m() + 15) / 16 * 16));
     return centroidBytes + codeBytes + 4L * n + 4L * (nlist + 1) + 4L * pq.book().codebooks().length
         + (data.metric() == Metric.L2 ? 4L * n : 0);
   }
@@ -438,7 +439,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   /**
    * A large batch (600 queries: past {@link GpuIvfPqIndex#groupedMinQueries}, so the default path is the
    * precomputed tables with one block per query, several 16-query table blocks and one per sub-quantizer) with
-   * codes of m = 30 bytes (each code starts 0 or 2 bytes into a 4-byte word: the partial first and last words),
+   * codes of m = 30 bytes (two 16-byte chunks, the second zero-padded past byte 14: the checked sub-codes),
    * L2 and cosine, no filter and per-query masks, k = 10 and 400; the same batch on the full-table path.
    */
   @Test

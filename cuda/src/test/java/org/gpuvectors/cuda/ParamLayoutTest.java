@@ -89,6 +89,12 @@ class ParamLayoutTest {
     assertEquals(IvfGroupParams.SHARED_BYTES, constant("kIvfGroupedSharedBytes"));
   }
 
+  @Test
+  void pqCodeLayoutMatchesCommonCuh() throws IOException {
+    assertEquals(GpuIvfPqIndex.CODE_GROUP, constant("kPqCodeGroup"));
+    assertEquals(GpuIvfPqIndex.CODE_CHUNK_BYTES, constant("kPqCodeChunkBytes"));
+  }
+
   /** The radix selection's launch constants and row state size against select_kernels.cu. */
   @Test
   void radixSelectionConstantsMatchSelectKernels() throws IOException {

@@ -103,7 +103,8 @@ import org.gpuvectors.cuda.SearchResult;
  * re-rank depth 4 x 512 = its k-selection's 2048), {@code gv.scale.params} (mapping overrides, e.g. {@code
  * nlist=4096,nprobe=16,pq_m=32}), {@code gv.scale.threads} (indexing threads, default the cores), {@code
  * gv.scale.dir} (parent of the index directories, default /tmp), {@code gv.scale.cpuBuildN}, {@code
- * gv.scale.flushBuilds}. Writes {@code OUT_DIR/ivfpq-scale-N-DIMS.csv} (one row per search row, the exact peer
+ * gv.scale.flushBuilds}, {@code gv.scale.index} (a directory: with build, the index is built there and kept; with
+ * search but not build, the index kept there is searched, e.g. by another build's kernels, an A/B on one index). Writes {@code OUT_DIR/ivfpq-scale-N-DIMS.csv} (one row per search row, the exact peer
  * included) and {@code OUT_DIR/ivfpq-scale-N-DIMS-build.csv} (build times, file sizes, bytes per vector).
  */
 public final class IvfPqScaleBenchmark {
@@ -149,7 +150,8 @@ public final class IvfPqScaleBenchmark {
         throw new IllegalArgumentException("gv.scale.phases: unknown phase [" + phase + "]; phases are exact, build, search, cpubuild");
       }
     }
-    if (phases.contains("search") && (phases.contains("exact") == false || phases.contains("build") == false)) {
+    if (phases.contains("search") && (phases.contains("exact") == false
+        || (phases.contains("build") == false && System.getProperty("gv.scale.index") == null))) {
       throw new IllegalArgumentException("gv.scale.phases: search needs the exact phase (ground truth) and the build phase");
     }
     this.batch = Integer.getInteger("gv.scale.batch", 10_000);
@@ -222,15 +224,20 @@ public final class IvfPqScaleBenchmark {
     }
     GpuSearchService service = GpuSearchServices.current();
     progress("GPU: %s", service.gpuActive() ? service.deviceName() : "none (" + service.unusableReason() + ")");
-    if (phases.contains("build")) {
-      Path path = Files.createTempDirectory(tmpRoot, "gv-ivfpq-scale");
+    String kept = System.getProperty("gv.scale.index");
+    if (kept != null && phases.contains("build") == false && phases.contains("search")) {
+      search(Path.of(kept), service);  // an index an earlier run kept: another build's kernels on the same index
+    } else if (phases.contains("build")) {
+      Path path = kept != null ? Files.createDirectories(Path.of(kept)) : Files.createTempDirectory(tmpRoot, "gv-ivfpq-scale");
       try {
         build(path, n, service.gpuActive() ? "build-gpu" : "build-no-gpu", service);
         if (phases.contains("search")) {
           search(path, service);
         }
       } finally {
-        IOUtils.rm(path);
+        if (kept == null) {
+          IOUtils.rm(path);
+        }
       }
     }
     if (phases.contains("cpubuild")) {
