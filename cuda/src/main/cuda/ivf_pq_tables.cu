@@ -293,6 +293,38 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
 // A NaN key is dropped (it would never be selected). kPqKeysThreads threads.
 constexpr int kPqKeysThreads = 256;
 constexpr int kPqKeysMinCodes = 1024;  // GpuIvfPqIndex.KEYS_MIN_CODES_PER_BLOCK
+
+// One step of the keys scans: every thread's (key, ordinal), kept unless the key is +inf or NaN (no code, not
+// accepted), goes to the query's row (row .. row + outRowStride) at places that thread 0 reserves for the step's kept
+// pairs with reserve(total) (returns the first place): each warp's place is the block's kept count before it, each
+// lane's its rank among its warp's kept lanes. Pairs past the row's end are dropped. Every thread of the block calls
+// it (two barriers); warpKept and stepBase are the caller's shared memory.
+template <typename Reserve>
+__device__ __forceinline__ void appendKeys(const IvfPqScanParams& p, long long row, float key, int ord, int* warpKept,
+                                           int& stepBase, Reserve reserve) {
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  const bool keep = key < GV_INF;  // false for NaN, for +inf and past the list
+  const unsigned kept = __ballot_sync(kFullMask, keep);
+  if (lane == 0) warpKept[warp] = __popc(kept);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int total = 0;
+    for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) {
+      const int c = warpKept[w];
+      warpKept[w] = total;
+      total += c;
+    }
+    stepBase = reserve(total);
+  }
+  __syncthreads();
+  const long long at = (long long)stepBase + warpKept[warp] + __popc(kept & ((1u << lane) - 1));
+  if (keep && at < p.outRowStride) {
+    p.outK[row + at] = key;
+    p.outIdx[row + at] = ord;
+  }
+}
+
 __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int partsPerList) {
   extern __shared__ float4 pqScanShared4[];
   float* table = reinterpret_cast<float*>(pqScanShared4);
@@ -313,8 +345,6 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
   __syncthreads();
   const unsigned long long* accept = p.acceptBits != nullptr ? p.acceptBits + query * p.acceptRowWords : nullptr;
   const float term1 = base[0];
-  const int lane = threadIdx.x & (kWarpSize - 1);
-  const int warp = threadIdx.x / kWarpSize;
   const long long row = (long long)query * p.outRowStride;
   // the block's kept keys of each step get their places with one atomic on the row's count (one per warp and
   // step serialised on that address: 34 us for one query's 63 lists, ncu)
@@ -329,25 +359,8 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
       const float scored = codeKey(p, v, table, term1);  // its loads beside the ordinal's
       if (accepted(accept, ord)) key = scored;
     }
-    const bool keep = key < GV_INF;  // false for NaN, for +inf and past the list
-    const unsigned kept = __ballot_sync(kFullMask, keep);
-    if (lane == 0) warpKept[warp] = __popc(kept);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int total = 0;
-      for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) {
-        const int c = warpKept[w];
-        warpKept[w] = total;
-        total += c;
-      }
-      stepBase = total > 0 ? atomicAdd(p.rowLengths + query, total) : 0;
-    }
-    __syncthreads();
-    const long long at = (long long)stepBase + warpKept[warp] + __popc(kept & ((1u << lane) - 1));
-    if (keep && at < p.outRowStride) {
-      p.outK[row + at] = key;
-      p.outIdx[row + at] = ord;
-    }
+    appendKeys(p, row, key, ord, warpKept, stepBase,
+               [&](int total) { return total > 0 ? atomicAdd(p.rowLengths + query, total) : 0; });
   }
 }
 
@@ -370,8 +383,6 @@ __device__ __forceinline__ void ivfPqTableKeysGrouped(const IvfPqScanParams& p) 
   probeTerms(p, query, 0, p.nprobe, base);
   __syncthreads();  // the table, the terms 1 and the count are in
   const unsigned long long* accept = p.acceptBits != nullptr ? p.acceptBits + query * p.acceptRowWords : nullptr;
-  const int lane = threadIdx.x & (kWarpSize - 1);
-  const int warp = threadIdx.x / kWarpSize;
   const long long row = (long long)query * p.outRowStride;
   for (int i = 0; i < p.nprobe; ++i) {  // uniform
     const int list = p.probes[(long long)query * p.nprobe + i];
@@ -387,26 +398,11 @@ __device__ __forceinline__ void ivfPqTableKeysGrouped(const IvfPqScanParams& p) 
         const float scored = codeKey(p, v, table, term1);  // its loads beside the ordinal's
         if (accepted(accept, ord)) key = scored;
       }
-      const bool keep = key < GV_INF;  // false for NaN, for +inf and past the list
-      const unsigned kept = __ballot_sync(kFullMask, keep);
-      if (lane == 0) warpKept[warp] = __popc(kept);
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        int total = rowCount;
-        stepBase = total;
-        for (int w = 0; w < (int)(blockDim.x / kWarpSize); ++w) {
-          const int c = warpKept[w];
-          warpKept[w] = total - stepBase;
-          total += c;
-        }
-        rowCount = total;
-      }
-      __syncthreads();
-      const long long at = (long long)stepBase + warpKept[warp] + __popc(kept & ((1u << lane) - 1));
-      if (keep && at < p.outRowStride) {
-        p.outK[row + at] = key;
-        p.outIdx[row + at] = ord;
-      }
+      appendKeys(p, row, key, ord, warpKept, stepBase, [&](int total) {
+        const int first = rowCount;  // thread 0 alone reads and writes it between the barriers
+        rowCount = first + total;
+        return first;
+      });
     }
   }
   if (threadIdx.x == 0) p.rowLengths[query] = rowCount;

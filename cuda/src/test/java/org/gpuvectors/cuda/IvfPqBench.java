@@ -28,14 +28,17 @@ import java.util.stream.IntStream;
  *       device) and {@code host-rerank} (the precomputed path's 40 candidates re-ranked here; its time is the
  *       device's only, the host re-rank not counted: it is what the device re-rank replaces).
  * </ul>
- * Not a test. Usage: {@code IvfPqBench [fmnist-dir]}; writes $OUT/ivfpq.csv.
+ * Not a test. Usage: {@code IvfPqBench [fmnist-dir]}, with {@code -Dgv.ivfpq.m} and {@code -Dgv.ivfpq.k} to change pq_m
+ * and k; writes $OUT/ivfpq.csv.
  */
 public final class IvfPqBench {
   private static final int NLIST = 245;
-  private static final int M = 98;
+  /** Sub-quantizers: -Dgv.ivfpq.m (default 98; the codec's default for 784 dimensions is 196, dims / 4). */
+  private static final int M = Integer.getInteger("gv.ivfpq.m", 98);
   private static final int KSUB = 256;
-  private static final int K = 40;
-  /** Results of the re-ranked rows (the codec's k; K = 4 x KR candidates). */
+  /** Candidates: -Dgv.ivfpq.k (default 40; the codec re-ranks 8 x k = 80 for 784-dimension codes). */
+  private static final int K = Integer.getInteger("gv.ivfpq.k", 40);
+  /** Results of the re-ranked rows (the codec's k; K = 4 x KR candidates by default). */
   private static final int KR = 10;
 
   private IvfPqBench() {}
