@@ -130,7 +130,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   private final int nlist;
   private final PqCodebook pq;
   private final GpuFlatIndex centroids;
-  private final DeviceBuffer codes; // n x m bytes, in list order
+  private final DeviceBuffer codes; // n codes in list order, interleaved (deviceCodeBytes)
   private final DeviceBuffer ords; // n: the ordinal at each position
   private final DeviceBuffer offsets; // nlist + 1
   private final DeviceBuffer codebooks; // m x 2^bits x subDims floats
