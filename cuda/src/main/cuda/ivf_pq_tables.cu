@@ -193,18 +193,23 @@ __device__ __forceinline__ void addChunk(float& s0, float& s1, const uint4& x, i
   s1 = addWord<Checked>(s1, x.w, j0 + 12, m, bits, table);
 }
 
-// Chunks of a code loaded at once, before the first is scored. Why: a block of these scans holds a 98 KB table at
-// 768 dimensions, so an SM runs 8-16 warps, and with one chunk loaded at a time each code waited out its six loads
-// one after another: 72 % of the schedulers' cycles had no eligible warp, most of them waiting on those loads (ncu,
-// 2M x 768, k = 320). Eight cover codes of up to 128 bytes with one wait (-27 % of a 10k batch's GPU time there).
-// Loading the next position's code a step ahead as well (32 more registers) measured no faster.
+// Chunks of a code loaded at once, before the first is scored (each kernel comes in two builds). Why: a block of
+// these scans holds a 98 KB table at 768 dimensions, so an SM runs 8-16 warps, and with one chunk loaded at a time
+// each code waited out its six loads one after another: 72 % of the schedulers' cycles had no eligible warp, most of
+// them waiting on those loads (ncu, 2M x 768, k = 320). Eight cover codes of up to 128 bytes with one wait (-27 % of
+// a 10k batch's GPU time there); loading the next position's code a step ahead as well measured no faster. But the
+// eight chunks' 32 registers cost the short codes of 128 dimensions (32 bytes, two chunks) blocks an SM: 4 -> 3 for
+// k512 (+19 % there), 4 -> 2 for k64; so codes of at most kPqShortCodeChunks chunks take the "_short" kernels, which
+// load two at a time (GpuIvfPqIndex.tableScanKernel, forCodes). Both builds score every code length.
 constexpr int kPqChunksInFlight = 8;
+constexpr int kPqShortCodeChunks = 2;  // GpuIvfPqIndex.SHORT_CODE_CHUNKS
 
-// s0 / s1 + the sub-codes of chunks c0 .. c0 + kPqChunksInFlight - 1 (those below chunks) held in x.
-__device__ __forceinline__ void addChunks(float& s0, float& s1, const uint4 (&x)[kPqChunksInFlight], int c0,
-                                          int chunks, int whole, int m, int bits, const float* table) {
+// s0 / s1 + the sub-codes of chunks c0 .. c0 + C - 1 (those below chunks) held in x.
+template <int C>
+__device__ __forceinline__ void addChunks(float& s0, float& s1, const uint4 (&x)[C], int c0, int chunks, int whole,
+                                          int m, int bits, const float* table) {
 #pragma unroll
-  for (int i = 0; i < kPqChunksInFlight; ++i) {
+  for (int i = 0; i < C; ++i) {
     const int c = c0 + i;
     if (c < whole) {
       addChunk<false>(s0, s1, x[i], c * kPqCodeChunkBytes, m, bits, table);
@@ -217,8 +222,9 @@ __device__ __forceinline__ void addChunks(float& s0, float& s1, const uint4 (&x)
 // The key of the code at position v of a list whose term 1 is term1: term1 + codeTerms[v] + sum_j
 // table[j][code_j] (L2, smallest first), or -(term1 + sum_j ...) (inner product). The code is read in 16-byte
 // chunks of the interleaved layout (common.cuh: the lanes of a warp, at consecutive positions, read 512 contiguous
-// bytes), kPqChunksInFlight at a time; two sums for two independent add chains. Callers issue the position's other
-// loads (ordinal, accept mask) first, so that they are in flight beside these, and test acceptance after.
+// bytes), C at a time; two sums for two independent add chains. Callers issue the position's other loads (ordinal,
+// accept mask) first, so that they are in flight beside these, and test acceptance after.
+template <int C>
 __device__ __forceinline__ float codeKey(const IvfPqScanParams& p, long long v, const float* table, float term1) {
   const int m = p.m;
   const int bits = p.bits;
@@ -226,19 +232,19 @@ __device__ __forceinline__ float codeKey(const IvfPqScanParams& p, long long v, 
   const int whole = m / kPqCodeChunkBytes;  // chunks without padding
   const float codeTerm = p.metric == 1 ? 0.f : p.codeTerms[v];
   float s0 = 0.f, s1 = 0.f;
-  for (int c0 = 0; c0 < chunks; c0 += kPqChunksInFlight) {
-    uint4 x[kPqChunksInFlight];
+  for (int c0 = 0; c0 < chunks; c0 += C) {
+    uint4 x[C];
 #pragma unroll
-    for (int i = 0; i < kPqChunksInFlight; ++i) {
+    for (int i = 0; i < C; ++i) {
       if (c0 + i < chunks) x[i] = __ldg(pqCodeChunk(p.codes, v, chunks, c0 + i));
     }
-    addChunks(s0, s1, x, c0, chunks, whole, m, bits, table);
+    addChunks<C>(s0, s1, x, c0, chunks, whole, m, bits, table);
   }
   const float s = s0 + s1;
   return p.metric == 1 ? -(term1 + s) : term1 + (codeTerm + s);
 }
 
-template <int K>
+template <int K, int C>
 __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
   constexpr int NW = PqScanWarps<K>::value;
   extern __shared__ float4 pqScanShared4[];
@@ -269,7 +275,7 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
       int id = -1;
       if (v < end) {
         const int ord = p.ords[v];
-        const float scored = codeKey(p, v, table, term1);  // its loads beside the ordinal's
+        const float scored = codeKey<C>(p, v, table, term1);  // its loads beside the ordinal's
         if (accepted(accept, ord)) {
           key = scored;
           id = ord;
@@ -325,6 +331,7 @@ __device__ __forceinline__ void appendKeys(const IvfPqScanParams& p, long long r
   }
 }
 
+template <int C>
 __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int partsPerList) {
   extern __shared__ float4 pqScanShared4[];
   float* table = reinterpret_cast<float*>(pqScanShared4);
@@ -356,7 +363,7 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
     int ord = -1;
     if (v < end) {
       ord = p.ords[v];
-      const float scored = codeKey(p, v, table, term1);  // its loads beside the ordinal's
+      const float scored = codeKey<C>(p, v, table, term1);  // its loads beside the ordinal's
       if (accepted(accept, ord)) key = scored;
     }
     appendKeys(p, row, key, ord, warpKept, stepBase,
@@ -370,6 +377,7 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
 // row's only writer, so the row's count lives in shared memory and is stored once at the end. Why not the queues
 // of ivfPqTableScan: at k in the hundreds their WarpSelect queues bound it (2M x 768, 16 of 1,414 lists, k = 320:
 // 90 % of a batch's GPU time in gv_ivf_pq_table_scan_k512, 28 % of the SMs' throughput and 18 % of DRAM's, ncu).
+template <int C>
 __device__ __forceinline__ void ivfPqTableKeysGrouped(const IvfPqScanParams& p) {
   extern __shared__ float4 pqScanShared4[];
   float* table = reinterpret_cast<float*>(pqScanShared4);
@@ -395,7 +403,7 @@ __device__ __forceinline__ void ivfPqTableKeysGrouped(const IvfPqScanParams& p) 
       int ord = -1;
       if (v < end) {
         ord = p.ords[v];
-        const float scored = codeKey(p, v, table, term1);  // its loads beside the ordinal's
+        const float scored = codeKey<C>(p, v, table, term1);  // its loads beside the ordinal's
         if (accepted(accept, ord)) key = scored;
       }
       appendKeys(p, row, key, ord, warpKept, stepBase, [&](int total) {
@@ -424,10 +432,11 @@ __device__ __forceinline__ void ivfPqQueryTablesTable(const IvfPqScanTable& t) {
   ivfPqQueryTables(*p);
 }
 
+template <int C>
 __device__ __forceinline__ void ivfPqTableKeysTable(const IvfPqScanTable& t, int partsPerList) {
   const IvfPqScanParams* p = blockEntry(t);
   if (p == nullptr || (int)blockIdx.x >= p->numQueries || (int)blockIdx.y >= p->nprobe * partsPerList) return;
-  ivfPqTableKeys(*p, partsPerList);
+  ivfPqTableKeys<C>(*p, partsPerList);
 }
 
 }  // namespace gv
@@ -441,23 +450,37 @@ __global__ void __launch_bounds__(128) gv_ivf_pq_code_terms(gv::IvfPqScanParams 
 __global__ void __launch_bounds__(gv::kPqTableThreads) gv_ivf_pq_query_tables(gv::IvfPqScanParams p) {
   gv::ivfPqQueryTables(p);
 }
-__global__ void __launch_bounds__(256, 2) gv_ivf_pq_table_scan_k32(gv::IvfPqScanParams p) { gv::ivfPqTableScan<32>(p); }
-__global__ void __launch_bounds__(256, 2) gv_ivf_pq_table_scan_k64(gv::IvfPqScanParams p) { gv::ivfPqTableScan<64>(p); }
-__global__ void __launch_bounds__(256, 2) gv_ivf_pq_table_scan_k128(gv::IvfPqScanParams p) {
-  gv::ivfPqTableScan<128>(p);
-}
-__global__ void __launch_bounds__(128) gv_ivf_pq_table_scan_k256(gv::IvfPqScanParams p) { gv::ivfPqTableScan<256>(p); }
-__global__ void __launch_bounds__(128, 1) gv_ivf_pq_table_scan_k512(gv::IvfPqScanParams p) { gv::ivfPqTableScan<512>(p); }
-__global__ void __launch_bounds__(128, 1) gv_ivf_pq_table_scan_k1024(gv::IvfPqScanParams p) {
-  gv::ivfPqTableScan<1024>(p);
-}
-__global__ void __launch_bounds__(64) gv_ivf_pq_table_scan_k2048(gv::IvfPqScanParams p) { gv::ivfPqTableScan<2048>(p); }
+// Each scan in two builds (kPqShortCodeChunks): NAME for codes of more than two 16-byte chunks, NAME_short for the
+// others.
+#define GV_PQ_TABLE_SCAN(K, BOUNDS, SHORT_BOUNDS)                                                                    \
+  __global__ void BOUNDS gv_ivf_pq_table_scan_k##K(gv::IvfPqScanParams p) {                                          \
+    gv::ivfPqTableScan<K, gv::kPqChunksInFlight>(p);                                                                 \
+  }                                                                                                                  \
+  __global__ void SHORT_BOUNDS gv_ivf_pq_table_scan_short_k##K(gv::IvfPqScanParams p) {                              \
+    gv::ivfPqTableScan<K, gv::kPqShortCodeChunks>(p);                                                                \
+  }
+// short codes' tables are small (32 KB at 128 dimensions): k <= 128 there may hold four blocks an SM (64 registers)
+GV_PQ_TABLE_SCAN(32, __launch_bounds__(256, 2), __launch_bounds__(256, 4))
+GV_PQ_TABLE_SCAN(64, __launch_bounds__(256, 2), __launch_bounds__(256, 4))
+GV_PQ_TABLE_SCAN(128, __launch_bounds__(256, 2), __launch_bounds__(256, 2))
+GV_PQ_TABLE_SCAN(256, __launch_bounds__(128), __launch_bounds__(128))
+GV_PQ_TABLE_SCAN(512, __launch_bounds__(128, 1), __launch_bounds__(128, 1))
+GV_PQ_TABLE_SCAN(1024, __launch_bounds__(128, 1), __launch_bounds__(128, 1))
+GV_PQ_TABLE_SCAN(2048, __launch_bounds__(64), __launch_bounds__(64))
+#undef GV_PQ_TABLE_SCAN
 __global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys(gv::IvfPqScanParams p, int partsPerList) {
-  gv::ivfPqTableKeys(p, partsPerList);
+  gv::ivfPqTableKeys<gv::kPqChunksInFlight>(p, partsPerList);
+}
+__global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys_short(gv::IvfPqScanParams p,
+                                                                                 int partsPerList) {
+  gv::ivfPqTableKeys<gv::kPqShortCodeChunks>(p, partsPerList);
 }
 // grid (queries); dynamic shared memory: the table and nprobe floats (tableScanSharedBytes(nprobe)).
 __global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys_grouped(gv::IvfPqScanParams p) {
-  gv::ivfPqTableKeysGrouped(p);
+  gv::ivfPqTableKeysGrouped<gv::kPqChunksInFlight>(p);
+}
+__global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys_grouped_short(gv::IvfPqScanParams p) {
+  gv::ivfPqTableKeysGrouped<gv::kPqShortCodeChunks>(p);
 }
 // grid (query groups of 16, sub-quantizers, entries) over the largest entry.
 __global__ void __launch_bounds__(gv::kPqTableThreads) gv_ivf_pq_query_tables_table(
@@ -468,6 +491,10 @@ __global__ void __launch_bounds__(gv::kPqTableThreads) gv_ivf_pq_query_tables_ta
 // gv_ivf_pq_table_keys' for the largest table.
 __global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys_table(
     const __grid_constant__ gv::IvfPqScanTable t, int partsPerList) {
-  gv::ivfPqTableKeysTable(t, partsPerList);
+  gv::ivfPqTableKeysTable<gv::kPqChunksInFlight>(t, partsPerList);
+}
+__global__ void __launch_bounds__(gv::kPqKeysThreads) gv_ivf_pq_table_keys_table_short(
+    const __grid_constant__ gv::IvfPqScanTable t, int partsPerList) {
+  gv::ivfPqTableKeysTable<gv::kPqShortCodeChunks>(t, partsPerList);
 }
 }

@@ -62,6 +62,13 @@ import jcuda.Pointer;
 public final class GpuIvfPqIndex extends ResidentIndex {
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_pq_scan_k");
   private static final String[] TABLE_SCAN_KERNELS = KSelect.names("gv_ivf_pq_table_scan_k");
+  private static final String[] TABLE_SCAN_SHORT_KERNELS = KSelect.names("gv_ivf_pq_table_scan_short_k");
+  /**
+   * Codes of at most this many 16-byte chunks (32 bytes: 128 dimensions at the default pq_m) take the table scans'
+   * "_short" builds, which load two chunks of a code at a time instead of eight (ivf_pq_tables.cu's
+   * kPqShortCodeChunks): the eight chunks' registers cost those scans blocks an SM (docs/BENCHMARKS.md section 19).
+   */
+  static final int SHORT_CODE_CHUNKS = 2;
   /** Queries per block and threads of {@code gv_ivf_pq_query_tables} (ivf_pq_tables.cu's kPqTableQueries). */
   private static final int TABLE_QUERIES = 16;
   private static final int TABLE_THREADS = 256;
@@ -433,7 +440,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     if (!precomputedTablesAllowed()) {
       return 0;
     }
-    int max = device.module().maxDynamicSharedBytes(KSelect.kernel(TABLE_SCAN_KERNELS, k));
+    int max = device.module().maxDynamicSharedBytes(tableScanKernel(k));
     if (nq >= groupedMinQueries && tableScanSharedBytes(probes) <= max) {
       return probes;
     }
@@ -642,6 +649,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
         long at = tables.address();
         int rows = 0, maxNq = 0, maxM = 0, maxProbes = 0, shared = 0;
         long largest = 0;
+        boolean allShort = true; // the short build when every entry's codes are short (both score any length)
         for (KeysScan s : part) {
           GpuIvfPqIndex index = s.index();
           IvfSearch.KeyRows r = s.rows();
@@ -653,20 +661,38 @@ public final class GpuIvfPqIndex extends ResidentIndex {
           maxProbes = Math.max(maxProbes, r.probes());
           shared = Math.max(shared, index.tableScanSharedBytes(1));
           largest = Math.max(largest, index.largestLists[1]);
+          allShort &= index.shortCodes();
         }
         Pointer args = Pointer.to(IvfPqScanTable.encode(entries));
         KernelModule module = device.module();
         module.launch3d("gv_ivf_pq_query_tables_table", (maxNq + TABLE_QUERIES - 1) / TABLE_QUERIES, maxM,
             entries.size(), TABLE_THREADS, 0, device.stream(), args);
         int parts = keysPartsPerList(rows, maxProbes, largest, device.multiprocessorCount());
-        module.allowDynamicShared(KEYS_TABLE_KERNEL, shared);
-        module.launch3d(KEYS_TABLE_KERNEL, maxNq, maxProbes * parts, entries.size(), KEYS_THREADS, shared,
+        String kernel = allShort ? KEYS_TABLE_KERNEL + SHORT_SUFFIX : KEYS_TABLE_KERNEL;
+        module.allowDynamicShared(kernel, shared);
+        module.launch3d(kernel, maxNq, maxProbes * parts, entries.size(), KEYS_THREADS, shared,
             device.stream(), args, Pointer.to(new int[] {parts}));
       }
     }
   }
 
   private static final String KEYS_TABLE_KERNEL = "gv_ivf_pq_table_keys_table";
+  private static final String SHORT_SUFFIX = "_short";
+
+  /** Whether this index's codes take the scans' short builds ({@link #SHORT_CODE_CHUNKS}). */
+  private boolean shortCodes() {
+    return codeChunks(pq.m()) <= SHORT_CODE_CHUNKS;
+  }
+
+  /** The build of keys-scan kernel {@code name} for this index's codes. */
+  private String forCodes(String name) {
+    return shortCodes() ? name + SHORT_SUFFIX : name;
+  }
+
+  /** The table-scan kernel of k's bucket for this index's codes. */
+  private String tableScanKernel(int k) {
+    return KSelect.kernel(shortCodes() ? TABLE_SCAN_SHORT_KERNELS : TABLE_SCAN_KERNELS, k);
+  }
 
   /**
    * The approximate search (arguments as {@link #enqueueSearch}): per query the k best by approximate distance or
@@ -695,7 +721,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     }
     int perBlock = probesPerBlock(nq, probes, k);
     if (perBlock > 0) {
-      String kernel = KSelect.kernel(TABLE_SCAN_KERNELS, k);
+      String kernel = tableScanKernel(k);
       int shared = tableScanSharedBytes(perBlock);
       device.module().allowDynamicShared(kernel, shared);
       IvfSearch.enqueue(device, centroids, dims, metric.largestFirst(), queries, queryNorms, nq, k, probes,
@@ -725,7 +751,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     }
     long width = Math.max(1, largestLists[Math.min(probes, nlist)]);
     if (8L * nq * width > KEYS_BUDGET_BYTES || width > Integer.MAX_VALUE
-        || tableScanSharedBytes(1) > device.module().maxDynamicSharedBytes(KEYS_KERNEL)) {
+        || tableScanSharedBytes(1) > device.module().maxDynamicSharedBytes(forCodes(KEYS_KERNEL))) {
       return 0;
     }
     return width;
@@ -739,7 +765,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    */
   int keysBlockQueries(int nq, int k, int probes) {
     if (nq <= keysMaxQueries || k < keysBatchMinK || !precomputedTablesAllowed()
-        || tableScanSharedBytes(probes) > device.module().maxDynamicSharedBytes(KEYS_GROUPED_KERNEL)) {
+        || tableScanSharedBytes(probes) > device.module().maxDynamicSharedBytes(forCodes(KEYS_GROUPED_KERNEL))) {
       return 0;
     }
     long width = Math.max(1, largestLists[Math.min(probes, nlist)]);
@@ -761,10 +787,11 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       Pointer args = Pointer.to(p.encode());
       KernelModule module = device.module();
       int shared = tableScanSharedBytes(r.probes());
-      module.allowDynamicShared(KEYS_GROUPED_KERNEL, shared);
+      String kernel = forCodes(KEYS_GROUPED_KERNEL);
+      module.allowDynamicShared(kernel, shared);
       module.launch("gv_ivf_pq_query_tables", (r.nq() + TABLE_QUERIES - 1) / TABLE_QUERIES, pq.m(), TABLE_THREADS, 0,
           device.stream(), args);
-      module.launch(KEYS_GROUPED_KERNEL, r.nq(), 1, KEYS_THREADS, shared, device.stream(), args);
+      module.launch(kernel, r.nq(), 1, KEYS_THREADS, shared, device.stream(), args);
     }
   }
 
@@ -778,11 +805,12 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       Pointer args = Pointer.to(p.encode());
       KernelModule module = device.module();
       int shared = tableScanSharedBytes(1);
-      module.allowDynamicShared(KEYS_KERNEL, shared);
+      String kernel = forCodes(KEYS_KERNEL);
+      module.allowDynamicShared(kernel, shared);
       module.launch("gv_ivf_pq_query_tables", (r.nq() + TABLE_QUERIES - 1) / TABLE_QUERIES, pq.m(), TABLE_THREADS, 0,
           device.stream(), args);
       int parts = keysPartsPerList(r.nq(), r.probes(), largestLists[1], device.multiprocessorCount());
-      module.launch(KEYS_KERNEL, r.nq(), r.probes() * parts, KEYS_THREADS, shared, device.stream(), args,
+      module.launch(kernel, r.nq(), r.probes() * parts, KEYS_THREADS, shared, device.stream(), args,
           Pointer.to(new int[] {parts}));
     }
   }

@@ -169,6 +169,7 @@ class ParamLayoutTest {
     assertTrue(IvfPqScanTable.BYTES + 4 <= 4096, "the launch's parameters fit 4 KB");
     assertEquals(GpuIvfPqIndex.KEYS_THREADS, constant(kernels, "kPqKeysThreads"));
     assertEquals(GpuIvfPqIndex.KEYS_MIN_CODES_PER_BLOCK, constant(kernels, "kPqKeysMinCodes"));
+    assertEquals(GpuIvfPqIndex.SHORT_CODE_CHUNKS, constant(kernels, "kPqShortCodeChunks"));
   }
 
   private static int constant(String source, String name) {

@@ -79,7 +79,7 @@ import org.gpuvectors.cuda.SearchResult;
  *       passes it) from the sweep; the codec has no query-time {@code nprobe}: {@code num_candidates} is the effort
  *       knob. Up to 100 it probes the mapping's {@code nprobe} (default about nlist / 16) and re-ranks 4 x
  *       num_candidates candidates exactly; above 100 the lists probed grow in proportion (IvfProbes). The row
- *       gives the lists probed and the re-rank depth. Batch 10k over all queries (best of 3 after a warm-up) and
+ *       gives the lists probed and the re-rank depth. Batch 10k over all queries (median of gv.scale.runs after a warm-up) and
  *       batch 1 (the first {@code gv.scale.single} queries one at a time: q/s = queries / total wall). Recall@10
  *       (the top 10 of the num_candidates hits against the exact top 10) and R@1 (the Faiss paper's 1-recall@1:
  *       the fraction of queries whose true nearest neighbour is ranked first). Then the SIFT1M-style point (the
@@ -98,7 +98,7 @@ import org.gpuvectors.cuda.SearchResult;
  * -Dgv.scale.flushBuilds=true} builds at flush too (what an Elasticsearch node does), to measure that cost.
  *
  * <p>System properties: {@code gv.scale.phases} (default {@code exact,build,search,cpubuild}; search needs exact
- * and build), {@code gv.scale.queries} (10000), {@code gv.scale.batch} (10000), {@code gv.scale.single} (1000), {@code gv.scale.profile} (false: true puts the batch-1 searches in the GPU profiler's range), {@code gv.scale.profileBatch} (false: true adds one batch search per candidates value in that range),
+ * and build), {@code gv.scale.queries} (10000), {@code gv.scale.batch} (10000), {@code gv.scale.single} (1000), {@code gv.scale.profile} (false: true puts the batch-1 searches in the GPU profiler's range), {@code gv.scale.profileBatch} (false: true adds one batch search per candidates value in that range), {@code gv.scale.runs} (5 timed runs per batch row, the median reported),
  * {@code gv.scale.cpuQueries} (200), {@code gv.scale.candidates} (10,20,40,100,200,400,512: at most 512, the GPU's
  * re-rank depth 4 x 512 = its k-selection's 2048), {@code gv.scale.params} (mapping overrides, e.g. {@code
  * nlist=4096,nprobe=16,pq_m=32}), {@code gv.scale.threads} (indexing threads, default the cores), {@code
@@ -114,6 +114,11 @@ public final class IvfPqScaleBenchmark {
   private static final boolean PROFILE = Boolean.getBoolean("gv.scale.profile");
   /** -Dgv.scale.profileBatch=true: one more batch search per candidates value inside the GPU profiler's range. */
   private static final boolean PROFILE_BATCH = Boolean.getBoolean("gv.scale.profileBatch");
+  /**
+   * -Dgv.scale.runs: timed runs of each batch row after a warm-up, ours and the exact peer's alike (default 5); a row
+   * gives the median (before session 14: the best of 3 for ivf_pq rows, the median of 3 for the exact peer).
+   */
+  private static final int RUNS = Math.max(1, Integer.getInteger("gv.scale.runs", 5));
   private static final String FIELD = "vec";
   private static final long START = System.nanoTime();
 
@@ -509,9 +514,9 @@ public final class IvfPqScaleBenchmark {
         if (gpu) {
           int nq = queries.length;
           TopDocs[] all = new TopDocs[nq];
-          double best = Double.MAX_VALUE;
-          String breakdown = "";
-          for (int run = -1; run < 3; run++) {
+          double[] walls = new double[RUNS];
+          String[] breakdowns = new String[RUNS];
+          for (int run = -1; run < RUNS; run++) {
             var stats = service.stats(); // live counters: read now, and again after the run
             long passes0 = stats.batches(), gpu0 = stats.gpuNanos(), enqueue0 = stats.enqueueNanos(), wait0 = stats.waitNanos();
             long s = System.nanoTime();
@@ -520,23 +525,27 @@ public final class IvfPqScaleBenchmark {
               System.arraycopy(part, 0, all, from, part.length);
             }
             double wall = seconds(s);
-            if (run >= 0 && wall < best) {
-              best = wall;
+            if (run >= 0) {
+              walls[run] = wall;
               double inPasses = (stats.gpuNanos() - gpu0) / 1e6;
-              breakdown = String.format(Locale.ROOT, "%.1f ms wall, %d passes: %.1f ms in passes (host enqueue %.1f, "
+              breakdowns[run] = String.format(Locale.ROOT, "%.1f ms wall, %d passes: %.1f ms in passes (host enqueue %.1f, "
                   + "device wait %.1f), %.1f ms outside (KnnBatchSearcher and Lucene around the passes)", wall * 1e3,
                   stats.batches() - passes0, inPasses, (stats.enqueueNanos() - enqueue0) / 1e6,
                   (stats.waitNanos() - wait0) / 1e6, wall * 1e3 - inPasses);
             }
           }
-          progress("search: candidates %d, batch %d, best of 3: %s", c, batch, breakdown);
+          int mid = medianRun(walls);
+          double median = walls[mid];
+          double best = Arrays.stream(walls).min().orElseThrow();
+          progress("search: candidates %d, batch %d, median of %d (best %.1f ms): %s", c, batch, RUNS, best * 1e3,
+              breakdowns[mid]);
           if (PROFILE_BATCH) { // one more batch, alone in the profiler's range
             service.profilerRange(true);
             KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOf(queries, Math.min(nq, batch)), c, null);
             service.profilerRange(false);
           }
           double[] r = recall(all, docToId, nq);
-          addRow("ivf_pq-gpu", batch, c, probes, rerank, r[0], r[1], nq / best, exactBatchQps);
+          addRow("ivf_pq-gpu", batch, c, probes, rerank, r[0], r[1], nq / median, exactBatchQps);
           int count = Math.min(single, nq);
           TopDocs[] one = new TopDocs[count];
           for (int q = 0; q < Math.min(5, count); q++) { // warm-up
@@ -704,16 +713,26 @@ public final class IvfPqScaleBenchmark {
   // ---- helpers ----
 
   /** Times {@code search} 3 times after a warm-up: the median in ms. */
+  /** Median wall ms of {@link #RUNS} runs after a warm-up (the batch rows of both systems are timed this way). */
   private static double timeBatches(Runnable search) {
     search.run();
-    double[] ms = new double[3];
+    double[] ms = new double[RUNS];
     for (int r = 0; r < ms.length; r++) {
       long s = System.nanoTime();
       search.run();
       ms[r] = (System.nanoTime() - s) / 1e6;
     }
-    Arrays.sort(ms);
-    return ms[1];
+    return ms[medianRun(ms)];
+  }
+
+  /** The index of the median of times (the lower middle one for an even count). */
+  private static int medianRun(double[] times) {
+    Integer[] order = new Integer[times.length];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    Arrays.sort(order, (a, b) -> Double.compare(times[a], times[b]));
+    return order[(times.length - 1) / 2];
   }
 
   private static float[] flatten(float[][] rows) {
