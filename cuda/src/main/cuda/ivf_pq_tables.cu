@@ -43,8 +43,8 @@ __device__ __forceinline__ void ivfPqCodeTerms(const IvfPqScanParams& p) {
   const int m = p.m;
   const int subDims = p.dims / m;
   const float* c = p.centroids + (long long)list * p.dims;
+  const int chunks = pqCodeChunks(m);
   for (long long v = begin + threadIdx.x; v < end; v += blockDim.x) {
-    const int chunks = pqCodeChunks(m);
     float s = 0.f;
     for (int j = 0; j < m; ++j) {
       const float* w = p.codebooks + ((long long)(j << p.bits) + pqCodeByte(p.codes, v, chunks, j)) * subDims;
@@ -222,8 +222,8 @@ __device__ __forceinline__ void addChunks(float& s0, float& s1, const uint4 (&x)
 // The key of the code at position v of a list whose term 1 is term1: term1 + codeTerms[v] + sum_j
 // table[j][code_j] (L2, smallest first), or -(term1 + sum_j ...) (inner product). The code is read in 16-byte
 // chunks of the interleaved layout (common.cuh: the lanes of a warp, at consecutive positions, read 512 contiguous
-// bytes), C at a time; two sums for two independent add chains. Callers issue the position's other loads (ordinal,
-// accept mask) first, so that they are in flight beside these, and test acceptance after.
+// bytes), C at a time; two sums for two independent add chains. Callers score accepted positions only (a filter's
+// rejected codes cost no lookups).
 template <int C>
 __device__ __forceinline__ float codeKey(const IvfPqScanParams& p, long long v, const float* table, float term1) {
   const int m = p.m;
@@ -275,9 +275,8 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
       int id = -1;
       if (v < end) {
         const int ord = p.ords[v];
-        const float scored = codeKey<C>(p, v, table, term1);  // its loads beside the ordinal's
-        if (accepted(accept, ord)) {
-          key = scored;
+        if (accepted(accept, ord)) {  // unfiltered: true without the ordinal, whose load stays in flight
+          key = codeKey<C>(p, v, table, term1);
           id = ord;
         }
       }
@@ -363,8 +362,7 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
     int ord = -1;
     if (v < end) {
       ord = p.ords[v];
-      const float scored = codeKey<C>(p, v, table, term1);  // its loads beside the ordinal's
-      if (accepted(accept, ord)) key = scored;
+      if (accepted(accept, ord)) key = codeKey<C>(p, v, table, term1);  // filtered: accepted codes only
     }
     appendKeys(p, row, key, ord, warpKept, stepBase,
                [&](int total) { return total > 0 ? atomicAdd(p.rowLengths + query, total) : 0; });
@@ -403,8 +401,7 @@ __device__ __forceinline__ void ivfPqTableKeysGrouped(const IvfPqScanParams& p) 
       int ord = -1;
       if (v < end) {
         ord = p.ords[v];
-        const float scored = codeKey<C>(p, v, table, term1);  // its loads beside the ordinal's
-        if (accepted(accept, ord)) key = scored;
+        if (accepted(accept, ord)) key = codeKey<C>(p, v, table, term1);  // filtered: accepted codes only
       }
       appendKeys(p, row, key, ord, warpKept, stepBase, [&](int total) {
         const int first = rowCount;  // thread 0 alone reads and writes it between the barriers
