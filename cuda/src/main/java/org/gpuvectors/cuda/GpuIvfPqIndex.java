@@ -54,10 +54,10 @@ import jcuda.Pointer;
  * GpuSegmentSearcher}) done on the device, so a batch never waits on random host reads of raw vectors. Without the
  * raw vectors a search returns the approximate candidates and the caller re-ranks them.
  *
- * <p>Device memory, owned here and returned by {@link #close()}: the codes in list order (interleaved for the scans'
- * coalesced reads, {@link #deviceCodeBytes}), the ordinal at each position, the list offsets, the codebooks, the code terms (L2), the centroid index
- * and, when uploaded with them, the raw vectors by ordinal (normalised for cosine). Threading as {@link
- * GpuIvfFlatIndex}.
+ * <p>Device memory, owned here and returned by {@link #close()}: the codes in list order (interleaved for the
+ * scans' coalesced reads, {@link #deviceCodeBytes}), the ordinal at each position, the list offsets, the codebooks,
+ * the code terms (L2), the centroid index and, when uploaded with them, the raw vectors by ordinal (normalised for
+ * cosine). Threading as {@link GpuIvfFlatIndex}.
  */
 public final class GpuIvfPqIndex extends ResidentIndex {
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_pq_scan_k");
@@ -69,6 +69,9 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * kPqShortCodeChunks): the eight chunks' registers cost those scans blocks an SM (docs/BENCHMARKS.md section 19).
    */
   static final int SHORT_CODE_CHUNKS = 2;
+  /** Positions per group and bytes per chunk of the device's interleaved code layout (common.cuh's pqCodeChunk). */
+  static final int CODE_GROUP = 32;
+  static final int CODE_CHUNK_BYTES = 16;
   /** Queries per block and threads of {@code gv_ivf_pq_query_tables} (ivf_pq_tables.cu's kPqTableQueries). */
   private static final int TABLE_QUERIES = 16;
   private static final int TABLE_THREADS = 256;
@@ -264,10 +267,6 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       }
     }
   }
-
-  /** Positions per group and bytes per chunk of the device's interleaved code layout (common.cuh's pqCodeChunk). */
-  static final int CODE_GROUP = 32;
-  static final int CODE_CHUNK_BYTES = 16;
 
   private static int codeChunks(int m) {
     return (m + CODE_CHUNK_BYTES - 1) / CODE_CHUNK_BYTES;
