@@ -79,9 +79,9 @@ import org.gpuvectors.cuda.SearchResult;
  *       passes it) from the sweep; the codec has no query-time {@code nprobe}: {@code num_candidates} is the effort
  *       knob. Up to 100 it probes the mapping's {@code nprobe} (default about nlist / 16) and re-ranks 4 x
  *       num_candidates candidates exactly; above 100 the lists probed grow in proportion (IvfProbes). The row
- *       gives the lists probed and the re-rank depth. Batch 10k over all queries (median of gv.scale.runs after a warm-up) and
- *       batch 1 (the first {@code gv.scale.single} queries one at a time: q/s = queries / total wall). Recall@10
- *       (the top 10 of the num_candidates hits against the exact top 10) and R@1 (the Faiss paper's 1-recall@1:
+ *       gives the lists probed and the re-rank depth. Batch 10k over all queries (median of gv.scale.runs after a
+ *       warm-up) and batch 1 (the first {@code gv.scale.single} queries one at a time: q/s = queries / total
+ *       wall). Recall@10 (the top 10 of the num_candidates hits against the exact top 10) and R@1 (the Faiss paper's 1-recall@1:
  *       the fraction of queries whose true nearest neighbour is ranked first). Then the SIFT1M-style point (the
  *       fastest batch-10k row with R@1 >= 0.80, in us per query) and the fastest rows with recall@10 >= 0.95 against
  *       the exact peer. GPU bytes per vector: the residency service's resident bytes / N, split by the index's
@@ -104,7 +104,8 @@ import org.gpuvectors.cuda.SearchResult;
  * nlist=4096,nprobe=16,pq_m=32}), {@code gv.scale.threads} (indexing threads, default the cores), {@code
  * gv.scale.dir} (parent of the index directories, default /tmp), {@code gv.scale.cpuBuildN}, {@code
  * gv.scale.flushBuilds}, {@code gv.scale.index} (a directory: with build, the index is built there and kept; with
- * search but not build, the index kept there is searched, e.g. by another build's kernels, an A/B on one index). Writes {@code OUT_DIR/ivfpq-scale-N-DIMS.csv} (one row per search row, the exact peer
+ * search but not build, the index kept there is searched, e.g. by another build's kernels, an A/B on one index).
+ * Writes {@code OUT_DIR/ivfpq-scale-N-DIMS.csv} (one row per search row, the exact peer
  * included) and {@code OUT_DIR/ivfpq-scale-N-DIMS-build.csv} (build times, file sizes, bytes per vector).
  */
 public final class IvfPqScaleBenchmark {
@@ -233,7 +234,9 @@ public final class IvfPqScaleBenchmark {
     if (kept != null && phases.contains("build") == false && phases.contains("search")) {
       search(Path.of(kept), service);  // an index an earlier run kept: another build's kernels on the same index
     } else if (phases.contains("build")) {
-      Path path = kept != null ? Files.createDirectories(Path.of(kept)) : Files.createTempDirectory(tmpRoot, "gv-ivfpq-scale");
+      Path path = kept != null
+          ? Files.createDirectories(Path.of(kept))
+          : Files.createTempDirectory(tmpRoot, "gv-ivfpq-scale");
       try {
         build(path, n, service.gpuActive() ? "build-gpu" : "build-no-gpu", service);
         if (phases.contains("search")) {
