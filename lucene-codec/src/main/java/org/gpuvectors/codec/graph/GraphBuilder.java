@@ -169,6 +169,7 @@ public final class GraphBuilder {
     }
     float[] nearestSeed = new float[sample.length];
     Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
+    int[] owner = new int[sample.length]; // the entry point (its index in seeds) that nearestSeed is the distance to
     float[] scale = neighbourScale(readers, spread, sample, adjacency, degree, parallel);
     int[] sliceFarthest = new int[slices];
     int count = seedCount(n);
@@ -178,10 +179,16 @@ public final class GraphBuilder {
     int next = 0;
     // seedCount entry points by distance, then more (up to MAX_SEEDS) while a sample vector is uncovered: farther
     // from every entry point than UNCOVERED_FACTOR times its nearest-neighbour distance (see the method's comment)
+    float[] fromNew = new float[limit]; // metric distances from the newest entry point to the earlier ones
     while (next >= 0 && (chosen < count || (chosen < limit && key(nearestSeed, scale, next, spread) > UNCOVERED))) {
       int seed = sample[next];
+      int seedIndex = chosen;
       seeds[chosen++] = seed;
       nearestSeed[next] = Float.NEGATIVE_INFINITY; // chosen: never again, even among duplicates
+      float[] x = readers[0].vector(seed);
+      for (int t = 0; t < seedIndex; t++) {
+        fromNew[t] = metricDistance(readers[0].distanceTo(x, seed, seeds[t]), spread);
+      }
       float[] by = chosen < count ? null : scale; // the next choice: past seedCount, the most uncovered
       IntStream scans = IntStream.range(0, slices);
       try {
@@ -189,7 +196,8 @@ public final class GraphBuilder {
           int from = c * sample.length / slices;
           int to = (c + 1) * sample.length / slices;
           try {
-            sliceFarthest[c] = farthest(readers[c], seed, sample, from, to, nearestSeed, by, spread);
+            sliceFarthest[c] = farthest(readers[c], seed, seedIndex, sample, from, to, nearestSeed, owner, fromNew, by,
+                spread);
           } catch (IOException e) {
             throw new UncheckedIOException(e);
           }
@@ -293,21 +301,55 @@ public final class GraphBuilder {
   }
 
   /**
+   * The metric behind a traversal distance: the Euclidean distance (the square root of L2's squared one), or for
+   * cosine the chord between the normalised vectors, sqrt(2 (1 - cosine)) (a zero vector, whose cosine is 0 to
+   * everything, sits at sqrt(2) from every vector: still a metric). Both obey the triangle inequality, which
+   * {@link #farthest} prunes with.
+   */
+  private static float metricDistance(float distance, Metric spread) {
+    float g = spread == Metric.COSINE ? 2 * gap(distance, spread) : distance;
+    return (float) Math.sqrt(Math.max(0f, g));
+  }
+
+  /**
+   * A position whose nearest entry point t is at metric distance r is no nearer the new entry point s when
+   * d(s, t) >= 2 r, since d(p, s) >= d(s, t) - r >= r (triangle inequality); with this factor's 0.1 % margin the
+   * skipped distance is larger than r by far more than float rounding, so nearestSeed keeps exactly its value and
+   * the traversal its choices.
+   */
+  private static final float PRUNE_FACTOR = 2 * 1.001f;
+
+  /** Tests: false computes every distance of the traversal, the reference the pruned one must equal. */
+  static volatile boolean pruneTraversal = true;
+
+  /**
    * Lowers {@code nearestSeed} of the sample's positions {@code [from, to)} to their distance to the
-   * new entry point {@code seed}, skipping chosen ones; returns the position farthest from every entry
-   * point (with a {@code scale}: the most uncovered, {@link #key}; ties: the lower position), -1 when all are
-   * chosen.
+   * new entry point {@code seed} (number {@code seedIndex}), skipping chosen ones; returns the position farthest
+   * from every entry point (with a {@code scale}: the most uncovered, {@link #key}; ties: the lower position), -1
+   * when all are chosen. Why the pruning: the traversal computed every sample vector's distance to every entry
+   * point, up to 32,768 x 1,024 of them; a position whose nearest entry point ({@code owner}) lies at least twice
+   * its distance from the new one ({@code fromNew}, by entry point) cannot come nearer (the bound of Elkan's
+   * k-means), so its distance is not computed ({@link #pruneTraversal}; docs/BENCHMARKS.md section 19 has the
+   * measured share).
    */
   private static int farthest(
-      VectorDistances distances, int seed, int[] sample, int from, int to, float[] nearestSeed, float[] scale,
-      Metric spread) throws IOException {
+      VectorDistances distances, int seed, int seedIndex, int[] sample, int from, int to, float[] nearestSeed,
+      int[] owner, float[] fromNew, float[] scale, Metric spread) throws IOException {
     float[] x = distances.vector(seed);
     int farthest = -1;
     for (int p = from; p < to; p++) {
-      if (nearestSeed[p] == Float.NEGATIVE_INFINITY) {
+      float r = nearestSeed[p];
+      if (r == Float.NEGATIVE_INFINITY) {
         continue;
       }
-      nearestSeed[p] = Math.min(nearestSeed[p], distances.distanceTo(x, seed, sample[p]));
+      // r is +inf before the first entry point, NaN never skips: both fail the comparison
+      if (!pruneTraversal || !(fromNew[owner[p]] >= PRUNE_FACTOR * metricDistance(r, spread))) {
+        float lowered = Math.min(r, distances.distanceTo(x, seed, sample[p]));
+        if (Float.compare(lowered, r) != 0) {
+          nearestSeed[p] = lowered;
+          owner[p] = seedIndex;
+        }
+      }
       if (farthest < 0 || key(nearestSeed, scale, p, spread) > key(nearestSeed, scale, farthest, spread)) {
         farthest = p;
       }

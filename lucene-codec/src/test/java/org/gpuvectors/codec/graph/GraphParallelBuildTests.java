@@ -102,6 +102,68 @@ class GraphParallelBuildTests {
     }
   }
 
+  /**
+   * The traversal's triangle-inequality pruning changes no choice: entry points with and without it, for every metric,
+   * on Gaussian clusters (where it skips most distances), on uniform noise, on a few dozen points full of ties, with
+   * zero vectors among them (cosine), and past seedCount into the uncovered-points phase (many small clusters).
+   */
+  @Test
+  void prunedTraversalEqualsTheFullOne() throws IOException {
+    Random random = new Random(19);
+    List<float[][]> datasets = new ArrayList<>();
+    datasets.add(clusters(random, 6000, 16, 40, 0.05f));
+    datasets.add(clusters(random, 3000, 64, 7, 0.3f));
+    datasets.add(clusters(random, 9000, 8, 900, 0.01f)); // more clusters than seedCount: the uncovered phase
+    float[][] noise = new float[2500][24];
+    for (float[] v : noise) {
+      for (int d = 0; d < v.length; d++) {
+        v[d] = (float) random.nextGaussian();
+      }
+    }
+    datasets.add(noise);
+    float[][] ties = new float[4000][3];
+    for (int i = 0; i < ties.length; i++) {
+      for (int d = 0; d < 3; d++) {
+        ties[i][d] = i % 50 == 0 ? 0 : random.nextInt(3); // zero vectors too
+      }
+    }
+    datasets.add(ties);
+    try {
+      for (float[][] data : datasets) {
+        FloatVectorValues vectors = FloatVectorValues.fromFloats(Arrays.asList(data), data[0].length);
+        int degree = 8;
+        int[] adjacency = randomGraph(random, data.length, degree, false);
+        for (Metric metric : Metric.values()) {
+          GraphBuilder.pruneTraversal = false;
+          int[] full = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true);
+          GraphBuilder.pruneTraversal = true;
+          int[] pruned = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true);
+          assertArrayEquals(full, pruned, metric + ", " + data.length + " x " + data[0].length);
+        }
+      }
+    } finally {
+      GraphBuilder.pruneTraversal = true;
+    }
+  }
+
+  /** n vectors around {@code centres} Gaussian centres, spread {@code sigma} around each. */
+  private static float[][] clusters(Random random, int n, int dims, int centres, float sigma) {
+    float[][] c = new float[centres][dims];
+    for (float[] v : c) {
+      for (int d = 0; d < dims; d++) {
+        v[d] = (float) random.nextGaussian();
+      }
+    }
+    float[][] out = new float[n][dims];
+    for (int i = 0; i < n; i++) {
+      float[] centre = c[random.nextInt(centres)];
+      for (int d = 0; d < dims; d++) {
+        out[i][d] = centre[d] + sigma * (float) random.nextGaussian();
+      }
+    }
+    return out;
+  }
+
   @Test
   void wrongArraySizesAreRejected() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> GraphPruner.prune(new int[10], 3, 4, 2));
