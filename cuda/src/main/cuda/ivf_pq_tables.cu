@@ -244,6 +244,21 @@ __device__ __forceinline__ float codeKey(const IvfPqScanParams& p, long long v, 
   return p.metric == 1 ? -(term1 + s) : term1 + (codeTerm + s);
 }
 
+// The scans' step for position v of a list ending at end whose term 1 is term1: its key (codeKey) and its ordinal in
+// id when v is in the list and its vector accepted, else +inf and -1. Only accepted codes are scored (a filter's
+// rejected codes cost no lookups); unfiltered, accepted() is true without the ordinal's load.
+template <int C>
+__device__ __forceinline__ float positionKey(const IvfPqScanParams& p, long long v, long long end,
+                                             const unsigned long long* accept, const float* table, float term1,
+                                             int& id) {
+  id = -1;
+  if (v >= end) return GV_INF;
+  const int ord = p.ords[v];
+  if (!accepted(accept, ord)) return GV_INF;
+  id = ord;
+  return codeKey<C>(p, v, table, term1);
+}
+
 template <int K, int C>
 __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
   constexpr int NW = PqScanWarps<K>::value;
@@ -270,16 +285,8 @@ __device__ __forceinline__ void ivfPqTableScan(const IvfPqScanParams& p) {
     const long long end = p.listOffsets[list + 1];
     const float term1 = base[i];
     for (long long b = begin + warp * kWarpSize; b < end; b += NW * kWarpSize) {  // uniform per warp
-      const long long v = b + lane;
-      float key = GV_INF;
-      int id = -1;
-      if (v < end) {
-        const int ord = p.ords[v];
-        if (accepted(accept, ord)) {  // unfiltered: true without the ordinal, whose load stays in flight
-          key = codeKey<C>(p, v, table, term1);
-          id = ord;
-        }
-      }
+      int id;
+      const float key = positionKey<C>(p, b + lane, end, accept, table, term1, id);
       q.add(key, id);
       q.check();
     }
@@ -357,13 +364,8 @@ __device__ __forceinline__ void ivfPqTableKeys(const IvfPqScanParams& p, int par
   __shared__ int warpKept[kPqKeysThreads / kWarpSize];
   __shared__ int stepBase;
   for (long long b = begin; b < end; b += blockDim.x) {  // uniform
-    const long long v = b + threadIdx.x;
-    float key = GV_INF;
-    int ord = -1;
-    if (v < end) {
-      ord = p.ords[v];
-      if (accepted(accept, ord)) key = codeKey<C>(p, v, table, term1);  // filtered: accepted codes only
-    }
+    int ord;
+    const float key = positionKey<C>(p, b + threadIdx.x, end, accept, table, term1, ord);
     appendKeys(p, row, key, ord, warpKept, stepBase,
                [&](int total) { return total > 0 ? atomicAdd(p.rowLengths + query, total) : 0; });
   }
@@ -396,13 +398,8 @@ __device__ __forceinline__ void ivfPqTableKeysGrouped(const IvfPqScanParams& p) 
     const long long end = p.listOffsets[list + 1];
     const float term1 = base[i];
     for (long long b = p.listOffsets[list]; b < end; b += blockDim.x) {  // uniform
-      const long long v = b + threadIdx.x;
-      float key = GV_INF;
-      int ord = -1;
-      if (v < end) {
-        ord = p.ords[v];
-        if (accepted(accept, ord)) key = codeKey<C>(p, v, table, term1);  // filtered: accepted codes only
-      }
+      int ord;
+      const float key = positionKey<C>(p, b + threadIdx.x, end, accept, table, term1, ord);
       appendKeys(p, row, key, ord, warpKept, stepBase, [&](int total) {
         const int first = rowCount;  // thread 0 alone reads and writes it between the barriers
         rowCount = first + total;
