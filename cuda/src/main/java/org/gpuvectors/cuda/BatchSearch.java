@@ -228,10 +228,11 @@ public final class BatchSearch {
                                  DeviceBuffer outV, DeviceBuffer outI, long[] queryAt, long[] normsAt, long[] maskAt,
                                  long[] maskRowWords, long[] outAt, QueryUploads.Feed[] feeds) {
     int count = groups.size();
-    // queries still to be copied: every search but a lone flat group's takes all of them before its first kernel
-    // (the flat GEMM path asks block by block); the tables and the shared selection read several groups' at once
+    // queries still to be copied: every search but a lone flat or ivf_pq group's takes all of them before its first
+    // kernel (those ask block by block); the tables and the shared selection read several groups' at once
     for (int g = 0; g < count; g++) {
-      if (feeds[g] != null && !(groups.get(g).index() instanceof GpuFlatIndex && !(flats != null && flats.member(g)))) {
+      if (feeds[g] != null && !asksBlockByBlock(groups.get(g), flats != null && flats.member(g),
+          shared != null && shared.member(g))) {
         feeds[g].awaitAll();
       }
     }
@@ -303,7 +304,7 @@ public final class BatchSearch {
           case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
               group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
           case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
+              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g], feeds[g]);
           case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
               group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width (or EXACT)
           default -> throw new IllegalArgumentException(
@@ -321,6 +322,15 @@ public final class BatchSearch {
       shared.enqueueRerank(queries, outV, outI, outAt, groups);
     }
     return any;
+  }
+
+  /**
+   * Whether a group's search asks for its arriving queries block by block ({@link QueryUploads.Feed#await}): a flat
+   * or {@code ivf_pq} group searched by its own launches, not in the flat scan table or the shared selection.
+   */
+  private static boolean asksBlockByBlock(SearchGroup group, boolean inFlatTable, boolean inSharedSelection) {
+    return (group.index() instanceof GpuFlatIndex && !inFlatTable)
+        || (group.index() instanceof GpuIvfPqIndex && !inSharedSelection);
   }
 
   /**

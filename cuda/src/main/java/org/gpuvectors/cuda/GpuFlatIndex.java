@@ -461,22 +461,13 @@ public final class GpuFlatIndex extends ResidentIndex {
   }
 
   /**
-   * Where the GEMM path's blocks of queries start, and nq at the end: a first block of at most {@link
-   * #FIRST_QUERY_BLOCK}, then blocks of about equal size, at most {@link #MAX_QUERY_BLOCK}. The first block is short
-   * because its queries' copy to the device is the one no search runs beside ({@link QueryUploads}): Fashion-MNIST's
-   * 10k x 784 queries went up in 12.8 MB blocks, and the first one's staging and copy were most of the ~2 ms by which
-   * the pass outlasted its kernels.
+   * Where the GEMM path's blocks of queries start, and nq at the end: {@link QueryUploads#blocks} with a first
+   * block of at most {@link #FIRST_QUERY_BLOCK} and blocks of at most {@link #MAX_QUERY_BLOCK}. Fashion-MNIST's 10k x
+   * 784 queries went up in 12.8 MB blocks, and the first one's staging and copy were most of the ~2 ms by which the
+   * pass outlasted its kernels.
    */
   static int[] queryBlocks(int nq) {
-    int first = Math.min(nq, FIRST_QUERY_BLOCK);
-    int rest = nq - first;
-    int count = (rest + MAX_QUERY_BLOCK - 1) / MAX_QUERY_BLOCK;
-    int[] starts = new int[count + 2];
-    starts[1] = first;
-    for (int b = 1; b <= count; b++) {
-      starts[b + 1] = first + (int) ((long) rest * b / count);
-    }
-    return nq == 0 ? new int[] {0} : starts;
+    return QueryUploads.blocks(nq, FIRST_QUERY_BLOCK, MAX_QUERY_BLOCK);
   }
 
   /** The largest first block of {@link #queryBlocks}. */

@@ -10,7 +10,7 @@ import jcuda.driver.JCudaDriver;
  * ordered before the kernels that read it by an event, not by a wait of the host. A search that enqueues its
  * queries block by block ({@link GpuFlatIndex}'s GEMM path: {@link GpuFlatIndex#queryBlocks}) asks for each block just
  * before it enqueues it ({@link Feed#await}), so that the next block is staged and copied while the GPU searches this one;
- * the other searches ask for all their queries at once. Before this, a batch of 10k x 784 queries (31 MB) went up
+ * {@link GpuIvfPqIndex} does the same with its blocks; the other searches ask for all their queries at once. Before this, a batch of 10k x 784 queries (31 MB) went up
  * in one synchronous copy from pageable memory (~4 ms on the H100 box) before the first kernel ran.
  *
  * <p>{@code -Dgpuvectors.gpu.pipelined_upload=false} copies every group's queries synchronously before its first
@@ -127,6 +127,30 @@ final class QueryUploads {
     void awaitAll() {
       await(group.numQueries());
     }
+  }
+
+  /**
+   * Where the blocks of a search of {@code nq} arriving queries start, and nq at the end: a first block of at most
+   * {@code first}, then blocks of about equal size, at most {@code max} (both at least 1). The first block is short
+   * because its queries' copy to the device is the one no search runs beside; the copies of the others run while
+   * the blocks before them are searched.
+   */
+  static int[] blocks(int nq, int first, int max) {
+    if (first < 1 || max < 1) {
+      throw new IllegalArgumentException("blocks must hold at least one query: first " + first + ", max " + max);
+    }
+    if (nq == 0) {
+      return new int[] {0};
+    }
+    int head = Math.min(nq, Math.min(first, max));
+    int rest = nq - head;
+    int count = (int) ((rest + (long) max - 1) / max);
+    int[] starts = new int[count + 2];
+    starts[1] = head;
+    for (int b = 1; b <= count; b++) {
+      starts[b + 1] = head + (int) ((long) rest * b / count);
+    }
+    return starts;
   }
 
   /**

@@ -48,7 +48,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   private static final int[] KS = {1, 10, 100, 400};
 
   /** A product quantizer: its codebooks, and the codes of the vectors in list order. */
-  private record Pq(PqCodebook book, byte[] codes, IvfLists lists) {}
+  record Pq(PqCodebook book, byte[] codes, IvfLists lists) {}
 
   /** One index configuration: dims, sub-quantizers, bits, and whether its full tables are forced into global memory. */
   private record Config(int dims, int m, int bits, boolean globalTables) {
@@ -96,7 +96,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
    * the codes: per sub-vector the nearest codeword, in list order. The lists' centroids are normalised for cosine
    * (as the codec builds them).
    */
-  private static Pq quantize(Data data, int m, int bits, Random r) {
+  static Pq quantize(Data data, int m, int bits, Random r) {
     int dims = data.dims();
     int subDims = dims / m;
     int ksub = 1 << bits;
@@ -564,7 +564,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   }
 
   /** The raw vectors by ordinal, for an index that re-ranks on the device. */
-  private static GpuIvfPqIndex uploadWithRawVectors(Pq pq, Data data, int rerankFactor) {
+  static GpuIvfPqIndex uploadWithRawVectors(Pq pq, Data data, int rerankFactor) {
     int dims = data.dims();
     try {
       return GpuIvfPqIndex.upload(device, pq.lists(), pq.book(), pq.codes(), dims, data.metric(),

@@ -120,8 +120,10 @@ class QueryRowsGpuTest extends GpuTestCase {
    * Passes whose large groups' queries go up block by block on the copy stream, through a pinned buffer of a few
    * rows (reused many times, so the host waits for earlier copies) and of the whole batch, against the same passes
    * with every query copied first: the same ids and distances, bit for bit. Flat groups of several GEMM blocks in
-   * FP32 and with TF32 candidates, as an array and as rows, with a mask, next to an IVF group of the same pass (which
-   * takes all its queries before its first kernel).
+   * FP32 and with TF32 candidates, as an array and as rows, with a mask, next to an ivf_flat group of the same pass
+   * (which takes all its queries before its first kernel) and ivf_pq groups re-ranked on the device (which ask for
+   * their blocks one by one: {@link GpuIvfPqIndex#queryBlocks}; one of them with 2,048 candidates a query, so
+   * blocks of 2,048 queries after the first).
    */
   @Test
   void queriesCopiedBlockByBlockGiveTheResultsOfTheCopyBeforeThePass() throws java.io.IOException {
@@ -141,13 +143,17 @@ class QueryRowsGpuTest extends GpuTestCase {
     long savedStaging = QueryUploads.stagingBytes;
     try (GpuFlatIndex fp32 = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2);
          GpuFlatIndex tf32 = GpuFlatIndex.upload(device, vectors, n, dims, Metric.INNER_PRODUCT);
-         GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, data.lists(), dims, Metric.L2, data.rowsInListOrder())) {
+         GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, data.lists(), dims, Metric.L2, data.rowsInListOrder());
+         GpuIvfPqIndex pq = GpuIvfPqIndexGpuTest.uploadWithRawVectors(
+             GpuIvfPqIndexGpuTest.quantize(data, 4, 8, r), data, 8)) {
       tf32.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
       List<SearchGroup> pass = List.of(
           new SearchGroup(fp32, packed, nq, 10, null, null),
           SearchGroup.ofRows(fp32, rows, nq, 7, 1, mask, null),
           SearchGroup.ofRows(tf32, rows, nq, 10, 1, null, null),
-          SearchGroup.ofRows(ivf, rows, nq, 10, 4, null, null));
+          SearchGroup.ofRows(ivf, rows, nq, 10, 4, null, null),
+          SearchGroup.ofRows(pq, rows, nq, 10, 4, mask, null),
+          new SearchGroup(pq, packed, nq, 256, 4, null, null));
       QueryUploads.pipelined = false;
       SearchResult[] before = BatchSearch.run(device, pass);
       QueryUploads.pipelined = true;
