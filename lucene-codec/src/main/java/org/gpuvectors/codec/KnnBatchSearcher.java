@@ -51,9 +51,29 @@ public final class KnnBatchSearcher {
   public static TopDocs[] search(
       IndexSearcher searcher, String field, float[][] queries, int k, Query filter)
       throws IOException {
+    return search(searcher, field, queries, k, k, filter);
+  }
+
+  /**
+   * Returns the {@code k} nearest documents of each query, found as Elasticsearch's {@code knn} finds them with
+   * {@code num_candidates}: each segment is searched for its {@code numCandidates} nearest (the approximate index
+   * types' effort: lists probed, candidates re-ranked, search width), and each query keeps the best {@code k} of all
+   * segments. With {@code numCandidates == k} this is Lucene's search for k. Only each segment's first k hits become
+   * {@link TopDocs}: the rest could not be among a query's k best.
+   *
+   * @param numCandidates at least {@code k}
+   * @param filter only documents matching it are returned; null for all (deleted documents never)
+   */
+  public static TopDocs[] search(
+      IndexSearcher searcher, String field, float[][] queries, int k, int numCandidates, Query filter)
+      throws IOException {
     Objects.requireNonNull(field, "field");
     if (k < 1) {
       throw new IllegalArgumentException("k must be at least 1 but was [" + k + "]");
+    }
+    if (numCandidates < k) {
+      throw new IllegalArgumentException(
+          "numCandidates must be at least k [" + k + "] but was [" + numCandidates + "]");
     }
     Weight filterWeight =
         filter == null
@@ -79,7 +99,7 @@ public final class KnnBatchSearcher {
       }
       GpuVectorsReader ours = gpuVectorsReader(leaf.reader(), field);
       if (ours == null) {
-        TopKnnCollector[] collectors = collectors(queries.length, k);
+        TopKnnCollector[] collectors = collectors(queries.length, numCandidates);
         for (int q = 0; q < queries.length; q++) {
           leaf.reader().searchNearestVectors(field, queries[q], collectors[q], accept);
         }
@@ -87,9 +107,9 @@ public final class KnnBatchSearcher {
         continue;
       }
       // the queries as they are: every segment's share reads the caller's arrays, none copies them
-      GpuSegmentSearcher.Prepared p = ours.prepareBatch(service, field, queries, k, accept);
+      GpuSegmentSearcher.Prepared p = ours.prepareBatch(service, field, queries, numCandidates, accept);
       if (p == null) {
-        perLeaf[l] = searchOnCpu(ours, field, queries, k, accept);
+        perLeaf[l] = searchOnCpu(ours, field, queries, numCandidates, k, accept);
       } else if (p.k() > 0) {
         prepared.add(p);
         preparedLeaf.add(l);
@@ -108,7 +128,7 @@ public final class KnnBatchSearcher {
           GpuSegmentSearcher.recordServed(service, prepared.get(i));
           perLeaf[l] = GpuSegmentSearcher.hits(prepared.get(i), results[i], k);
         } else {
-          perLeaf[l] = searchOnCpu(preparedReader.get(i), field, queries, k, accepts[l]);
+          perLeaf[l] = searchOnCpu(preparedReader.get(i), field, queries, numCandidates, k, accepts[l]);
         }
       }
     }
@@ -140,10 +160,10 @@ public final class KnnBatchSearcher {
     return results;
   }
 
-  /** The batch over one of our segments on the CPU, through one collector per query. */
-  private static SegmentHits searchOnCpu(
-      GpuVectorsReader reader, String field, float[][] queries, int k, AcceptDocs accept) throws IOException {
-    TopKnnCollector[] collectors = collectors(queries.length, k);
+  /** The batch over one of our segments on the CPU, through one collector of numCandidates per query. */
+  private static SegmentHits searchOnCpu(GpuVectorsReader reader, String field, float[][] queries,
+                                         int numCandidates, int k, AcceptDocs accept) throws IOException {
+    TopKnnCollector[] collectors = collectors(queries.length, numCandidates);
     reader.searchBatchOnCpu(field, queries, collectors, accept);
     return SegmentHits.of(collectors, k);
   }

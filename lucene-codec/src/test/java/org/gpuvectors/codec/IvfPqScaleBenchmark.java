@@ -67,7 +67,7 @@ import org.gpuvectors.cuda.SearchResult;
  *   <li><b>exact</b>: the ground truth, exact top 10 of every query ({@link GpuFlatIndex}, FP32, on its own device
  *       handle, closed before the build so that its memory is free); the peer's timings: FP32 and {@link
  *       GpuFlatIndex.Precision#AUTO} (TF32 candidates + exact FP32 re-rank: what the codec's {@code flat} fields
- *       run) at batch 10k (median of 3 after a warm-up), and one query at a time. Without a GPU the ground truth
+ *       run) at batch 10k (median of gv.scale.runs after gv.scale.warmups untimed runs), and one query at a time. Without a GPU the ground truth
  *       is a CPU brute force and the timings are skipped (said so).
  *   <li><b>build</b>: the vectors indexed by several threads into segments kept as they are (no merges; the
  *       flushed segments stay flat: the codec's threshold is set above their size, see below), then one {@code
@@ -75,13 +75,15 @@ import org.gpuvectors.cuda.SearchResult;
  *       flushes + commit, (b) the force-merge (the flat vectors' merge, the writer's copy of them, coarse k-means,
  *       assignment, PQ training, encoding, writing: the writer's phase line is printed), and the size of each
  *       file of the merged segment.
- *   <li><b>search</b>: the segment searched with {@code num_candidates} (Lucene's per-segment k, as Elasticsearch
- *       passes it) from the sweep; the codec has no query-time {@code nprobe}: {@code num_candidates} is the effort
+ *   <li><b>search</b>: the segment searched for the top 10 with {@code num_candidates} (the segment's k, as
+ *       Elasticsearch's {@code knn} passes it to Lucene; {@link KnnBatchSearcher#search(IndexSearcher, String,
+ *       float[][], int, int, org.apache.lucene.search.Query)} keeps each query's best 10, as the exact peer returns
+ *       10) from the sweep; the codec has no query-time {@code nprobe}: {@code num_candidates} is the effort
  *       knob. Up to 100 it probes the mapping's {@code nprobe} (default about nlist / 16) and re-ranks 4 x
  *       num_candidates candidates exactly; above 100 the lists probed grow in proportion (IvfProbes). The row
- *       gives the lists probed and the re-rank depth. Batch 10k over all queries (median of gv.scale.runs after a
- *       warm-up) and batch 1 (the first {@code gv.scale.single} queries one at a time: q/s = queries / total
- *       wall). Recall@10 (the top 10 of the num_candidates hits against the exact top 10) and R@1 (the Faiss paper's 1-recall@1:
+ *       gives the lists probed and the re-rank depth. Batch 10k over all queries (median of gv.scale.runs after gv.scale.warmups
+ *       untimed runs) and batch 1 (the first {@code gv.scale.single} queries one at a time: q/s = queries / total
+ *       wall). Recall@10 (the 10 hits against the exact top 10) and R@1 (the Faiss paper's 1-recall@1:
  *       the fraction of queries whose true nearest neighbour is ranked first). Then the SIFT1M-style point (the
  *       fastest batch-10k row with R@1 >= 0.80, in us per query) and the fastest rows with recall@10 >= 0.95 against
  *       the exact peer. GPU bytes per vector: the residency service's resident bytes / N, split by the index's
@@ -98,7 +100,7 @@ import org.gpuvectors.cuda.SearchResult;
  * -Dgv.scale.flushBuilds=true} builds at flush too (what an Elasticsearch node does), to measure that cost.
  *
  * <p>System properties: {@code gv.scale.phases} (default {@code exact,build,search,cpubuild}; search needs exact
- * and build), {@code gv.scale.queries} (10000), {@code gv.scale.batch} (10000), {@code gv.scale.single} (1000), {@code gv.scale.profile} (false: true puts the batch-1 searches in the GPU profiler's range), {@code gv.scale.profileBatch} (false: true adds one batch search per candidates value in that range), {@code gv.scale.runs} (5 timed runs per batch row, the median reported),
+ * and build), {@code gv.scale.queries} (10000), {@code gv.scale.batch} (10000), {@code gv.scale.single} (1000), {@code gv.scale.profile} (false: true puts the batch-1 searches in the GPU profiler's range), {@code gv.scale.profileBatch} (false: true adds one batch search per candidates value in that range), {@code gv.scale.runs} (5 timed runs per batch row, the median reported), {@code gv.scale.warmups} (3 untimed runs before them),
  * {@code gv.scale.cpuQueries} (200), {@code gv.scale.candidates} (10,20,40,100,200,400,512: at most 512, the GPU's
  * re-rank depth 4 x 512 = its k-selection's 2048), {@code gv.scale.params} (mapping overrides, e.g. {@code
  * nlist=4096,nprobe=16,pq_m=32}), {@code gv.scale.threads} (indexing threads, default the cores), {@code
@@ -120,6 +122,12 @@ public final class IvfPqScaleBenchmark {
    * gives the median (before session 14: the best of 3 for ivf_pq rows, the median of 3 for the exact peer).
    */
   private static final int RUNS = Math.max(1, Integer.getInteger("gv.scale.runs", 5));
+  /**
+   * -Dgv.scale.warmups: untimed runs before each batch row's timed runs, both systems alike (default 3). With one, the
+   * first rows of a sweep still paid the JIT's compilation of the hits' conversion and merge (session 15: 15-27 ms
+   * outside the pass in the first two rows, 1-4 ms in the later ones).
+   */
+  private static final int WARMUPS = Math.max(1, Integer.getInteger("gv.scale.warmups", 3));
   private static final String FIELD = "vec";
   private static final long START = System.nanoTime();
 
@@ -519,12 +527,12 @@ public final class IvfPqScaleBenchmark {
           TopDocs[] all = new TopDocs[nq];
           double[] walls = new double[RUNS];
           String[] breakdowns = new String[RUNS];
-          for (int run = -1; run < RUNS; run++) {
+          for (int run = -WARMUPS; run < RUNS; run++) {
             var stats = service.stats(); // live counters: read now, and again after the run
             long passes0 = stats.batches(), gpu0 = stats.gpuNanos(), enqueue0 = stats.enqueueNanos(), wait0 = stats.waitNanos();
             long s = System.nanoTime();
             for (int from = 0; from < nq; from += batch) {
-              TopDocs[] part = KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOfRange(queries, from, Math.min(nq, from + batch)), c, null);
+              TopDocs[] part = KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOfRange(queries, from, Math.min(nq, from + batch)), K, c, null);
               System.arraycopy(part, 0, all, from, part.length);
             }
             double wall = seconds(s);
@@ -544,7 +552,7 @@ public final class IvfPqScaleBenchmark {
               breakdowns[mid]);
           if (PROFILE_BATCH) { // one more batch, alone in the profiler's range
             service.profilerRange(true);
-            KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOf(queries, Math.min(nq, batch)), c, null);
+            KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOf(queries, Math.min(nq, batch)), K, c, null);
             service.profilerRange(false);
           }
           double[] r = recall(all, docToId, nq);
@@ -552,14 +560,14 @@ public final class IvfPqScaleBenchmark {
           int count = Math.min(single, nq);
           TopDocs[] one = new TopDocs[count];
           for (int q = 0; q < Math.min(5, count); q++) { // warm-up
-            KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, c, null);
+            KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, K, c, null);
           }
           if (PROFILE) {
             service.profilerRange(true); // under ncu / nsys --profile-from-start off: the batch-1 searches only
           }
           long s = System.nanoTime();
           for (int q = 0; q < count; q++) {
-            one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, c, null)[0];
+            one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, K, c, null)[0];
           }
           double wall = seconds(s);
           if (PROFILE) {
@@ -570,7 +578,7 @@ public final class IvfPqScaleBenchmark {
         } else {
           int count = Math.min(cpuQueries, queries.length);
           long s = System.nanoTime();
-          TopDocs[] cpu = KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOf(queries, count), c, null);
+          TopDocs[] cpu = KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOf(queries, count), K, c, null);
           double wall = seconds(s);
           double[] r = recall(cpu, docToId, count);
           addRow("ivf_pq-cpu-1-thread", count, c, probes, rerank, r[0], r[1], count / wall, Double.NaN);
@@ -715,10 +723,11 @@ public final class IvfPqScaleBenchmark {
 
   // ---- helpers ----
 
-  /** Times {@code search} 3 times after a warm-up: the median in ms. */
-  /** Median wall ms of {@link #RUNS} runs after a warm-up (the batch rows of both systems are timed this way). */
+  /** Median wall ms of {@link #RUNS} runs after {@link #WARMUPS} (the batch rows of both systems are timed this way). */
   private static double timeBatches(Runnable search) {
-    search.run();
+    for (int w = 0; w < WARMUPS; w++) {
+      search.run();
+    }
     double[] ms = new double[RUNS];
     for (int r = 0; r < ms.length; r++) {
       long s = System.nanoTime();

@@ -206,6 +206,55 @@ class KnnBatchSearcherTests {
     }
   }
 
+  /**
+   * With num_candidates above k every segment is searched for num_candidates and each query keeps the best k of
+   * all: the first k hits of the search for num_candidates, with its total hits, on the GPU path and the CPU path
+   * alike; and on the GPU path, where these index types are exact, the oracle's top k.
+   */
+  @Test
+  void numCandidatesSearchesDeeperAndKeepsTheBestK() throws IOException {
+    for (IndexType type : new IndexType[] {IndexType.FLAT, IndexType.IVF_FLAT, IndexType.IVF_PQ}) {
+      VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+      try (GpuSearchService service = GpuSearchService.withBackend(
+          new FakeBackend(1L << 30), new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024));
+           Directory dir = FSDirectory.open(tempDir.resolve("candidates-" + type))) {
+        GpuSearchServices.install(service);
+        try {
+          float[][] vectors = index(dir, type, sim);
+          try (DirectoryReader reader = DirectoryReader.open(dir)) {
+            IndexSearcher searcher = new IndexSearcher(reader);
+            float[][] queries = queries(KnnBatchSearcher.PARALLEL_MERGE_QUERIES + 5); // merged on the pool too
+            for (boolean gpu : new boolean[] {true, false}) {
+              service.setEnabled(gpu);
+              for (int k : new int[] {1, 7}) {
+                TopDocs[] deep = KnnBatchSearcher.search(searcher, "vec", queries, k, 30, null);
+                TopDocs[] wide = KnnBatchSearcher.search(searcher, "vec", queries, 30, null);
+                for (int q = 0; q < queries.length; q++) {
+                  String where = type + (gpu ? " GPU" : " CPU") + " k=" + k + " query " + q;
+                  assertEquals(wide[q].totalHits, deep[q].totalHits, where);
+                  List<Hit> expected = new ArrayList<>();
+                  for (int i = 0; i < Math.min(k, wide[q].scoreDocs.length); i++) {
+                    expected.add(new Hit(wide[q].scoreDocs[i].doc, wide[q].scoreDocs[i].score));
+                  }
+                  assertHits(expected, deep[q], where);
+                  if (gpu) {
+                    assertHits(oracle(vectors, queries[q], sim, k, KnnBatchSearcherTests::live), deep[q], where);
+                  }
+                }
+              }
+            }
+            service.setEnabled(true);
+          }
+        } finally {
+          GpuSearchServices.uninstall(service);
+        }
+      }
+    }
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> KnnBatchSearcher.search(null, "vec", queries(1), 10, 9, null));
+    assertTrue(e.getMessage().contains("numCandidates must be at least k [10] but was [9]"), e.getMessage());
+  }
+
   private static void assertHits(List<Hit> expected, TopDocs actual, String where) {
     List<Hit> hits = new ArrayList<>();
     for (var scoreDoc : actual.scoreDocs) {
