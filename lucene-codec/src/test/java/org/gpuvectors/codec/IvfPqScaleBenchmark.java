@@ -288,6 +288,7 @@ public final class IvfPqScaleBenchmark {
           })) {
         progress("exact: uploaded %d x %d to %s in %.1f s (%.0f MB on the device)", n, dims, device.name(),
             seconds(t), index.deviceBytes() / 1e6);
+        settleHeap();
         index.setPrecision(GpuFlatIndex.Precision.FP32);
         SearchResult[] fp32 = new SearchResult[1];
         double fp32Ms = timeBatches(() -> fp32[0] = exactBatches(index, flatQueries, nq));
@@ -515,7 +516,9 @@ public final class IvfPqScaleBenchmark {
         long t = System.nanoTime();
         KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[0]}, K, null); // upload + warm-up
         progress("search: first GPU search (upload of codes, lists and raw vectors): %.1f s", seconds(t));
+        settleHeap();
         memory(service, m);
+        warmUp(searcher);
       } else {
         progress("search: GPU rows skipped (%s); the CPU path on %d queries", service.unusableReason(), cpuQueries);
       }
@@ -565,6 +568,8 @@ public final class IvfPqScaleBenchmark {
           if (PROFILE) {
             service.profilerRange(true); // under ncu / nsys --profile-from-start off: the batch-1 searches only
           }
+          var stats = service.stats();
+          long passes0 = stats.batches(), gpu0 = stats.gpuNanos(), enqueue0 = stats.enqueueNanos(), wait0 = stats.waitNanos();
           long s = System.nanoTime();
           for (int q = 0; q < count; q++) {
             one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, K, c, null)[0];
@@ -573,6 +578,12 @@ public final class IvfPqScaleBenchmark {
           if (PROFILE) {
             service.profilerRange(false);
           }
+          double perQuery = 1e6 / count;
+          double inPasses = (stats.gpuNanos() - gpu0) / 1e3 / count;
+          progress("search: candidates %d, batch 1, %d queries: %.1f us a query: %.1f us in its pass (host enqueue %.1f,"
+                  + " device wait %.1f), %.1f us outside (KnnBatchSearcher and Lucene around the pass); %d passes",
+              c, count, wall * perQuery, inPasses, (stats.enqueueNanos() - enqueue0) / 1e3 / count,
+              (stats.waitNanos() - wait0) / 1e3 / count, wall * perQuery - inPasses, stats.batches() - passes0);
           double[] r1 = recall(one, docToId, count);
           addRow("ivf_pq-gpu", 1, c, probes, rerank, r1[0], r1[1], count / wall, exactSingleQps);
         } else {
@@ -585,6 +596,37 @@ public final class IvfPqScaleBenchmark {
         }
       }
     }
+  }
+
+  /**
+   * Every row's searches, untimed, before the first timed row: batches of {@link #batch} and 200 single queries at
+   * each num_candidates. Without it the sweep's first rows (and a row after a deoptimization) ran the hits'
+   * conversion and merge before the JIT had compiled them: session 15 measured 15-29 ms of a 30 ms batch outside the
+   * pass there, against 1-2 ms in the other rows and in the same row measured again at the end of the sweep (a
+   * Flight Recorder profile put the difference in GpuSegmentSearcher.convert and SegmentHits.merge on the pool), and
+   * single queries slowing from 230 to 540 us.
+   */
+  private void warmUp(IndexSearcher searcher) throws IOException {
+    long t = System.nanoTime();
+    float[][] first = Arrays.copyOf(queries, Math.min(queries.length, batch));
+    for (int c : candidates) {
+      for (int w = 0; w < WARMUPS; w++) {
+        KnnBatchSearcher.search(searcher, FIELD, first, K, c, null);
+      }
+      for (int q = 0; q < Math.min(200, queries.length); q++) {
+        KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, K, c, null);
+      }
+    }
+    progress("search: warm-up of every row: %.1f s", seconds(t));
+  }
+
+  /**
+   * A full GC after an upload, before timed searches: an upload leaves gigabytes of staging arrays behind (2M x 768:
+   * the raw vectors and interleaved codes), and the collector's pauses on them (30-190 ms each in a session 15
+   * profile) should not land in a timed row.
+   */
+  private static void settleHeap() {
+    System.gc();
   }
 
   /** Resident device bytes per vector, and their split by the index's shape. */
