@@ -8,10 +8,11 @@ import jcuda.driver.JCudaDriver;
  * The queries of a pass's large groups ({@link BatchSearch}'s direct groups) on their way to the device: staged
  * into the pass slot's pinned buffer and copied on the slot's copy stream ({@link PassSlot#copies()}), each copy
  * ordered before the kernels that read it by an event, not by a wait of the host. A search that enqueues its
- * queries block by block ({@link GpuFlatIndex}'s GEMM path: {@link GpuFlatIndex#queryBlocks}) asks for each block just
- * before it enqueues it ({@link Feed#await}), so that the next block is staged and copied while the GPU searches this one;
- * {@link GpuIvfPqIndex} does the same with its blocks; the other searches ask for all their queries at once. Before this, a batch of 10k x 784 queries (31 MB) went up
- * in one synchronous copy from pageable memory (~4 ms on the H100 box) before the first kernel ran.
+ * queries block by block ({@link GpuFlatIndex}'s GEMM path: {@link GpuFlatIndex#queryBlocks}; {@link GpuIvfPqIndex}:
+ * {@link GpuIvfPqIndex#queryBlocks}) asks for each block just before it enqueues it ({@link Feed#await}), so that the
+ * next block is staged and copied while the GPU searches this one; the other searches ask for all their queries at
+ * once. Before this, a batch of 10k x 784 queries (31 MB) went up in one synchronous copy from pageable memory (~4 ms
+ * on the H100 box) before the first kernel ran.
  *
  * <p>{@code -Dgpuvectors.gpu.pipelined_upload=false} copies every group's queries synchronously before its first
  * kernel instead ({@link GpuDevice#uploadQueries}), as before: to compare both.
