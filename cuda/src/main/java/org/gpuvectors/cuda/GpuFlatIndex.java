@@ -5,7 +5,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
 import jcuda.Pointer;
 
 /**
@@ -431,33 +430,9 @@ public final class GpuFlatIndex extends ResidentIndex {
       searchTf32Rerank(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement, arriving);
       return;
     }
-    forEachQueryBlock(queries, queryNorms, nq, acceptAddress, acceptRowWords, arriving,
+    QueryUploads.forEachBlock(queryBlocks(nq), dims, queries, queryNorms, acceptAddress, acceptRowWords, arriving,
         b -> searchGemm(b.queries(), b.norms(), b.count(), k, b.accept(), acceptRowWords, outV, outI,
             outElement + (long) b.first() * k, false));
-  }
-
-  /**
-   * One block of a GEMM-path search ({@link #queryBlocks}): its first query, its size, and the device addresses of
-   * its queries, their norms (0: none) and their accept masks (0: none).
-   */
-  private record QueryBlock(int first, int count, long queries, long norms, long accept) {}
-
-  /**
-   * Hands the blocks of {@link #queryBlocks}(nq) to {@code enqueue} in order, each after its queries are on the
-   * device when they are still {@code arriving} (the next block is copied while this one is searched).
-   */
-  private void forEachQueryBlock(long queries, long queryNorms, int nq, long acceptAddress, long acceptRowWords,
-                                 QueryUploads.Feed arriving, Consumer<QueryBlock> enqueue) {
-    int[] blocks = queryBlocks(nq);
-    for (int b = 0; b + 1 < blocks.length; b++) {
-      int q0 = blocks[b];
-      int count = blocks[b + 1] - q0;
-      if (arriving != null) {
-        arriving.await(q0 + count);
-      }
-      enqueue.accept(new QueryBlock(q0, count, queries + 4L * q0 * dims, queryNorms == 0 ? 0 : queryNorms + 4L * q0,
-          acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords));
-    }
   }
 
   /**
@@ -493,7 +468,7 @@ public final class GpuFlatIndex extends ResidentIndex {
     Tf32Bound b = bound();
     float[] stats = new float[4 * nq];
     try (DeviceBuffer dStats = device.allocate(16L * nq)) {
-      forEachQueryBlock(queries, queryNorms, nq, acceptAddress, acceptRowWords, arriving,
+      QueryUploads.forEachBlock(queryBlocks(nq), dims, queries, queryNorms, acceptAddress, acceptRowWords, arriving,
           bl -> searchCandidates(bl.queries(), bl.norms(), bl.count(), k, bl.accept(), acceptRowWords, outV, outI,
               outElement + (long) bl.first() * k, dStats.address() + 16L * bl.first()));
       device.download(dStats, 0, stats, 0, stats.length); // waits for the pass

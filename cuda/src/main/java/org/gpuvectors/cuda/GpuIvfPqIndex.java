@@ -470,23 +470,16 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     ensureOpen();
     boolean rerank = rawVectors != null && !skipDeviceRerank;
     int kc = rerank ? candidates(k) : k;
-    int[] blocks = queryBlocks(nq, kc, rerank, arriving != null);
-    for (int b = 0; b + 1 < blocks.length; b++) {
-      int q0 = blocks[b];
-      int count = blocks[b + 1] - q0;
-      if (arriving != null) {
-        arriving.await(q0 + count);
-      }
-      long blockQueries = queries + 4L * q0 * dims;
-      long norms = queryNorms == 0 ? 0 : queryNorms + 4L * q0;
-      long accept = acceptAddress == 0 || acceptRowWords == 0 ? acceptAddress : acceptAddress + 8L * q0 * acceptRowWords;
-      long out = outElement + (long) q0 * k;
-      if (rerank) {
-        enqueueReranked(blockQueries, norms, count, k, kc, nprobe, accept, acceptRowWords, outV, outI, out);
-      } else {
-        enqueueAdc(blockQueries, norms, count, k, nprobe, accept, acceptRowWords, outV, outI, out);
-      }
-    }
+    QueryUploads.forEachBlock(queryBlocks(nq, kc, rerank, arriving != null), dims, queries, queryNorms, acceptAddress,
+        acceptRowWords, arriving, b -> {
+          long out = outElement + (long) b.first() * k;
+          if (rerank) {
+            enqueueReranked(b.queries(), b.norms(), b.count(), k, kc, nprobe, b.accept(), acceptRowWords, outV, outI,
+                out);
+          } else {
+            enqueueAdc(b.queries(), b.norms(), b.count(), k, nprobe, b.accept(), acceptRowWords, outV, outI, out);
+          }
+        });
   }
 
   /**

@@ -1,6 +1,7 @@
 package org.gpuvectors.cuda;
 
 import java.nio.FloatBuffer;
+import java.util.function.Consumer;
 import java.util.stream.IntStream;
 import jcuda.driver.JCudaDriver;
 
@@ -152,6 +153,32 @@ final class QueryUploads {
       starts[b + 1] = head + (int) ((long) rest * b / count);
     }
     return starts;
+  }
+
+  /**
+   * One block of a search's queries ({@link #blocks}): its first query, its size, and the device addresses of its
+   * queries, their norms (0: none) and their accept masks (0: none).
+   */
+  record Block(int first, int count, long queries, long norms, long accept) {}
+
+  /**
+   * Hands the blocks that {@code starts} ({@link #blocks}) marks out of queries of {@code dims} floats to {@code
+   * enqueue} in order, each after its queries are on the device when they are still {@code arriving} (null: all are
+   * there), so that the next block is copied while this one is searched. Addresses as the search's: queries
+   * row-major, norms one float a query (0: none), accept masks {@code acceptRowWords} words a query (0 words: one
+   * mask shared by all; address 0: none).
+   */
+  static void forEachBlock(int[] starts, int dims, long queries, long queryNorms, long acceptAddress,
+                           long acceptRowWords, Feed arriving, Consumer<Block> enqueue) {
+    for (int b = 0; b + 1 < starts.length; b++) {
+      int q0 = starts[b];
+      int count = starts[b + 1] - q0;
+      if (arriving != null) {
+        arriving.await(q0 + count);
+      }
+      enqueue.accept(new Block(q0, count, queries + 4L * q0 * dims, queryNorms == 0 ? 0 : queryNorms + 4L * q0,
+          acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords));
+    }
   }
 
   /**
