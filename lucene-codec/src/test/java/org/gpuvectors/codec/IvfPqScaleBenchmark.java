@@ -43,6 +43,7 @@ import org.apache.lucene.store.FSDirectory;
 import org.apache.lucene.util.IOUtils;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
@@ -531,8 +532,7 @@ public final class IvfPqScaleBenchmark {
           double[] walls = new double[RUNS];
           String[] breakdowns = new String[RUNS];
           for (int run = -WARMUPS; run < RUNS; run++) {
-            var stats = service.stats(); // live counters: read now, and again after the run
-            long passes0 = stats.batches(), gpu0 = stats.gpuNanos(), enqueue0 = stats.enqueueNanos(), wait0 = stats.waitNanos();
+            PassCounters before = PassCounters.of(service.stats());
             long s = System.nanoTime();
             for (int from = 0; from < nq; from += batch) {
               TopDocs[] part = KnnBatchSearcher.search(searcher, FIELD, Arrays.copyOfRange(queries, from, Math.min(nq, from + batch)), K, c, null);
@@ -541,11 +541,8 @@ public final class IvfPqScaleBenchmark {
             double wall = seconds(s);
             if (run >= 0) {
               walls[run] = wall;
-              double inPasses = (stats.gpuNanos() - gpu0) / 1e6;
-              breakdowns[run] = String.format(Locale.ROOT, "%.1f ms wall, %d passes: %.1f ms in passes (host enqueue %.1f, "
-                  + "device wait %.1f), %.1f ms outside (KnnBatchSearcher and Lucene around the passes)", wall * 1e3,
-                  stats.batches() - passes0, inPasses, (stats.enqueueNanos() - enqueue0) / 1e6,
-                  (stats.waitNanos() - wait0) / 1e6, wall * 1e3 - inPasses);
+              breakdowns[run] = String.format(Locale.ROOT, "%.1f ms wall, ", wall * 1e3)
+                  + before.split(service.stats(), wall, 1e6, "ms");
             }
           }
           int mid = medianRun(walls);
@@ -568,8 +565,7 @@ public final class IvfPqScaleBenchmark {
           if (PROFILE) {
             service.profilerRange(true); // under ncu / nsys --profile-from-start off: the batch-1 searches only
           }
-          var stats = service.stats();
-          long passes0 = stats.batches(), gpu0 = stats.gpuNanos(), enqueue0 = stats.enqueueNanos(), wait0 = stats.waitNanos();
+          PassCounters before = PassCounters.of(service.stats());
           long s = System.nanoTime();
           for (int q = 0; q < count; q++) {
             one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, K, c, null)[0];
@@ -578,12 +574,8 @@ public final class IvfPqScaleBenchmark {
           if (PROFILE) {
             service.profilerRange(false);
           }
-          double perQuery = 1e6 / count;
-          double inPasses = (stats.gpuNanos() - gpu0) / 1e3 / count;
-          progress("search: candidates %d, batch 1, %d queries: %.1f us a query: %.1f us in its pass (host enqueue %.1f,"
-                  + " device wait %.1f), %.1f us outside (KnnBatchSearcher and Lucene around the pass); %d passes",
-              c, count, wall * perQuery, inPasses, (stats.enqueueNanos() - enqueue0) / 1e3 / count,
-              (stats.waitNanos() - wait0) / 1e3 / count, wall * perQuery - inPasses, stats.batches() - passes0);
+          progress("search: candidates %d, batch 1, %d queries: %.1f us a query, per query %s", c, count,
+              wall * 1e6 / count, before.split(service.stats(), wall, 1e3 * count, "us"));
           double[] r1 = recall(one, docToId, count);
           addRow("ivf_pq-gpu", 1, c, probes, rerank, r1[0], r1[1], count / wall, exactSingleQps);
         } else {
@@ -595,6 +587,26 @@ public final class IvfPqScaleBenchmark {
           addRow("ivf_pq-cpu-1-thread", count, c, probes, rerank, r[0], r[1], count / wall, Double.NaN);
         }
       }
+    }
+  }
+
+  /**
+   * The service's pass counters at one moment ({@link GpuSearchStats} is live): a timed span's wall clock split into
+   * the time in passes (host enqueue, device wait) and the time outside them, for the batch rows and the batch-1 rows
+   * alike.
+   */
+  private record PassCounters(long passes, long gpuNanos, long enqueueNanos, long waitNanos) {
+    static PassCounters of(GpuSearchStats stats) {
+      return new PassCounters(stats.batches(), stats.gpuNanos(), stats.enqueueNanos(), stats.waitNanos());
+    }
+
+    /** Since this moment, {@code wallSeconds} split in units of {@code nanosPerUnit} nanoseconds, named {@code unit}. */
+    String split(GpuSearchStats now, double wallSeconds, double nanosPerUnit, String unit) {
+      double inPasses = (now.gpuNanos() - gpuNanos) / nanosPerUnit;
+      return String.format(Locale.ROOT, "%.1f %s in passes (host enqueue %.1f, device wait %.1f), %.1f %s outside"
+              + " (KnnBatchSearcher and Lucene around the passes); %d passes", inPasses, unit,
+          (now.enqueueNanos() - enqueueNanos) / nanosPerUnit, (now.waitNanos() - waitNanos) / nanosPerUnit,
+          wallSeconds * 1e9 / nanosPerUnit - inPasses, unit, now.batches() - passes);
     }
   }
 
