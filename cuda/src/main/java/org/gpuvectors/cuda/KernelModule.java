@@ -31,6 +31,7 @@ final class KernelModule implements AutoCloseable {
   private final Map<String, Integer> maxDynamicShared = new HashMap<>();
   /** Per kernel, the dynamic shared memory its launches were allowed past the default 48 KB. */
   private final Map<String, Integer> dynamicSharedAllowed = new HashMap<>();
+  private final Map<String, Integer> staticShared = new HashMap<>();
   private boolean closed;
 
   KernelModule() {
@@ -109,10 +110,17 @@ final class KernelModule implements AutoCloseable {
       Driver.check("cuCtxGetDevice", JCudaDriver.cuCtxGetDevice(dev));
       int optIn = GpuAvailability.attribute(dev,
           jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+      return Math.max(0, optIn - staticSharedBytes(n));
+    });
+  }
+
+  /** The static shared memory of a block of kernel {@code name}; remembered. */
+  private int staticSharedBytes(String name) {
+    return staticShared.computeIfAbsent(name, n -> {
       int[] statics = new int[1];
       Driver.check("cuFuncGetAttribute(" + n + ")", JCudaDriver.cuFuncGetAttribute(statics,
           CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function(n)));
-      return Math.max(0, optIn - statics[0]);
+      return statics[0];
     });
   }
 
@@ -122,7 +130,8 @@ final class KernelModule implements AutoCloseable {
    * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). Raises the kernel's allowance only when needed.
    */
   void allowDynamicShared(String name, int bytes) {
-    if (bytes <= 48 << 10 || bytes <= dynamicSharedAllowed.getOrDefault(name, 0)) {
+    // without the opt-in a block has 48 KB in all: its static shared memory and the dynamic
+    if (bytes + staticSharedBytes(name) <= 48 << 10 || bytes <= dynamicSharedAllowed.getOrDefault(name, 0)) {
       return;
     }
     if (bytes > maxDynamicSharedBytes(name)) {
@@ -166,6 +175,7 @@ final class KernelModule implements AutoCloseable {
       maxBlocksPerSm.clear();
       maxDynamicShared.clear();
       dynamicSharedAllowed.clear();
+      staticShared.clear();
       // unload every module before reporting the first failure, so that one failure leaks no other module
       int first = CUresult.CUDA_SUCCESS;
       String failed = null;
