@@ -33,131 +33,36 @@ public final class BatchSearch {
    */
   public static SearchResult[] run(GpuDevice device, List<SearchGroup> groups, long[] timing) {
     int count = groups.size();
-    boolean[] direct = new boolean[count]; // queries uploaded from the group's own array, norms on the device
-    long[] queryAt = new long[count]; // float offset of the group's queries on the device
-    long[] normsAt = new long[count]; // float offset of their squared norms (L2, packed groups), -1 when none
-    long[] maskAt = new long[count]; // word offset of the group's masks, -1 when none
-    long[] maskRowWords = new long[count];
-    long[] outAt = new long[count]; // element offset of the group's results
-    boolean[] walked = tableWalks(groups);
-    FlatScanTable flats = FlatScanTable.plan(groups, walked);
-    int[] stride = new int[count]; // elements between a group's result rows: its k, or its scan table's largest k
-    long packedFloats = 0; // the packed groups' queries and norms come first on the device, then the direct ones
-    long maskWords = 0;
-    long outElements = 0;
-    for (int g = 0; g < count; g++) {
-      SearchGroup group = groups.get(g);
-      direct[g] = group.numQueries() >= DIRECT_UPLOAD_QUERIES && group.index().metric() != Metric.COSINE;
-      if (direct[g] == false) {
-        queryAt[g] = packedFloats;
-        packedFloats += (long) group.numQueries() * group.index().dims();
-      }
-      normsAt[g] = -1;
-      if (direct[g] == false && group.index().metric() == Metric.L2) {
-        normsAt[g] = packedFloats; // ||q||^2 right after the group's queries: no norm kernel per small group
-        packedFloats += group.numQueries();
-      }
-      int words = SearchGroup.maskWords(group.index().size());
-      maskAt[g] = -1;
-      if (group.sharedMask() != null) {
-        maskAt[g] = maskWords;
-        maskWords += words;
-      } else if (group.queryMasks() != null) {
-        maskAt[g] = maskWords;
-        maskRowWords[g] = words;
-        maskWords += (long) words * group.numQueries();
-      }
-      stride[g] = flats != null && flats.member(g) ? flats.stride() : group.k();
-      outAt[g] = outElements;
-      outElements += (long) group.numQueries() * stride[g];
-    }
-    // On the device one block holds the packed queries and norms, the masks (8-byte aligned) and the direct groups'
-    // queries (16-byte aligned), in that order: the first two go up in one copy, from the same layout in the slot's
-    // pinned buffer. Another block holds the distances, then the ids: they come down in one copy.
-    long masksAt = (4L * packedFloats + 7) & ~7L; // byte offset of the masks
-    long directAt = (masksAt + 8L * maskWords + 15) & ~15L; // byte offset of the direct groups' queries
-    long queryFloats = directAt / 4;
-    for (int g = 0; g < count; g++) {
-      if (direct[g]) {
-        queryAt[g] = queryFloats;
-        queryFloats += (long) groups.get(g).numQueries() * groups.get(g).index().dims();
-      }
-    }
-    if (queryFloats > Integer.MAX_VALUE - 8 || maskWords > Integer.MAX_VALUE - 8 || outElements > Integer.MAX_VALUE - 8) {
-      throw new IllegalArgumentException("batch too large: " + queryFloats + " query floats, " + maskWords
-          + " mask words, " + outElements + " results");
-    }
-    float[] packed = new float[(int) packedFloats];
-    long[] masks = new long[(int) maskWords];
-    for (int g = 0; g < count; g++) {
-      pack(groups.get(g), direct[g] ? null : packed, (int) queryAt[g], (int) normsAt[g], masks, (int) maskAt[g]);
-    }
+    PassLayout layout = new PassLayout(groups);
+    long outElements = layout.outElements;
     float[] distances = new float[(int) outElements];
     int[] ids = new int[(int) outElements];
     Arrays.fill(ids, -1);
     // the packed queries and masks go up, the results come down, through the slot's pinned buffers and on its
     // stream when they fit them: then the pass waits for the device without the lock (see GpuDevice.PASSES)
-    long outBytes = 4L * Math.max(1, outElements); // of the distances, and of the ids after them
-    boolean staged = masksAt + 8L * masks.length <= PinnedHostBuffer.MAX_BYTES
-        && 8L * outElements <= PinnedHostBuffer.MAX_BYTES;
+    PassGraphs.Key key = PassGraphs.eligible(groups, layout) ? PassGraphs.key(groups, maxLanes) : null;
     PassSlot slot = null;
-    boolean any = false;
+    boolean any;
     try {
       try (GpuDevice.Scope s = device.lock()) {
         long start = System.nanoTime();
         slot = device.beginPass();
-        try (DeviceBuffer dq = device.allocate(Math.max(4L * queryFloats, masksAt + 8L * Math.max(1, maskWords)));
-             DeviceBuffer out = device.allocate(2 * outBytes)) {
-          DeviceBuffer dm = dq.slice(masksAt, 8L * Math.max(1, maskWords));
-          DeviceBuffer outV = out.slice(0, outBytes);
-          DeviceBuffer outI = out.slice(outBytes, outBytes);
-          if (staged) {
-            ByteBuffer up = slot.upload.bytes(masksAt + 8L * masks.length);
-            up.asFloatBuffer().put(0, packed);
-            up.asLongBuffer().put((int) (masksAt / 8), masks);
-            long upBytes = masks.length > 0 ? masksAt + 8L * masks.length : 4L * packed.length;
-            if (upBytes > 0) {
-              device.uploadAsync(slot.upload, 0, dq, 0, upBytes); // queries, norms and masks in one copy
-            }
-          } else {
-            if (packed.length > 0) {
-              device.upload(packed, 0, packed.length, dq, 0);
-            }
-            if (masks.length > 0) {
-              device.upload(masks, dm);
-            }
-          }
-          // the large groups' queries go up on the slot's copy stream, while the kernels of the blocks before run
-          QueryUploads uploads = new QueryUploads(device, slot, 4L * queryFloats - directAt);
-          QueryUploads.Feed[] feeds = new QueryUploads.Feed[count];
-          for (int g = 0; g < count; g++) {
-            if (direct[g]) {
-              feeds[g] = uploads.feed(groups.get(g), dq, 4L * queryAt[g]);
-            }
-          }
-          try (SharedKeySelection shared = laneGroups(groups, walked) >= 2
-              ? SharedKeySelection.plan(device, groups, walked) : null) {
-            placeResults(groups, stride, outAt, shared, flats);
-            any = enqueue(device, groups, walked, shared, flats, dq, dm, outV, outI, queryAt, normsAt, maskAt,
-                maskRowWords, outAt, feeds);
-          }
-          uploads.finish();
-          if (any && staged) {
-            slot.download.bytes(8L * outElements);
-            if (outElements > 0) { // distances and ids in one copy: the ids land 4 x outElements bytes in
-              device.downloadAsync(out, 0, slot.download, 0, 8L * outElements);
-            }
-          } else if (any) {
-            device.download(outV, 0, distances, 0, distances.length);
-            device.download(outI, 0, ids, 0, ids.length);
-          }
-        } // the pass's blocks wait in its slot until it ends
+        PassGraph graph = key == null ? null : device.passGraphs().take(key);
+        if (graph != null) { // this pass's shape was captured: its inputs in, one graph launch, its outputs out
+          slot.graph = graph;
+          System.arraycopy(graph.resultsAt, 0, layout.outAt, 0, count);
+          stageInputs(device, slot, graph.input, layout);
+          any = graph.launch(device, true);
+          stageOutputs(device, slot, graph.output, outElements, any);
+        } else {
+          any = enqueuePass(device, slot, groups, layout, key, distances, ids);
+        }
         device.endEnqueue(slot);
         timing[0] += System.nanoTime() - start;
       }
       long waitStart = System.nanoTime();
       device.awaitPass(slot);
-      if (any && staged) {
+      if (any && layout.staged) {
         ByteBuffer down = slot.download.bytes(8L * outElements);
         down.asFloatBuffer().get(0, distances);
         down.asIntBuffer().get((int) outElements, ids);
@@ -171,9 +76,112 @@ public final class BatchSearch {
     SearchResult[] results = new SearchResult[count];
     for (int g = 0; g < count; g++) {
       SearchGroup group = groups.get(g);
-      results[g] = new SearchResult(group.numQueries(), group.k(), ids, distances, (int) outAt[g], stride[g]); // a view
+      results[g] = new SearchResult(group.numQueries(), group.k(), ids, distances, (int) layout.outAt[g],
+          layout.stride[g]); // a view
     }
     return results;
+  }
+
+  /**
+   * Enqueues a pass that no captured graph answers (caller holds the lock, inside {@code slot}): its input copy, its
+   * kernels and its output copy. A pass of a shape seen before ({@code key}, see {@link PassGraphs}) is captured as
+   * a graph, which then owns the pass's device blocks and is launched here and by later passes of its shape; a
+   * pass that cannot be captured runs as usual. Sets the layout's {@code outAt} ({@link #placeResults}); returns
+   * whether anything was enqueued. Unstaged passes download into {@code distances} and {@code ids} synchronously.
+   */
+  private static boolean enqueuePass(GpuDevice device, PassSlot slot, List<SearchGroup> groups, PassLayout layout,
+                                     PassGraphs.Key key, float[] distances, int[] ids) {
+    int count = groups.size();
+    long outBytes = layout.outBytes();
+    DeviceBuffer dq = device.allocate(layout.inputBytes());
+    DeviceBuffer out = null;
+    boolean captured = false; // dq and out then belong to the pass's graph
+    try {
+      out = device.allocate(2 * outBytes);
+      DeviceBuffer dm = dq.slice(layout.masksAt, 8L * Math.max(1, layout.maskWords));
+      DeviceBuffer outV = out.slice(0, outBytes);
+      DeviceBuffer outI = out.slice(outBytes, outBytes);
+      if (layout.staged) {
+        stageInputs(device, slot, dq, layout);
+      } else {
+        if (layout.packed.length > 0) {
+          device.upload(layout.packed, 0, layout.packed.length, dq, 0);
+        }
+        if (layout.masks.length > 0) {
+          device.upload(layout.masks, dm);
+        }
+      }
+      // the large groups' queries go up on the slot's copy stream, while the kernels of the blocks before run
+      QueryUploads uploads = new QueryUploads(device, slot, 4L * layout.queryFloats - layout.directAt);
+      QueryUploads.Feed[] feeds = new QueryUploads.Feed[count];
+      for (int g = 0; g < count; g++) {
+        if (layout.direct[g]) {
+          feeds[g] = uploads.feed(groups.get(g), dq, 4L * layout.queryAt[g]);
+        }
+      }
+      DeviceBuffer results = out;
+      PassGraph.Enqueue kernels = () -> {
+        try (SharedKeySelection shared = laneGroups(groups, layout.walked) >= 2
+            ? SharedKeySelection.plan(device, groups, layout.walked) : null) {
+          placeResults(groups, layout.stride, layout.outAt, shared, layout.flats);
+          return enqueue(device, groups, layout, shared, dq, dm, outV, outI, feeds);
+        }
+      };
+      PassGraph graph = null;
+      if (key != null && device.passGraphs().shouldCapture(key)) {
+        try {
+          graph = PassGraph.capture(device, key, dq, out, kernels, layout.outAt);
+        } catch (CudaException e) { // e.g. a synchronous step inside the pass: its shape runs uncaptured
+          device.passGraphs().refuse(key);
+        }
+      }
+      boolean any;
+      if (graph != null) {
+        device.passGraphs().add(graph);
+        slot.graph = graph;
+        captured = true;
+        any = graph.launch(device, false);
+      } else {
+        any = kernels.run();
+      }
+      uploads.finish();
+      if (any && layout.staged) {
+        stageOutputs(device, slot, results, layout.outElements, true);
+      } else if (any) {
+        device.download(results.slice(0, outBytes), 0, distances, 0, distances.length);
+        device.download(results.slice(outBytes, outBytes), 0, ids, 0, ids.length);
+      }
+      return any;
+    } finally { // the pass's blocks wait in its slot until it ends
+      if (!captured) {
+        if (out != null) {
+          out.close();
+        }
+        dq.close();
+      }
+    }
+  }
+
+  /** The packed queries, norms and masks up in one copy, through the slot's pinned buffer, on the pass's stream. */
+  private static void stageInputs(GpuDevice device, PassSlot slot, DeviceBuffer dq, PassLayout layout) {
+    long[] masks = layout.masks;
+    ByteBuffer up = slot.upload.bytes(layout.masksAt + 8L * masks.length);
+    up.asFloatBuffer().put(0, layout.packed);
+    up.asLongBuffer().put((int) (layout.masksAt / 8), masks);
+    long upBytes = masks.length > 0 ? layout.masksAt + 8L * masks.length : 4L * layout.packed.length;
+    if (upBytes > 0) {
+      device.uploadAsync(slot.upload, 0, dq, 0, upBytes); // queries, norms and masks in one copy
+    }
+  }
+
+  /** The distances and ids down in one copy into the slot's pinned buffer, on the pass's stream (when any). */
+  private static void stageOutputs(GpuDevice device, PassSlot slot, DeviceBuffer out, long outElements, boolean any) {
+    if (any) {
+      slot.download.bytes(8L * outElements);
+      if (outElements > 0) { // distances and ids in one copy: the ids land 4 x outElements bytes in
+        device.downloadAsync(out, 0, slot.download, 0, 8L * outElements);
+      }
+    }
   }
 
   /**
@@ -223,10 +231,16 @@ public final class BatchSearch {
    * when they are all small ({@link #laneGroups}); small {@code ivf_pq} groups share one candidate selection
    * ({@link SharedKeySelection}).
    */
-  private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, boolean[] walked,
-                                 SharedKeySelection shared, FlatScanTable flats, DeviceBuffer dq, DeviceBuffer dm,
-                                 DeviceBuffer outV, DeviceBuffer outI, long[] queryAt, long[] normsAt, long[] maskAt,
-                                 long[] maskRowWords, long[] outAt, QueryUploads.Feed[] feeds) {
+  private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, PassLayout layout,
+                                 SharedKeySelection shared, DeviceBuffer dq, DeviceBuffer dm, DeviceBuffer outV,
+                                 DeviceBuffer outI, QueryUploads.Feed[] feeds) {
+    boolean[] walked = layout.walked;
+    FlatScanTable flats = layout.flats;
+    long[] queryAt = layout.queryAt;
+    long[] normsAt = layout.normsAt;
+    long[] maskAt = layout.maskAt;
+    long[] maskRowWords = layout.maskRowWords;
+    long[] outAt = layout.outAt;
     int count = groups.size();
     // queries still to be copied: every search but a lone flat or ivf_pq group's takes all of them before its first
     // kernel (those ask block by block); the tables and the shared selection read several groups' at once
@@ -398,7 +412,7 @@ public final class BatchSearch {
    * Copies a group's masks, and unless {@code queries} is null (a direct group) its queries (normalised
    * for cosine) and their norms, into the packed host arrays.
    */
-  private static void pack(SearchGroup group, float[] queries, int queryAt, int normsAt, long[] masks, int maskAt) {
+  static void pack(SearchGroup group, float[] queries, int queryAt, int normsAt, long[] masks, int maskAt) {
     int dims = group.index().dims();
     if (queries != null) {
       group.copyQueries(0, group.numQueries(), queries, queryAt);

@@ -99,9 +99,12 @@ final class DeviceMemoryPool implements AutoCloseable {
   /**
    * Blocks returned from now on wait in {@code sink} (null: they go straight back to the pool), until {@link
    * #releaseAll} of it: a pass in flight keeps them out of other passes' reach until the device is done with it.
+   * Returns the sink before.
    */
-  void deferTo(ArrayDeque<long[]> sink) {
+  ArrayDeque<long[]> deferTo(ArrayDeque<long[]> sink) {
+    ArrayDeque<long[]> before = returnedTo;
     returnedTo = sink;
+    return before;
   }
 
   /** Returns the blocks waiting in {@code blocks} to the pool (or frees them, once the pool is closed). */

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -39,6 +40,7 @@ public final class GpuDevice implements AutoCloseable {
   private final DeviceMemoryPool pool;
   private final KernelModule module;
   private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
+  private final PassGraphs passGraphs = new PassGraphs(this);
   private boolean closed;
   private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
   private long sharedSelections; // passes whose small ivf_pq groups shared one selection (SharedKeySelection)
@@ -484,6 +486,59 @@ public final class GpuDevice implements AutoCloseable {
     }
   }
 
+  /** The device's captured search passes; caller holds the lock. */
+  PassGraphs passGraphs() {
+    checkLocked();
+    return passGraphs;
+  }
+
+  /** What the device's captured search passes did since it opened, and what they hold ({@link PassGraph}). */
+  public PassGraphStats passGraphStats() {
+    try (Scope s = lock()) {
+      return passGraphs.stats();
+    }
+  }
+
+  /**
+   * The counters a search pass moves (lane passes, shared selections, flat scan tables), for {@link PassGraph}: a
+   * launch of a captured pass counts what the pass counted when it was captured. Caller holds the lock.
+   */
+  long[] passCounters() {
+    checkLocked();
+    return new long[] {lanePasses, sharedSelections, flatScanTables};
+  }
+
+  /** Adds {@code delta} (as {@link #passCounters} orders them) to the pass counters; caller holds the lock. */
+  void addPassCounters(long[] delta) {
+    checkLocked();
+    lanePasses += delta[0];
+    sharedSelections += delta[1];
+    flatScanTables += delta[2];
+  }
+
+  /** Sets the pass counters back to {@code values} ({@link #passCounters}); caller holds the lock. */
+  void restorePassCounters(long[] values) {
+    checkLocked();
+    lanePasses = values[0];
+    sharedSelections = values[1];
+    flatScanTables = values[2];
+  }
+
+  /**
+   * Device blocks returned from now on wait in {@code sink} instead of the pool (a pass slot's returned blocks, a
+   * {@link PassGraph}'s temporaries; null: straight back to the pool); returns the sink before. Caller holds the lock.
+   */
+  ArrayDeque<long[]> returnBlocksTo(ArrayDeque<long[]> sink) {
+    checkLocked();
+    return pool.deferTo(sink);
+  }
+
+  /** Returns the blocks in {@code blocks} (address, size class) as {@link DeviceBuffer#close} would; under the lock. */
+  void releaseBlocks(ArrayDeque<long[]> blocks) {
+    checkLocked();
+    pool.releaseAll(blocks);
+  }
+
   /** Passes spread over two lanes or more since the device opened. */
   long lanePasses() {
     try (Scope s = lock()) {
@@ -644,6 +699,10 @@ public final class GpuDevice implements AutoCloseable {
           JCudaDriver.cuStreamSynchronize(slot.copiesIfMade().stream());
         }
       }
+      if (slot.graph != null) {
+        passGraphs.release(slot.graph); // idle again: the pass that launched it has ended
+        slot.graph = null;
+      }
       pool.releaseAll(slot.returned);
       slot.busy = false;
       slotFreed.signalAll();
@@ -666,7 +725,11 @@ public final class GpuDevice implements AutoCloseable {
       }
       try {
         try {
-          staging.close();
+          try {
+            passGraphs.close(); // before the pool: their blocks go back to it
+          } finally {
+            staging.close();
+          }
           for (PassSlot slot : slots) {
             if (slot != null) {
               slot.close();

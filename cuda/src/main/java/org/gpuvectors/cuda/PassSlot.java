@@ -24,6 +24,7 @@ final class PassSlot implements AutoCloseable {
   final ArrayDeque<long[]> returned = new ArrayDeque<>(); // (address, size class) of blocks returned in the pass
   final CUevent finished = new CUevent();
   boolean busy; // guarded by the device lock
+  PassGraph graph; // the captured pass this slot's pass launched, released when it ends; guarded by the device lock
 
   PassSlot() {
     lanes[0] = new Lane();

@@ -53,6 +53,7 @@ public abstract class ResidentIndex implements DeviceIndex {
     try (GpuDevice.Scope s = device.lock()) {
       if (!closed) {
         closed = true;
+        device.passGraphs().evict(this); // captured passes read the index's buffers
         freeDeviceMemory();
       }
     }

@@ -49,6 +49,7 @@ import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -406,7 +407,8 @@ public final class IvfPqScaleBenchmark {
     log.forEach(line -> System.out.println("    " + line));
     long gpuAssigned = service.stats().gpuAssignedVectors() - assignedGpu;
     long cpuAssigned = service.stats().cpuAssignedVectors() - assignedCpu;
-    progress("build[%s]: nearest-centroid assignments: %d on the GPU, %d on the CPU", label, gpuAssigned, cpuAssigned);
+    progress("build[%s]: nearest-centroid assignments: %d on the GPU, %d on the CPU; GPU passes so far captured as CUDA"
+        + " graphs / launched from one: %s", label, gpuAssigned, cpuAssigned, service.passGraphStats());
     buildFacts.put(label + "_build_n", Integer.toString(count));
     buildFacts.put(label + "_index_flush_s", fmt(indexSeconds));
     buildFacts.put(label + "_force_merge_s", fmt(mergeSeconds));
@@ -566,6 +568,7 @@ public final class IvfPqScaleBenchmark {
             service.profilerRange(true); // under ncu / nsys --profile-from-start off: the batch-1 searches only
           }
           PassCounters before = PassCounters.of(service.stats());
+          PassGraphStats graphsBefore = service.passGraphStats();
           long s = System.nanoTime();
           for (int q = 0; q < count; q++) {
             one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, K, c, null)[0];
@@ -574,8 +577,11 @@ public final class IvfPqScaleBenchmark {
           if (PROFILE) {
             service.profilerRange(false);
           }
-          progress("search: candidates %d, batch 1, %d queries: %.1f us a query, per query %s", c, count,
-              wall * 1e6 / count, before.split(service.stats(), wall, 1e3 * count, "us"));
+          PassGraphStats graphs = service.passGraphStats();
+          progress("search: candidates %d, batch 1, %d queries: %.1f us a query, per query %s; passes captured as "
+              + "CUDA graphs %d, launched from one %d, refused %d", c, count, wall * 1e6 / count,
+              before.split(service.stats(), wall, 1e3 * count, "us"), graphs.captures() - graphsBefore.captures(),
+              graphs.launches() - graphsBefore.launches(), graphs.refusals() - graphsBefore.refusals());
           double[] r1 = recall(one, docToId, count);
           addRow("ivf_pq-gpu", 1, c, probes, rerank, r1[0], r1[1], count / wall, exactSingleQps);
         } else {

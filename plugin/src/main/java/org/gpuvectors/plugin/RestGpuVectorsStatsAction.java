@@ -10,6 +10,7 @@ import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.gpu.SpeculationMiss;
+import org.gpuvectors.cuda.PassGraphStats;
 
 import java.io.IOException;
 import java.util.List;
@@ -80,6 +81,13 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("segment_groups", stats.batchGroups());
             builder.field("enqueue_time_in_millis", stats.enqueueNanos() / 1_000_000);
             builder.field("wait_time_in_millis", stats.waitNanos() / 1_000_000);
+            // passes of a shape seen before run as one CUDA graph launch (captured on the shape's second pass)
+            PassGraphStats graphs = service.passGraphStats();
+            builder.field("graph_captures", graphs.captures());
+            builder.field("graph_launches", graphs.launches());
+            builder.field("graph_refusals", graphs.refusals());
+            builder.field("graphs_kept", graphs.graphs());
+            builder.field("graph_bytes", graphs.bytes());
             builder.endObject();
             builder.field("cpu_fallbacks", stats.cpuFallbacks());
             countsByReason(builder, "cpu_fallbacks_by_reason", stats.cpuFallbacksByReason(), FallbackReason::key);

@@ -13,6 +13,7 @@ import org.gpuvectors.cuda.GpuIvfPqIndex;
 import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
 
@@ -156,6 +157,11 @@ final class CudaBackend implements GpuBackend {
   @Override
   public void profilerRange(boolean on) {
     device.profilerRange(on);
+  }
+
+  @Override
+  public PassGraphStats passGraphs() {
+    return device.passGraphStats();
   }
 
   @Override

@@ -6,6 +6,7 @@ import java.util.List;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
 
@@ -62,6 +63,11 @@ public interface GpuBackend extends Closeable {
   /** How many {@link #search} passes may run at once (from different threads); 1: one at a time. */
   default int concurrentPasses() {
     return 1;
+  }
+
+  /** What the device's search passes captured as CUDA graphs did and hold; zeros for a backend without them. */
+  default PassGraphStats passGraphs() {
+    return new PassGraphStats(0, 0, 0, 0, 0);
   }
 
   /**

@@ -17,6 +17,7 @@ import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.KSelect;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -151,6 +152,14 @@ public final class GpuSearchService implements Closeable {
   /** Counters of GPU searches, batches, fallbacks and residency. */
   public GpuSearchStats stats() {
     return stats;
+  }
+
+  /**
+   * What the device's search passes captured as CUDA graphs did and hold (one graph launch for a pass of a shape
+   * seen before, instead of its chain of launches); zeros without a GPU or once closed.
+   */
+  public PassGraphStats passGraphStats() {
+    return backend == null || closed ? new PassGraphStats(0, 0, 0, 0, 0) : backend.passGraphs();
   }
 
   /** Whether searches currently go to the GPU. */

@@ -1,0 +1,244 @@
+package org.gpuvectors.cuda;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A device's captured search passes ({@link PassGraph}), by shape: the passes a search service repeats (one query
+ * over the same segments with the same k and effort, the same few queries at a time) run as one graph launch each
+ * after their second sighting. A shape seen once is only remembered; the second pass of it is captured (and then
+ * launched); later ones launch an idle graph of it, or capture another while every graph of it is in a pass in
+ * flight (at most {@link #PER_KEY}).
+ *
+ * <p>Bounds: a pass is captured when it is small ({@link #eligible}) and its graph keeps at most {@link
+ * #GRAPH_BYTES} of device memory; the graphs together keep at most {@link #TOTAL_BYTES} (the least recently
+ * launched idle ones are closed first) and {@link #MAX_GRAPHS}. A shape whose capture failed (a pass with a
+ * synchronous step) is not captured again. {@code -Dgpuvectors.gpu.pass_graphs=false} turns capture off.
+ *
+ * <p>Owned by its {@link GpuDevice}; every method runs under the device lock.
+ */
+final class PassGraphs {
+  /** Whether passes are captured ({@code -Dgpuvectors.gpu.pass_graphs}, default true; tests switch it). */
+  static volatile boolean enabled =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.pass_graphs", "true"));
+
+  static final int MAX_GRAPHS = 64;
+  static final int PER_KEY = 4;
+  static final long GRAPH_BYTES = 32L << 20;
+  static final long TOTAL_BYTES = 256L << 20;
+  /** Shapes remembered (seen once, or refused): the least recently seen are forgotten first. */
+  private static final int REMEMBERED = 1024;
+
+  /** One group of a pass as far as its launches depend on it: the index searched and the search's shape. */
+  record Shape(DeviceIndex index, int numQueries, int k, int nprobe, int masks) {
+    static final int NO_MASK = 0;
+    static final int SHARED_MASK = 1;
+    static final int QUERY_MASKS = 2;
+
+    static Shape of(SearchGroup group) {
+      int masks = group.sharedMask() != null ? SHARED_MASK : group.queryMasks() != null ? QUERY_MASKS : NO_MASK;
+      return new Shape(group.index(), group.numQueries(), group.k(), group.nprobe(), masks);
+    }
+  }
+
+  /**
+   * A pass's shape: its groups' shapes in order and the lanes it may spread over. Two passes of one key enqueue
+   * the same launches with the same arguments, up to the contents of their input block (the indexes' own buffers
+   * are the same ones; {@link DeviceIndex} is compared by identity).
+   */
+  record Key(List<Shape> groups, int lanes) {
+    boolean reads(DeviceIndex index) {
+      for (Shape s : groups) {
+        if (s.index() == index) {
+          return true;
+        }
+      }
+      return false;
+    }
+  }
+
+  private final GpuDevice device;
+  private final Map<Key, List<PassGraph>> graphs = new LinkedHashMap<>();
+  private final Map<Key, Boolean> remembered = new LinkedHashMap<>(16, 0.75f, true) { // true: refused
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<Key, Boolean> eldest) {
+      return size() > REMEMBERED;
+    }
+  };
+  private int count;
+  private long bytes;
+  private long clock;
+  private long captures;
+  private long launches;
+  private long refusals;
+
+  PassGraphs(GpuDevice device) {
+    this.device = device;
+  }
+
+  /**
+   * Whether a pass may be captured: capture is on, its inputs went up in the one staged copy (no group's queries
+   * copied from its own array), and every group is small ({@link BatchSearch#LANE_GROUP_QUERIES} queries at most:
+   * larger passes are bound by their kernels, not their launches).
+   */
+  static boolean eligible(List<SearchGroup> groups, PassLayout layout) {
+    if (!enabled || !layout.staged || layout.anyDirect || groups.isEmpty()) {
+      return false;
+    }
+    for (SearchGroup g : groups) {
+      if (g.numQueries() > BatchSearch.LANE_GROUP_QUERIES) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static Key key(List<SearchGroup> groups, int lanes) {
+    List<Shape> shapes = new ArrayList<>(groups.size());
+    for (SearchGroup g : groups) {
+      shapes.add(Shape.of(g));
+    }
+    return new Key(List.copyOf(shapes), lanes);
+  }
+
+  /** An idle graph of {@code key}, now busy, or null. */
+  PassGraph take(Key key) {
+    List<PassGraph> list = graphs.get(key);
+    if (list != null) {
+      for (PassGraph g : list) {
+        if (!g.busy) {
+          g.busy = true;
+          g.lastUsed = ++clock;
+          launches++;
+          return g;
+        }
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Whether a pass of {@code key} (with no idle graph) should be captured now: seen before, not refused, fewer
+   * than {@link #PER_KEY} graphs of it. Remembers the key when seen for the first time.
+   */
+  boolean shouldCapture(Key key) {
+    Boolean refused = remembered.get(key);
+    if (refused == null) {
+      remembered.put(key, false);
+      return false;
+    }
+    if (refused) {
+      return false;
+    }
+    List<PassGraph> list = graphs.get(key);
+    return list == null || list.size() < PER_KEY;
+  }
+
+  /** A shape that cannot be captured (its capture failed): its passes run uncaptured from now on. */
+  void refuse(Key key) {
+    remembered.put(key, true);
+    refusals++;
+  }
+
+  /**
+   * Takes a graph just captured (busy: its pass launches it). Kept for later passes when it is small enough and
+   * room is made within the bounds by closing idle graphs least recently launched; else closed when its pass ends,
+   * and its key refused when the graph alone is too large.
+   */
+  void add(PassGraph g) {
+    captures++;
+    g.busy = true;
+    g.lastUsed = ++clock;
+    if (g.bytes() > GRAPH_BYTES) {
+      g.evicted = true;
+      refuse(g.key);
+      return;
+    }
+    while ((count >= MAX_GRAPHS || bytes + g.bytes() > TOTAL_BYTES) && closeLeastRecent()) {
+      // made room
+    }
+    if (count >= MAX_GRAPHS || bytes + g.bytes() > TOTAL_BYTES) {
+      g.evicted = true; // every graph kept is in a pass: use this one once
+      return;
+    }
+    graphs.computeIfAbsent(g.key, k -> new ArrayList<>()).add(g);
+    count++;
+    bytes += g.bytes();
+  }
+
+  /** The pass that launched {@code g} ended: the graph is idle again (or closed, when it was evicted meanwhile). */
+  void release(PassGraph g) {
+    g.busy = false;
+    if (g.evicted) {
+      remove(g);
+    }
+  }
+
+  /** Closes the graphs that read {@code index} (closing): those in a pass when the pass ends. */
+  void evict(DeviceIndex index) {
+    remembered.keySet().removeIf(k -> k.reads(index));
+    List<PassGraph> doomed = new ArrayList<>();
+    for (Map.Entry<Key, List<PassGraph>> e : graphs.entrySet()) {
+      if (e.getKey().reads(index)) {
+        doomed.addAll(e.getValue());
+      }
+    }
+    for (PassGraph g : doomed) {
+      g.evicted = true;
+      if (!g.busy) {
+        remove(g);
+      }
+    }
+  }
+
+  private boolean closeLeastRecent() {
+    PassGraph oldest = null;
+    for (List<PassGraph> list : graphs.values()) {
+      for (PassGraph g : list) {
+        if (!g.busy && (oldest == null || g.lastUsed < oldest.lastUsed)) {
+          oldest = g;
+        }
+      }
+    }
+    if (oldest == null) {
+      return false;
+    }
+    remove(oldest);
+    return true;
+  }
+
+  /** Closes {@code g} and forgets it (it may be kept or, evicted before it was kept, not). */
+  private void remove(PassGraph g) {
+    List<PassGraph> list = graphs.get(g.key);
+    if (list != null && list.remove(g)) {
+      count--;
+      bytes -= g.bytes();
+      if (list.isEmpty()) {
+        graphs.remove(g.key);
+      }
+    }
+    g.close(device);
+  }
+
+  /** Closes every graph (the device closes: no pass is in flight). */
+  void close() {
+    for (Iterator<List<PassGraph>> it = graphs.values().iterator(); it.hasNext(); ) {
+      List<PassGraph> list = it.next();
+      it.remove();
+      for (PassGraph g : list) {
+        g.close(device);
+      }
+    }
+    count = 0;
+    bytes = 0;
+    remembered.clear();
+  }
+
+  /** What the device's pass graphs did and hold: for stats, tests and benchmarks. */
+  PassGraphStats stats() {
+    return new PassGraphStats(captures, launches, refusals, count, bytes);
+  }
+}
