@@ -500,6 +500,132 @@ __device__ __forceinline__ void radixFused(const SelectParams& p, RadixRow* rows
   radixGather(p, rows, blocksPerRow);
 }
 
+// ---- Radix selection of a short row in one block, the row in shared memory ----
+// The passes above meet in global memory (each digit's 4096-bin histogram summed by global atomics, the last
+// block's scan, fences and waits between passes): ~25-40 us of device time for one row of 2k-200k values whatever
+// its length (H100, ShortRowBench, the passes captured in a graph), the longest stage of a one-query IVF-PQ pass
+// once its launches cost nothing. A row that fits in shared memory (KSelect.RADIX_BLOCK_MAX_LEN values) is read
+// once; its digits (kRadixBlockBits at a time, of key - min from the top bit of max - min, as above) are resolved
+// against the copy, then the same gather and bitonic sort as radixGather. Same result as radixSelect up to which of
+// several values equal to the k-th are taken (arrival order in both).
+constexpr int kRadixBlockThreads = 1024;
+constexpr int kRadixBlockBits = 8;
+constexpr int kRadixBlockBins = 1 << kRadixBlockBits;
+
+__device__ __forceinline__ void radixBlock(const SelectParams& p) {
+  extern __shared__ unsigned rowKeys[];  // p.len keys: the row's values as keys, kRadixNone for one never selected
+  __shared__ int hist[kRadixBlockBins];
+  __shared__ int warpSums[kWarpSize + 1];
+  __shared__ unsigned warpMin[kWarpSize], warpMax[kWarpSize];
+  __shared__ unsigned selKey[kRadixMaxK];
+  __shared__ int selId[kRadixMaxK];
+  __shared__ int sBin, sBelow, sCount, sEqual;
+  const int row = blockIdx.x;
+  const int len = p.rowLens != nullptr ? min(p.rowLens[row], p.len) : p.len;
+  const float* in = p.in + (long long)row * p.inRowStride;
+  const int* ids = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  // the row's keys into shared memory, with its smallest and largest key and how many values may be selected
+  unsigned lo = kRadixNone, hi = 0;
+  int valid = 0;
+  for (int i = threadIdx.x; i < len; i += blockDim.x) {
+    const unsigned u = radixInput(p, in, i, len);
+    rowKeys[i] = u;
+    if (u != kRadixNone) {
+      lo = min(lo, u);
+      hi = max(hi, u);
+      ++valid;
+    }
+  }
+#pragma unroll
+  for (int o = kWarpSize / 2; o > 0; o >>= 1) {
+    lo = min(lo, __shfl_xor_sync(kFullMask, lo, o));
+    hi = max(hi, __shfl_xor_sync(kFullMask, hi, o));
+  }
+  if (lane == 0) { warpMin[warp] = lo; warpMax[warp] = hi; }
+  int total;
+  blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax and rowKeys
+  for (int v = 0; v < (int)(blockDim.x / kWarpSize); ++v) { lo = min(lo, warpMin[v]); hi = max(hi, warpMax[v]); }
+  const bool all = total <= p.k;
+  int top = all || hi <= lo ? 0 : 32 - __clz(hi - lo);
+  bool complete = all;  // range 0 and not all: k of the equal values, taken by the gather
+  unsigned prefix = 0, mask = 0;
+  int remaining = p.k;
+  // each digit: the histogram of the values matching the prefix, the bin where the count reaches `remaining`
+  while (top > 0 && !complete) {
+    const int shift = max(0, top - kRadixBlockBits);
+    const int bins = 1 << (top - shift);
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < len; i += blockDim.x) {
+      const unsigned u = rowKeys[i];
+      const unsigned d = u - lo;
+      if (u != kRadixNone && (d & mask) == prefix) atomicAdd(&hist[(d >> shift) & (unsigned)(bins - 1)], 1);
+    }
+    __syncthreads();
+    const int c = (int)threadIdx.x < bins ? hist[threadIdx.x] : 0;  // bins <= kRadixBlockBins <= blockDim.x
+    int matching;
+    const int before = blockExclusiveSum(c, warpSums, matching);
+    if ((int)threadIdx.x < bins && before < remaining && before + c >= remaining) {
+      sBin = threadIdx.x;
+      sBelow = before;
+    }
+    __syncthreads();
+    const int left = remaining - sBelow;
+    complete = hist[sBin] == left;
+    prefix |= (unsigned)sBin << shift;
+    mask |= (unsigned)(bins - 1) << shift;
+    top = shift;
+    remaining = left;
+    __syncthreads();  // hist and sBin are rewritten by the next digit
+  }
+  // the gather: every value whose digits are below the prefix, and of those equal to it all (complete) or
+  // `remaining` (the first to arrive)
+  if (threadIdx.x == 0) { sCount = 0; sEqual = 0; }
+  __syncthreads();
+  for (int i = threadIdx.x; i < len; i += blockDim.x) {
+    const unsigned u = rowKeys[i];
+    if (u == kRadixNone) continue;
+    const unsigned d = (u - lo) & mask;
+    const bool take = all || d < prefix || (d == prefix && (complete || atomicAdd(&sEqual, 1) < remaining));
+    if (take) {
+      const int at = atomicAdd(&sCount, 1);  // < k
+      selKey[at] = u;
+      selId[at] = ids != nullptr ? ids[i] : (int)(p.idxOffset + i);
+    }
+  }
+  __syncthreads();
+  const int count = sCount;  // <= k
+  int size = 1;
+  while (size < count) size <<= 1;
+  for (int e = count + threadIdx.x; e < size; e += blockDim.x) {
+    selKey[e] = kRadixNone;
+    selId[e] = -1;
+  }
+  __syncthreads();
+  // bitonic sort of the gathered pairs, ascending by (key, id)
+  for (int z = 2; z <= size; z <<= 1) {
+    for (int j = z >> 1; j > 0; j >>= 1) {
+      for (int e = threadIdx.x; e < size; e += blockDim.x) {
+        const int l = e ^ j;
+        if (l > e) {
+          const bool up = (e & z) == 0;
+          const bool greater = selKey[e] > selKey[l] || (selKey[e] == selKey[l] && selId[e] > selId[l]);
+          if (greater == up) { swapT(selKey[e], selKey[l]); swapT(selId[e], selId[l]); }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  const long long o = (long long)row * p.outRowStride;
+  for (int e = threadIdx.x; e < p.k; e += blockDim.x) {
+    const bool full = e < count;
+    p.outK[o + e] = p.outScale * (full ? radixValue(selKey[e]) : GV_INF);
+    p.outIdx[o + e] = full ? selId[e] : -1;
+  }
+}
+
 }  // namespace gv
 
 using gv::SelectParams;
@@ -544,6 +670,9 @@ __global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_gather(SelectParam
                                                                      int blocksPerRow) {
   gv::radixGather(p, rows, blocksPerRow);
 }
+// A short row's radix selection in one block (KSelect.radixSelect, rows up to KSelect.RADIX_BLOCK_MAX_LEN values):
+// one block of kRadixBlockThreads per row, p.len x 4 bytes of dynamic shared memory.
+__global__ void __launch_bounds__(gv::kRadixBlockThreads) gv_radix_block(SelectParams p) { gv::radixBlock(p); }
 // All the passes above in one cooperative launch (KSelect.radixSelect, when the grid fits on the device at once).
 __global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_fused(SelectParams p, gv::RadixRow* rows,
                                                                     int blocksPerRow) {

@@ -643,18 +643,24 @@ public final class GpuFlatIndex extends ResidentIndex {
     return true;
   }
 
-  /** Vectors a block of {@link #enqueueSmall} reads at least when the index is split over several blocks. */
-  static final int SMALL_MIN_CHUNK = 128;
+  /**
+   * Floats a block of {@link #enqueueSmall} reads at least when the index is split over several blocks: 128 vectors
+   * at 128 dimensions, 21 at 768 ({@code -Dgv.flat.smallChunkFloats}; benchmarks vary it). Counted in floats, not
+   * vectors: 128 centroids of 768 floats a block left a one-query coarse step over 1,414 centroids on 11 blocks,
+   * ~52 us of device time (H100, ShortRowBench).
+   */
+  static volatile int smallChunkFloats = Integer.getInteger("gv.flat.smallChunkFloats", 128 * 128);
 
   /**
    * Blocks per query of {@link #enqueueSmall}: one query alone on one block took ~63 us for 1,000 centroids x 128
    * (ncu, H100: a 1M-vector ivf_pq pass's coarse step), the GPU otherwise idle; so a few queries split the index
-   * into chunks of at least max({@link #SMALL_MIN_CHUNK}, 2k) vectors, about four blocks per multiprocessor in all
-   * (when that makes 4 chunks or more), and one BlockSelect launch merges the chunks' k-lists.
+   * into chunks of at least max({@link #smallChunkFloats} / dims, 2k) vectors, about four blocks per multiprocessor
+   * in all (when that makes 4 chunks or more), and one BlockSelect launch merges the chunks' k-lists.
    */
   int smallChunks(int nq, int k) {
     long wanted = (4L * device.multiprocessorCount() + nq - 1) / nq;
-    long byLen = n / Math.max(SMALL_MIN_CHUNK, 2L * k);
+    long minChunk = Math.max((smallChunkFloats + dims - 1) / dims, 2L * k);
+    long byLen = n / Math.max(1, minChunk);
     long chunks = Math.min(wanted, byLen);
     // below 4 chunks the merge's launch (host time on a pass over many small segments) buys too little
     return chunks < 4 ? 1 : (int) chunks;

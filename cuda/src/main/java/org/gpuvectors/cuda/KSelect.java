@@ -158,7 +158,8 @@ public final class KSelect {
    * gv_radix_range}), up to three digits ({@code gv_radix_digit}, a pass whose row is resolved returns at once)
    * and the gather and sort ({@code gv_radix_gather}); or all of them in one cooperative launch ({@link
    * #RADIX_FUSED_KERNEL}, see {@link #fusedRadix}) when the grid fits on the device at once. A zeroed {@link
-   * #RADIX_ROW_BYTES} per row carries a row's state from pass to pass. Reads the input, its ids and inScale; norms,
+   * #RADIX_ROW_BYTES} per row carries a row's state from pass to pass. Rows of at most {@link #radixBlockMaxLen}
+   * values are selected by one block each instead, the row in shared memory ({@link #RADIX_BLOCK_KERNEL}). Reads the input, its ids and inScale; norms,
    * accept masks, clamping and chunks are refused. Asynchronous.
    */
   static void radixSelect(GpuDevice device, SelectParams p) {
@@ -201,6 +202,9 @@ public final class KSelect {
       throw new IllegalArgumentException("radix state of " + zeroedState.bytes() + " bytes for " + p.rows + " rows");
     }
     try (GpuDevice.Scope s = device.lock()) {
+      if (radixBlock(device, p)) {
+        return; // the state is not read (its caller zeroed it anyway, with counters of its own)
+      }
       Pointer params = Pointer.to(p.encode());
       Pointer state = Pointer.to(new long[] {zeroedState.address()});
       Pointer blocks = Pointer.to(new int[] {perRow});
@@ -218,6 +222,41 @@ public final class KSelect {
       module.launch("gv_radix_gather", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
     }
   }
+
+  /**
+   * The radix selection of rows of at most {@link #radixBlockMaxLen} values, one block a row with the row in shared
+   * memory ({@link #RADIX_BLOCK_KERNEL}): false, with nothing launched, for longer rows or a row past the kernel's
+   * shared memory. Caller holds the lock.
+   */
+  private static boolean radixBlock(GpuDevice device, SelectParams p) {
+    int shared = 4 * Math.max(1, p.len);
+    KernelModule module = device.module();
+    if (p.len > radixBlockMaxLen || shared > module.maxDynamicSharedBytes(RADIX_BLOCK_KERNEL)) {
+      return false;
+    }
+    module.allowDynamicShared(RADIX_BLOCK_KERNEL, shared);
+    module.launch(RADIX_BLOCK_KERNEL, p.rows, 1, RADIX_BLOCK_THREADS, shared, device.stream(), Pointer.to(p.encode()));
+    radixBlockLaunches++;
+    return true;
+  }
+
+  /**
+   * The radix selection of a short row in one block, the row in shared memory (select_kernels.cu): the passes of
+   * {@link #RADIX_FUSED_KERNEL} meet in global memory, a fixed ~25-40 us a selection whatever the row's length
+   * (H100, ShortRowBench).
+   */
+  static final String RADIX_BLOCK_KERNEL = "gv_radix_block";
+  /** Threads of {@link #RADIX_BLOCK_KERNEL}'s block (select_kernels.cu's kRadixBlockThreads). */
+  static final int RADIX_BLOCK_THREADS = 1024;
+  /**
+   * The longest row that {@link #RADIX_BLOCK_KERNEL} selects from ({@code -Dgv.select.radixBlockMaxLen}; 0: never;
+   * tests and benchmarks vary it; 4 bytes a value of shared memory). One row, k 64 to 800 (H100, ShortRowBench,
+   * device time): 12-26 us against the passes' 22-47 at 2k values, 24-40 against 35-53 at 20k, level at 40k, behind
+   * at 48k: 32k values.
+   */
+  static volatile int radixBlockMaxLen = Integer.getInteger("gv.select.radixBlockMaxLen", 32 << 10);
+  /** Radix selections run by {@link #RADIX_BLOCK_KERNEL} since the class loaded (tests: the path they checked). */
+  static long radixBlockLaunches; // written under a device's lock
 
   /** The radix selection's passes in one cooperative launch (select_kernels.cu). */
   static final String RADIX_FUSED_KERNEL = "gv_radix_fused";

@@ -10,7 +10,6 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /** WarpSelect / BlockSelect / Tang and the radix selection on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class KSelectGpuTest extends GpuTestCase {
@@ -76,36 +75,54 @@ class KSelectGpuTest extends GpuTestCase {
         Math.min(5, failures.size())));
   }
 
+  /** The radix selection's three paths ({@link KSelect#radixSelect}). */
+  enum RadixPath { BLOCK, FUSED, PER_PASS }
+
   /**
    * The radix selection ({@link KSelect#radixSelect}) against the oracle: the shapes of {@link #matchesOracle}
    * (ties, NaN and infinities), smallest and largest, k from 1 to 2048 and past the row's length, and rows whose
-   * given length ({@code rowLens}) is shorter than the matrix's; with its passes in one cooperative launch and one
-   * launch each. The fused path must have run every shape whose grid fits the device (all but the 700 rows).
+   * given length ({@code rowLens}) is shorter than the matrix's; short rows by one block each with the row in shared
+   * memory, and (that path off) with the passes in one cooperative launch or one launch each. The block path must
+   * have run every shape of at most {@link KSelect#radixBlockMaxLen} values, the fused path every other shape whose
+   * grid fits the device (all but the 700 rows).
    */
   @ParameterizedTest
-  @ValueSource(booleans = {true, false})
-  void radixMatchesOracle(boolean fused) {
-    boolean before = KSelect.fusedRadix;
-    KSelect.fusedRadix = fused;
-    long fusedBefore = KSelect.fusedRadixLaunches;
-    int fitting = 0;
-    try {
-      fitting = radixCases(new Random(99));
-    } finally {
-      KSelect.fusedRadix = before;
+  @EnumSource(RadixPath.class)
+  void radixMatchesOracle(RadixPath path) {
+    boolean fusedBefore = KSelect.fusedRadix;
+    int maxLenBefore = KSelect.radixBlockMaxLen;
+    KSelect.fusedRadix = path == RadixPath.FUSED;
+    if (path != RadixPath.BLOCK) {
+      KSelect.radixBlockMaxLen = 0;
     }
-    assertEquals(fused ? fitting : 0, KSelect.fusedRadixLaunches - fusedBefore, "radix selections in one launch");
+    long fusedLaunches = KSelect.fusedRadixLaunches;
+    long blockLaunches = KSelect.radixBlockLaunches;
+    int[] expected;
+    try {
+      expected = radixCases(new Random(99));
+    } finally {
+      KSelect.fusedRadix = fusedBefore;
+      KSelect.radixBlockMaxLen = maxLenBefore;
+    }
+    assertEquals(path == RadixPath.BLOCK ? expected[0] : 0, KSelect.radixBlockLaunches - blockLaunches,
+        "radix selections by one block a row");
+    assertEquals(path == RadixPath.FUSED ? expected[1] : 0, KSelect.fusedRadixLaunches - fusedLaunches,
+        "radix selections in one launch");
   }
 
-  /** Runs and checks radixMatchesOracle's cases; returns how many have a grid that one cooperative launch holds. */
-  private static int radixCases(Random r) {
-    int[][] shapes = {{1, 10}, {5, 100}, {37, 5000}, {1, 200_000}, {3, 70_000}, {40, 64}, {700, 300}};
+  /**
+   * Runs and checks radixMatchesOracle's cases; returns how many the block path takes (rows of at most {@link
+   * KSelect#radixBlockMaxLen} values) and how many of the others have a grid that one cooperative launch holds.
+   */
+  private static int[] radixCases(Random r) {
+    int[][] shapes = {{1, 10}, {5, 100}, {37, 5000}, {1, 200_000}, {3, 70_000}, {2, 40_000}, {40, 64}, {700, 300}};
     int capacity;
     try (GpuDevice.Scope scope = device.lock()) {
       capacity = device.module().maxBlocksPerSm(KSelect.RADIX_FUSED_KERNEL, KSelect.RADIX_THREADS)
           * device.multiprocessorCount();
     }
     assertTrue(700 > capacity, "the 700-row case must not fit one cooperative launch (" + capacity + " blocks)");
+    int block = 0;
     int fitting = 0;
     int[] ks = {1, 10, 100, 400, 1000, 2048};
     List<String> failures = new ArrayList<>();
@@ -128,18 +145,21 @@ class KSelectGpuTest extends GpuTestCase {
                 failures.add(f);
               }
               long grid = (long) sh[0] * KSelect.radixBlocksPerRow(sh[0], sh[1], device.multiprocessorCount());
-              fitting += grid <= capacity ? 1 : 0;
+              boolean byBlock = sh[1] <= KSelect.radixBlockMaxLen;
+              block += byBlock ? 1 : 0;
+              fitting += !byBlock && grid <= capacity ? 1 : 0;
             }
           }
         }
       }
     }
-    System.out.println("[gpu-vectors] radix select" + (KSelect.fusedRadix ? " (one launch where it fits)" : "")
-        + ": " + cases + " cases, " + failures.size() + " failures");
+    System.out.println("[gpu-vectors] radix select" + (KSelect.radixBlockMaxLen > 0 ? " (short rows by one block)"
+        : KSelect.fusedRadix ? " (one launch where it fits)" : "") + ": " + cases + " cases, " + failures.size()
+        + " failures");
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
-    return fitting;
+    return new int[] {block, fitting};
   }
 
   static String checkRadix(Shape s, int rows, int len, int[] lens, int k, boolean largest, Random r) {
