@@ -548,6 +548,9 @@ def pass_figures(s0, s1, window_s):
                 "enqueue_us": round(us(lambda s: s["batches"]["enqueue_time_in_millis"]), 1),
                 "wait_us": round(us(lambda s: s["batches"]["wait_time_in_millis"]), 1),
                 "pass_us": round(us(lambda s: s["gpu_time_in_millis"]), 1),
+                # passes launched as a captured CUDA graph, and captures (a shape's second pass), during the point
+                "graph_launches": b["batches"].get("graph_launches", 0) - a["batches"].get("graph_launches", 0),
+                "graph_captures": b["batches"].get("graph_captures", 0) - a["batches"].get("graph_captures", 0),
                 "busy": round((b["gpu_time_in_millis"] - a["gpu_time_in_millis"]) / 1000.0 / window_s, 3) if window_s else None}
     except (KeyError, TypeError):
         return None
@@ -632,7 +635,8 @@ def bench(system, index, layout, gtkey):
                 if paired and r.get("of_ceiling") else ""))
             if r.get("passes"):
                 say("  passes: %(passes)d, %(searches_per_pass)s segment searches a pass, enqueue %(enqueue_us)s us, "
-                    "wait %(wait_us)s us, whole %(pass_us)s us a pass, busy %(busy)s of the window" % r["passes"])
+                    "wait %(wait_us)s us, whole %(pass_us)s us a pass, busy %(busy)s of the window; graph launches "
+                    "%(graph_launches)s, captures %(graph_captures)s" % r["passes"])
     nc = ncs[0]
     if gtkey == "all":
         for p in A.filters:

@@ -81,20 +81,25 @@ final class PassGraphs {
 
   /**
    * Whether a pass may be captured: capture is on, its inputs went up in the one staged copy (no group's queries
-   * copied from its own array), and every group is small ({@link BatchSearch#LANE_GROUP_QUERIES} queries at most:
-   * larger passes are bound by their kernels, not their launches).
+   * copied from its own array), and every group holds at most {@link #GROUP_QUERIES} queries: a query or a few per
+   * segment, the passes whose launches outlast their kernels. Passes of more queries are bound by their kernels,
+   * and under concurrent searches their shapes (queries per segment) vary from pass to pass: Elasticsearch at 16
+   * and 64 clients captured one pass in seven with groups of up to 64 (docs/BENCHMARKS.md section 21).
    */
   static boolean eligible(List<SearchGroup> groups, PassLayout layout) {
     if (!enabled || !layout.staged || layout.anyDirect || groups.isEmpty()) {
       return false;
     }
     for (SearchGroup g : groups) {
-      if (g.numQueries() > BatchSearch.LANE_GROUP_QUERIES) {
+      if (g.numQueries() > GROUP_QUERIES) {
         return false;
       }
     }
     return true;
   }
+
+  /** The most queries of a group in a pass that is captured ({@link #eligible}). */
+  static final int GROUP_QUERIES = 4;
 
   static Key key(List<SearchGroup> groups, int lanes) {
     List<Shape> shapes = new ArrayList<>(groups.size());

@@ -127,7 +127,7 @@ class PassGraphsGpuTest extends GpuTestCase {
     }
   }
 
-  /** Flat and IVF-Flat groups of 1 to 40 queries with shared and per-query masks: the scan table and lanes. */
+  /** Flat and IVF-Flat groups of 1 to 4 queries with shared and per-query masks: the scan table and lanes. */
   @Test
   void smallFlatAndIvfFlatGroups() throws Exception {
     Random r = new Random(7);
@@ -145,18 +145,18 @@ class PassGraphsGpuTest extends GpuTestCase {
           20_000, dims, Metric.L2, r);
       GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, l2.lists(), dims, Metric.L2, l2.rowsInListOrder());
       open.add(ivf);
-      capturedEqualsUncaptured("flat x 3 + ivf_flat, 1-40 queries", run -> {
-        float[] q = GpuIvfFlatIndexGpuTest.queries(l2, 40, r);
-        long[][] perQuery = new long[7][];
+      capturedEqualsUncaptured("flat x 3 + ivf_flat, 1-4 queries", run -> {
+        float[] q = GpuIvfFlatIndexGpuTest.queries(l2, 4, r);
+        long[][] perQuery = new long[3][];
         for (int i = 0; i < perQuery.length; i++) {
           perQuery[i] = GraphReference.mask(sizes[2], 0.1, r);
         }
         return List.of(
             new SearchGroup(flats[0], q, 1, 10, null, null),
-            new SearchGroup(flats[1], q, 12, 100, GraphReference.mask(sizes[1], 0.5, r), null),
-            new SearchGroup(flats[2], q, 7, 20, null, perQuery),
-            new SearchGroup(ivf, q, 40, 10, 8, null, null),
-            new SearchGroup(flats[0], q, 5, 100, null, null));
+            new SearchGroup(flats[1], q, 4, 100, GraphReference.mask(sizes[1], 0.5, r), null),
+            new SearchGroup(flats[2], q, 3, 20, null, perQuery),
+            new SearchGroup(ivf, q, 4, 10, 8, null, null),
+            new SearchGroup(flats[0], q, 2, 100, null, null));
       });
     } finally {
       closeAll(open);
@@ -244,6 +244,22 @@ class PassGraphsGpuTest extends GpuTestCase {
       System.out.printf("[gpu-vectors] %d passes of 3 shapes from %d threads, 4 in flight: %d captured, %d launched a"
           + " kept graph; the results of the passes run alone%n", work.size(), threads,
           after.captures() - before.captures(), after.launches() - before.launches());
+    }
+  }
+
+  /** A pass with a group of more than {@link PassGraphs#GROUP_QUERIES} queries runs uncaptured, however often. */
+  @Test
+  void largerGroupsAreNotCaptured() {
+    Random r = new Random(11);
+    int dims = 16;
+    try (GpuFlatIndex flat = GpuFlatIndex.upload(device, GpuIvfFlatIndexGpuTest.clustered(2_000, dims, r), 2_000,
+        dims, Metric.L2)) {
+      float[] q = GpuIvfFlatIndexGpuTest.clustered(PassGraphs.GROUP_QUERIES + 1, dims, r);
+      PassGraphStats before = device.passGraphStats();
+      for (int i = 0; i < 4; i++) {
+        BatchSearch.run(device, List.of(new SearchGroup(flat, q, PassGraphs.GROUP_QUERIES + 1, 10, null, null)));
+      }
+      assertEquals(before, device.passGraphStats(), "no capture, no launch");
     }
   }
 
