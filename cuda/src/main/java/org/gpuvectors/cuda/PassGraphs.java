@@ -84,7 +84,7 @@ final class PassGraphs {
    * copied from its own array), and every group holds at most {@link #GROUP_QUERIES} queries: a query or a few per
    * segment, the passes whose launches outlast their kernels. Passes of more queries are bound by their kernels,
    * and under concurrent searches their shapes (queries per segment) vary from pass to pass: Elasticsearch at 16
-   * and 64 clients captured one pass in seven with groups of up to 64 (docs/BENCHMARKS.md section 21).
+   * and 64 clients captured one pass in ten with groups of up to 64 queries eligible (docs/BENCHMARKS.md section 21).
    */
   static boolean eligible(List<SearchGroup> groups, PassLayout layout) {
     if (!enabled || !layout.staged || layout.anyDirect || groups.isEmpty()) {
