@@ -11,7 +11,8 @@ import java.util.List;
  * copy each, every group's kernels are enqueued without waiting (small graph walks as one table launch, small
  * groups spread over the device's lanes so that their chains of launches run side by side), and all results
  * come back in one copy per array. The host waits once per batch, not once per index: what makes
- * many segments cost about what one does.
+ * many segments cost about what one does. A small pass of a shape seen before runs as one launch of the CUDA graph
+ * captured from it ({@link PassGraphs}): the host's launches had outlasted the GPU work of a query or a few.
  *
  * <p>Threading: takes the device lock while it enqueues the pass, in a slot of its own ({@link
  * GpuDevice#beginPass}), and waits for the device without it: up to {@link GpuDevice#PASSES} passes are in flight

@@ -645,7 +645,7 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /**
    * Floats a block of {@link #enqueueSmall} reads at least when the index is split over several blocks: 128 vectors
-   * at 128 dimensions, 21 at 768 ({@code -Dgv.flat.smallChunkFloats}; benchmarks vary it). Counted in floats, not
+   * at 128 dimensions, 22 at 768 ({@code -Dgv.flat.smallChunkFloats}; benchmarks vary it). Counted in floats, not
    * vectors: 128 centroids of 768 floats a block left a one-query coarse step over 1,414 centroids on 11 blocks,
    * ~52 us of device time (H100, ShortRowBench).
    */

@@ -159,8 +159,8 @@ public final class KSelect {
    * and the gather and sort ({@code gv_radix_gather}); or all of them in one cooperative launch ({@link
    * #RADIX_FUSED_KERNEL}, see {@link #fusedRadix}) when the grid fits on the device at once. A zeroed {@link
    * #RADIX_ROW_BYTES} per row carries a row's state from pass to pass. Rows of at most {@link #radixBlockMaxLen}
-   * values are selected by one block each instead, the row in shared memory ({@link #RADIX_BLOCK_KERNEL}). Reads the input, its ids and inScale; norms,
-   * accept masks, clamping and chunks are refused. Asynchronous.
+   * values are selected by one block each instead, the row in shared memory ({@link #RADIX_BLOCK_KERNEL}). Reads the
+   * input, its ids and inScale; norms, accept masks, clamping and chunks are refused. Asynchronous.
    */
   static void radixSelect(GpuDevice device, SelectParams p) {
     if (p.rows == 0) {
