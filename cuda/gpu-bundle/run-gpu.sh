@@ -29,7 +29,9 @@
 # 10k and 1 over a num_candidates sweep against exact GPU search (GpuFlatIndex) in the same run, GPU bytes per
 # vector, and the CPU build of a subset. BENCH_PHASES picks phases (default exact,build,search,cpubuild);
 # BENCH_OPTS passes e.g. -Dgv.scale.params=nlist=4096,nprobe=16 -Dgv.scale.candidates=10,40,100 -Dgv.scale.cpuBuildN=500000;
-# BENCH_XMX the heap (default 90g: 10M x 128 needs about 20 GB; N x 768 about 3 x N x 3 KB).
+# BENCH_XMX the heap (default 90g: 10M x 128 needs about 20 GB; N x 768 about 3 x N x 3 KB). TORCH_PEER=1 runs
+# PyTorch's exact search (bench/torch_scale.py, FP32 and TF32, batch 10k and one query at a time) on the same data
+# right after ours.
 # Unpacks the JRE into /tmp, runs the GPU tests (JUnit console, reports under $OUT/junit) and the
 # benchmarks (tables on stdout, CSVs and logs under $OUT). Test classes are selected by name: the
 # jlinked JRE has no jdk.zipfs, which JUnit's package scan of jars would need.
@@ -143,10 +145,17 @@ fi
 if [ "$mode" = ivfpqscale ]; then
   # args: N DIMS (in the select-max-floats and exact-n slots); the index goes under /tmp and is deleted at the end
   scale_java=("${java[@]/-Xmx48g/-Xmx${BENCH_XMX:-90g}}")
-  "${scale_java[@]}" ${BENCH_OPTS:-} -Dgv.scale.phases="${BENCH_PHASES:-exact,build,search,cpubuild}" \
+  # TORCH_PEER=1: the data also goes to /tmp as raw float32 and PyTorch's exact search runs on it right after ours
+  peer=(); [ "${TORCH_PEER:-0}" = 1 ] && peer=(-Dgv.scale.dumpData=true)
+  "${scale_java[@]}" ${BENCH_OPTS:-} "${peer[@]}" -Dgv.scale.phases="${BENCH_PHASES:-exact,build,search,cpubuild}" \
     --add-modules jdk.incubator.vector org.gpuvectors.codec.IvfPqScaleBenchmark "${2:-10000000}" "${3:-128}" "$OUT" 2>&1 \
     | grep --line-buffered -v '^WARNING' | tee "$OUT/ivfpq-scale-${2:-10000000}-${3:-128}.log" || rc=1
   rm -rf /tmp/gv-ivfpq-scale*
+  if [ "${TORCH_PEER:-0}" = 1 ]; then
+    PYTHONUNBUFFERED=1 python3 "$here/bench/torch_scale.py" "${2:-10000000}" "${3:-128}" "$OUT" 2>&1 \
+      | tee "$OUT/torch-scale-${2:-10000000}-${3:-128}.log"
+    rm -f /tmp/gv-bench-"${2:-10000000}"-"${3:-128}".*.f32
+  fi
 fi
 # hostpath: HostPathBenchmark, the host side of a 10k-query batch through KnnBatchSearcher (flat, ivf_flat,
 # ivf_pq at nprobe 8) with a backend that answers at once: what the machine's cores spend around a pass

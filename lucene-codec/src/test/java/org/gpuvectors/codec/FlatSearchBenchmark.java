@@ -211,7 +211,7 @@ public final class FlatSearchBenchmark {
     return out;
   }
 
-  private static void writeRaw(Path path, float[][] rows) throws IOException {
+  static void writeRaw(Path path, float[][] rows) throws IOException {
     int dims = rows[0].length;
     ByteBuffer buffer = ByteBuffer.allocate(4 * dims * 4096).order(ByteOrder.LITTLE_ENDIAN);
     try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {

@@ -107,7 +107,8 @@ import org.gpuvectors.cuda.SearchResult;
  * re-rank depth 4 x 512 = its k-selection's 2048), {@code gv.scale.params} (mapping overrides, e.g. {@code
  * nlist=4096,nprobe=16,pq_m=32}), {@code gv.scale.threads} (indexing threads, default the cores), {@code
  * gv.scale.dir} (parent of the index directories, default /tmp), {@code gv.scale.cpuBuildN}, {@code
- * gv.scale.flushBuilds}, {@code gv.scale.index} (a directory: with build, the index is built there and kept; with
+ * gv.scale.flushBuilds}, {@code gv.scale.dumpData} (true: the base and queries as raw float32 files under /tmp for
+ * {@code lucene-codec/bench/torch_scale.py}, the PyTorch peer), {@code gv.scale.index} (a directory: with build, the index is built there and kept; with
  * search but not build, the index kept there is searched, e.g. by another build's kernels, an A/B on one index).
  * Writes {@code OUT_DIR/ivfpq-scale-N-DIMS.csv} (one row per search row, the exact peer
  * included) and {@code OUT_DIR/ivfpq-scale-N-DIMS-build.csv} (build times, file sizes, bytes per vector).
@@ -226,6 +227,12 @@ public final class IvfPqScaleBenchmark {
     progress("data: generating %d x %d base and %d queries (%d threads)", n, dims, nq, Runtime.getRuntime().availableProcessors());
     base = FlatSearchBenchmark.clustered(n, dims, 42);
     queries = FlatSearchBenchmark.clustered(nq, dims, 7);
+    if (Boolean.getBoolean("gv.scale.dumpData")) { // for the PyTorch peer (lucene-codec/bench/torch_scale.py)
+      String name = n + "-" + dims;
+      FlatSearchBenchmark.writeRaw(Path.of("/tmp/gv-bench-" + name + ".base.f32"), base);
+      FlatSearchBenchmark.writeRaw(Path.of("/tmp/gv-bench-" + name + ".queries.f32"), queries);
+      progress("data: written to /tmp/gv-bench-%s.{base,queries}.f32 for the PyTorch peer", name);
+    }
     progress("data: done; mapping %s, indexing threads %d, max heap %d MB", params, threads, Runtime.getRuntime().maxMemory() >> 20);
 
     if (phases.contains("exact")) {
