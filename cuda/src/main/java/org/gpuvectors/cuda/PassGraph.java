@@ -78,8 +78,12 @@ final class PassGraph {
         ended = true;
         Driver.check("cuStreamEndCapture", JCudaDriver.cuStreamEndCapture(device.stream(), graph));
       } finally {
-        if (!ended) {
-          JCudaDriver.cuStreamEndCapture(device.stream(), new CUgraph()); // leave capture mode; the graph is void
+        if (!ended) { // leave capture mode; what was captured is not used
+          CUgraph abandoned = new CUgraph();
+          JCudaDriver.cuStreamEndCapture(device.stream(), abandoned);
+          if (Driver.address(abandoned) != 0) {
+            JCudaDriver.cuGraphDestroy(abandoned);
+          }
         }
       }
       Driver.check("cuGraphInstantiate", JCudaDriver.cuGraphInstantiate(g.exec, graph, 0));
