@@ -207,15 +207,6 @@ struct RadixRow {
 };
 static_assert(sizeof(RadixRow) == 32832, "RadixRow's size is KSelect.RADIX_ROW_BYTES");
 
-// float -> unsigned with the same order (negative values bit-inverted, positive ones with the sign bit set).
-__device__ __forceinline__ unsigned radixKey(float v) {
-  const unsigned u = __float_as_uint(v);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__device__ __forceinline__ float radixValue(unsigned key) {
-  return __uint_as_float((key & 0x80000000u) ? (key ^ 0x80000000u) : ~key);
-}
-
 // The exclusive prefix sum of each thread's c over the block (every thread calls it; warpSums holds 33 ints),
 // and the block's total.
 __device__ __forceinline__ int blockExclusiveSum(int c, int* warpSums, int& total) {
@@ -239,19 +230,23 @@ __device__ __forceinline__ int blockExclusiveSum(int c, int* warpSums, int& tota
   return result;
 }
 
-// The key of input value i of the row, or kRadixNone for one never selected (NaN, +inf, past the slice's end).
-__device__ __forceinline__ unsigned radixInput(const SelectParams& p, const float* in, int i, int end) {
-  if (i >= end) return kRadixNone;
-  const float v = p.inScale * in[i];
-  return v < GV_INF ? radixKey(v) : kRadixNone;  // false for NaN
-}
-
-// The keys of this thread's kRadixUnroll values of the step at base (values base + r * blockDim.x + threadIdx.x):
-// the loads are issued together, so the slice's reads are in flight at once.
+// The keys of this thread's kRadixUnroll values of the step at base (values base + r * blockDim.x + threadIdx.x), or
+// kRadixNone for one never selected (NaN, +inf, past the slice's end): every load is issued before any value is
+// tested, so the slice's reads are in flight at once. (Value by value, a branch on each loaded value came before the
+// next load: one latency per value, which a lone block selecting a row from L2 could not hide.)
 __device__ __forceinline__ void radixLoad(const SelectParams& p, const float* in, int base, int end,
                                           unsigned (&u)[kRadixUnroll]) {
+  float v[kRadixUnroll];
 #pragma unroll
-  for (int r = 0; r < kRadixUnroll; ++r) u[r] = radixInput(p, in, base + r * blockDim.x + threadIdx.x, end);
+  for (int r = 0; r < kRadixUnroll; ++r) {
+    const int i = base + r * blockDim.x + threadIdx.x;
+    v[r] = i < end ? __ldg(in + i) : __int_as_float(0x7fffffff);  // past the end: NaN, whatever inScale's sign
+  }
+#pragma unroll
+  for (int r = 0; r < kRadixUnroll; ++r) {
+    const float x = p.inScale * v[r];
+    u[r] = x < GV_INF ? radixKey(x) : kRadixNone;  // false for NaN
+  }
 }
 
 // This block's row and slice [begin, end) of it: blocks (row, 0 .. blocksPerRow - 1) split the row's length.
@@ -399,12 +394,62 @@ __device__ __forceinline__ int radixDigit(const SelectParams& p, RadixRow* rows,
   return 1;
 }
 
+// The end of every radix selection: the row's `count` (<= k) gathered pairs in shared memory, in arrival order, in
+// order of (key, id) with the k best written (-1 / inf past count): a few hundred ranked (rankOrder, in `scratch`:
+// kRankOrderMax 64-bit words of shared memory), more sorted (bitonic, padded to a power of two). Every thread of
+// the block calls it, after a barrier that published the pairs.
+__device__ __forceinline__ void radixSortAndWrite(const SelectParams& p, int row, unsigned* selKey, int* selId,
+                                                  int count, unsigned long long* scratch) {
+  const long long o = (long long)row * p.outRowStride;
+  if (count <= kRankOrderMax) {
+    for (int e = threadIdx.x; e < count; e += blockDim.x) {
+      scratch[e] = (unsigned long long)selKey[e] << 32 | (unsigned)selId[e];  // ids >= 0: same order as signed
+    }
+    for (int e = count + threadIdx.x; e < p.k; e += blockDim.x) {
+      p.outK[o + e] = p.outScale * GV_INF;
+      p.outIdx[o + e] = -1;
+    }
+    __syncthreads();
+    rankOrder(scratch, count, p.k, [&](int rank, int e) {
+      p.outK[o + rank] = p.outScale * radixValue((unsigned)(scratch[e] >> 32));
+      p.outIdx[o + rank] = (int)(unsigned)scratch[e];
+    });
+    return;
+  }
+  int size = 1;
+  while (size < count) size <<= 1;
+  for (int e = count + threadIdx.x; e < size; e += blockDim.x) {
+    selKey[e] = kRadixNone;
+    selId[e] = -1;
+  }
+  __syncthreads();
+  for (int z = 2; z <= size; z <<= 1) {
+    for (int j = z >> 1; j > 0; j >>= 1) {
+      for (int e = threadIdx.x; e < size; e += blockDim.x) {
+        const int l = e ^ j;
+        if (l > e) {
+          const bool up = (e & z) == 0;
+          const bool greater = selKey[e] > selKey[l] || (selKey[e] == selKey[l] && selId[e] > selId[l]);
+          if (greater == up) { swapT(selKey[e], selKey[l]); swapT(selId[e], selId[l]); }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  for (int e = threadIdx.x; e < p.k; e += blockDim.x) {
+    const bool full = e < count;
+    p.outK[o + e] = p.outScale * (full ? radixValue(selKey[e]) : GV_INF);
+    p.outIdx[o + e] = full ? selId[e] : -1;
+  }
+}
+
 // The gather: every value whose digits are below the prefix, and of those equal to it all (complete) or
 // `remaining` (the first to arrive), staged per block in shared memory and appended to the row's; the last block
-// sorts the row's gathered pairs (bitonic, by key then id) and writes the k best.
+// orders the row's gathered pairs by key then id and writes the k best (radixSortAndWrite).
 __device__ __forceinline__ void radixGather(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
   __shared__ unsigned selKey[kRadixMaxK];
   __shared__ int selId[kRadixMaxK];
+  __shared__ unsigned long long scratch[kRankOrderMax];
   __shared__ int sCount, sBase;
   const RadixSlice s = radixSlice(p, blocksPerRow);
   RadixRow& w = rows[s.row];
@@ -439,34 +484,12 @@ __device__ __forceinline__ void radixGather(const SelectParams& p, RadixRow* row
   }
   if (!radixLastBlock(w, blocksPerRow)) return;
   const int count = __ldcg(&w.count);  // <= k
-  int size = 1;
-  while (size < count) size <<= 1;
-  for (int e = threadIdx.x; e < size; e += blockDim.x) {
-    const bool full = e < count;
-    selKey[e] = full ? __ldcg(&w.selKey[e]) : kRadixNone;
-    selId[e] = full ? __ldcg(&w.selId[e]) : -1;
+  for (int e = threadIdx.x; e < count; e += blockDim.x) {
+    selKey[e] = __ldcg(&w.selKey[e]);
+    selId[e] = __ldcg(&w.selId[e]);
   }
   __syncthreads();
-  // bitonic sort of the gathered pairs, ascending by (key, id)
-  for (int z = 2; z <= size; z <<= 1) {
-    for (int j = z >> 1; j > 0; j >>= 1) {
-      for (int e = threadIdx.x; e < size; e += blockDim.x) {
-        const int l = e ^ j;
-        if (l > e) {
-          const bool up = (e & z) == 0;
-          const bool greater = selKey[e] > selKey[l] || (selKey[e] == selKey[l] && selId[e] > selId[l]);
-          if (greater == up) { swapT(selKey[e], selKey[l]); swapT(selId[e], selId[l]); }
-        }
-      }
-      __syncthreads();
-    }
-  }
-  const long long o = (long long)s.row * p.outRowStride;
-  for (int e = threadIdx.x; e < p.k; e += blockDim.x) {
-    const bool full = e < count;
-    p.outK[o + e] = p.outScale * (full ? radixValue(selKey[e]) : GV_INF);
-    p.outIdx[o + e] = full ? selId[e] : -1;
-  }
+  radixSortAndWrite(p, s.row, selKey, selId, count, scratch);
 }
 
 // Between two passes of gv_radix_fused: the block that concluded pass `pass` of its row publishes it (every
@@ -500,26 +523,49 @@ __device__ __forceinline__ void radixFused(const SelectParams& p, RadixRow* rows
   radixGather(p, rows, blocksPerRow);
 }
 
-// ---- Radix selection of a short row in one block, the row in shared memory ----
+// ---- Radix selection of a short row in one block ----
 // The passes above meet in global memory (each digit's 4096-bin histogram summed by global atomics, the last
-// block's scan, fences and waits between passes): ~25-40 us of device time for one row of 2k-200k values whatever
+// block's scan, fences and waits between passes): ~19-31 us of device time for one row of 2k-50k values whatever
 // its length (H100, ShortRowBench, the passes captured in a graph), the longest stage of a one-query IVF-PQ pass
-// once its launches cost nothing. A row that fits in shared memory (KSelect.RADIX_BLOCK_MAX_LEN values) is read
-// once; its digits (kRadixBlockBits at a time, of key - min from the top bit of max - min, as above) are resolved
-// against the copy, then the same gather and bitonic sort as radixGather. Same result as radixSelect up to which of
-// several values equal to the k-th are taken (arrival order in both).
+// once its launches cost nothing. One block of kRadixBlockThreads selects a short row instead, its keys read once
+// into shared memory (KSelect.radixBlockMaxLen). Its digits (kRadixBlockBits at a time, of key - min from the top
+// bit of max - min, as above) are resolved by block histograms; once the values matching the digits found so far
+// fit kRadixBlockCandidates, one pass copies them apart (and selects the values below them), and the later digits
+// and the gather read only the copy: three passes over the row for most rows instead of one per digit. Same result
+// as radixSelect up to which of several values equal to the k-th are taken (arrival order in both).
 constexpr int kRadixBlockThreads = 1024;
 constexpr int kRadixBlockBits = 8;
 constexpr int kRadixBlockBins = 1 << kRadixBlockBits;
+constexpr int kRadixBlockCandidates = 2048;
+static_assert(kRadixBlockCandidates * 4 >= kRankOrderMax * 8, "candKey holds radixSortAndWrite's scratch");
+
+// fn(key, i) for every selectable value i < len of the row's keys in shared memory, kRadixUnroll a thread at a time.
+template <typename F>
+__device__ __forceinline__ void radixBlockRow(const unsigned* rowKeys, int len, F fn) {
+  for (int base = 0; base < len; base += blockDim.x * kRadixUnroll) {
+    unsigned u[kRadixUnroll];
+#pragma unroll
+    for (int r = 0; r < kRadixUnroll; ++r) {
+      const int i = base + r * blockDim.x + threadIdx.x;
+      u[r] = i < len ? rowKeys[i] : kRadixNone;
+    }
+#pragma unroll
+    for (int r = 0; r < kRadixUnroll; ++r) {
+      if (u[r] != kRadixNone) fn(u[r], base + r * blockDim.x + threadIdx.x);
+    }
+  }
+}
 
 __device__ __forceinline__ void radixBlock(const SelectParams& p) {
-  extern __shared__ unsigned rowKeys[];  // p.len keys: the row's values as keys, kRadixNone for one never selected
+  extern __shared__ unsigned rowKeys[];  // p.len keys, kRadixNone for one never selected
   __shared__ int hist[kRadixBlockBins];
   __shared__ int warpSums[kWarpSize + 1];
   __shared__ unsigned warpMin[kWarpSize], warpMax[kWarpSize];
   __shared__ unsigned selKey[kRadixMaxK];
   __shared__ int selId[kRadixMaxK];
-  __shared__ int sBin, sBelow, sCount, sEqual;
+  __shared__ __align__(8) unsigned candKey[kRadixBlockCandidates];  // then radixSortAndWrite's scratch
+  __shared__ int candAt[kRadixBlockCandidates];  // the candidate's column in the row
+  __shared__ int sBin, sBelow, sCount, sEqual, sCand;
   const int row = blockIdx.x;
   const int len = p.rowLens != nullptr ? min(p.rowLens[row], p.len) : p.len;
   const float* in = p.in + (long long)row * p.inRowStride;
@@ -529,13 +575,18 @@ __device__ __forceinline__ void radixBlock(const SelectParams& p) {
   // the row's keys into shared memory, with its smallest and largest key and how many values may be selected
   unsigned lo = kRadixNone, hi = 0;
   int valid = 0;
-  for (int i = threadIdx.x; i < len; i += blockDim.x) {
-    const unsigned u = radixInput(p, in, i, len);
-    rowKeys[i] = u;
-    if (u != kRadixNone) {
-      lo = min(lo, u);
-      hi = max(hi, u);
-      ++valid;
+  for (int base = 0; base < len; base += blockDim.x * kRadixUnroll) {
+    unsigned u[kRadixUnroll];
+    radixLoad(p, in, base, len, u);
+#pragma unroll
+    for (int r = 0; r < kRadixUnroll; ++r) {
+      const int i = base + r * blockDim.x + threadIdx.x;
+      if (i < len) rowKeys[i] = u[r];
+      if (u[r] != kRadixNone) {
+        lo = min(lo, u[r]);
+        hi = max(hi, u[r]);
+        ++valid;
+      }
     }
   }
 #pragma unroll
@@ -544,24 +595,36 @@ __device__ __forceinline__ void radixBlock(const SelectParams& p) {
     hi = max(hi, __shfl_xor_sync(kFullMask, hi, o));
   }
   if (lane == 0) { warpMin[warp] = lo; warpMax[warp] = hi; }
+  if (threadIdx.x == 0) { sCount = 0; sEqual = 0; sCand = 0; }
   int total;
-  blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax and rowKeys
+  blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax, rowKeys and the counts
   for (int v = 0; v < (int)(blockDim.x / kWarpSize); ++v) { lo = min(lo, warpMin[v]); hi = max(hi, warpMax[v]); }
   const bool all = total <= p.k;
   int top = all || hi <= lo ? 0 : 32 - __clz(hi - lo);
   bool complete = all;  // range 0 and not all: k of the equal values, taken by the gather
+  bool compacted = false;  // the values still in play are the candKey / candAt copy, not the row
+  int cands = 0;
   unsigned prefix = 0, mask = 0;
   int remaining = p.k;
+  auto select = [&](unsigned u, int i) {
+    const int at = atomicAdd(&sCount, 1);  // < k: the selection holds at most k values
+    selKey[at] = u;
+    selId[at] = ids != nullptr ? ids[i] : (int)(p.idxOffset + i);
+  };
   // each digit: the histogram of the values matching the prefix, the bin where the count reaches `remaining`
   while (top > 0 && !complete) {
     const int shift = max(0, top - kRadixBlockBits);
     const int bins = 1 << (top - shift);
     for (int b = threadIdx.x; b < bins; b += blockDim.x) hist[b] = 0;
     __syncthreads();
-    for (int i = threadIdx.x; i < len; i += blockDim.x) {
-      const unsigned u = rowKeys[i];
+    auto count = [&](unsigned u, int) {
       const unsigned d = u - lo;
-      if (u != kRadixNone && (d & mask) == prefix) atomicAdd(&hist[(d >> shift) & (unsigned)(bins - 1)], 1);
+      if ((d & mask) == prefix) atomicAdd(&hist[(d >> shift) & (unsigned)(bins - 1)], 1);
+    };
+    if (compacted) {
+      for (int c = threadIdx.x; c < cands; c += blockDim.x) count(candKey[c], 0);
+    } else {
+      radixBlockRow(rowKeys, len, count);
     }
     __syncthreads();
     const int c = (int)threadIdx.x < bins ? hist[threadIdx.x] : 0;  // bins <= kRadixBlockBins <= blockDim.x
@@ -573,57 +636,43 @@ __device__ __forceinline__ void radixBlock(const SelectParams& p) {
     }
     __syncthreads();
     const int left = remaining - sBelow;
-    complete = hist[sBin] == left;
+    const int inBin = hist[sBin];
+    complete = inBin == left;
     prefix |= (unsigned)sBin << shift;
     mask |= (unsigned)(bins - 1) << shift;
     top = shift;
     remaining = left;
     __syncthreads();  // hist and sBin are rewritten by the next digit
+    if (!compacted && !complete && top > 0 && inBin <= kRadixBlockCandidates) {
+      // the values below the prefix are selected, those matching it copied: later passes read the copy only
+      radixBlockRow(rowKeys, len, [&](unsigned u, int i) {
+        const unsigned d = (u - lo) & mask;
+        if (d < prefix) {
+          select(u, i);
+        } else if (d == prefix) {
+          const int at = atomicAdd(&sCand, 1);  // < inBin
+          candKey[at] = u;
+          candAt[at] = i;
+        }
+      });
+      __syncthreads();
+      compacted = true;
+      cands = sCand;
+    }
   }
   // the gather: every value whose digits are below the prefix, and of those equal to it all (complete) or
-  // `remaining` (the first to arrive)
-  if (threadIdx.x == 0) { sCount = 0; sEqual = 0; }
-  __syncthreads();
-  for (int i = threadIdx.x; i < len; i += blockDim.x) {
-    const unsigned u = rowKeys[i];
-    if (u == kRadixNone) continue;
+  // `remaining` (the first to arrive); after the copy, the values below it at the copy are selected already
+  auto gather = [&](unsigned u, int i) {
     const unsigned d = (u - lo) & mask;
-    const bool take = all || d < prefix || (d == prefix && (complete || atomicAdd(&sEqual, 1) < remaining));
-    if (take) {
-      const int at = atomicAdd(&sCount, 1);  // < k
-      selKey[at] = u;
-      selId[at] = ids != nullptr ? ids[i] : (int)(p.idxOffset + i);
-    }
+    if (all || d < prefix || (d == prefix && (complete || atomicAdd(&sEqual, 1) < remaining))) select(u, i);
+  };
+  if (compacted) {
+    for (int c = threadIdx.x; c < cands; c += blockDim.x) gather(candKey[c], candAt[c]);
+  } else {
+    radixBlockRow(rowKeys, len, gather);
   }
   __syncthreads();
-  const int count = sCount;  // <= k
-  int size = 1;
-  while (size < count) size <<= 1;
-  for (int e = count + threadIdx.x; e < size; e += blockDim.x) {
-    selKey[e] = kRadixNone;
-    selId[e] = -1;
-  }
-  __syncthreads();
-  // bitonic sort of the gathered pairs, ascending by (key, id)
-  for (int z = 2; z <= size; z <<= 1) {
-    for (int j = z >> 1; j > 0; j >>= 1) {
-      for (int e = threadIdx.x; e < size; e += blockDim.x) {
-        const int l = e ^ j;
-        if (l > e) {
-          const bool up = (e & z) == 0;
-          const bool greater = selKey[e] > selKey[l] || (selKey[e] == selKey[l] && selId[e] > selId[l]);
-          if (greater == up) { swapT(selKey[e], selKey[l]); swapT(selId[e], selId[l]); }
-        }
-      }
-      __syncthreads();
-    }
-  }
-  const long long o = (long long)row * p.outRowStride;
-  for (int e = threadIdx.x; e < p.k; e += blockDim.x) {
-    const bool full = e < count;
-    p.outK[o + e] = p.outScale * (full ? radixValue(selKey[e]) : GV_INF);
-    p.outIdx[o + e] = full ? selId[e] : -1;
-  }
+  radixSortAndWrite(p, row, selKey, selId, sCount, reinterpret_cast<unsigned long long*>(candKey));
 }
 
 }  // namespace gv
@@ -670,9 +719,10 @@ __global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_gather(SelectParam
                                                                      int blocksPerRow) {
   gv::radixGather(p, rows, blocksPerRow);
 }
-// A short row's radix selection in one block (KSelect.radixSelect, rows up to KSelect.RADIX_BLOCK_MAX_LEN values):
-// one block of kRadixBlockThreads per row, p.len x 4 bytes of dynamic shared memory.
-__global__ void __launch_bounds__(gv::kRadixBlockThreads) gv_radix_block(SelectParams p) { gv::radixBlock(p); }
+// A short row's radix selection in one block (KSelect.radixSelect): one block of kRadixBlockThreads per row, p.len x 4
+// bytes of dynamic shared memory. One block an SM as the bound: with the default, ptxas capped it at 32 registers
+// (two blocks an SM) and spilled.
+__global__ void __launch_bounds__(gv::kRadixBlockThreads, 1) gv_radix_block(SelectParams p) { gv::radixBlock(p); }
 // All the passes above in one cooperative launch (KSelect.radixSelect, when the grid fits on the device at once).
 __global__ void __launch_bounds__(gv::kRadixThreads) gv_radix_fused(SelectParams p, gv::RadixRow* rows,
                                                                     int blocksPerRow) {

@@ -242,7 +242,7 @@ public final class KSelect {
 
   /**
    * The radix selection of a short row in one block, the row in shared memory (select_kernels.cu): the passes of
-   * {@link #RADIX_FUSED_KERNEL} meet in global memory, a fixed ~25-40 us a selection whatever the row's length
+   * {@link #RADIX_FUSED_KERNEL} meet in global memory, a fixed ~19-31 us a selection whatever the row's length
    * (H100, ShortRowBench).
    */
   static final String RADIX_BLOCK_KERNEL = "gv_radix_block";
@@ -250,11 +250,11 @@ public final class KSelect {
   static final int RADIX_BLOCK_THREADS = 1024;
   /**
    * The longest row that {@link #RADIX_BLOCK_KERNEL} selects from ({@code -Dgv.select.radixBlockMaxLen}; 0: never;
-   * tests and benchmarks vary it; 4 bytes a value of shared memory). One row, k 64 to 800 (H100, ShortRowBench,
-   * device time): 12-26 us against the passes' 22-47 at 2k values, 24-40 against 35-53 at 20k, level at 40k, behind
-   * at 48k: 32k values.
+   * tests and benchmarks vary it; 4 bytes a value of shared memory). One row of distance-like keys, k 80 to 400
+   * (H100, ShortRowBench, device time): 9-19 us against the passes' 19-27 at 2k values, 16-26 against 27-29 at 20k,
+   * level at 40k: 40k values.
    */
-  static volatile int radixBlockMaxLen = Integer.getInteger("gv.select.radixBlockMaxLen", 32 << 10);
+  static volatile int radixBlockMaxLen = Integer.getInteger("gv.select.radixBlockMaxLen", 40_000);
   /** Radix selections run by {@link #RADIX_BLOCK_KERNEL} since the class loaded (tests: the path they checked). */
   static long radixBlockLaunches; // written under a device's lock
 

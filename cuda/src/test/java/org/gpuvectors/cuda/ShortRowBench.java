@@ -14,6 +14,10 @@ import java.util.Arrays;
  */
 public final class ShortRowBench {
   public static void main(String[] args) {
+    if (args.length > 0 && args[0].equals("profile")) {
+      profile(Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+      return;
+    }
     try (GpuDevice d = GpuDevice.open(0)) {
       System.out.printf("GPU %s; device ms of one selection (graphs of %d), median of 11%n", d.name(), REPS);
       rows(d);
@@ -23,9 +27,22 @@ public final class ShortRowBench {
 
   private static void rows(GpuDevice d) {
     int maxLen = 200_000;
-    float[] keys = BenchUtil.randomFloats(4L * maxLen, 3);
+    // uniform keys, and keys like a scan's distances (around 1, a tenth apart: a radix digit leaves few in play)
+    float[] uniform = BenchUtil.randomFloats(4L * maxLen, 3);
+    java.util.Random random = new java.util.Random(4);
+    float[] clustered = new float[uniform.length];
+    for (int i = 0; i < clustered.length; i++) {
+      clustered[i] = (float) (1 + 0.1 * random.nextGaussian());
+    }
     int[] ids = new int[4 * maxLen];
     Arrays.setAll(ids, i -> i);
+    for (float[] keys : new float[][] {uniform, clustered}) {
+      System.out.printf("%n%s keys%n", keys == uniform ? "uniform" : "clustered");
+      rows(d, keys, ids, maxLen);
+    }
+  }
+
+  private static void rows(GpuDevice d, float[] keys, int[] ids, int maxLen) {
     System.out.printf("%-6s %7s %5s %11s %11s %10s %10s %10s%n", "rows", "len", "k", "radix", "radix-fused",
         "block1", "block", "warp");
     try (GpuDevice.Scope s = d.lock();
@@ -37,7 +54,7 @@ public final class ShortRowBench {
       d.upload(ids, inIds);
       for (int rows : new int[] {1, 4, 32}) {
         for (int len : new int[] {2_000, 8_000, 20_000, 40_000, 48_000, 80_000, 200_000}) {
-          for (int k : new int[] {64, 80, 160, 400, 800}) {
+          for (int k : new int[] {80, 160, 400}) {
             if (k > len) {
               continue;
             }
@@ -45,7 +62,7 @@ public final class ShortRowBench {
             if ((long) rows * len > 4L * maxLen) {
               continue;
             }
-            double radix = median(d, () -> KSelect.radixSelect(d, base.copy())); // one block a row up to 48k values
+            double radix = median(d, () -> KSelect.radixSelect(d, base.copy())); // one block a row up to 40k values
             int blockMax = KSelect.radixBlockMaxLen;
             KSelect.radixBlockMaxLen = 0;
             double fused = median(d, () -> KSelect.radixSelect(d, base.copy()));
@@ -86,6 +103,34 @@ public final class ShortRowBench {
           System.out.println(line);
         }
       }
+    }
+  }
+
+  /**
+   * {@code profile ROWS LEN K}: five radix selections of ROWS rows of LEN clustered keys, not captured, in the
+   * profiler's range (for ncu --profile-from-start off: one kernel's stall reasons).
+   */
+  private static void profile(int rows, int len, int k) {
+    java.util.Random random = new java.util.Random(4);
+    float[] keys = new float[rows * len];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = (float) (1 + 0.1 * random.nextGaussian());
+    }
+    try (GpuDevice d = GpuDevice.open(0);
+         GpuDevice.Scope s = d.lock();
+         DeviceBuffer in = d.allocate(4L * keys.length);
+         DeviceBuffer outV = d.allocate(4L * rows * k);
+         DeviceBuffer outI = d.allocate(4L * rows * k)) {
+      d.upload(keys, 0, keys.length, in, 0);
+      SelectParams base = new SelectParams().input(in, rows, len, len).k(k).output(outV, outI, k);
+      KSelect.radixSelect(d, base.copy());
+      d.synchronize();
+      d.profilerRange(true);
+      for (int i = 0; i < 5; i++) {
+        KSelect.radixSelect(d, base.copy());
+      }
+      d.synchronize();
+      d.profilerRange(false);
     }
   }
 
