@@ -68,7 +68,7 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.SearchGroupTest --select-class org.gpuvectors.cuda.GraphFilterPlanTest \
     --select-class org.gpuvectors.cuda.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
     --select-class org.gpuvectors.cuda.PassSlotsGpuTest --select-class org.gpuvectors.cuda.FlatScanParamsTest --select-class org.gpuvectors.cuda.QueryBlocksTest \
-    --select-class org.gpuvectors.cuda.PqCodeLayoutTest \
+    --select-class org.gpuvectors.cuda.PqCodeLayoutTest --select-class org.gpuvectors.cuda.RerankSelectGpuTest \
     --select-class org.gpuvectors.cuda.BatchSearchLayoutTest --select-class org.gpuvectors.cuda.PassGraphsGpuTest \
     --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60

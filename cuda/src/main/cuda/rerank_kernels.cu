@@ -89,9 +89,42 @@ __device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query,
   }
 }
 
+// With p.rowsDone, the re-rank selects too (GpuIvfPqIndex.enqueueRerank, a few queries' candidates): the last of
+// a row's gridDim.y blocks to finish its keys ranks the row's candidates (rankOrder, by key then id; a NaN or +inf
+// key as an empty slot, +inf and id -1) and writes the k best, outScale x key: one launch where a one-query IVF-PQ
+// pass took two (10M x 128, 160 candidates, ncu at real clocks, H100: 12.4 us against 6.2 + 8.4 us).
+constexpr int kRerankSelectMax = kRankOrderMax;  // RerankParams.SELECT_MAX_CANDIDATES
+
+__device__ __forceinline__ void rerankSelectRow(const RerankParams& p, int query) {
+  __shared__ unsigned long long sorted[kRerankSelectMax];  // radixKey(key) << 32 | id
+  __shared__ int sLast;
+  __threadfence();  // this block's exact keys before its count
+  __syncthreads();
+  if (threadIdx.x == 0) sLast = atomicAdd(p.rowsDone + query, 1) == (int)gridDim.y - 1;
+  __syncthreads();
+  if (!sLast) return;
+  const long long row = (long long)query * p.candidates;
+  const long long o = (long long)query * p.k;
+  for (int e = threadIdx.x; e < p.candidates; e += blockDim.x) {
+    const float key = __ldcg(p.exactKeys + row + e);  // past L1: other blocks' keys
+    const bool full = key < GV_INF;  // false for NaN
+    sorted[e] = (unsigned long long)radixKey(full ? key : GV_INF) << 32 | (unsigned)(full ? p.candIdx[row + e] : -1);
+  }
+  for (int e = p.candidates + threadIdx.x; e < p.k; e += blockDim.x) {
+    p.outK[o + e] = p.outScale * GV_INF;
+    p.outIdx[o + e] = -1;
+  }
+  __syncthreads();
+  rankOrder(sorted, p.candidates, p.k, [&](int rank, int e) {
+    p.outK[o + rank] = p.outScale * radixValue((unsigned)(sorted[e] >> 32));
+    p.outIdx[o + rank] = (int)(unsigned)sorted[e];
+  });
+}
+
 __device__ __forceinline__ void rerankExact(const RerankParams& p) {
   const int query = blockIdx.x;
   rerankExactRow(p, query, p.queries + (long long)query * p.dims, p.vectors);
+  if (p.rowsDone != nullptr) rerankSelectRow(p, query);
 }
 
 // The candidates of several indexes in one launch (the segments of a pass that share one candidate selection,
@@ -112,6 +145,7 @@ __device__ __forceinline__ void rerankExactTable(const RerankParams& p, const Re
   int e = 0;
   while (e + 1 < t.entries && t.firstRow[e + 1] <= row) ++e;
   rerankExactRow(p, row, t.queries[e] + (long long)(row - t.firstRow[e]) * p.dims, t.vectors[e]);
+  if (p.rowsDone != nullptr) rerankSelectRow(p, row);
 }
 
 // One thread per query: the k-th exact key, from the re-rank's selection (value outScale * key; an empty slot

@@ -524,16 +524,26 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * The exact re-rank of {@code rows} rows of {@code kc} approximate candidates (device addresses {@code candValues} /
    * {@code candIds}, row r at r x kc) of the indexes of {@code table} (their raw vectors, their queries; one metric
    * and dims): the candidates' exact FP32 keys ({@code gv_rerank_exact_table}: squared L2, or -x.q; an empty slot's
-   * key is +inf), then each row's k best keys into the output from element {@code outElement}, k per row (BlockSelect
-   * over the candidates' ids; inner product back to +x.q). Asynchronous; the temporaries return to the pool (reuse
-   * is ordered on the stream). Caller holds the lock.
+   * key is +inf), then each row's k best keys into the output from element {@code outElement}, k per row (inner
+   * product back to +x.q): selected by the re-rank kernel itself for a few rows of at most {@link
+   * RerankParams#SELECT_MAX_CANDIDATES} candidates ({@link #fusedRerankSelect}), else by a BlockSelect launch over the
+   * candidates' ids. Asynchronous; the temporaries return to the pool (reuse is ordered on the stream). Caller holds
+   * the lock.
    */
   static void enqueueRerank(GpuDevice device, RerankTable table, int rows, int k, int kc, int dims, Metric metric,
                             long candValues, long candIds, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     boolean ip = metric != Metric.L2;
+    boolean fused = fusedRerankSelect && rows <= FUSED_SELECT_MAX_ROWS && kc <= RerankParams.SELECT_MAX_CANDIDATES;
     try (DeviceBuffer exact = device.allocate(4L * rows * kc);
-         DeviceBuffer stats = device.allocate(16L * rows)) { // written by the kernel for the TF32 certificate: unused here
+         // written by the kernel for the TF32 certificate (unused here); then, fused, the rows' counts of done blocks
+         DeviceBuffer stats = device.allocate(16L * rows + (fused ? 4L * rows : 0))) {
       RerankParams p = new RerankParams();
+      if (fused) {
+        DeviceBuffer done = stats.slice(16L * rows, 4L * rows);
+        device.clear(done);
+        p.rowsDone = done.address();
+        p.outIdx = outI.address() + 4L * outElement;
+      }
       p.candIdx = candIds;
       p.candKeys = candValues;
       p.exactKeys = exact.address();
@@ -546,12 +556,27 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       p.metric = ip ? 1 : 0;
       p.outScale = ip ? -1f : 1f;
       p.enqueueExactTable(device, table);
+      if (fused) {
+        return;
+      }
       SelectParams merge = new SelectParams().input(exact, rows, kc, kc).k(k).scales(1f, p.outScale)
           .output(outV, outI, k, outElement);
       merge.inIdx = candIds;
       KSelect.mergeCandidates(device, merge);
     }
   }
+
+  /**
+   * Whether the re-rank of a few rows selects their k best itself ({@link #enqueueRerank}; {@code
+   * -Dgpuvectors.gpu.rerank_fused_select=false} turns it off; tests flip it to compare both).
+   */
+  static volatile boolean fusedRerankSelect =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.rerank_fused_select", "true"));
+  /**
+   * The most rows whose re-rank selects itself: a one-query pass, or a few queries' (the small batches of
+   * concurrent searches); a batch keeps the BlockSelect launch, whose rows fill the GPU anyway.
+   */
+  static final int FUSED_SELECT_MAX_ROWS = 64;
 
   /** Device address of the raw vectors (the device re-rank's); caller holds the lock. */
   long rawVectorsAddress() {

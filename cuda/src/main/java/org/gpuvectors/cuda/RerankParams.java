@@ -6,13 +6,13 @@ import jcuda.Pointer;
 
 /**
  * Parameters of the TF32 candidate pass's exact re-rank ({@code gv_rerank_exact}, {@code gv_rerank_stats}); mirrors
- * {@code gv::RerankParams} in common.cuh (80 bytes, little-endian; member by member checked by ParamLayoutTest).
+ * {@code gv::RerankParams} in common.cuh (96 bytes, little-endian; member by member checked by ParamLayoutTest).
  * Device addresses are longs. Keys: smaller = better (squared L2, or -x.q for inner product and cosine).
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class RerankParams {
-  static final int BYTES = 80;
+  static final int BYTES = 96;
 
   long vectors;
   long queries;
@@ -21,7 +21,15 @@ final class RerankParams {
   long exactKeys;
   /** Per query 4 floats: k-th exact key, last candidate's TF32 key, ||q||^2 rounded up, 0. */
   long stats;
+  /** The final k values per query: read by {@code gv_rerank_stats}; written by the re-rank when {@link #rowsDone}. */
   long outK;
+  /** With {@link #rowsDone}: the final k ids per query. */
+  long outIdx;
+  /**
+   * 0, or a zeroed int per query: the re-rank then selects each row's k best itself (the last of the row's blocks,
+   * at most {@link #SELECT_MAX_CANDIDATES} candidates a row) into {@link #outK} / {@link #outIdx}.
+   */
+  long rowsDone;
   int dims;
   int numQueries;
   int candidates;
@@ -30,6 +38,9 @@ final class RerankParams {
   int metric;
   /** outK holds outScale * key. */
   float outScale = 1f;
+
+  /** The most candidates per row that the re-rank selects from itself (rerank_kernels.cu's kRerankSelectMax). */
+  static final int SELECT_MAX_CANDIDATES = 512;
 
   /** Threads of a {@code gv_rerank_exact} block (4 warps: one candidate per warp at a time). */
   static final int EXACT_THREADS = 128;
@@ -76,7 +87,7 @@ final class RerankParams {
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(vectors).putLong(queries).putLong(candIdx).putLong(candKeys).putLong(exactKeys).putLong(stats)
-        .putLong(outK);
+        .putLong(outK).putLong(outIdx).putLong(rowsDone);
     b.putInt(dims).putInt(numQueries).putInt(candidates).putInt(k).putInt(metric).putFloat(outScale);
     return b.array();
   }
