@@ -183,10 +183,12 @@ constexpr int kIvfGroupedSharedBytes = 46080;
 struct RerankParams {
   const float* vectors;         // n x dims row-major (the index's vectors, normalised for cosine)
   const float* queries;         // numQueries x dims row-major
-  const int* candIdx;           // numQueries x candidates: the TF32 pass's ids, best first (-1 = empty)
+  const int* candIdx;           // numQueries x candidates: the TF32 pass's ids, best first (-1 = empty); or null:
+                                // candidate c is vector c (every vector's key, GpuFlatIndex.enqueueSmall)
   const float* candKeys;        // numQueries x candidates: their TF32 keys, ascending (+inf = empty)
   float* exactKeys;             // numQueries x candidates: the candidates' FP32 keys (+inf for empty slots)
   float* stats;                 // numQueries x 4: k-th exact key, last candidate's TF32 key, ||q||^2 rounded up, 0
+                                // (or null: not written)
   float* outK;                  // the final k values per query (row q at outK + q * k): read by gv_rerank_stats,
                                 // written by the re-rank itself when rowsDone is given
   int* outIdx;                  // with rowsDone: the final k ids per query (row q at outIdx + q * k)

@@ -64,7 +64,7 @@ __device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query,
   const long long row = (long long)query * p.candidates;
   const int stride = numWarps * gridDim.y;
   for (int c = blockIdx.y * numWarps + warp; c < p.candidates; c += stride) {  // uniform per warp
-    const int id = p.candIdx[row + c];
+    const int id = p.candIdx != nullptr ? p.candIdx[row + c] : c;  // none: every vector (GpuFlatIndex.enqueueSmall)
     float acc = 0.f;
     if (id >= 0) {
       const float* x = vectors + (long long)id * p.dims;
@@ -75,7 +75,7 @@ __device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query,
     }
     if (lane == 0) p.exactKeys[row + c] = id < 0 ? GV_INF : (ip ? -acc : acc);
   }
-  if (warp == 0 && blockIdx.y == 0) {
+  if (warp == 0 && blockIdx.y == 0 && p.stats != nullptr) {
     double s = 0.0;
     for (int d = lane; d < p.dims; d += kWarpSize) s = fma((double)sq[d], (double)sq[d], s);
 #pragma unroll

@@ -613,8 +613,9 @@ public final class GpuFlatIndex extends ResidentIndex {
   /**
    * Enqueues the k best of a few queries over a small index (an IVF index's coarse quantizer: a query or a few
    * per segment against the segment's list centroids) as one launch of the fused kernel, one block per query or,
-   * for a few queries, per (query, chunk) with a BlockSelect merge of the chunks ({@link #smallChunks});
-   * false, with nothing enqueued, when the batch or the index is too large ({@link #SMALL_QUERIES}, {@link
+   * for a few queries, per (query, chunk) with a BlockSelect merge of the chunks ({@link #smallChunks}); at most
+   * {@link #SCORED_QUERIES} queries over a few thousand vectors as every vector's key and a radix selection
+   * ({@link #enqueueSmallScored}); false, with nothing enqueued, when the batch or the index is too large ({@link #SMALL_QUERIES}, {@link
    * #SMALL_FLOATS}) or k exceeds the largest bucket. The GEMM path would take a cuBLAS call, a tile selection and
    * a merge for work that fits one block per query: on a pass over many small segments the host cost of those
    * three calls per segment, not the GPU, bounded the rate. Output as {@link #enqueueSearch} writes it (distances
@@ -626,6 +627,11 @@ public final class GpuFlatIndex extends ResidentIndex {
       return false;
     }
     boolean ip = metric != Metric.L2;
+    if (scoredSmall && nq <= SCORED_QUERIES && n <= KSelect.radixBlockMaxLen) {
+      enqueueSmallScored(queries, nq, k, outV, outI, outElement);
+      smallScoredSearches++;
+      return true;
+    }
     int chunks = smallChunks(nq, k);
     if (chunks == 1) {
       launchFused(queries, nq, k, 0, outV.address() + 4L * outElement, outI.address() + 4L * outElement, k, 1, (int) n,
@@ -642,6 +648,45 @@ public final class GpuFlatIndex extends ResidentIndex {
     }
     return true;
   }
+
+  /**
+   * {@link #enqueueSmall} for at most {@link #SCORED_QUERIES} queries over at most {@link KSelect#radixBlockMaxLen}
+   * vectors: every vector's exact key ({@code gv_rerank_exact} over all rows: a warp per vector, the lanes over the
+   * dimensions, the rows spread over about four blocks a multiprocessor) into a row per query, then one radix
+   * selection of the rows (a block per row, the row in shared memory). The fused kernel's chunks and their merge
+   * took 20 us for one query over 3,162 centroids x 128 and 37 us over 1,414 x 768 (H100, a 10M and a 2M x 768
+   * ivf_pq segment's coarse step): each block walked its vectors a lane per vector, then a BlockSelect merged the
+   * chunks. This way: 13 us over 4,096 x 128, 14 us over 1,414 x 768 (ShortRowBench). Same keys as the fused
+   * kernel's (squared L2 or -x.q, summed in another order), same output.
+   */
+  private void enqueueSmallScored(long queries, int nq, int k, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+    boolean ip = metric != Metric.L2;
+    try (DeviceBuffer keys = device.allocate(4L * nq * n)) {
+      RerankParams p = new RerankParams();
+      p.vectors = vectors.address();
+      p.queries = queries;
+      p.exactKeys = keys.address(); // candIdx, stats 0: every vector's key, no certificate
+      p.dims = dims;
+      p.numQueries = nq;
+      p.candidates = (int) n;
+      p.k = k;
+      p.metric = ip ? 1 : 0;
+      p.enqueueExact(device);
+      KSelect.radixSelect(device, new SelectParams().input(keys, nq, (int) n, n).k(k).scales(1f, ip ? -1f : 1f)
+          .output(outV, outI, k, outElement));
+    }
+  }
+
+  /** The most queries {@link #enqueueSmallScored} takes: a one-query pass and the few queries of concurrent searches. */
+  static final int SCORED_QUERIES = 4;
+  /**
+   * Whether {@link #enqueueSmall} takes {@link #enqueueSmallScored} where it may ({@code
+   * -Dgpuvectors.gpu.scored_coarse=false} turns it off; tests flip it to check both).
+   */
+  static volatile boolean scoredSmall =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.scored_coarse", "true"));
+  /** Searches {@link #enqueueSmallScored} ran since the class loaded (tests: the path they checked). */
+  static long smallScoredSearches; // written under a device's lock
 
   /**
    * Floats a block of {@link #enqueueSmall} reads at least when the index is split over several blocks: 128 vectors

@@ -12,6 +12,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** Exact search (every strategy) on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class GpuFlatIndexGpuTest extends GpuTestCase {
@@ -294,43 +296,56 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
   }
 
   /**
-   * The small-index search of a few queries (an IVF coarse step, {@link GpuFlatIndex#enqueueSmall}) split over
-   * chunks and merged ({@link GpuFlatIndex#smallChunks}) against the oracle (the unsplit launch: the IVF tests'
-   * few-hundred-centroid quantizers).
+   * The small-index search of a few queries (an IVF coarse step, {@link GpuFlatIndex#enqueueSmall}) against the
+   * oracle: split over chunks and merged ({@link GpuFlatIndex#smallChunks}; the unsplit launch: the IVF tests'
+   * few-hundred-centroid quantizers), and for at most {@link GpuFlatIndex#SCORED_QUERIES} queries every vector's key
+   * and a radix selection (or, that path off, the chunks for them too).
    */
-  @Test
-  void smallIndexSearchSplitOverChunksMatchesOracle() {
+  @ParameterizedTest
+  @ValueSource(booleans = {true, false})
+  void smallIndexSearchSplitOverChunksMatchesOracle(boolean scored) {
     Random r = new Random(17);
     int n = 3000, dims = 32;
     float[] vectors = random(n * dims, r);
     List<String> failures = new ArrayList<>();
     int split = 0;
-    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
-      try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
-        for (int nq : new int[] {1, 5, 32}) {
-          float[] queries = random(nq * dims, r);
-          for (int k : new int[] {1, 10, 63, 200}) {
-            int[] ids = new int[nq * k];
-            float[] values = new float[nq * k];
-            try (GpuDevice.Scope s = device.lock();
-                 DeviceBuffer q = device.allocate(4L * nq * dims);
-                 DeviceBuffer outV = device.allocate(4L * nq * k);
-                 DeviceBuffer outI = device.allocate(4L * nq * k)) {
-              device.upload(queries, 0, nq * dims, q, 0);
-              split += index.smallChunks(nq, k) > 1 ? 1 : 0;
-              assertTrue(index.enqueueSmall(q.address(), nq, k, outV, outI, 0), "small index, few queries");
-              device.download(outV, 0, values, 0, values.length);
-              device.download(outI, 0, ids, 0, ids.length);
-            }
-            String f = compare(new SearchResult(nq, k, ids, values), vectors, n, dims, m, queries, nq, k, null);
-            if (f != null) {
-              failures.add(m + " nq=" + nq + " k=" + k + " chunks=" + index.smallChunks(nq, k) + ": " + f);
+    boolean scoredBefore = GpuFlatIndex.scoredSmall;
+    GpuFlatIndex.scoredSmall = scored;
+    long scoredRuns = GpuFlatIndex.smallScoredSearches;
+    int scoredExpected = 0;
+    try {
+      for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+        try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+          for (int nq : new int[] {1, 3, 5, 32}) {
+            float[] queries = random(nq * dims, r);
+            for (int k : new int[] {1, 10, 63, 200}) {
+              int[] ids = new int[nq * k];
+              float[] values = new float[nq * k];
+              try (GpuDevice.Scope s = device.lock();
+                   DeviceBuffer q = device.allocate(4L * nq * dims);
+                   DeviceBuffer outV = device.allocate(4L * nq * k);
+                   DeviceBuffer outI = device.allocate(4L * nq * k)) {
+                device.upload(queries, 0, nq * dims, q, 0);
+                boolean byScores = scored && nq <= GpuFlatIndex.SCORED_QUERIES;
+                scoredExpected += byScores ? 1 : 0;
+                split += !byScores && index.smallChunks(nq, k) > 1 ? 1 : 0;
+                assertTrue(index.enqueueSmall(q.address(), nq, k, outV, outI, 0), "small index, few queries");
+                device.download(outV, 0, values, 0, values.length);
+                device.download(outI, 0, ids, 0, ids.length);
+              }
+              String f = compare(new SearchResult(nq, k, ids, values), vectors, n, dims, m, queries, nq, k, null);
+              if (f != null) {
+                failures.add(m + " nq=" + nq + " k=" + k + " chunks=" + index.smallChunks(nq, k) + ": " + f);
+              }
             }
           }
         }
       }
+    } finally {
+      GpuFlatIndex.scoredSmall = scoredBefore;
     }
-    assertTrue(split >= 8, "searches split over chunks: " + split);
+    assertEquals(scoredExpected, GpuFlatIndex.smallScoredSearches - scoredRuns, "searches by every vector's key");
+    assertTrue(split >= (scored ? 4 : 8), "searches split over chunks: " + split);
     assertNull(failures.isEmpty() ? null : failures.toString());
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }

@@ -10,7 +10,8 @@ import java.util.Arrays;
  * thousand keys): the radix selection (one block a row up to {@link KSelect#radixBlockMaxLen} values, and the
  * passes in one cooperative launch), one BlockSelect block, and the partitioned BlockSelect and WarpSelect of
  * {@link KSelect#select}; (2) the coarse step of one query over a
- * segment's centroids ({@link GpuFlatIndex#enqueueSmall}) at several smallest chunks. Usage: ShortRowBench.
+ * segment's centroids ({@link GpuFlatIndex#enqueueSmall}): every vector's key and a radix selection, and the fused
+ * kernel's chunks at several smallest chunk sizes. Usage: ShortRowBench.
  */
 public final class ShortRowBench {
   public static void main(String[] args) {
@@ -80,7 +81,7 @@ public final class ShortRowBench {
 
   private static void coarse(GpuDevice d) {
     System.out.printf("%n%-6s %5s %5s %s%n", "n", "dims", "k",
-        "enqueueSmall ms at smallest chunk (floats) 2048 / 4096 / 8192 / 16384 / 32768");
+        "enqueueSmall ms: every vector's key + radix selection; the fused chunks at smallest chunk (floats) 2048 / 4096 / 8192 / 16384 / 32768");
     int[][] shapes = {{1_000, 128}, {4_096, 128}, {16_384, 128}, {1_414, 768}, {2_600, 768}};
     for (int[] sh : shapes) {
       int n = sh[0];
@@ -95,11 +96,14 @@ public final class ShortRowBench {
         d.upload(q, 0, dims, dq, 0);
         for (int k : new int[] {16, 63}) {
           StringBuilder line = new StringBuilder(String.format("%-6d %5d %5d", n, dims, k));
+          line.append(String.format(" %10.4f", median(d, () -> index.enqueueSmall(dq.address(), 1, k, outV, outI, 0))));
+          GpuFlatIndex.scoredSmall = false;
           for (int chunk : new int[] {2048, 4096, 8192, 16384, 32768}) {
             GpuFlatIndex.smallChunkFloats = chunk;
             line.append(String.format(" %10.4f", median(d, () -> index.enqueueSmall(dq.address(), 1, k, outV, outI, 0))));
           }
           GpuFlatIndex.smallChunkFloats = 128 * 128;
+          GpuFlatIndex.scoredSmall = true;
           System.out.println(line);
         }
       }
