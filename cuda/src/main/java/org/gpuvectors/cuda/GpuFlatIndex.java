@@ -60,7 +60,8 @@ public final class GpuFlatIndex extends ResidentIndex {
      * TF32_RERANK for batches of at least {@link #TF32_AUTO_MIN_QUERIES} queries whose candidates are at
      * most 1/50 of the vectors, FP32 otherwise: the re-rank and its certificate cost an extra device wait
      * per search, which a large batch amortises (Fashion-MNIST, batch 10k, k = 10: 9.6 vs 24.6 ms on an
-     * H100) and a small one does not.
+     * H100) and a small one does not. FP32 too once the certificate has rejected most of this index's queries
+     * ({@link #autoTakesTf32}).
      */
     AUTO
   }
@@ -453,10 +454,27 @@ public final class GpuFlatIndex extends ResidentIndex {
     boolean wanted = switch (precision) {
       case FP32 -> false;
       case TF32_RERANK -> true;
-      case AUTO -> nq >= TF32_AUTO_MIN_QUERIES && Tf32Bound.candidates(k) * 50L <= n;
+      case AUTO -> autoTakesTf32(nq, k, n, rerankQueries.get(), rerankFallbacks.get());
     };
     return wanted && nq > 0 && Tf32Bound.applies(k, dims);
   }
+
+  /**
+   * {@link Precision#AUTO}'s choice for a search of {@code nq} queries for k over {@code n} vectors, after the TF32
+   * pass's certificate checked {@code checked} queries of this index and rejected {@code rejected}: TF32 for large
+   * batches whose candidates are at most 1/50 of the vectors, unless the certificate has rejected more than {@link
+   * #TF32_AUTO_MAX_REJECTED} of at least {@link #TF32_AUTO_MIN_QUERIES} queries. Each rejected query is searched again
+   * in FP32: on 2M x 768 clustered vectors it rejected 79,400 of 80,000 and the TF32 path ran at 12,065 q/s against
+   * FP32's 14,690; on 10M x 128 it rejected 36 % and still won, 13,575 against 10,890 (H100, batch 10k, BENCHMARKS
+   * 22c). TF32 would break even at 56 % and 77 % rejected on those two sets.
+   */
+  static boolean autoTakesTf32(int nq, int k, long n, long checked, long rejected) {
+    boolean failing = checked >= TF32_AUTO_MIN_QUERIES && rejected > TF32_AUTO_MAX_REJECTED * checked;
+    return nq >= TF32_AUTO_MIN_QUERIES && Tf32Bound.candidates(k) * 50L <= n && !failing;
+  }
+
+  /** The share of rejected queries past which {@link Precision#AUTO} leaves the TF32 pass for an index. */
+  static final double TF32_AUTO_MAX_REJECTED = 0.5;
 
   /**
    * {@link Precision#TF32_RERANK} (arguments as {@link #enqueueSearch}): every block of queries gets its TF32

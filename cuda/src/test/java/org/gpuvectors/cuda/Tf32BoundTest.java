@@ -313,4 +313,17 @@ class Tf32BoundTest {
     }
     assertTrue(certified[0] > 0 && certified[1] > 0, "both outcomes exercised: " + Arrays.toString(certified));
   }
+  /** Precision.AUTO's choice: large batches, few candidates against n, and an index whose certificate mostly holds. */
+  @Test
+  void autoLeavesTf32WhereTheCertificateMostlyFails() {
+    long n = 2_000_000;
+    assertTrue(GpuFlatIndex.autoTakesTf32(10_000, 10, n, 0, 0), "a large batch, nothing checked yet");
+    assertFalse(GpuFlatIndex.autoTakesTf32(1023, 10, n, 0, 0), "a small batch");
+    assertFalse(GpuFlatIndex.autoTakesTf32(10_000, 10, 1000, 0, 0), "candidates past 1/50 of the vectors");
+    assertTrue(GpuFlatIndex.autoTakesTf32(10_000, 10, n, 80_000, 28_800), "36 % rejected (10M x 128): TF32 still wins");
+    assertFalse(GpuFlatIndex.autoTakesTf32(10_000, 10, n, 80_000, 79_400), "99 % rejected (2M x 768): FP32");
+    assertTrue(GpuFlatIndex.autoTakesTf32(10_000, 10, n, 1000, 1000), "too few checked to judge");
+    assertFalse(GpuFlatIndex.autoTakesTf32(10_000, 10, n, 1024, 513), "past half of at least 1,024 checked");
+    assertTrue(GpuFlatIndex.autoTakesTf32(10_000, 10, n, 1024, 512), "half exactly: TF32 kept");
+  }
 }
