@@ -633,11 +633,12 @@ public final class GpuFlatIndex extends ResidentIndex {
    * per segment against the segment's list centroids) as one launch of the fused kernel, one block per query or,
    * for a few queries, per (query, chunk) with a BlockSelect merge of the chunks ({@link #smallChunks}); at most
    * {@link #SCORED_QUERIES} queries over a few thousand vectors as every vector's key and a radix selection
-   * ({@link #enqueueSmallScored}); false, with nothing enqueued, when the batch or the index is too large ({@link #SMALL_QUERIES}, {@link
-   * #SMALL_FLOATS}) or k exceeds the largest bucket. The GEMM path would take a cuBLAS call, a tile selection and
-   * a merge for work that fits one block per query: on a pass over many small segments the host cost of those
-   * three calls per segment, not the GPU, bounded the rate. Output as {@link #enqueueSearch} writes it (distances
-   * computed directly, not from norms: the same up to rounding). Caller holds the lock.
+   * ({@link #enqueueSmallScored}); false, with nothing enqueued, when the batch or the index is too large ({@link
+   * #SMALL_QUERIES}, {@link #SMALL_FLOATS}) or k exceeds the largest bucket. The GEMM path would take a cuBLAS
+   * call, a tile selection and a merge for work that fits one block per query: on a pass over many small segments
+   * the host cost of those three calls per segment, not the GPU, bounded the rate. Output as {@link
+   * #enqueueSearch} writes it (distances computed directly, not from norms: the same up to rounding). Caller holds
+   * the lock.
    */
   boolean enqueueSmall(long queries, int nq, int k, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     ensureOpen();
@@ -695,7 +696,7 @@ public final class GpuFlatIndex extends ResidentIndex {
     }
   }
 
-  /** The most queries {@link #enqueueSmallScored} takes: a one-query pass and the few queries of concurrent searches. */
+  /** The most queries {@link #enqueueSmallScored} takes: a one-query pass, the few queries of concurrent searches. */
   static final int SCORED_QUERIES = 4;
   /**
    * Whether {@link #enqueueSmall} takes {@link #enqueueSmallScored} where it may ({@code

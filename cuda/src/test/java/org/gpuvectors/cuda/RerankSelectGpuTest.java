@@ -104,7 +104,8 @@ class RerankSelectGpuTest extends GpuTestCase {
         GpuIvfPqIndex.fusedRerankSelect = fused == 1;
         RerankTable table = new RerankTable();
         table.add(0, dx.address(), dq.address());
-        GpuIvfPqIndex.enqueueRerank(device, table, rows, k, kc, dims, metric, dk.address(), dc.address(), outV, outI, 0);
+        GpuIvfPqIndex.enqueueRerank(device, table, rows, k, kc, dims, metric, dk.address(), dc.address(), outV, outI,
+            0);
         device.download(outV, 0, values[fused], 0, rows * k);
         device.download(outI, 0, ids[fused], 0, rows * k);
       }

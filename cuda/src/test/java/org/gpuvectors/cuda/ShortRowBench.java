@@ -81,7 +81,8 @@ public final class ShortRowBench {
 
   private static void coarse(GpuDevice d) {
     System.out.printf("%n%-6s %5s %5s %s%n", "n", "dims", "k",
-        "enqueueSmall ms: every vector's key + radix selection; the fused chunks at smallest chunk (floats) 2048 / 4096 / 8192 / 16384 / 32768");
+        "enqueueSmall ms: every vector's key + radix selection; the fused chunks at smallest chunk (floats) "
+            + "2048 / 4096 / 8192 / 16384 / 32768");
     int[][] shapes = {{1_000, 128}, {4_096, 128}, {16_384, 128}, {1_414, 768}, {2_600, 768}};
     for (int[] sh : shapes) {
       int n = sh[0];
@@ -96,11 +97,12 @@ public final class ShortRowBench {
         d.upload(q, 0, dims, dq, 0);
         for (int k : new int[] {16, 63}) {
           StringBuilder line = new StringBuilder(String.format("%-6d %5d %5d", n, dims, k));
-          line.append(String.format(" %10.4f", median(d, () -> index.enqueueSmall(dq.address(), 1, k, outV, outI, 0))));
+          Runnable small = () -> index.enqueueSmall(dq.address(), 1, k, outV, outI, 0);
+          line.append(String.format(" %10.4f", median(d, small)));
           GpuFlatIndex.scoredSmall = false;
           for (int chunk : new int[] {2048, 4096, 8192, 16384, 32768}) {
             GpuFlatIndex.smallChunkFloats = chunk;
-            line.append(String.format(" %10.4f", median(d, () -> index.enqueueSmall(dq.address(), 1, k, outV, outI, 0))));
+            line.append(String.format(" %10.4f", median(d, small)));
           }
           GpuFlatIndex.smallChunkFloats = 128 * 128;
           GpuFlatIndex.scoredSmall = true;
