@@ -278,22 +278,22 @@ __device__ __forceinline__ bool radixLastBlock(RadixRow& w, int blocksPerRow) {
   return sLast;
 }
 
-// Pass 0: the row's smallest and largest key and how many values may be selected; the last block sets the
-// digits to resolve (the top bit of max - min) or marks the row as taken whole.
-__device__ __forceinline__ bool radixRange(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
-  __shared__ int warpSums[kWarpSize + 1];
-  __shared__ unsigned warpMin[kWarpSize], warpMax[kWarpSize];
-  const RadixSlice s = radixSlice(p, blocksPerRow);
-  RadixRow& w = rows[s.row];
-  const int lane = threadIdx.x & (kWarpSize - 1);
-  const int warp = threadIdx.x / kWarpSize;
-  unsigned lo = kRadixNone, hi = 0;
+// This block's values [begin, end) of the row at `in`: each thread's smallest and largest key, reduced over its warp
+// and stored by lane 0 in warpMin / warpMax[warp] (the caller's barrier publishes them), and how many of the
+// thread's values may be selected (returned); with `keys`, each key also goes to its column there.
+__device__ __forceinline__ int radixWarpRange(const SelectParams& p, const float* in, int begin, int end,
+                                              unsigned* keys, unsigned* warpMin, unsigned* warpMax, unsigned& lo,
+                                              unsigned& hi) {
+  lo = kRadixNone;
+  hi = 0;
   int valid = 0;
-  for (int base = s.begin; base < s.end; base += blockDim.x * kRadixUnroll) {
+  for (int base = begin; base < end; base += blockDim.x * kRadixUnroll) {
     unsigned u[kRadixUnroll];
-    radixLoad(p, s.in, base, s.end, u);
+    radixLoad(p, in, base, end, u);
 #pragma unroll
     for (int r = 0; r < kRadixUnroll; ++r) {
+      const int i = base + r * blockDim.x + threadIdx.x;
+      if (keys != nullptr && i < end) keys[i] = u[r];
       if (u[r] != kRadixNone) {
         lo = min(lo, u[r]);
         hi = max(hi, u[r]);
@@ -306,7 +306,22 @@ __device__ __forceinline__ bool radixRange(const SelectParams& p, RadixRow* rows
     lo = min(lo, __shfl_xor_sync(kFullMask, lo, o));
     hi = max(hi, __shfl_xor_sync(kFullMask, hi, o));
   }
-  if (lane == 0) { warpMin[warp] = lo; warpMax[warp] = hi; }
+  if ((threadIdx.x & (kWarpSize - 1)) == 0) {
+    warpMin[threadIdx.x / kWarpSize] = lo;
+    warpMax[threadIdx.x / kWarpSize] = hi;
+  }
+  return valid;
+}
+
+// Pass 0: the row's smallest and largest key and how many values may be selected; the last block sets the
+// digits to resolve (the top bit of max - min) or marks the row as taken whole.
+__device__ __forceinline__ bool radixRange(const SelectParams& p, RadixRow* rows, int blocksPerRow) {
+  __shared__ int warpSums[kWarpSize + 1];
+  __shared__ unsigned warpMin[kWarpSize], warpMax[kWarpSize];
+  const RadixSlice s = radixSlice(p, blocksPerRow);
+  RadixRow& w = rows[s.row];
+  unsigned lo, hi;
+  const int valid = radixWarpRange(p, s.in, s.begin, s.end, nullptr, warpMin, warpMax, lo, hi);
   int total;
   blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax
   if (threadIdx.x == 0 && total > 0) {
@@ -570,31 +585,9 @@ __device__ __forceinline__ void radixBlock(const SelectParams& p) {
   const int len = p.rowLens != nullptr ? min(p.rowLens[row], p.len) : p.len;
   const float* in = p.in + (long long)row * p.inRowStride;
   const int* ids = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
-  const int lane = threadIdx.x & (kWarpSize - 1);
-  const int warp = threadIdx.x / kWarpSize;
   // the row's keys into shared memory, with its smallest and largest key and how many values may be selected
-  unsigned lo = kRadixNone, hi = 0;
-  int valid = 0;
-  for (int base = 0; base < len; base += blockDim.x * kRadixUnroll) {
-    unsigned u[kRadixUnroll];
-    radixLoad(p, in, base, len, u);
-#pragma unroll
-    for (int r = 0; r < kRadixUnroll; ++r) {
-      const int i = base + r * blockDim.x + threadIdx.x;
-      if (i < len) rowKeys[i] = u[r];
-      if (u[r] != kRadixNone) {
-        lo = min(lo, u[r]);
-        hi = max(hi, u[r]);
-        ++valid;
-      }
-    }
-  }
-#pragma unroll
-  for (int o = kWarpSize / 2; o > 0; o >>= 1) {
-    lo = min(lo, __shfl_xor_sync(kFullMask, lo, o));
-    hi = max(hi, __shfl_xor_sync(kFullMask, hi, o));
-  }
-  if (lane == 0) { warpMin[warp] = lo; warpMax[warp] = hi; }
+  unsigned lo, hi;
+  const int valid = radixWarpRange(p, in, 0, len, rowKeys, warpMin, warpMax, lo, hi);
   if (threadIdx.x == 0) { sCount = 0; sEqual = 0; sCand = 0; }
   int total;
   blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax, rowKeys and the counts
