@@ -535,19 +535,16 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     boolean ip = metric != Metric.L2;
     boolean fused = fusedRerankSelect && rows <= FUSED_SELECT_MAX_ROWS && kc <= RerankParams.SELECT_MAX_CANDIDATES;
     try (DeviceBuffer exact = device.allocate(4L * rows * kc);
-         // written by the kernel for the TF32 certificate (unused here); then, fused, the rows' counts of done blocks
-         DeviceBuffer stats = device.allocate(16L * rows + (fused ? 4L * rows : 0))) {
+         DeviceBuffer done = fused ? device.allocate(4L * rows) : null) { // the rows' counts of done blocks
       RerankParams p = new RerankParams();
       if (fused) {
-        DeviceBuffer done = stats.slice(16L * rows, 4L * rows);
         device.clear(done);
         p.rowsDone = done.address();
         p.outIdx = outI.address() + 4L * outElement;
       }
       p.candIdx = candIds;
       p.candKeys = candValues;
-      p.exactKeys = exact.address();
-      p.stats = stats.address();
+      p.exactKeys = exact.address(); // stats 0: the TF32 certificate's inputs are not needed here
       p.outK = outV.address() + 4L * outElement;
       p.dims = dims;
       p.numQueries = rows;
