@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.StringJoiner;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -44,6 +45,7 @@ import org.apache.lucene.util.IOUtils;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
+import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
@@ -84,8 +86,8 @@ import org.gpuvectors.cuda.SearchResult;
  *       knob. Up to 100 it probes the mapping's {@code nprobe} (default about nlist / 16) and re-ranks 4 x
  *       num_candidates candidates exactly; above 100 the lists probed grow in proportion (IvfProbes). The row
  *       gives the lists probed and the re-rank depth. Batch 10k over all queries (median of gv.scale.runs after gv.scale.warmups
- *       untimed runs) and batch 1 (the first {@code gv.scale.single} queries one at a time: q/s = queries / total
- *       wall). Recall@10 (the 10 hits against the exact top 10) and R@1 (the Faiss paper's 1-recall@1:
+ *       untimed runs) and batch 1 (the first {@code gv.scale.single} queries one at a time, gv.scale.runs times: q/s =
+ *       queries / the median run's wall; the exact peer's batch 1 likewise). Recall@10 (the 10 hits against the exact top 10) and R@1 (the Faiss paper's 1-recall@1:
  *       the fraction of queries whose true nearest neighbour is ranked first). Then the SIFT1M-style point (the
  *       fastest batch-10k row with R@1 >= 0.80, in us per query) and the fastest rows with recall@10 >= 0.95 against
  *       the exact peer. GPU bytes per vector: the residency service's resident bytes / N, split by the index's
@@ -328,15 +330,20 @@ public final class IvfPqScaleBenchmark {
           System.arraycopy(flatQueries, r % nq * dims, q, 0, dims);
           index.search(q, 1, K, null);
         }
-        long s = System.nanoTime();
-        for (int r = 0; r < count; r++) {
-          System.arraycopy(flatQueries, r * dims, q, 0, dims);
-          index.search(q, 1, K, null);
+        double[] walls = new double[RUNS];
+        for (int run = 0; run < RUNS; run++) {
+          long s = System.nanoTime();
+          for (int r = 0; r < count; r++) {
+            System.arraycopy(flatQueries, r * dims, q, 0, dims);
+            index.search(q, 1, K, null);
+          }
+          walls[run] = seconds(s);
         }
-        double total = seconds(s);
+        double total = walls[medianRun(walls)];
         exactSingleQps = count / total;
         addRow("exact-gpu-fp32", 1, 0, 0, 0, 1, 1, exactSingleQps, Double.NaN);
-        progress("exact: batch 1: %d queries in %.2f s (%.1f us a query)", count, total, total * 1e6 / count);
+        progress("exact: batch 1: %d queries, median of %d runs %.2f s (%.1f us a query; runs %s us)", count, RUNS,
+            total, total * 1e6 / count, perQuery(walls, count));
       }
     }
     progress("exact: device handle closed");
@@ -517,6 +524,7 @@ public final class IvfPqScaleBenchmark {
       int m = field.pq().m();
       progress("search: one segment, nlist %d, pq_m %d x %d bits, default nprobe %d", nlist, m, field.pq().bits(),
           field.lists().defaultProbes());
+      logListSizes(field.lists());
       buildFacts.put("nlist", Integer.toString(nlist));
       buildFacts.put("pq_m", Integer.toString(m));
       buildFacts.put("pq_bits", Integer.toString(field.pq().bits()));
@@ -575,21 +583,33 @@ public final class IvfPqScaleBenchmark {
           if (PROFILE) {
             service.profilerRange(true); // under ncu / nsys --profile-from-start off: the batch-1 searches only
           }
-          PassCounters before = PassCounters.of(service.stats());
-          PassGraphStats graphsBefore = service.passGraphStats();
-          long s = System.nanoTime();
-          for (int q = 0; q < count; q++) {
-            one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, K, c, null)[0];
+          // RUNS runs of the same queries, the median reported (as the batch rows and the exact peer's batch 1)
+          int singleRuns = PROFILE ? 1 : RUNS;
+          double[] singleWalls = new double[singleRuns];
+          String[] singleBreakdowns = new String[singleRuns];
+          for (int run = 0; run < singleRuns; run++) {
+            PassCounters before = PassCounters.of(service.stats());
+            PassGraphStats graphsBefore = service.passGraphStats();
+            long s = System.nanoTime();
+            for (int q = 0; q < count; q++) {
+              one[q] = KnnBatchSearcher.search(searcher, FIELD, new float[][] {queries[q]}, K, c, null)[0];
+            }
+            double runWall = seconds(s);
+            PassGraphStats graphs = service.passGraphStats();
+            singleWalls[run] = runWall;
+            singleBreakdowns[run] = String.format(Locale.ROOT, "%s; passes captured as CUDA graphs %d, launched from "
+                    + "one %d, refused %d", before.split(service.stats(), runWall, 1e3 * count, "us"),
+                graphs.captures() - graphsBefore.captures(), graphs.launches() - graphsBefore.launches(),
+                graphs.refusals() - graphsBefore.refusals());
           }
-          double wall = seconds(s);
           if (PROFILE) {
             service.profilerRange(false);
           }
-          PassGraphStats graphs = service.passGraphStats();
-          progress("search: candidates %d, batch 1, %d queries: %.1f us a query, per query %s; passes captured as "
-              + "CUDA graphs %d, launched from one %d, refused %d", c, count, wall * 1e6 / count,
-              before.split(service.stats(), wall, 1e3 * count, "us"), graphs.captures() - graphsBefore.captures(),
-              graphs.launches() - graphsBefore.launches(), graphs.refusals() - graphsBefore.refusals());
+          int singleMid = medianRun(singleWalls);
+          double wall = singleWalls[singleMid];
+          progress("search: candidates %d, batch 1, %d queries, median of %d runs: %.1f us a query (runs %s us), per "
+              + "query %s", c, count, singleRuns, wall * 1e6 / count, perQuery(singleWalls, count),
+              singleBreakdowns[singleMid]);
           double[] r1 = recall(one, docToId, count);
           addRow("ivf_pq-gpu", 1, c, probes, rerank, r1[0], r1[1], count / wall, exactSingleQps);
         } else {
@@ -602,6 +622,39 @@ public final class IvfPqScaleBenchmark {
         }
       }
     }
+  }
+
+  /** Each run's microseconds a query, in run order. */
+  private static String perQuery(double[] walls, int count) {
+    StringJoiner out = new StringJoiner(" / ");
+    for (double w : walls) {
+      out.add(String.format(Locale.ROOT, "%.1f", w * 1e6 / count));
+    }
+    return out.toString();
+  }
+
+  /**
+   * The lists' sizes: what a query's keys row holds at the default nprobe (about nprobe x the mean) and the row
+   * capacity the GPU sizes for it (the nprobe largest lists, {@code GpuIvfPqIndex.keysRowWidth}), which decides the
+   * radix selection's path.
+   */
+  private void logListSizes(IvfField lists) {
+    int nlist = lists.nlist();
+    int[] sizes = new int[nlist];
+    for (int l = 0; l < nlist; l++) {
+      sizes[l] = lists.listSize(l);
+    }
+    Arrays.sort(sizes);
+    int probes = lists.defaultProbes();
+    long largest = 0;
+    for (int i = 0; i < Math.min(probes, nlist); i++) {
+      largest += sizes[nlist - 1 - i];
+    }
+    progress("search: list sizes: smallest %d, median %d, largest %d, mean %.0f; at nprobe %d a row of about %.0f keys,"
+            + " capacity (the %d largest lists) %d", sizes[0], sizes[nlist / 2], sizes[nlist - 1], n / (double) nlist,
+        probes, probes * n / (double) nlist, probes, largest);
+    buildFacts.put("largest_list", Integer.toString(sizes[nlist - 1]));
+    buildFacts.put("keys_row_capacity", Long.toString(largest));
   }
 
   /**

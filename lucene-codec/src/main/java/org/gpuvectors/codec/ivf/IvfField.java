@@ -117,6 +117,11 @@ public final class IvfField implements IvfIndex {
     return defaultProbes;
   }
 
+  /** The vectors of list {@code list} (0 <= list < nlist). */
+  public int listSize(int list) {
+    return offsets[list + 1] - offsets[list];
+  }
+
   public IvfBuilder.Training training() {
     return training;
   }
