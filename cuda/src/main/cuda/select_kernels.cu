@@ -280,10 +280,10 @@ __device__ __forceinline__ bool radixLastBlock(RadixRow& w, int blocksPerRow) {
 
 // This block's values [begin, end) of the row at `in`: each thread's smallest and largest key, reduced over its warp
 // and stored by lane 0 in warpMin / warpMax[warp] (the caller's barrier publishes them), and how many of the
-// thread's values may be selected (returned); with `keys`, each key also goes to its column there.
+// thread's values may be selected (returned); with `keys`, each key of a column below `held` also goes there.
 __device__ __forceinline__ int radixWarpRange(const SelectParams& p, const float* in, int begin, int end,
-                                              unsigned* keys, unsigned* warpMin, unsigned* warpMax, unsigned& lo,
-                                              unsigned& hi) {
+                                              unsigned* keys, int held, unsigned* warpMin, unsigned* warpMax,
+                                              unsigned& lo, unsigned& hi) {
   lo = kRadixNone;
   hi = 0;
   int valid = 0;
@@ -293,7 +293,7 @@ __device__ __forceinline__ int radixWarpRange(const SelectParams& p, const float
 #pragma unroll
     for (int r = 0; r < kRadixUnroll; ++r) {
       const int i = base + r * blockDim.x + threadIdx.x;
-      if (keys != nullptr && i < end) keys[i] = u[r];
+      if (keys != nullptr && i < held) keys[i] = u[r];
       if (u[r] != kRadixNone) {
         lo = min(lo, u[r]);
         hi = max(hi, u[r]);
@@ -321,7 +321,7 @@ __device__ __forceinline__ bool radixRange(const SelectParams& p, RadixRow* rows
   const RadixSlice s = radixSlice(p, blocksPerRow);
   RadixRow& w = rows[s.row];
   unsigned lo, hi;
-  const int valid = radixWarpRange(p, s.in, s.begin, s.end, nullptr, warpMin, warpMax, lo, hi);
+  const int valid = radixWarpRange(p, s.in, s.begin, s.end, nullptr, 0, warpMin, warpMax, lo, hi);
   int total;
   blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax
   if (threadIdx.x == 0 && total > 0) {
@@ -548,21 +548,31 @@ __device__ __forceinline__ void radixFused(const SelectParams& p, RadixRow* rows
 // fit kRadixBlockCandidates, one pass copies them apart (and selects the values below them), and the later digits
 // and the gather read only the copy: three passes over the row for most rows instead of one per digit. Same result
 // as radixSelect up to which of several values equal to the k-th are taken (arrival order in both).
+// A row longer than the block's shared memory (KSelect launches it so for rows of a typical length that fits, whose
+// capacity, the longest a row may be, does not) keeps its first columns there and reads the rest from global memory
+// on each pass over the row: the same selection, slower only for the rows that overflow.
 constexpr int kRadixBlockThreads = 1024;
 constexpr int kRadixBlockBits = 8;
 constexpr int kRadixBlockBins = 1 << kRadixBlockBits;
 constexpr int kRadixBlockCandidates = 2048;
 static_assert(kRadixBlockCandidates * 4 >= kRankOrderMax * 8, "candKey holds radixSortAndWrite's scratch");
 
-// fn(key, i) for every selectable value i < len of the row's keys in shared memory, kRadixUnroll a thread at a time.
+// fn(key, i) for every selectable value i < len of the row, kRadixUnroll a thread at a time: the keys of the first
+// `held` columns from shared memory (rowKeys), a step that reaches past them from the row at `in` (every one of its
+// values: a step's source is the same for the whole block).
 template <typename F>
-__device__ __forceinline__ void radixBlockRow(const unsigned* rowKeys, int len, F fn) {
+__device__ __forceinline__ void radixBlockRow(const SelectParams& p, const float* in, const unsigned* rowKeys,
+                                              int held, int len, F fn) {
   for (int base = 0; base < len; base += blockDim.x * kRadixUnroll) {
     unsigned u[kRadixUnroll];
+    if (held == len || base + (int)blockDim.x * kRadixUnroll <= held) {
 #pragma unroll
-    for (int r = 0; r < kRadixUnroll; ++r) {
-      const int i = base + r * blockDim.x + threadIdx.x;
-      u[r] = i < len ? rowKeys[i] : kRadixNone;
+      for (int r = 0; r < kRadixUnroll; ++r) {
+        const int i = base + r * blockDim.x + threadIdx.x;
+        u[r] = i < len ? rowKeys[i] : kRadixNone;
+      }
+    } else {
+      radixLoad(p, in, base, len, u);
     }
 #pragma unroll
     for (int r = 0; r < kRadixUnroll; ++r) {
@@ -572,7 +582,7 @@ __device__ __forceinline__ void radixBlockRow(const unsigned* rowKeys, int len, 
 }
 
 __device__ __forceinline__ void radixBlock(const SelectParams& p) {
-  extern __shared__ unsigned rowKeys[];  // p.len keys, kRadixNone for one never selected
+  extern __shared__ unsigned rowKeys[];  // the row's first `held` keys, kRadixNone for one never selected
   __shared__ int hist[kRadixBlockBins];
   __shared__ int warpSums[kWarpSize + 1];
   __shared__ unsigned warpMin[kWarpSize], warpMax[kWarpSize];
@@ -585,9 +595,13 @@ __device__ __forceinline__ void radixBlock(const SelectParams& p) {
   const int len = p.rowLens != nullptr ? min(p.rowLens[row], p.len) : p.len;
   const float* in = p.in + (long long)row * p.inRowStride;
   const int* ids = p.inIdx != nullptr ? p.inIdx + (long long)row * p.inRowStride : nullptr;
-  // the row's keys into shared memory, with its smallest and largest key and how many values may be selected
+  // the row's keys into shared memory (as many as it holds), with its smallest and largest key and how many values
+  // may be selected
+  unsigned sharedBytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(sharedBytes));
+  const int held = min(len, (int)(sharedBytes / sizeof(unsigned)));
   unsigned lo, hi;
-  const int valid = radixWarpRange(p, in, 0, len, rowKeys, warpMin, warpMax, lo, hi);
+  const int valid = radixWarpRange(p, in, 0, len, rowKeys, held, warpMin, warpMax, lo, hi);
   if (threadIdx.x == 0) { sCount = 0; sEqual = 0; sCand = 0; }
   int total;
   blockExclusiveSum(valid, warpSums, total);  // its barriers also publish warpMin / warpMax, rowKeys and the counts
@@ -617,7 +631,7 @@ __device__ __forceinline__ void radixBlock(const SelectParams& p) {
     if (compacted) {
       for (int c = threadIdx.x; c < cands; c += blockDim.x) count(candKey[c], 0);
     } else {
-      radixBlockRow(rowKeys, len, count);
+      radixBlockRow(p, in, rowKeys, held, len, count);
     }
     __syncthreads();
     const int c = (int)threadIdx.x < bins ? hist[threadIdx.x] : 0;  // bins <= kRadixBlockBins <= blockDim.x
@@ -638,7 +652,7 @@ __device__ __forceinline__ void radixBlock(const SelectParams& p) {
     __syncthreads();  // hist and sBin are rewritten by the next digit
     if (!compacted && !complete && top > 0 && inBin <= kRadixBlockCandidates) {
       // the values below the prefix are selected, those matching it copied: later passes read the copy only
-      radixBlockRow(rowKeys, len, [&](unsigned u, int i) {
+      radixBlockRow(p, in, rowKeys, held, len, [&](unsigned u, int i) {
         const unsigned d = (u - lo) & mask;
         if (d < prefix) {
           select(u, i);
@@ -662,7 +676,7 @@ __device__ __forceinline__ void radixBlock(const SelectParams& p) {
   if (compacted) {
     for (int c = threadIdx.x; c < cands; c += blockDim.x) gather(candKey[c], candAt[c]);
   } else {
-    radixBlockRow(rowKeys, len, gather);
+    radixBlockRow(p, in, rowKeys, held, len, gather);
   }
   __syncthreads();
   radixSortAndWrite(p, row, selKey, selId, sCount, reinterpret_cast<unsigned long long*>(candKey));

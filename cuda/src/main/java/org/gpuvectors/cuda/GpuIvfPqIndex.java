@@ -748,7 +748,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     long rowWidth = keysRowWidth(nq, probes);
     if (rowWidth > 0) {
       IvfSearch.enqueueKeys(device, centroids, metric.largestFirst(), queries, queryNorms, nq, k, probes, rowWidth,
-          acceptAddress, acceptRowWords, outV, outI, outElement, this::keysScan);
+          typicalKeysRow(probes), acceptAddress, acceptRowWords, outV, outI, outElement, this::keysScan);
       return;
     }
     int keysBlock = keysBlockQueries(nq, k, probes);
@@ -757,7 +757,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       for (int q0 = 0; q0 < nq; q0 += keysBlock) {
         int count = Math.min(keysBlock, nq - q0);
         IvfSearch.enqueueKeys(device, centroids, metric.largestFirst(), queries + 4L * q0 * dims,
-            queryNorms == 0 ? 0 : queryNorms + 4L * q0, count, k, probes, width,
+            queryNorms == 0 ? 0 : queryNorms + 4L * q0, count, k, probes, width, 0, // many rows: the passes
             acceptAddress == 0 ? 0 : acceptAddress + 8L * q0 * acceptRowWords, acceptRowWords, outV, outI,
             outElement + (long) q0 * k, this::keysScanGrouped);
       }
@@ -781,6 +781,15 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     IvfSearch.enqueue(device, centroids, dims, metric.largestFirst(), queries, queryNorms, nq, k, probes, probes,
         probes * tableBytes, acceptAddress, acceptRowWords, outV, outI, outElement,
         b -> scanBlock(b, kernel, shared, tableBytes));
+  }
+
+  /**
+   * The keys a query's row of the small-batch scan typically holds: {@code probes} x the mean list (its width, {@link
+   * #keysRowWidth}, is the sum of the largest lists: at 10M x 128 and nprobe 8, 81k keys for ~25k), what the radix
+   * selection's path is chosen by ({@link SelectParams#typicalLen}).
+   */
+  long typicalKeysRow(int probes) {
+    return (long) Math.ceil(Math.min(probes, nlist) * (double) size() / nlist);
   }
 
   /**

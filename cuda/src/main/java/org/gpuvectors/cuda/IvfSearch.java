@@ -119,16 +119,18 @@ final class IvfSearch {
    * {@code scan} appends every accepted vector of a query's lists to the query's row of {@code rowWidth} (at least
    * the sum of its lists' sizes), and a radix selection ({@link KSelect#radixSelect}) keeps each row's k best:
    * the k best of the lists, as {@link #enqueue}'s per-list selection and merge give them (up to ties), without
-   * their sorted queues of k per list (at k in the hundreds, most of a small batch's time).
+   * their sorted queues of k per list (at k in the hundreds, most of a small batch's time). {@code
+   * typicalRowLength}: the keys most rows hold ({@link KeyBuffers}).
    */
   static void enqueueKeys(GpuDevice device, GpuFlatIndex centroids, boolean largestFirst, long queries,
-                          long queryNorms, int nq, int k, int probes, long rowWidth, long acceptAddress,
-                          long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement, KeyScan scan) {
+                          long queryNorms, int nq, int k, int probes, long rowWidth, long typicalRowLength,
+                          long acceptAddress, long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI,
+                          long outElement, KeyScan scan) {
     checkRowWidth(rowWidth);
     if (nq == 0) {
       return; // no launch: a grid of no queries is not a valid launch
     }
-    try (KeyBuffers rows = new KeyBuffers(device, nq, rowWidth);
+    try (KeyBuffers rows = new KeyBuffers(device, nq, rowWidth, typicalRowLength);
          DeviceBuffer probeLists = enqueueProbes(device, centroids, queries, queryNorms, nq, probes)) {
       scan.enqueue(KeyRows.at(rows.at(0), queries, nq, probes, probeLists.address(), acceptAddress, acceptRowWords));
       rows.select(k, largestFirst, outV, outI, outElement);
@@ -144,7 +146,9 @@ final class IvfSearch {
   /**
    * The rows of keys of a small-batch search, for one group of queries or for several groups of a pass at once
    * (BatchSearch's shared selection): {@code rows} rows of {@code rowWidth} keys and ids, and the row lengths,
-   * zeroed here. Device buffers from the pool, returned by {@link #close} (reuse ordered on the stream).
+   * zeroed here. {@code rowWidth} is the most keys a row may hold (the probed lists' largest sum), {@code
+   * typicalRowLength} the keys most rows hold (0: rowWidth): the selection's path is chosen by the latter ({@link
+   * SelectParams#typicalLen}). Device buffers from the pool, returned by {@link #close} (reuse ordered on the stream).
    */
   static final class KeyBuffers implements AutoCloseable {
     private final GpuDevice device;
@@ -154,12 +158,14 @@ final class IvfSearch {
     private final DeviceBuffer lengths;
     private final int rows;
     private final long rowWidth;
+    private final long typicalRowLength;
 
-    KeyBuffers(GpuDevice device, int rows, long rowWidth) {
+    KeyBuffers(GpuDevice device, int rows, long rowWidth, long typicalRowLength) {
       checkRowWidth(rowWidth);
       this.device = device;
       this.rows = rows;
       this.rowWidth = rowWidth;
+      this.typicalRowLength = typicalRowLength;
       DeviceBuffer k = device.allocate(4L * rows * rowWidth);
       DeviceBuffer i = null;
       DeviceBuffer st = null;
@@ -192,7 +198,8 @@ final class IvfSearch {
      */
     void select(int k, boolean largestFirst, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
       KSelect.radixSelect(device, new SelectParams().input(keys, rows, (int) rowWidth, rowWidth).inputIds(ids)
-          .rowLengths(lengths).k(k).scales(1f, largestFirst ? -1f : 1f).output(outV, outI, k, outElement),
+          .rowLengths(lengths).typicalRowLength(typicalRowLength).k(k).scales(1f, largestFirst ? -1f : 1f)
+          .output(outV, outI, k, outElement),
           state.slice(0, KSelect.radixStateBytes(rows)));
     }
 

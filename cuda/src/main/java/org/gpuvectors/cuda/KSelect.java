@@ -226,14 +226,27 @@ public final class KSelect {
   /**
    * The radix selection of rows of at most {@link #radixBlockMaxLen} values, one block a row with the row in shared
    * memory ({@link #RADIX_BLOCK_KERNEL}): false, with nothing launched, for longer rows or a row past the kernel's
-   * shared memory. Caller holds the lock.
+   * shared memory. Rows whose typical length ({@link SelectParams#typicalLen}) is that short take it too when their
+   * capacity ({@code len}) is not: the block's shared memory then holds as many keys as it can (at least the typical
+   * row's), and a longer row reads the rest from global memory on each of its passes. An IVF-PQ query's keys fill a
+   * row of about nprobe x the mean list, in a row sized for the nprobe largest lists (at 10M x 128, nprobe 8: ~25k
+   * keys in a row of 81k). Caller holds the lock.
    */
   private static boolean radixBlock(GpuDevice device, SelectParams p) {
-    int shared = 4 * Math.max(1, p.len);
-    KernelModule module = device.module();
-    if (p.len > radixBlockMaxLen || shared > module.maxDynamicSharedBytes(RADIX_BLOCK_KERNEL)) {
+    int typical = p.typicalLen > 0 ? Math.min(p.typicalLen, p.len) : p.len;
+    if (typical > radixBlockMaxLen) {
       return false;
     }
+    KernelModule module = device.module();
+    long most = module.maxDynamicSharedBytes(RADIX_BLOCK_KERNEL) / 4;
+    if (radixBlockSharedKeys > 0) {
+      most = Math.min(most, radixBlockSharedKeys);
+    }
+    int held = (int) Math.min(Math.max(1, p.len), most);
+    if (held < typical) {
+      return false;
+    }
+    int shared = 4 * held;
     module.allowDynamicShared(RADIX_BLOCK_KERNEL, shared);
     module.launch(RADIX_BLOCK_KERNEL, p.rows, 1, RADIX_BLOCK_THREADS, shared, device.stream(), Pointer.to(p.encode()));
     radixBlockLaunches++;
@@ -255,6 +268,11 @@ public final class KSelect {
    * level at 40k: 40k values.
    */
   static volatile int radixBlockMaxLen = Integer.getInteger("gv.select.radixBlockMaxLen", 40_000);
+  /**
+   * Tests: the most keys {@link #RADIX_BLOCK_KERNEL} holds in shared memory (0: as many as the device allows), so that
+   * short rows exercise the reads past it.
+   */
+  static volatile int radixBlockSharedKeys = 0;
   /** Radix selections run by {@link #RADIX_BLOCK_KERNEL} since the class loaded (tests: the path they checked). */
   static long radixBlockLaunches; // written under a device's lock
 

@@ -39,6 +39,11 @@ public final class SelectParams {
   float inScale = 1f;
   float outScale = 1f;
   boolean clampZero;
+  /**
+   * Host only, not encoded: the length most rows have when {@link #rowLens} leaves them shorter than {@link #len}
+   * (the capacity, the longest a row may be), or 0: len. {@link KSelect#radixSelect} picks its path by it.
+   */
+  int typicalLen;
 
   public SelectParams() {}
 
@@ -60,6 +65,12 @@ public final class SelectParams {
   /** Columns of each row (one int per row, at most len; {@link KSelect#radixSelect} only); null: len. */
   SelectParams rowLengths(DeviceBuffer lengths) {
     this.rowLens = lengths == null ? 0 : lengths.address();
+    return this;
+  }
+
+  /** The length most rows have, below {@link #len} (see {@link #typicalLen}; {@link KSelect#radixSelect} only). */
+  SelectParams typicalRowLength(long length) {
+    this.typicalLen = (int) Math.min(Integer.MAX_VALUE, Math.max(0, length));
     return this;
   }
 

@@ -41,7 +41,7 @@ final class SharedKeySelection implements AutoCloseable {
   private final List<GpuIvfPqIndex.KeysScan> scans = new ArrayList<>(); // the members' coarse steps, in member order
 
   private SharedKeySelection(GpuDevice device, int[] firstRow, boolean[] coarseInTable, int rows, long rowWidth,
-                             int k, int candidates, int dims, Metric metric) {
+                             long typicalRow, int k, int candidates, int dims, Metric metric) {
     this.device = device;
     this.firstRow = firstRow;
     this.coarseInTable = coarseInTable;
@@ -50,7 +50,7 @@ final class SharedKeySelection implements AutoCloseable {
     this.dims = dims;
     this.metric = metric;
     this.candidates = candidates;
-    IvfSearch.KeyBuffers buffers = new IvfSearch.KeyBuffers(device, rows, rowWidth);
+    IvfSearch.KeyBuffers buffers = new IvfSearch.KeyBuffers(device, rows, rowWidth, typicalRow);
     DeviceBuffer v = null;
     boolean ok = false;
     try {
@@ -82,6 +82,7 @@ final class SharedKeySelection implements AutoCloseable {
     int members = 0;
     int rows = 0;
     long width = 0;
+    long typical = 0; // the longest of the members' typical rows
     SearchGroup first = null;
     for (int g = 0; g < groups.size() && members < RerankTable.MAX_ENTRIES; g++) {
       SearchGroup group = groups.get(g);
@@ -108,6 +109,7 @@ final class SharedKeySelection implements AutoCloseable {
       firstRow[g] = rows;
       rows += group.numQueries();
       width = wider;
+      typical = Math.max(typical, pq.typicalKeysRow(pq.probes(group.nprobe())));
       members++;
       coarseInTable[g] = pq.coarseFitsTable(group.numQueries(), group.nprobe());
     }
@@ -115,7 +117,7 @@ final class SharedKeySelection implements AutoCloseable {
       return null;
     }
     GpuIvfPqIndex lead = (GpuIvfPqIndex) first.index();
-    return new SharedKeySelection(device, firstRow, coarseInTable, rows, width, first.k(),
+    return new SharedKeySelection(device, firstRow, coarseInTable, rows, width, typical, first.k(),
         lead.candidates(first.k()), lead.dims(), lead.metric());
   }
 

@@ -81,16 +81,25 @@ class KSelectGpuTest extends GpuTestCase {
         Math.min(5, failures.size())));
   }
 
-  /** The radix selection's three paths ({@link KSelect#radixSelect}). */
-  enum RadixPath { BLOCK, FUSED, PER_PASS }
+  /**
+   * The radix selection's paths ({@link KSelect#radixSelect}): one block a row with the row in shared memory; the
+   * same with at most {@link #OVERFLOW_HELD} keys held there and the rest of a row read from global memory (as a
+   * row of a typical length, {@link SelectParams#typicalLen}, far below its capacity may); the passes in one
+   * cooperative launch; the passes one launch each.
+   */
+  enum RadixPath { BLOCK, BLOCK_OVERFLOW, FUSED, PER_PASS }
+
+  /** Keys the one-block kernel holds in shared memory on the BLOCK_OVERFLOW path: most shapes read past them. */
+  private static final int OVERFLOW_HELD = 3000;
 
   /**
    * The radix selection ({@link KSelect#radixSelect}) against the oracle: the shapes of {@link #matchesOracle}
    * (ties, NaN and infinities), smallest and largest, k from 1 to 2048 and past the row's length, and rows whose
    * given length ({@code rowLens}) is shorter than the matrix's; short rows by one block each with the row in shared
    * memory, and (that path off) with the passes in one cooperative launch or one launch each. The block path must
-   * have run every shape of at most {@link KSelect#radixBlockMaxLen} values, the fused path every other shape whose
-   * grid fits the device (all but the 700 rows).
+   * have run every shape of at most {@link KSelect#radixBlockMaxLen} values (BLOCK_OVERFLOW: every shape, each told
+   * that its rows are typically short), the fused path every other shape whose grid fits the device (all but the
+   * 700 rows).
    */
   @ParameterizedTest
   @EnumSource(RadixPath.class)
@@ -98,19 +107,24 @@ class KSelectGpuTest extends GpuTestCase {
     boolean fusedBefore = KSelect.fusedRadix;
     int maxLenBefore = KSelect.radixBlockMaxLen;
     KSelect.fusedRadix = path == RadixPath.FUSED;
-    if (path != RadixPath.BLOCK) {
+    if (path == RadixPath.FUSED || path == RadixPath.PER_PASS) {
       KSelect.radixBlockMaxLen = 0;
+    }
+    boolean overflow = path == RadixPath.BLOCK_OVERFLOW;
+    if (overflow) {
+      KSelect.radixBlockSharedKeys = OVERFLOW_HELD;
     }
     long fusedLaunches = KSelect.fusedRadixLaunches;
     long blockLaunches = KSelect.radixBlockLaunches;
     int[] expected;
     try {
-      expected = radixCases(new Random(99));
+      expected = radixCases(new Random(99), overflow);
     } finally {
       KSelect.fusedRadix = fusedBefore;
       KSelect.radixBlockMaxLen = maxLenBefore;
+      KSelect.radixBlockSharedKeys = 0;
     }
-    boolean byBlock = path == RadixPath.BLOCK;
+    boolean byBlock = path == RadixPath.BLOCK || overflow;
     assertTrue(!byBlock || expected[0] > 0, "the block path took no case");
     assertEquals(byBlock ? expected[0] : 0, KSelect.radixBlockLaunches - blockLaunches,
         "radix selections by one block a row");
@@ -120,9 +134,10 @@ class KSelectGpuTest extends GpuTestCase {
 
   /**
    * Runs and checks radixMatchesOracle's cases; returns how many the block path takes (rows of at most {@link
-   * KSelect#radixBlockMaxLen} values) and how many of the others have a grid that one cooperative launch holds.
+   * KSelect#radixBlockMaxLen} values; with {@code typicallyShort}, every row, its typical length given as 1) and how
+   * many of the others have a grid that one cooperative launch holds.
    */
-  private static int[] radixCases(Random r) {
+  private static int[] radixCases(Random r, boolean typicallyShort) {
     int[][] shapes = {{1, 10}, {5, 100}, {37, 5000}, {1, 200_000}, {3, 70_000}, {2, 40_000}, {40, 64}, {700, 300}};
     int capacity;
     try (GpuDevice.Scope scope = device.lock()) {
@@ -132,6 +147,7 @@ class KSelectGpuTest extends GpuTestCase {
     assertTrue(700 > capacity, "the 700-row case must not fit one cooperative launch (" + capacity + " blocks)");
     int block = 0;
     int fitting = 0;
+    int overflowing = 0; // cases whose rows are longer than the keys the block holds
     int[] ks = {1, 10, 100, 400, 1000, 2048};
     List<String> failures = new ArrayList<>();
     int cases = 0;
@@ -148,12 +164,13 @@ class KSelectGpuTest extends GpuTestCase {
                   lens[i] = r.nextInt(sh[1] + 1);
                 }
               }
-              String f = checkRadix(s, sh[0], sh[1], lens, k, largest, r);
+              String f = checkRadix(s, sh[0], sh[1], lens, typicallyShort ? 1 : 0, k, largest, r);
               if (f != null) {
                 failures.add(f);
               }
               long grid = (long) sh[0] * KSelect.radixBlocksPerRow(sh[0], sh[1], device.multiprocessorCount());
-              boolean byBlock = sh[1] <= KSelect.radixBlockMaxLen;
+              boolean byBlock = typicallyShort || sh[1] <= KSelect.radixBlockMaxLen;
+              overflowing += typicallyShort && sh[1] > OVERFLOW_HELD ? 1 : 0;
               block += byBlock ? 1 : 0;
               fitting += !byBlock && grid <= capacity ? 1 : 0;
             }
@@ -161,17 +178,20 @@ class KSelectGpuTest extends GpuTestCase {
         }
       }
     }
-    System.out.println("[gpu-vectors] radix select" + (KSelect.radixBlockMaxLen > 0 ? " (short rows by one block)"
-        : KSelect.fusedRadix ? " (one launch where it fits)" : "") + ": " + cases + " cases, " + block + " by block, "
-        + failures.size()
+    System.out.println("[gpu-vectors] radix select" + (typicallyShort ? " (every row by one block holding "
+        + OVERFLOW_HELD + " keys)" : KSelect.radixBlockMaxLen > 0 ? " (short rows by one block)"
+        : KSelect.fusedRadix ? " (one launch where it fits)" : "") + ": " + cases + " cases, " + block + " by block"
+        + (typicallyShort ? " (" + overflowing + " reading past the held keys)" : "") + ", " + failures.size()
         + " failures");
+    assertTrue(!typicallyShort || 2 * overflowing >= cases, "half the cases read past the held keys: " + overflowing);
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
     return new int[] {block, fitting};
   }
 
-  static String checkRadix(Shape s, int rows, int len, int[] lens, int k, boolean largest, Random r) {
+  /** One radix case against the oracle; {@code typicalLen}: the rows' typical length given to the selection (0: none). */
+  static String checkRadix(Shape s, int rows, int len, int[] lens, int typicalLen, int k, boolean largest, Random r) {
     float[] d = data(s, rows, len, r);
     float[] values = new float[rows * k];
     int[] ids = new int[rows * k];
@@ -185,7 +205,7 @@ class KSelectGpuTest extends GpuTestCase {
         device.upload(lens, rowLens);
       }
       KSelect.radixSelect(device, new SelectParams().input(in, rows, len, len).rowLengths(lens == null ? null : rowLens)
-          .k(k).largest(largest).output(outV, outI, k));
+          .typicalRowLength(typicalLen).k(k).largest(largest).output(outV, outI, k));
       device.download(outV, 0, values, 0, values.length);
       device.download(outI, 0, ids, 0, ids.length);
     }
