@@ -526,14 +526,15 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * and dims): the candidates' exact FP32 keys ({@code gv_rerank_exact_table}: squared L2, or -x.q; an empty slot's
    * key is +inf), then each row's k best keys into the output from element {@code outElement}, k per row (inner
    * product back to +x.q): selected by the re-rank kernel itself for a few rows of at most {@link
-   * RerankParams#SELECT_MAX_CANDIDATES} candidates ({@link #fusedRerankSelect}), else by a BlockSelect launch over the
+   * #fusedSelectMaxCandidates} candidates ({@link #fusedRerankSelect}), else by a BlockSelect launch over the
    * candidates' ids. Asynchronous; the temporaries return to the pool (reuse is ordered on the stream). Caller holds
    * the lock.
    */
   static void enqueueRerank(GpuDevice device, RerankTable table, int rows, int k, int kc, int dims, Metric metric,
                             long candValues, long candIds, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     boolean ip = metric != Metric.L2;
-    boolean fused = fusedRerankSelect && rows <= FUSED_SELECT_MAX_ROWS && kc <= RerankParams.SELECT_MAX_CANDIDATES;
+    boolean fused = fusedRerankSelect && rows <= FUSED_SELECT_MAX_ROWS
+        && kc <= Math.min(fusedSelectMaxCandidates, RerankParams.SELECT_MAX_CANDIDATES);
     try (DeviceBuffer exact = device.allocate(4L * rows * kc);
          DeviceBuffer done = fused ? device.allocate(4L * rows) : null) { // the rows' counts of done blocks
       RerankParams p = new RerankParams();
@@ -574,6 +575,14 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * concurrent searches); a batch keeps the BlockSelect launch, whose rows fill the GPU anyway.
    */
   static final int FUSED_SELECT_MAX_ROWS = 64;
+  /**
+   * The most candidates a row whose re-rank selects itself may have (the kernel takes up to {@link
+   * RerankParams#SELECT_MAX_CANDIDATES}; tests raise this to it). The row's last block ranks them with its 128
+   * threads, count^2 / 128 compares each: past ~256 that outlasts the BlockSelect launch it saves. 2M x 768, nprobe 8,
+   * one query (H100, device wait, the selection in the re-rank / a BlockSelect launch): 240 candidates 80.7 / 80.2 us,
+   * 320 89.0 / 84.0, 400 103.4 / 88.7, 512 113.5 / 91.4 (BENCHMARKS section 23).
+   */
+  static volatile int fusedSelectMaxCandidates = 256;
 
   /** Device address of the raw vectors (the device re-rank's); caller holds the lock. */
   long rawVectorsAddress() {

@@ -13,7 +13,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The re-rank that selects its rows' k best itself ({@link GpuIvfPqIndex#enqueueRerank}, a few rows of at most {@link
- * RerankParams#SELECT_MAX_CANDIDATES} candidates) against the same re-rank followed by the BlockSelect launch (itself
+ * RerankParams#SELECT_MAX_CANDIDATES} candidates, the kernel's capacity, above the host's default cap {@link
+ * GpuIvfPqIndex#fusedSelectMaxCandidates}) against the same re-rank followed by the BlockSelect launch (itself
  * checked against the oracle in KSelectGpuTest): equal values, equal id sets up to ties; and both against a CPU
  * oracle of the exact keys: each row's k best candidates by squared L2 or -x.q, empty slots (-1) and NaN vectors
  * never selected. The candidates include duplicate vectors (equal keys), empty slots and a vector with a NaN.
@@ -89,6 +90,8 @@ class RerankSelectGpuTest extends GpuTestCase {
     float[][] values = new float[2][rows * k];
     int[][] ids = new int[2][rows * k];
     boolean before = GpuIvfPqIndex.fusedRerankSelect;
+    int maxBefore = GpuIvfPqIndex.fusedSelectMaxCandidates;
+    GpuIvfPqIndex.fusedSelectMaxCandidates = RerankParams.SELECT_MAX_CANDIDATES; // the kernel up to its capacity
     try (GpuDevice.Scope s = device.lock();
          DeviceBuffer dx = device.allocate(4L * x.length);
          DeviceBuffer dq = device.allocate(4L * queries.length);
@@ -111,6 +114,7 @@ class RerankSelectGpuTest extends GpuTestCase {
       }
     } finally {
       GpuIvfPqIndex.fusedRerankSelect = before;
+      GpuIvfPqIndex.fusedSelectMaxCandidates = maxBefore;
     }
     String where = metric + " dims=" + dims + " rows=" + rows + " kc=" + kc + " k=" + k;
     for (int row = 0; row < rows; row++) {
