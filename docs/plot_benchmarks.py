@@ -15,6 +15,9 @@
 - exact-small.png: exact search of 1 to 128 queries (section 17a): queries/s against batch size, the flat scan and
   the GEMM path (device time) next to PyTorch FP32 and TF32 (wall time with transfers), 1M x 128 and 1M x 768, k = 10;
   recall is 1.0 for all (exact search), so one axis is enough.
+- ivfpq-scale.png: recall@10 against queries/s, `ivf_pq` at scale (section 23: 10M x 128 and 2M x 768, nprobe 8,
+  one point per num_candidates), batch 10k and one query at a time, next to the exact GPU search of the same JVM and
+  PyTorch FP32 / TF32 on the same data (session 17, section 22b / 22c: the peer of another run, as marked).
 """
 import csv
 import os
@@ -203,6 +206,39 @@ def exact_small():
     print("wrote", out)
 
 
+def ivfpq_scale():
+    sets = (("10M x 128", "ivfpq-s18/typical-row/m10-p8/ivfpq-scale-10000000-128.csv",
+             "ivfpq-s17/scale-10m-torch/torch-scale-10000000-128.csv"),
+            ("2M x 768", "ivfpq-s18/typical-row/d768-p8/ivfpq-scale-2000000-768.csv",
+             "ivfpq-s17/scale-2m768-torch/torch-scale-2000000-768.csv"))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, (name, ours_csv, torch_csv) in zip(axes, sets):
+        ours = rows(ours_csv)
+        for batch, color in (("10000", "tab:green"), ("1", "tab:blue")):
+            pts = [r for r in ours if r["system"] == "ivf_pq-gpu" and r["batch"] == batch]
+            pts.sort(key=lambda r: float(r["recall_at_10"]))
+            ax.plot([float(r["queries_per_s"]) for r in pts], [float(r["recall_at_10"]) for r in pts], marker="o",
+                    color=color, label=f"ivf_pq, batch {batch} (nprobe 8, one point per num_candidates)")
+            exact = [r for r in ours if r["system"].startswith("exact-gpu") and r["batch"] == batch]
+            best = max(exact, key=lambda r: float(r["queries_per_s"]))
+            ax.scatter([float(best["queries_per_s"])], [float(best["recall_at_10"])], marker="*", s=120, color=color,
+                       label=f"our exact GPU search, batch {batch} ({best['system'][len('exact-gpu-'):]})")
+            ax.scatter([20 * float(best["queries_per_s"])], [0.95], marker="|", s=300, color=color,
+                       label=f"issue 8's bar: 20x exact at recall 0.95, batch {batch}")
+        for r in rows(torch_csv):
+            ax.scatter([float(r["queries_per_s"])], [float(r["recall_vs_fp32"])], marker="s", color="tab:orange"
+                       if r["system"] == "torch-fp32" else "tab:red",
+                       label=f"PyTorch {r['system'][6:].upper()} batch 10k (session 17)")
+        ax.set_xscale("log"); ax.set_ylim(0.9, 1.005)
+        ax.set_xlabel("queries/s"); ax.set_ylabel("recall@10")
+        ax.set_title(f"ivf_pq, {name} clustered, k = 10, H100"); ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6, loc="lower left")
+    fig.tight_layout()
+    out = os.path.join(here, "ivfpq-scale.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 if __name__ == "__main__":
     exact_search(1000000, 128)
     exact_search(1000000, 768)
@@ -210,3 +246,4 @@ if __name__ == "__main__":
     fashion_mnist()
     natural_segments()
     exact_small()
+    ivfpq_scale()
