@@ -1,6 +1,7 @@
 package org.gpuvectors.codec.ivf;
 
 import java.io.IOException;
+import java.util.stream.IntStream;
 import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.cuda.Metric;
 
@@ -21,22 +22,31 @@ public interface Assigner {
   void assign(float[][] centroids, float[][] points, int count, Metric metric, int[] out, int outOffset)
       throws IOException;
 
-  /** The CPU computation (Lucene's SIMD {@link VectorUtil} distances), one thread. */
+  /** Points per task of {@link #CPU}. */
+  int CPU_BLOCK = 1024;
+
+  /**
+   * The CPU computation (Lucene's SIMD {@link VectorUtil} distances), blocks of {@link #CPU_BLOCK} points side by
+   * side on the common pool (each point's answer is its own: the same whatever the threads).
+   */
   Assigner CPU =
       (centroids, points, count, metric, out, outOffset) -> {
         boolean l2 = metric == Metric.L2;
-        for (int i = 0; i < count; i++) {
-          float[] p = points[i];
-          int best = 0;
-          float bestValue = Float.NaN;
-          for (int c = 0; c < centroids.length; c++) {
-            float v = l2 ? VectorUtil.squareDistance(p, centroids[c]) : -VectorUtil.dotProduct(p, centroids[c]);
-            if (c == 0 || v < bestValue) { // ties: the lower centroid index
-              best = c;
-              bestValue = v;
+        IntStream blocks = IntStream.range(0, (count + CPU_BLOCK - 1) / CPU_BLOCK);
+        (count > CPU_BLOCK ? blocks.parallel() : blocks).forEach(b -> {
+          for (int i = b * CPU_BLOCK, end = Math.min(count, i + CPU_BLOCK); i < end; i++) {
+            float[] p = points[i];
+            int best = 0;
+            float bestValue = Float.NaN;
+            for (int c = 0; c < centroids.length; c++) {
+              float v = l2 ? VectorUtil.squareDistance(p, centroids[c]) : -VectorUtil.dotProduct(p, centroids[c]);
+              if (c == 0 || v < bestValue) { // ties: the lower centroid index
+                best = c;
+                bestValue = v;
+              }
             }
+            out[outOffset + i] = best;
           }
-          out[outOffset + i] = best;
-        }
+        });
       };
 }

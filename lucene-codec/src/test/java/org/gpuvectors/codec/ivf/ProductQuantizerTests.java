@@ -9,12 +9,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.util.OptionalInt;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.lucene.index.CorruptIndexException;
 import org.apache.lucene.store.ByteBuffersDirectory;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.IOContext;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
+import org.gpuvectors.cuda.Metric;
 import org.junit.jupiter.api.Test;
 
 class ProductQuantizerTests {
@@ -170,14 +172,14 @@ class ProductQuantizerTests {
   @Test
   void trainingIsDeterministicAndGoesThroughTheAssigner() throws IOException {
     float[][] residuals = gaussian(500, 8);
-    int[] calls = new int[1];
+    AtomicInteger calls = new AtomicInteger(); // the sub-quantizers train on several threads
     Assigner counting =
         (centroids, points, count, metric, out, offset) -> {
-          calls[0]++;
+          calls.incrementAndGet();
           Assigner.CPU.assign(centroids, points, count, metric, out, offset);
         };
     ProductQuantizer a = ProductQuantizer.train(residuals, 2, 6, 7, 3, counting);
-    assertEquals(2 * 7, calls[0], "one assignment per sub-quantizer and iteration");
+    assertEquals(2 * 7, calls.get(), "one assignment per sub-quantizer and iteration");
     ProductQuantizer b = ProductQuantizer.train(residuals, 2, 6, 7, 3, Assigner.CPU);
     for (int j = 0; j < 2; j++) {
       for (int c = 0; c < 64; c++) {
@@ -185,6 +187,28 @@ class ProductQuantizerTests {
       }
     }
     assertEquals(new IvfBuilder.Training(500, 7, 3), a.training());
+  }
+
+  /**
+   * The sub-quantizers train side by side: each codebook must be what k-means alone gives on its sub-space with its
+   * seed (seed + j), whatever the threads did.
+   */
+  @Test
+  void eachCodebookIsItsSubSpacesOwnKMeans() throws IOException {
+    int m = 12;
+    int sub = 2;
+    float[][] residuals = gaussian(3000, m * sub);
+    ProductQuantizer pq = ProductQuantizer.train(residuals, m, 5, 6, 41, Assigner.CPU);
+    for (int j = 0; j < m; j++) {
+      float[][] points = new float[residuals.length][sub];
+      for (int i = 0; i < residuals.length; i++) {
+        System.arraycopy(residuals[i], j * sub, points[i], 0, sub);
+      }
+      float[][] alone = KMeans.train(points, 32, Metric.L2, 6, 41 + j, Assigner.CPU);
+      for (int c = 0; c < 32; c++) {
+        assertArrayEquals(alone[c], pq.codeword(j, c), "sub-quantizer " + j + ", codeword " + c);
+      }
+    }
   }
 
   @Test
