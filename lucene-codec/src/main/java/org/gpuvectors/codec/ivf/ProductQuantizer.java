@@ -8,6 +8,7 @@ import java.util.stream.IntStream;
 import org.apache.lucene.index.CorruptIndexException;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
+import org.apache.lucene.util.IOConsumer;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.PqCodebook;
@@ -132,25 +133,16 @@ public final class ProductQuantizer {
     int subDims = dims / m;
     float[] codebooks = new float[ksub * dims];
     int k = Math.min(ksub, residuals.length);
-    try {
-      IntStream.range(0, m).parallel().forEach(j -> {
-        float[][] sub = new float[residuals.length][subDims];
-        for (int i = 0; i < residuals.length; i++) {
-          System.arraycopy(residuals[i], j * subDims, sub[i], 0, subDims);
-        }
-        float[][] centroids;
-        try {
-          centroids = KMeans.train(sub, k, Metric.L2, iterations, seed + j, assigner);
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-        for (int c = 0; c < ksub; c++) { // each j writes its own range of the codebooks
-          System.arraycopy(centroids[c < k ? c : 0], 0, codebooks, (j * ksub + c) * subDims, subDims);
-        }
-      });
-    } catch (UncheckedIOException e) {
-      throw e.getCause();
-    }
+    forEachSubQuantizer(m, j -> {
+      float[][] sub = new float[residuals.length][subDims];
+      for (int i = 0; i < residuals.length; i++) {
+        System.arraycopy(residuals[i], j * subDims, sub[i], 0, subDims);
+      }
+      float[][] centroids = KMeans.train(sub, k, Metric.L2, iterations, seed + j, assigner);
+      for (int c = 0; c < ksub; c++) { // each j writes its own range of the codebooks
+        System.arraycopy(centroids[c < k ? c : 0], 0, codebooks, (j * ksub + c) * subDims, subDims);
+      }
+    });
     return new ProductQuantizer(dims, m, bits, codebooks, new IvfBuilder.Training(residuals.length, iterations, seed));
   }
 
@@ -232,20 +224,27 @@ public final class ProductQuantizer {
    */
   public void encode(float[][] residuals, int count, byte[] codes, int offset, Assigner assigner) throws IOException {
     int subDims = subDims();
+    forEachSubQuantizer(m, j -> {
+      float[][] sub = new float[count][subDims];
+      int[] nearest = new int[count];
+      for (int i = 0; i < count; i++) {
+        System.arraycopy(residuals[i], j * subDims, sub[i], 0, subDims);
+      }
+      assigner.assign(codebook(j), sub, count, Metric.L2, nearest, 0);
+      for (int i = 0; i < count; i++) {
+        codes[offset + i * m + j] = (byte) nearest[i];
+      }
+    });
+  }
+
+  /** Runs {@code task} for every sub-quantizer {@code j < m}, side by side on the common pool. */
+  private static void forEachSubQuantizer(int m, IOConsumer<Integer> task) throws IOException {
     try {
       IntStream.range(0, m).parallel().forEach(j -> {
-        float[][] sub = new float[count][subDims];
-        int[] nearest = new int[count];
-        for (int i = 0; i < count; i++) {
-          System.arraycopy(residuals[i], j * subDims, sub[i], 0, subDims);
-        }
         try {
-          assigner.assign(codebook(j), sub, count, Metric.L2, nearest, 0);
+          task.accept(j);
         } catch (IOException e) {
           throw new UncheckedIOException(e);
-        }
-        for (int i = 0; i < count; i++) {
-          codes[offset + i * m + j] = (byte) nearest[i];
         }
       });
     } catch (UncheckedIOException e) {
