@@ -74,6 +74,12 @@ public record IvfLists(int nlist, float[] centroids, int[] offsets, int[] ords) 
    * query's candidates, for the small-batch scan's rows).
    */
   public long[] largestListsPrefix() {
+    return largestListsPrefix(offsets);
+  }
+
+  /** {@link #largestListsPrefix()} of the lists at {@code offsets} ({@code nlist + 1} entries, as this record's). */
+  public static long[] largestListsPrefix(int[] offsets) {
+    int nlist = offsets.length - 1;
     int[] sizes = new int[nlist];
     for (int l = 0; l < nlist; l++) {
       sizes[l] = offsets[l + 1] - offsets[l];

@@ -50,6 +50,7 @@ import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
+import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchResult;
@@ -640,16 +641,14 @@ public final class IvfPqScaleBenchmark {
    */
   private void logListSizes(IvfField lists) {
     int nlist = lists.nlist();
+    int[] offsets = lists.listOffsets();
     int[] sizes = new int[nlist];
     for (int l = 0; l < nlist; l++) {
-      sizes[l] = lists.listSize(l);
+      sizes[l] = offsets[l + 1] - offsets[l];
     }
     Arrays.sort(sizes);
     int probes = lists.defaultProbes();
-    long largest = 0;
-    for (int i = 0; i < Math.min(probes, nlist); i++) {
-      largest += sizes[nlist - 1 - i];
-    }
+    long largest = IvfLists.largestListsPrefix(offsets)[Math.min(probes, nlist)];
     progress("search: list sizes: smallest %d, median %d, largest %d, mean %.0f; at nprobe %d a row of about %.0f keys,"
             + " capacity (the %d largest lists) %d", sizes[0], sizes[nlist / 2], sizes[nlist - 1], n / (double) nlist,
         probes, probes * n / (double) nlist, probes, largest);

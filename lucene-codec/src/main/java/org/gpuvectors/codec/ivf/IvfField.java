@@ -117,9 +117,9 @@ public final class IvfField implements IvfIndex {
     return defaultProbes;
   }
 
-  /** The vectors of list {@code list} (0 <= list < nlist). */
-  public int listSize(int list) {
-    return offsets[list + 1] - offsets[list];
+  /** Where each list starts among the positions, and the end ({@code nlist + 1} entries; a copy). */
+  public int[] listOffsets() {
+    return offsets.clone();
   }
 
   public IvfBuilder.Training training() {
