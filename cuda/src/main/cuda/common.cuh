@@ -285,6 +285,20 @@ struct GraphPruneParams {
   int degree;       // 1 <= degree <= k
 };
 
+// gv_codebook_assign (codebook_assign.cu; CodebookAssignParams.java mirrors this layout, 48 bytes): the nearest
+// codeword (squared L2) of every sub-vector of every point, for k-means of product-quantizer codebooks and PQ
+// encoding; the sub-vector of group g of a point is its floats [g * subDims, (g + 1) * subDims).
+struct CodebookAssignParams {
+  const float* points;     // count x dims, row-major (dims = groups * subDims)
+  const float* codebooks;  // groups x k x subDims: codeword c of group g at (g * k + c) * subDims
+  int* out;                // count x groups: out[i * groups + g] = the nearest codeword (ties: the lower index)
+  long long count;
+  int dims;                // floats between consecutive points (groups * subDims)
+  int groups;
+  int subDims;
+  int k;                   // codewords per group
+};
+
 // Exclusive prefix sum of c over the warp's lanes; returns the warp total (all lanes).
 template <typename T>
 __device__ __forceinline__ T warpExclusiveSum(T c, int lane, T& exclusive) {

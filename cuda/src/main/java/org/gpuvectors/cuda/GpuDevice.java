@@ -282,6 +282,56 @@ public final class GpuDevice implements AutoCloseable {
         Pointer.to(src).withByteOffset(4L * srcOffset), 4L * count));
   }
 
+  /**
+   * Copies host floats to device (synchronous) through the pinned staging buffer, {@link PinnedHostBuffer#MAX_BYTES}
+   * at a time: the copy into pinned memory and its DMA beat the driver's pageable path several times over on large
+   * copies (index and k-means uploads of hundreds of MB: ~2.3 GB/s pageable on the H100 machine).
+   */
+  public void uploadStaged(float[] src, int srcOffset, int count, DeviceBuffer dst, long dstByteOffset) {
+    checkLocked();
+    check(dst, dstByteOffset, 4L * count);
+    if (PINNED_STAGING == false) {
+      upload(src, srcOffset, count, dst, dstByteOffset);
+      return;
+    }
+    int perCopy = (int) (PinnedHostBuffer.MAX_BYTES / 4);
+    for (int done = 0; done < count; done += perCopy) {
+      int n = Math.min(perCopy, count - done);
+      java.nio.FloatBuffer floats = staging.floats(4L * n);
+      floats.put(0, src, srcOffset + done, n);
+      Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
+          Driver.deviceptr(dst.address() + dstByteOffset + 4L * done), staging.pointer(), 4L * n));
+    }
+  }
+
+  /**
+   * Copies rows {@code [0, count)} of {@code rows} ({@code dims} floats each) to the device, row-major (synchronous),
+   * through the pinned staging buffer: each row is copied once on the host, into pinned memory, side by side on the
+   * common pool for large copies (as a pass stages its query rows, {@link QueryUploads#stage}).
+   */
+  public void uploadRows(float[][] rows, int count, int dims, DeviceBuffer dst, long dstByteOffset) {
+    checkLocked();
+    check(dst, dstByteOffset, 4L * count * dims);
+    int rowsPerCopy = (int) Math.max(1, PinnedHostBuffer.MAX_BYTES / (4L * dims));
+    for (int from = 0; from < count; from += rowsPerCopy) {
+      int n = Math.min(rowsPerCopy, count - from);
+      java.nio.FloatBuffer floats = staging.floats(4L * n * dims);
+      int first = from;
+      java.util.stream.IntStream blocks = java.util.stream.IntStream.range(0, (n + 255) / 256);
+      (n >= QueryUploads.PARALLEL_STAGING_ROWS ? blocks.parallel() : blocks).forEach(b -> {
+        for (int r = b * 256, end = Math.min(n, r + 256); r < end; r++) {
+          float[] row = rows[first + r];
+          if (row.length != dims) {
+            throw new IllegalArgumentException("row " + (first + r) + " has " + row.length + " floats, not " + dims);
+          }
+          floats.put(r * dims, row);
+        }
+      });
+      Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
+          Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), staging.pointer(), 4L * n * dims));
+    }
+  }
+
   public void upload(int[] src, DeviceBuffer dst) {
     checkLocked();
     check(dst, 0, 4L * src.length);

@@ -1,0 +1,32 @@
+package org.gpuvectors.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * Parameters of {@code gv_codebook_assign_shared} / {@code _global}; mirrors {@code gv::CodebookAssignParams} in
+ * common.cuh (48 bytes, little-endian; member by member checked by ParamLayoutTest). Device addresses are longs.
+ *
+ * <p>Not thread-safe (a plain value object).
+ */
+final class CodebookAssignParams {
+  static final int BYTES = 48;
+  /** Points per block (codebook_assign.cu's kAssignThreads). */
+  static final int THREADS = 128;
+
+  long points;
+  long codebooks;
+  long out;
+  long count;
+  int dims;
+  int groups;
+  int subDims;
+  int k;
+
+  byte[] encode() {
+    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(points).putLong(codebooks).putLong(out).putLong(count).putInt(dims).putInt(groups).putInt(subDims)
+        .putInt(k);
+    return b.array();
+  }
+}

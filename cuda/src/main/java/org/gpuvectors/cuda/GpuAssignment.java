@@ -1,0 +1,186 @@
+package org.gpuvectors.cuda;
+
+import java.io.IOException;
+import jcuda.Pointer;
+
+/**
+ * Points held on the device for nearest-centroid steps against centroids that change: the Lloyd iterations of
+ * k-means (the training sample goes up once, not once an iteration) and the encoding of a block of vectors. Each
+ * point is cut into {@code groups} sub-vectors of {@code dims / groups} floats, each with its own centroids:
+ *
+ * <ul>
+ *   <li>one group (the coarse quantizer of an IVF index): the brute-force primitive, the centroids as a flat index
+ *       and the held points as its queries, k = 1 ({@link GpuFlatIndex}: GEMM + selection), for every metric;
+ *   <li>several groups (the sub-quantizers of a product quantizer, squared L2 only): {@code gv_codebook_assign}, all
+ *       groups in one launch. Fashion-MNIST's 98 sub-quantizers were 98 small brute-force searches an iteration, each
+ *       one a GPU call with its own uploads (1.4-1.7 s of a 2.5 s build, docs/BENCHMARKS.md 19f).
+ * </ul>
+ *
+ * Owns the points' device buffer, released by {@link #close}. Not thread-safe; each call takes the device lock.
+ */
+public final class GpuAssignment implements AutoCloseable {
+
+  private final GpuDevice device;
+  private final DeviceBuffer points;
+  private final int count;
+  private final int dims;
+  private final int groups;
+  private final Metric metric;
+  private boolean closed;
+
+  private GpuAssignment(GpuDevice device, DeviceBuffer points, int count, int dims, int groups, Metric metric) {
+    this.device = device;
+    this.points = points;
+    this.count = count;
+    this.dims = dims;
+    this.groups = groups;
+    this.metric = metric;
+  }
+
+  /**
+   * Uploads {@code count} row-major points of {@code dims} floats. Several {@code groups} (they must divide {@code
+   * dims}) take {@link Metric#L2} only; cosine points must come normalised, ranked by {@link Metric#INNER_PRODUCT}.
+   */
+  public static GpuAssignment hold(GpuDevice device, float[] pointsRowMajor, int count, int dims, int groups,
+                                   Metric metric) {
+    if ((long) count * dims > pointsRowMajor.length) {
+      throw new IllegalArgumentException(
+          "need count * dims point floats: count=" + count + " dims=" + dims + " length=" + pointsRowMajor.length);
+    }
+    check(count, dims, groups, metric);
+    DeviceBuffer buffer;
+    try {
+      buffer = GpuFlatIndex.uploadRows(device, count, dims, false,
+          (first, rows, dst) -> System.arraycopy(pointsRowMajor, first * dims, dst, 0, rows * dims));
+    } catch (IOException e) {
+      throw new AssertionError("copying from an array does no I/O", e);
+    }
+    return new GpuAssignment(device, buffer, count, dims, groups, metric);
+  }
+
+  /**
+   * As {@link #hold(GpuDevice, float[], int, int, int, Metric)}, the points the first {@code count} of {@code rows}
+   * ({@code dims} floats each), copied once on the host, straight into pinned memory ({@link GpuDevice#uploadRows}).
+   */
+  public static GpuAssignment hold(GpuDevice device, float[][] rows, int count, int dims, int groups, Metric metric) {
+    check(count, dims, groups, metric);
+    if (count > rows.length) {
+      throw new IllegalArgumentException("count " + count + " > rows " + rows.length);
+    }
+    DeviceBuffer buffer;
+    try (GpuDevice.Scope s = device.lock()) {
+      buffer = device.allocate(4L * count * dims);
+      boolean ok = false;
+      try {
+        device.uploadRows(rows, count, dims, buffer, 0);
+        ok = true;
+      } finally {
+        if (!ok) {
+          buffer.close();
+        }
+      }
+    }
+    return new GpuAssignment(device, buffer, count, dims, groups, metric);
+  }
+
+  private static void check(int count, int dims, int groups, Metric metric) {
+    if (count < 1 || dims < 1) {
+      throw new IllegalArgumentException("need points: count=" + count + " dims=" + dims);
+    }
+    if (groups < 1 || groups > MAX_GROUPS || dims % groups != 0) {
+      throw new IllegalArgumentException(
+          "groups must divide the dimension " + dims + " and be at most " + MAX_GROUPS + ": " + groups);
+    }
+    if (groups > 1 && metric != Metric.L2) {
+      throw new IllegalArgumentException("sub-vector groups are assigned by squared L2 only, not " + metric);
+    }
+    if ((long) count * groups > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException("count * groups must fit one int array: " + count + " * " + groups);
+    }
+  }
+
+  /**
+   * The nearest of {@code k} centroids for every sub-vector: {@code out[i * groups + g]} for point {@code i} and
+   * group {@code g}, among the centroids {@code centroids[(g * k + c) * (dims / groups) ..]} of that group. Ties go
+   * to the lower index (the GEMM path: up to float rounding of the distances).
+   */
+  public int[] nearest(float[] centroids, int k) {
+    int subDims = dims / groups;
+    if (k < 1 || (long) groups * k * subDims != centroids.length) {
+      throw new IllegalArgumentException("need groups * k * subDims centroid floats: groups=" + groups + " k=" + k
+          + " subDims=" + subDims + " length=" + centroids.length);
+    }
+    if (closed) {
+      throw new IllegalStateException("assignment points released");
+    }
+    return groups == 1 ? nearestByBruteForce(centroids, k) : nearestCodewords(centroids, k, subDims);
+  }
+
+  private int[] nearestByBruteForce(float[] centroids, int k) {
+    int[] nearest = new int[count];
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, centroids, k, dims, metric);
+         GpuDevice.Scope s = device.lock();
+         DeviceBuffer outV = device.allocate(4L * count);
+         DeviceBuffer outI = device.allocate(4L * count)) {
+      // FP32 distances: k-means steps are few and small, and TF32's candidate pass would only add its check
+      index.setPrecision(GpuFlatIndex.Precision.FP32);
+      index.enqueueSearch(points.address(), 0, count, 1, 0, 0, outV, outI, 0);
+      device.download(outI, 0, nearest, 0, count);
+    }
+    return nearest;
+  }
+
+  private int[] nearestCodewords(float[] codebooks, int k, int subDims) {
+    int[] out = new int[count * groups];
+    int bookBytes = 4 * k * subDims;
+    try (GpuDevice.Scope s = device.lock();
+         DeviceBuffer books = device.allocate(4L * codebooks.length);
+         DeviceBuffer dOut = device.allocate(4L * out.length)) {
+      device.upload(codebooks, 0, codebooks.length, books, 0);
+      CodebookAssignParams p = new CodebookAssignParams();
+      p.points = points.address();
+      p.codebooks = books.address();
+      p.out = dOut.address();
+      p.count = count;
+      p.dims = dims;
+      p.groups = groups;
+      p.subDims = subDims;
+      p.k = k;
+      KernelModule module = device.module();
+      boolean shared = bookBytes <= module.maxDynamicSharedBytes(SHARED_KERNEL);
+      String kernel = !shared ? GLOBAL_KERNEL : subDims == 4 ? "gv_codebook_assign_s4"
+          : subDims == 8 ? "gv_codebook_assign_s8" : SHARED_KERNEL;
+      if (shared) {
+        module.allowDynamicShared(kernel, bookBytes);
+      }
+      module.launch(kernel, (count + CodebookAssignParams.THREADS - 1) / CodebookAssignParams.THREADS, groups,
+          CodebookAssignParams.THREADS, shared ? bookBytes : 0, device.stream(), Pointer.to(p.encode()));
+      device.download(dOut, 0, out, 0, out.length);
+    }
+    return out;
+  }
+
+  /** The most groups (a launch's grid y). */
+  public static final int MAX_GROUPS = 65535;
+
+  /** The kernel for sub-vectors of any length with the codebook in shared memory (4 and 8 floats have their own). */
+  static final String SHARED_KERNEL = "gv_codebook_assign_shared";
+  static final String GLOBAL_KERNEL = "gv_codebook_assign_global";
+
+  /** Points held. */
+  public int count() {
+    return count;
+  }
+
+  /** Returns the points' device memory (to the device's pool). Idempotent. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try (GpuDevice.Scope s = device.lock()) {
+      points.close();
+    }
+  }
+}
