@@ -11,6 +11,7 @@ import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.GpuBackend;
 import org.gpuvectors.codec.gpu.GpuIvf;
 import org.gpuvectors.codec.gpu.GpuStructure;
+import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
@@ -59,7 +60,7 @@ final class PrecomputedBackend implements GpuBackend {
   }
 
   @Override
-  public int[] nearest(float[] centroids, int numCentroids, float[] points, int count, int dims, Metric metric) {
+  public Assigner.Held hold(float[][] points, int count, int groups, Metric metric) {
     throw new UnsupportedOperationException("indexes are built on the CPU for this backend");
   }
 

@@ -3,8 +3,10 @@ package org.gpuvectors.codec.gpu;
 import java.io.IOException;
 import java.util.List;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.BatchSearch;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.GpuAssignment;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.GpuGraphIndex;
@@ -58,15 +60,19 @@ final class CudaBackend implements GpuBackend {
   }
 
   @Override
-  public int[] nearest(float[] centroids, int numCentroids, float[] points, int count, int dims, Metric metric) {
-    try (GpuFlatIndex index = GpuFlatIndex.upload(device, centroids, numCentroids, dims, metric)) {
-      SearchResult result = BatchSearch.run(device, List.of(new SearchGroup(index, points, count, 1, null, null)))[0];
-      int[] nearest = new int[count];
-      for (int i = 0; i < count; i++) {
-        nearest[i] = result.id(i, 0);
+  public Assigner.Held hold(float[][] points, int count, int groups, Metric metric) {
+    GpuAssignment held = GpuAssignment.hold(device, points, count, points[0].length, groups, metric);
+    return new Assigner.Held() {
+      @Override
+      public int[] nearest(float[] centroids, int k) {
+        return held.nearest(centroids, k);
       }
-      return nearest;
-    }
+
+      @Override
+      public void close() {
+        held.close();
+      }
+    };
   }
 
   /** Queries per brute-force pass of {@link #nearestK} (bounds the results held on the device at once). */

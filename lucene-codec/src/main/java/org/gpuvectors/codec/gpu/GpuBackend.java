@@ -4,6 +4,7 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.util.List;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.PassGraphStats;
@@ -36,11 +37,11 @@ public interface GpuBackend extends Closeable {
   DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuStructure structure) throws IOException;
 
   /**
-   * For each of {@code count} points (row-major) the index of its nearest of {@code numCentroids}
-   * centroids (row-major) by {@code metric}: the assignment step of k-means, on the device. Cosine:
-   * callers pass normalised rows and ask for the inner product.
+   * Holds the first {@code count} of {@code points} on the device for nearest-centroid steps (k-means, IVF list
+   * assignment, PQ encoding): {@link Assigner#hold}'s contract, computed on the device. Cosine: callers pass
+   * normalised rows and ask for the inner product.
    */
-  int[] nearest(float[] centroids, int numCentroids, float[] points, int count, int dims, Metric metric);
+  Assigner.Held hold(float[][] points, int count, int groups, Metric metric);
 
   /**
    * For each of {@code count} points (row-major) its {@code k} nearest of {@code numBase} base rows

@@ -525,38 +525,58 @@ public final class GpuSearchService implements Closeable {
   }
 
   /**
-   * The nearest-centroid step of k-means and of IVF list assignment: on this service's GPU (the
-   * brute-force primitive with k = 1) while it serves, else on the CPU ({@link Assigner#CPU}, also
-   * when a GPU call fails: an index build never fails because of the GPU). Counted in the stats.
+   * The nearest-centroid step of k-means, of IVF list assignment and of PQ encoding: on this service's GPU ({@link
+   * GpuBackend#hold}: the points go up once for all the steps against them) while it serves, else on the CPU ({@link
+   * Assigner#CPU}, also when a GPU call fails, for the rest of that hold: an index build never fails because of the
+   * GPU). Counted in the stats by sub-vectors assigned.
    */
   public Assigner assigner() {
-    return (centroids, points, count, metric, out, outOffset) -> {
-      if (count == 0) {
-        return;
-      }
-      if (refusal(0) == null) {
-        int dims = centroids[0].length;
-        float[] packedCentroids = new float[centroids.length * dims];
-        for (int c = 0; c < centroids.length; c++) {
-          System.arraycopy(centroids[c], 0, packedCentroids, c * dims, dims);
-        }
-        float[] packedPoints = new float[count * dims];
-        for (int i = 0; i < count; i++) {
-          System.arraycopy(points[i], 0, packedPoints, i * dims, dims);
-        }
-        // cosine: rows come normalised, so the inner product ranks as cosine without normalising again
-        Metric rank = metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric;
+    return (points, count, groups, metric) -> {
+      Assigner.Held device = null;
+      if (count > 0 && refusal(0) == null) {
         try {
-          int[] nearest = backend.nearest(packedCentroids, centroids.length, packedPoints, count, dims, rank);
-          System.arraycopy(nearest, 0, out, outOffset, count);
-          stats.recordAssigned(count, true);
-          return;
+          // cosine: rows come normalised, so the inner product ranks as cosine without normalising again
+          device = backend.hold(points, count, groups, metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric);
         } catch (CudaException e) {
-          gpuError(e); // counted; this block is assigned on the CPU
+          gpuError(e); // counted; these points are assigned on the CPU
         }
       }
-      Assigner.CPU.assign(centroids, points, count, metric, out, outOffset);
-      stats.recordAssigned(count, false);
+      Assigner.Held onDevice = device;
+      return new Assigner.Held() {
+        private Assigner.Held gpu = onDevice;
+        private Assigner.Held cpu;
+
+        @Override
+        public int[] nearest(float[] centroids, int k) throws IOException {
+          if (gpu != null) {
+            try {
+              int[] nearest = gpu.nearest(centroids, k);
+              stats.recordAssigned((long) count * groups, true);
+              return nearest;
+            } catch (CudaException e) {
+              gpuError(e); // counted; this hold goes on on the CPU
+              gpu.close();
+              gpu = null;
+            }
+          }
+          if (cpu == null) {
+            cpu = Assigner.CPU.hold(points, count, groups, metric);
+          }
+          int[] nearest = cpu.nearest(centroids, k);
+          stats.recordAssigned((long) count * groups, false);
+          return nearest;
+        }
+
+        @Override
+        public void close() {
+          if (gpu != null) {
+            gpu.close();
+          }
+          if (cpu != null) {
+            cpu.close();
+          }
+        }
+      };
     };
   }
 

@@ -191,7 +191,7 @@ public final class GpuSearchStats {
     (gpu ? gpuPrunedVectors : cpuPrunedVectors).add(count);
   }
 
-  void recordAssigned(int count, boolean gpu) {
+  void recordAssigned(long count, boolean gpu) {
     (gpu ? gpuAssignedVectors : cpuAssignedVectors).add(count);
   }
 

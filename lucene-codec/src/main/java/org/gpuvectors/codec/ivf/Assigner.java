@@ -1,52 +1,50 @@
 package org.gpuvectors.codec.ivf;
 
+import java.io.Closeable;
 import java.io.IOException;
-import java.util.stream.IntStream;
-import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.cuda.Metric;
 
 /**
- * Finds each point's nearest centroid: the step of k-means and of IVF list assignment that costs
- * {@code points x centroids x dims}. On the GPU it is the brute-force primitive (GEMM + k-select with
- * k = 1, see {@code GpuSearchService#assigner}); {@link #CPU} is the same computation on the CPU.
+ * Finds each point's nearest centroid: the step of k-means and of IVF list assignment that costs {@code points x
+ * centroids x dims}, and the encoding step of a product quantizer. On the GPU the points go up once and stay for
+ * every step against new centroids ({@code org.gpuvectors.cuda.GpuAssignment}: the brute-force primitive for whole
+ * vectors, one launch for all the sub-vectors of a product quantizer; see {@code GpuSearchService#assigner}); {@link
+ * #CPU} is the same computation on the CPU.
  *
- * <p>"Nearest" follows the metric as IVF search ranks lists: smallest squared L2, or largest inner
- * product (cosine: the caller passes normalised points and centroids).
+ * <p>A point may be cut into {@code groups} sub-vectors of {@code dims / groups} floats, each with its own centroids
+ * (the sub-quantizers of a product quantizer; squared L2 only). "Nearest" follows the metric as IVF search ranks
+ * lists: smallest squared L2, or largest inner product (cosine: the caller passes normalised points and centroids);
+ * ties go to the lower centroid index.
  */
 public interface Assigner {
 
   /**
-   * Writes to {@code out[outOffset + i]} the index of the centroid nearest to {@code points[i]}, for
-   * {@code i < count}.
+   * Holds the first {@code count} rows of {@code points} (all of one dimension, which {@code groups} divides) for
+   * nearest-centroid steps; the caller must not change them while held. Close the result.
    */
-  void assign(float[][] centroids, float[][] points, int count, Metric metric, int[] out, int outOffset)
-      throws IOException;
+  Held hold(float[][] points, int count, int groups, Metric metric) throws IOException;
+
+  /** Points held by an {@link Assigner}. */
+  interface Held extends Closeable {
+
+    /**
+     * For each held point {@code i} and group {@code g}, at {@code [i * groups + g]}: the nearest of the {@code k}
+     * centroids of group {@code g}, which sit in {@code centroids} at {@code [(g * k + c) * subDims, + subDims)}
+     * ({@code subDims = dims / groups}).
+     */
+    int[] nearest(float[] centroids, int k) throws IOException;
+
+    /** Releases the points (on the device, its memory). */
+    @Override
+    void close();
+  }
 
   /** Points per task of {@link #CPU}. */
-  int CPU_BLOCK = 1024;
+  int CPU_BLOCK = CpuAssigner.BLOCK;
 
   /**
-   * The CPU computation (Lucene's SIMD {@link VectorUtil} distances), blocks of {@link #CPU_BLOCK} points side by
-   * side on the common pool (each point's answer is its own: the same whatever the threads).
+   * The CPU computation (Lucene's SIMD {@code VectorUtil} distances), blocks of {@link #CPU_BLOCK} points side by side
+   * on the common pool (each point's answer is its own: the same whatever the threads).
    */
-  Assigner CPU =
-      (centroids, points, count, metric, out, outOffset) -> {
-        boolean l2 = metric == Metric.L2;
-        IntStream blocks = IntStream.range(0, (count + CPU_BLOCK - 1) / CPU_BLOCK);
-        (count > CPU_BLOCK ? blocks.parallel() : blocks).forEach(b -> {
-          for (int i = b * CPU_BLOCK, end = Math.min(count, i + CPU_BLOCK); i < end; i++) {
-            float[] p = points[i];
-            int best = 0;
-            float bestValue = Float.NaN;
-            for (int c = 0; c < centroids.length; c++) {
-              float v = l2 ? VectorUtil.squareDistance(p, centroids[c]) : -VectorUtil.dotProduct(p, centroids[c]);
-              if (c == 0 || v < bestValue) { // ties: the lower centroid index
-                best = c;
-                bestValue = v;
-              }
-            }
-            out[outOffset + i] = best;
-          }
-        });
-      };
+  Assigner CPU = new CpuAssigner();
 }

@@ -79,13 +79,19 @@ public final class IvfBuilder {
     phases.end(IvfBuildPhases.Phase.COARSE_KMEANS);
 
     int[] list = new int[n];
+    float[] flat = new float[nlist * dims];
+    for (int c = 0; c < nlist; c++) {
+      System.arraycopy(centroids[c], 0, flat, c * dims, dims);
+    }
     float[][] block = new float[Math.min(ASSIGN_BLOCK, n)][];
     for (int start = 0; start < n; start += ASSIGN_BLOCK) {
       int count = Math.min(ASSIGN_BLOCK, n - start);
       for (int i = 0; i < count; i++) {
         block[i] = row(vectors, start + i, metric);
       }
-      assigner.assign(centroids, block, count, metric, list, start);
+      try (Assigner.Held held = assigner.hold(block, count, 1, metric)) {
+        System.arraycopy(held.nearest(flat, nlist), 0, list, start, count);
+      }
     }
     IvfLayout layout = IvfLayout.fromAssignment(centroids, list, new Training(samples, iterations, seed));
     phases.end(IvfBuildPhases.Phase.ASSIGN);

@@ -3,10 +3,13 @@ package org.gpuvectors.codec.ivf;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.Random;
+import java.util.concurrent.ForkJoinPool;
+import java.util.stream.IntStream;
 import org.gpuvectors.cuda.Metric;
 
 /**
- * Lloyd's k-means for the coarse quantizer of the IVF index types (and, later, PQ codebooks).
+ * Lloyd's k-means for the coarse quantizer of the IVF index types and, a group per sub-space, the codebooks of a
+ * product quantizer.
  *
  * <p>Deterministic for a given seed and input: the initial centroids are distinct training points
  * drawn with {@link Random}, each iteration assigns every point to its nearest centroid (the costly
@@ -34,6 +37,28 @@ public final class KMeans {
    */
   public static float[][] train(
       float[][] points, int k, Metric metric, int iterations, long seed, Assigner assigner) throws IOException {
+    int dims = points.length == 0 ? 0 : points[0].length;
+    float[] flat = train(points, 1, k, metric, iterations, seed, assigner);
+    float[][] rows = new float[k][];
+    for (int c = 0; c < k; c++) {
+      rows[c] = Arrays.copyOfRange(flat, c * dims, (c + 1) * dims);
+    }
+    return rows;
+  }
+
+  /**
+   * Trains {@code groups} independent k-means side by side, one per sub-space: the points are cut into {@code groups}
+   * sub-vectors of {@code dims / groups} floats and group {@code g} trains {@code k} centroids on its sub-vectors,
+   * from initial centroids drawn with seed {@code seed + g} (the sub-quantizers of a product quantizer; {@code
+   * groups = 1}: plain k-means). Every Lloyd iteration assigns all groups in one {@link Assigner} step on points that
+   * it holds for the whole training (on the GPU: uploaded once).
+   *
+   * @return the centroids, group by group: centroid {@code c} of group {@code g} at {@code [(g * k + c) * subDims,
+   *     + subDims)}
+   */
+  public static float[] train(
+      float[][] points, int groups, int k, Metric metric, int iterations, long seed, Assigner assigner)
+      throws IOException {
     int n = points.length;
     if (k < 1 || k > n) {
       throw new IllegalArgumentException("k-means needs 1 <= k <= points: k=" + k + ", points=" + n);
@@ -42,55 +67,94 @@ public final class KMeans {
       throw new IllegalArgumentException("iterations must be >= 0: " + iterations);
     }
     int dims = points[0].length;
-    Random random = new Random(seed);
-    float[][] centroids = new float[k][];
-    int[] chosen = sample(n, k, random);
-    for (int c = 0; c < k; c++) {
-      centroids[c] = points[chosen[c]].clone();
+    if (groups < 1 || dims % groups != 0) {
+      throw new IllegalArgumentException("groups must divide the dimension " + dims + ": " + groups);
     }
-    int[] assignment = new int[n];
-    double[][] sums = new double[k][dims];
-    int[] counts = new int[k];
-    for (int it = 0; it < iterations; it++) {
-      assigner.assign(centroids, points, n, metric, assignment, 0);
-      for (double[] s : sums) {
-        Arrays.fill(s, 0);
-      }
-      Arrays.fill(counts, 0);
-      for (int i = 0; i < n; i++) {
-        int c = assignment[i];
-        counts[c]++;
-        double[] s = sums[c];
-        float[] p = points[i];
-        for (int d = 0; d < dims; d++) {
-          s[d] += p[d];
-        }
-      }
+    int subDims = dims / groups;
+    float[] centroids = new float[groups * k * subDims];
+    for (int g = 0; g < groups; g++) {
+      int[] chosen = sample(n, k, new Random(seed + g));
       for (int c = 0; c < k; c++) {
-        if (counts[c] > 0) {
-          for (int d = 0; d < dims; d++) {
-            centroids[c][d] = (float) (sums[c][d] / counts[c]);
-          }
-        }
+        System.arraycopy(points[chosen[c]], g * subDims, centroids, (g * k + c) * subDims, subDims);
       }
-      splitIntoEmpty(centroids, counts);
-      if (metric == Metric.COSINE) {
-        for (float[] c : centroids) {
-          normalize(c);
+    }
+    if (iterations == 0) {
+      return centroids;
+    }
+    try (Assigner.Held held = assigner.hold(points, n, groups, metric)) {
+      for (int it = 0; it < iterations; it++) {
+        int[] assignment = held.nearest(centroids, k);
+        update(points, assignment, groups, k, subDims, centroids);
+        if (metric == Metric.COSINE && groups == 1) {
+          for (int c = 0; c < k; c++) {
+            normalize(centroids, c * dims, dims);
+          }
         }
       }
     }
     return centroids;
   }
 
-  /** Gives every empty cluster half of the largest one (a copy of its centroid, nudged apart). */
-  private static void splitIntoEmpty(float[][] centroids, int[] counts) {
-    for (int empty = 0; empty < counts.length; empty++) {
+  /** Tasks of {@link #update} per core of the common pool (the row's floats cut into that many ranges at most). */
+  private static final int UPDATE_TASKS_PER_CORE = 2;
+
+  /**
+   * Moves each centroid to the mean of its points and splits clusters into the empty ones. The sums run side by side
+   * over tasks that each own a range of the rows' floats (so each sum belongs to one task and adds its points in
+   * order, in double: the result does not depend on the threads) and read each row once, a contiguous range of it.
+   */
+  private static void update(float[][] points, int[] assignment, int groups, int k, int subDims, float[] centroids) {
+    int n = points.length;
+    int dims = groups * subDims;
+    int[] counts = new int[groups * k];
+    for (int i = 0; i < n; i++) {
+      for (int g = 0; g < groups; g++) {
+        counts[g * k + assignment[i * groups + g]]++;
+      }
+    }
+    double[] sums = new double[groups * k * subDims];
+    boolean parallel = (long) n * dims > 1 << 16;
+    int tasks = parallel ? Math.min(dims, UPDATE_TASKS_PER_CORE * ForkJoinPool.getCommonPoolParallelism()) : 1;
+    IntStream range = IntStream.range(0, tasks);
+    (parallel ? range.parallel() : range).forEach(t -> {
+      int from = (int) ((long) t * dims / tasks);
+      int to = (int) ((long) (t + 1) * dims / tasks);
+      for (int i = 0; i < n; i++) {
+        float[] p = points[i];
+        for (int f = from; f < to; ) {
+          int g = f / subDims;
+          int groupEnd = Math.min(to, (g + 1) * subDims);
+          // sum of float f = g * subDims + d of this point's centroid c in group g: (g * k + c) * subDims + d
+          int shift = (g * k + assignment[i * groups + g]) * subDims - g * subDims;
+          for (; f < groupEnd; f++) {
+            sums[shift + f] += p[f];
+          }
+        }
+      }
+    });
+    for (int gc = 0; gc < groups * k; gc++) {
+      if (counts[gc] > 0) {
+        for (int d = 0, at = gc * subDims; d < subDims; d++, at++) {
+          centroids[at] = (float) (sums[at] / counts[gc]);
+        }
+      }
+    }
+    for (int g = 0; g < groups; g++) {
+      splitIntoEmpty(centroids, counts, g * k, k, subDims);
+    }
+  }
+
+  /**
+   * Gives every empty cluster of one group (centroids {@code first .. first + k} of the flat layout) half of the
+   * group's largest one (a copy of its centroid, nudged apart).
+   */
+  private static void splitIntoEmpty(float[] centroids, int[] counts, int first, int k, int subDims) {
+    for (int empty = first; empty < first + k; empty++) {
       if (counts[empty] > 0) {
         continue;
       }
-      int largest = 0;
-      for (int c = 1; c < counts.length; c++) {
+      int largest = first;
+      for (int c = first + 1; c < first + k; c++) {
         if (counts[c] > counts[largest]) {
           largest = c;
         }
@@ -98,12 +162,11 @@ public final class KMeans {
       if (counts[largest] < 2) {
         return; // nothing left to split (fewer distinct points than centroids)
       }
-      float[] from = centroids[largest];
-      float[] to = centroids[empty];
-      for (int d = 0; d < from.length; d++) {
-        float delta = (d % 2 == 0 ? SPLIT_EPSILON : -SPLIT_EPSILON) * (Math.abs(from[d]) + SPLIT_EPSILON);
-        to[d] = from[d] + delta;
-        from[d] -= delta;
+      for (int d = 0; d < subDims; d++) {
+        int from = largest * subDims + d;
+        float delta = (d % 2 == 0 ? SPLIT_EPSILON : -SPLIT_EPSILON) * (Math.abs(centroids[from]) + SPLIT_EPSILON);
+        centroids[empty * subDims + d] = centroids[from] + delta;
+        centroids[from] -= delta;
       }
       counts[empty] = counts[largest] / 2;
       counts[largest] -= counts[empty];
@@ -135,13 +198,18 @@ public final class KMeans {
 
   /** Scales a vector to unit length in place (a zero vector stays zero). */
   public static void normalize(float[] v) {
+    normalize(v, 0, v.length);
+  }
+
+  /** Scales {@code v[from, from + length)} to unit length in place (a zero vector stays zero). */
+  static void normalize(float[] v, int from, int length) {
     double s = 0;
-    for (float x : v) {
-      s += (double) x * x;
+    for (int d = from; d < from + length; d++) {
+      s += (double) v[d] * v[d];
     }
     if (s > 0) {
       float inv = (float) (1 / Math.sqrt(s));
-      for (int d = 0; d < v.length; d++) {
+      for (int d = from; d < from + length; d++) {
         v[d] *= inv;
       }
     }

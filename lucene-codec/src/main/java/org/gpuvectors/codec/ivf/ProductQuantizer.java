@@ -1,14 +1,11 @@
 package org.gpuvectors.codec.ivf;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.OptionalInt;
-import java.util.stream.IntStream;
 import org.apache.lucene.index.CorruptIndexException;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
-import org.apache.lucene.util.IOConsumer;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.PqCodebook;
@@ -115,11 +112,11 @@ public final class ProductQuantizer {
    * codeword 0: encoding prefers the lower index on ties, so the copies are never used and every
    * sub-vector seen in training is encoded exactly.
    *
-   * <p>The {@code m} sub-quantizers are independent and train side by side on the common pool (each one's
-   * k-means is the same whatever the threads: its own seed, its own points). Each is small (16k points of a few
-   * floats against 256 codewords), so one at a time the build waited on the {@code m x iterations} assignments in
-   * turn: Fashion-MNIST's 98 sub-quantizers took 1.4-1.7 s of a 2.5 s build on the H100 machine (BENCHMARKS 19f's
-   * log), one GPU call after another; in parallel their host work overlaps and the GPU runs several passes at once.
+   * <p>The {@code m} sub-quantizers are {@code m} independent k-means ({@link KMeans#train(float[][], int, int,
+   * Metric, int, long, Assigner)} with a group per sub-space), which assign all their sub-vectors in one step an
+   * iteration: on the GPU the residuals go up once and each iteration is one launch. One brute-force search per
+   * sub-quantizer and iteration made Fashion-MNIST's 98 sub-quantizers 1,470 GPU calls, 1.4-1.7 s of a 2.5 s build
+   * (BENCHMARKS 19f's log).
    *
    * @param seed k-means of sub-quantizer {@code j} starts from {@code seed + j}
    */
@@ -129,20 +126,19 @@ public final class ProductQuantizer {
       throw new IllegalArgumentException("no training residuals");
     }
     int dims = residuals[0].length;
+    if (m < 1 || dims % m != 0) {
+      throw new IllegalArgumentException("pq_m must divide the dimension " + dims + ": " + m);
+    }
     int ksub = 1 << bits;
     int subDims = dims / m;
-    float[] codebooks = new float[ksub * dims];
     int k = Math.min(ksub, residuals.length);
-    forEachSubQuantizer(m, j -> {
-      float[][] sub = new float[residuals.length][subDims];
-      for (int i = 0; i < residuals.length; i++) {
-        System.arraycopy(residuals[i], j * subDims, sub[i], 0, subDims);
+    float[] trained = KMeans.train(residuals, m, k, Metric.L2, iterations, seed, assigner);
+    float[] codebooks = new float[ksub * dims];
+    for (int j = 0; j < m; j++) {
+      for (int c = 0; c < ksub; c++) {
+        System.arraycopy(trained, (j * k + (c < k ? c : 0)) * subDims, codebooks, (j * ksub + c) * subDims, subDims);
       }
-      float[][] centroids = KMeans.train(sub, k, Metric.L2, iterations, seed + j, assigner);
-      for (int c = 0; c < ksub; c++) { // each j writes its own range of the codebooks
-        System.arraycopy(centroids[c < k ? c : 0], 0, codebooks, (j * ksub + c) * subDims, subDims);
-      }
-    });
+    }
     return new ProductQuantizer(dims, m, bits, codebooks, new IvfBuilder.Training(residuals.length, iterations, seed));
   }
 
@@ -206,49 +202,22 @@ public final class ProductQuantizer {
     return Arrays.copyOfRange(codebooks, start, start + subDims());
   }
 
-  /** Sub-quantizer {@code j}'s codebook as rows (what an {@link Assigner} takes). */
-  private float[][] codebook(int j) {
-    float[][] rows = new float[ksub()][];
-    for (int c = 0; c < rows.length; c++) {
-      rows[c] = codeword(j, c);
-    }
-    return rows;
-  }
-
   /**
-   * Encodes {@code count} residual rows: the code of row {@code i} goes to {@code codes[offset + i * m
-   * ..]}, byte {@code j} the nearest codeword (squared L2) of sub-vector {@code j}. One {@link
-   * Assigner} call per sub-quantizer for the whole block, the sub-quantizers side by side on the common pool (as
-   * {@link #train}: each call is small, 10M x 128 made 39k of them, 18 s of its build one after another, BENCHMARKS
-   * 9c); each writes its own byte of every code.
+   * Encodes {@code count} residual rows: the code of row {@code i} goes to {@code codes[offset + i * m ..]}, byte
+   * {@code j} the nearest codeword (squared L2) of sub-vector {@code j}. One {@link Assigner} step for the whole
+   * block, all sub-quantizers at once (on the GPU one launch; 10M x 128 made 39k GPU calls when each sub-quantizer was
+   * its own, 18 s of its build one after another, BENCHMARKS 9c).
    */
   public void encode(float[][] residuals, int count, byte[] codes, int offset, Assigner assigner) throws IOException {
-    int subDims = subDims();
-    forEachSubQuantizer(m, j -> {
-      float[][] sub = new float[count][subDims];
-      int[] nearest = new int[count];
-      for (int i = 0; i < count; i++) {
-        System.arraycopy(residuals[i], j * subDims, sub[i], 0, subDims);
-      }
-      assigner.assign(codebook(j), sub, count, Metric.L2, nearest, 0);
-      for (int i = 0; i < count; i++) {
-        codes[offset + i * m + j] = (byte) nearest[i];
-      }
-    });
-  }
-
-  /** Runs {@code task} for every sub-quantizer {@code j < m}, side by side on the common pool. */
-  private static void forEachSubQuantizer(int m, IOConsumer<Integer> task) throws IOException {
-    try {
-      IntStream.range(0, m).parallel().forEach(j -> {
-        try {
-          task.accept(j);
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      });
-    } catch (UncheckedIOException e) {
-      throw e.getCause();
+    if (count == 0) {
+      return;
+    }
+    int[] nearest;
+    try (Assigner.Held held = assigner.hold(residuals, count, m, Metric.L2)) {
+      nearest = held.nearest(codebooks, ksub());
+    }
+    for (int i = 0; i < count * m; i++) {
+      codes[offset + i] = (byte) nearest[i];
     }
   }
 

@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.IvfLists;
@@ -98,14 +99,30 @@ public final class FakeBackend implements GpuBackend {
   }
 
   @Override
-  public int[] nearest(float[] centroids, int numCentroids, float[] points, int count, int dims, Metric metric) {
+  public Assigner.Held hold(float[][] points, int count, int groups, Metric metric) {
     check();
-    nearestCalls.incrementAndGet();
-    int[] out = new int[count];
-    for (int i = 0; i < count; i++) {
-      out[i] = nearestRow(centroids, numCentroids, points, i * dims, dims, metric);
-    }
-    return out;
+    int dims = points[0].length;
+    int subDims = dims / groups;
+    return new Assigner.Held() {
+      @Override
+      public int[] nearest(float[] centroids, int k) {
+        check();
+        nearestCalls.incrementAndGet();
+        int[] out = new int[count * groups];
+        float[] sub = new float[subDims];
+        for (int i = 0; i < count; i++) {
+          for (int g = 0; g < groups; g++) {
+            System.arraycopy(points[i], g * subDims, sub, 0, subDims);
+            float[] book = java.util.Arrays.copyOfRange(centroids, g * k * subDims, (g + 1) * k * subDims);
+            out[i * groups + g] = nearestRow(book, k, sub, 0, subDims, metric);
+          }
+        }
+        return out;
+      }
+
+      @Override
+      public void close() {}
+    };
   }
 
   /** Calls of {@link #prune} (graph builds' pruning on the "device": the host's GraphPruner). */

@@ -78,8 +78,10 @@ class KMeansTests {
       points[i] = new float[] {i % 3, 0};
     }
     float[][] trained = KMeans.train(points, 6, Metric.L2, 5, 4, Assigner.CPU);
-    int[] assignment = new int[points.length];
-    Assigner.CPU.assign(trained, points, points.length, Metric.L2, assignment, 0);
+    int[] assignment;
+    try (Assigner.Held held = Assigner.CPU.hold(points, points.length, 1, Metric.L2)) {
+      assignment = held.nearest(AssignerTests.flat(trained), trained.length);
+    }
     Set<Integer> used = new HashSet<>();
     for (int a : assignment) {
       used.add(a);

@@ -172,14 +172,29 @@ class ProductQuantizerTests {
   @Test
   void trainingIsDeterministicAndGoesThroughTheAssigner() throws IOException {
     float[][] residuals = gaussian(500, 8);
-    AtomicInteger calls = new AtomicInteger(); // the sub-quantizers train on several threads
+    AtomicInteger holds = new AtomicInteger();
+    AtomicInteger steps = new AtomicInteger();
     Assigner counting =
-        (centroids, points, count, metric, out, offset) -> {
-          calls.incrementAndGet();
-          Assigner.CPU.assign(centroids, points, count, metric, out, offset);
+        (points, count, groups, metric) -> {
+          holds.incrementAndGet();
+          assertEquals(2, groups, "both sub-quantizers in one hold");
+          Assigner.Held cpu = Assigner.CPU.hold(points, count, groups, metric);
+          return new Assigner.Held() {
+            @Override
+            public int[] nearest(float[] centroids, int k) throws IOException {
+              steps.incrementAndGet();
+              return cpu.nearest(centroids, k);
+            }
+
+            @Override
+            public void close() {
+              cpu.close();
+            }
+          };
         };
     ProductQuantizer a = ProductQuantizer.train(residuals, 2, 6, 7, 3, counting);
-    assertEquals(2 * 7, calls.get(), "one assignment per sub-quantizer and iteration");
+    assertEquals(1, holds.get(), "the residuals held once for the whole training");
+    assertEquals(7, steps.get(), "one assignment step per iteration, all sub-quantizers in it");
     ProductQuantizer b = ProductQuantizer.train(residuals, 2, 6, 7, 3, Assigner.CPU);
     for (int j = 0; j < 2; j++) {
       for (int c = 0; c < 64; c++) {
@@ -190,8 +205,8 @@ class ProductQuantizerTests {
   }
 
   /**
-   * The sub-quantizers train side by side: each codebook must be what k-means alone gives on its sub-space with its
-   * seed (seed + j), whatever the threads did.
+   * The sub-quantizers train side by side (a group each in one k-means): each codebook must be what k-means alone
+   * gives on its sub-space with its seed (seed + j), whatever the threads did.
    */
   @Test
   void eachCodebookIsItsSubSpacesOwnKMeans() throws IOException {
