@@ -383,7 +383,7 @@ public final class FashionMnistBenchmark {
   }
 
   /** IDX3 images (gzip): magic, count, rows, cols, then unsigned bytes. */
-  static float[][] readImages(Path file) throws IOException {
+  public static float[][] readImages(Path file) throws IOException {
     try (InputStream raw = Files.newInputStream(file);
         DataInputStream in = new DataInputStream(new GZIPInputStream(raw, 1 << 16))) {
       int magic = in.readInt();

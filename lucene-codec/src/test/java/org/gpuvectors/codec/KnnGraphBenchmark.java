@@ -295,7 +295,7 @@ public final class KnnGraphBenchmark {
   }
 
   /** Like {@link #build}, the documents added from {@code threads} threads (each a contiguous share). */
-  private static double buildConcurrently(Directory dir, Codec codec, FieldType type, float[][] vectors, int threads)
+  static double buildConcurrently(Directory dir, Codec codec, FieldType type, float[][] vectors, int threads)
       throws IOException {
     long start = System.nanoTime();
     IndexWriterConfig config = new IndexWriterConfig().setCodec(codec).setRAMBufferSizeMB(2048);

@@ -1,0 +1,209 @@
+package org.gpuvectors.codec;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.lucene.codecs.Codec;
+import org.apache.lucene.codecs.KnnVectorsFormat;
+import org.apache.lucene.codecs.lucene104.Lucene104Codec;
+import org.apache.lucene.codecs.lucene99.Lucene99HnswVectorsFormat;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.FieldType;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.ScoreDoc;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.util.IOUtils;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+
+/**
+ * Issue 8's build target on Fashion-MNIST (60k x 784): {@code ivf_flat} and {@code ivf_pq} at their defaults (nprobe
+ * 16), each built {@code reps} times (one indexing thread, one flush that trains and encodes, force-merge), against
+ * Lucene HNSW at its best on all cores (m 16, beam 100: documents added from every core, merged by every core) in the
+ * same JVM; a {@code flat} field's build (indexing and the raw vectors alone, no training) as the floor.
+ *
+ * <p>Per system: the median build (indexing + flush + force-merge, wall clock), the median of the writer's own time
+ * (train + encode + write: the {@code total} of its per-build log line, {@code GpuVectorsWriter#logBuild}) with that
+ * build's phases, the ratio of HNSW's median build to each, and recall@10 of 1,000 queries searched on the last index
+ * (a fast build that lost its lists shows here). The same IVF builds on the CPU (the service disabled) once each.
+ *
+ * <p>Args: {@code FMNIST_DIR OUT [reps=5] [hnswReps=3]}. Output: a table on stdout and {@code OUT/ivf-build.csv}.
+ */
+public final class IvfBuildBenchmark {
+
+  private static final int K = 10;
+  private static final int QUERIES = 1000;
+  private static final int NPROBE = 16;
+  private static final Pattern TOTAL = Pattern.compile("total ([0-9.]+) s: (.*)$");
+
+  private record Build(double seconds, double writerSeconds, String phases) {}
+
+  public static void main(String[] args) throws Exception {
+    Path data = Path.of(args[0]);
+    Path out = Path.of(args[1]);
+    int reps = args.length > 2 ? Integer.parseInt(args[2]) : 5;
+    int hnswReps = args.length > 3 ? Integer.parseInt(args[3]) : 3;
+    Files.createDirectories(out);
+    int threads = Runtime.getRuntime().availableProcessors();
+    float[][] train = FashionMnistBenchmark.readImages(data.resolve("train-images-idx3-ubyte.gz"));
+    float[][] queries =
+        Arrays.copyOf(FashionMnistBenchmark.readImages(data.resolve("t10k-images-idx3-ubyte.gz")), QUERIES);
+    int[][] truth = FashionMnistBenchmark.groundTruth(train, queries);
+    GpuSearchService service = GpuSearchServices.current();
+    System.out.printf(Locale.ROOT, "fashion-mnist: %d x %d, %d threads, %d builds each; GPU: %s%n", train.length,
+        train[0].length, threads, reps, service.gpuActive() ? service.deviceName() : service.unusableReason());
+
+    List<String[]> rows = new ArrayList<>();
+    double hnsw = median(hnswBuilds(train, threads, hnswReps));
+    rows.add(new String[] {"lucene-hnsw", "cpu-" + threads + "-threads", fmt(hnsw), "", "1.00", "", ""});
+    for (IndexType type : new IndexType[] {IndexType.FLAT, IndexType.IVF_FLAT, IndexType.IVF_PQ}) {
+      for (boolean gpu : service.gpuActive() ? new boolean[] {true, false} : new boolean[] {false}) {
+        if (!gpu && type == IndexType.FLAT && service.gpuActive()) {
+          continue; // no training: the same build either way
+        }
+        service.setEnabled(gpu);
+        int runs = gpu ? reps : 1;
+        List<Build> builds = new ArrayList<>();
+        double recall = Double.NaN;
+        for (int r = 0; r < runs; r++) {
+          Path path = Files.createTempDirectory("gv-ivf-build");
+          try (Directory dir = FSDirectory.open(path)) {
+            builds.add(build(dir, type, train));
+            System.out.printf(Locale.ROOT, "%s (%s) build %d/%d: %.3f s, writer %.3f s: %s%n", type.typeName(),
+                gpu ? "gpu" : "cpu", r + 1, runs, builds.getLast().seconds(), builds.getLast().writerSeconds(),
+                builds.getLast().phases());
+            if (r == runs - 1) {
+              service.setEnabled(true);
+              recall = recall(dir, queries, truth);
+            }
+          } finally {
+            IOUtils.rm(path);
+          }
+        }
+        double seconds = median(builds.stream().mapToDouble(Build::seconds).toArray());
+        double writer = median(builds.stream().mapToDouble(Build::writerSeconds).toArray());
+        Build typical = builds.stream().min((a, b) -> Double.compare(Math.abs(a.writerSeconds() - writer),
+            Math.abs(b.writerSeconds() - writer))).orElseThrow();
+        rows.add(new String[] {type.typeName(), gpu ? "gpu" : "cpu-" + threads + "-threads", fmt(seconds),
+            Double.isNaN(writer) ? "" : fmt(writer), String.format(Locale.ROOT, "%.2f", hnsw / seconds),
+            Double.isNaN(writer) ? "" : String.format(Locale.ROOT, "%.2f", hnsw / writer),
+            String.format(Locale.ROOT, "%.4f", recall) + (typical.phases().isEmpty() ? "" : " | " + typical.phases())});
+      }
+    }
+    service.setEnabled(true);
+
+    String[] header = {"system", "path", "build_s", "writer_s", "hnsw/build", "hnsw/writer", "recall@10 | phases"};
+    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("ivf-build.csv")))) {
+      w.println(String.join(",", header));
+      rows.forEach(r -> w.println(String.join(",", Arrays.stream(r).map(c -> c.replace(',', ';')).toList())));
+    }
+    System.out.printf(Locale.ROOT, "%n%-10s %-16s %8s %9s %11s %12s  %s%n", (Object[]) header);
+    for (String[] r : rows) {
+      System.out.printf(Locale.ROOT, "%-10s %-16s %8s %9s %11s %12s  %s%n", (Object[]) r);
+    }
+    GpuSearchServices.closeDefault();
+  }
+
+  /** One indexing thread, one flush (the RAM buffer holds every vector), force-merge; the writer's log line. */
+  private static Build build(Directory dir, IndexType type, float[][] vectors) throws IOException {
+    FieldType fieldType = GpuVectorsFormat.markField(
+        KnnFloatVectorField.createFieldType(vectors[0].length, VectorSimilarityFunction.EUCLIDEAN),
+        type == IndexType.FLAT ? new IndexParams(type, Map.of()) : new IndexParams(type, Map.of(IndexParams.NPROBE, NPROBE)));
+    try (BuildPhaseLog log = new BuildPhaseLog()) {
+      long start = System.nanoTime();
+      IndexWriterConfig config = new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setRAMBufferSizeMB(1024);
+      try (IndexWriter writer = new IndexWriter(dir, config)) {
+        for (float[] v : vectors) {
+          Document doc = new Document();
+          doc.add(new KnnFloatVectorField("vec", v, fieldType));
+          writer.addDocument(doc);
+        }
+        writer.forceMerge(1);
+      }
+      double seconds = (System.nanoTime() - start) / 1e9;
+      double writer = 0;
+      String phases = "";
+      int matched = 0;
+      for (String line : log.lines()) {
+        Matcher m = TOTAL.matcher(line);
+        if (m.find()) {
+          writer += Double.parseDouble(m.group(1));
+          phases = m.group(2);
+          matched++;
+        }
+      }
+      return new Build(seconds, matched == 0 ? Double.NaN : writer, matched > 1 ? matched + " builds, last: " + phases : phases);
+    }
+  }
+
+  /** Lucene HNSW at its best on all cores ({@link KnnGraphBenchmark#buildConcurrently}), {@code reps} times. */
+  private static double[] hnswBuilds(float[][] vectors, int threads, int reps) throws IOException {
+    double[] seconds = new double[reps];
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      for (int r = 0; r < reps; r++) {
+        Path path = Files.createTempDirectory("gv-ivf-build-hnsw");
+        try (Directory dir = FSDirectory.open(path)) {
+          KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
+          Codec codec = new Lucene104Codec() {
+            @Override
+            public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
+              return hnsw;
+            }
+          };
+          FieldType type = KnnFloatVectorField.createFieldType(vectors[0].length, VectorSimilarityFunction.EUCLIDEAN);
+          seconds[r] = KnnGraphBenchmark.buildConcurrently(dir, codec, type, vectors, threads);
+          System.out.printf(Locale.ROOT, "Lucene HNSW build %d/%d (%d indexing threads, %d merge threads): %.2f s%n",
+              r + 1, reps, threads, threads, seconds[r]);
+        } finally {
+          IOUtils.rm(path);
+        }
+      }
+    } finally {
+      pool.shutdown();
+    }
+    return seconds;
+  }
+
+  /** Recall@10 of the queries on the index in {@code dir} (one segment: doc ids are the vectors' positions). */
+  private static double recall(Directory dir, float[][] queries, int[][] truth) throws IOException {
+    try (DirectoryReader reader = DirectoryReader.open(dir)) {
+      TopDocs[] found = KnnBatchSearcher.search(new IndexSearcher(reader), "vec", queries, K, null);
+      long hits = 0;
+      for (int q = 0; q < queries.length; q++) {
+        int[] expected = truth[q].clone();
+        Arrays.sort(expected);
+        for (ScoreDoc sd : found[q].scoreDocs) {
+          hits += Arrays.binarySearch(expected, sd.doc) >= 0 ? 1 : 0;
+        }
+      }
+      return (double) hits / ((long) queries.length * K);
+    }
+  }
+
+  private static double median(double[] values) {
+    double[] v = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
+    return v.length == 0 ? Double.NaN : v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  }
+
+  private static String fmt(double seconds) {
+    return String.format(Locale.ROOT, "%.3f", seconds);
+  }
+}
