@@ -285,7 +285,7 @@ struct GraphPruneParams {
   int degree;       // 1 <= degree <= k
 };
 
-// gv_codebook_assign (codebook_assign.cu; CodebookAssignParams.java mirrors this layout, 48 bytes): the nearest
+// gv_codebook_assign (kmeans.cu; CodebookAssignParams.java mirrors this layout, 48 bytes): the nearest
 // codeword (squared L2) of every sub-vector of every point, for k-means of product-quantizer codebooks and PQ
 // encoding; the sub-vector of group g of a point is its floats [g * subDims, (g + 1) * subDims).
 struct CodebookAssignParams {
@@ -297,6 +297,23 @@ struct CodebookAssignParams {
   int groups;
   int subDims;
   int k;                   // codewords per group
+};
+
+// gv_centroid_sums / gv_centroid_means (kmeans.cu; CentroidMeansParams.java mirrors this layout, 64 bytes): the
+// update step of k-means on the device, the points and their assignment already there. Sums are fixed point, each
+// float times 2^scaleLog2 rounded to a 64-bit integer: integer adds give the same sums in any order, so the means do
+// not depend on the order in which atomics land (float atomics would).
+struct CentroidMeansParams {
+  const float* points;            // count x (groups * subDims), row-major
+  const int* assignment;          // count x groups: each sub-vector's centroid
+  unsigned long long* sums;       // groups x k x subDims, two's complement fixed point; zeroed before the sums
+  int* counts;                    // groups x k; zeroed before the sums
+  float* means;                   // groups x k x subDims: sum / count, 0 where count is 0
+  long long count;
+  int groups;
+  int subDims;
+  int k;
+  int scaleLog2;                  // every |float| * 2^scaleLog2 * count < 2^62
 };
 
 // Exclusive prefix sum of c over the warp's lanes; returns the warp total (all lanes).

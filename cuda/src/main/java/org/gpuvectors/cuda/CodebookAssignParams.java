@@ -11,7 +11,7 @@ import java.nio.ByteOrder;
  */
 final class CodebookAssignParams {
   static final int BYTES = 48;
-  /** Points per block (codebook_assign.cu's kAssignThreads). */
+  /** Points per block (kmeans.cu's kAssignThreads). */
   static final int THREADS = 128;
 
   long points;

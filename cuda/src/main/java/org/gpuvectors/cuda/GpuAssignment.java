@@ -26,6 +26,11 @@ public final class GpuAssignment implements AutoCloseable {
   private final int dims;
   private final int groups;
   private final Metric metric;
+  /** The last {@link #nearest}'s answer on the device (what {@link #means} averages by), and its k; null before. */
+  private DeviceBuffer assignment;
+  private int assignmentK;
+  /** {@link #means}'s fixed-point scale, from the points' largest magnitude; {@code Integer.MIN_VALUE} until known. */
+  private int scaleLog2 = Integer.MIN_VALUE;
   private boolean closed;
 
   private GpuAssignment(GpuDevice device, DeviceBuffer points, int count, int dims, int groups, Metric metric) {
@@ -105,6 +110,27 @@ public final class GpuAssignment implements AutoCloseable {
    * to the lower index (the GEMM path: up to float rounding of the distances).
    */
   public int[] nearest(float[] centroids, int k) {
+    int[] out = new int[count * groups];
+    try (GpuDevice.Scope s = device.lock()) {
+      enqueueNearest(centroids, k);
+      device.downloadStaged(assignment, 0, out, 0, out.length);
+    }
+    return out;
+  }
+
+  /**
+   * One Lloyd iteration of k-means on the device: {@link #nearest} without bringing the assignment back, then {@link
+   * #means} by it.
+   */
+  public Means step(float[] centroids, int k) {
+    try (GpuDevice.Scope s = device.lock()) {
+      enqueueNearest(centroids, k);
+      return means();
+    }
+  }
+
+  /** Enqueues the nearest-centroid step into a new {@link #assignment}; caller holds the lock. */
+  private void enqueueNearest(float[] centroids, int k) {
     int subDims = dims / groups;
     if (k < 1 || (long) groups * k * subDims != centroids.length) {
       throw new IllegalArgumentException("need groups * k * subDims centroid floats: groups=" + groups + " k=" + k
@@ -113,34 +139,32 @@ public final class GpuAssignment implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException("assignment points released");
     }
-    return groups == 1 ? nearestByBruteForce(centroids, k) : nearestCodewords(centroids, k, subDims);
+    DeviceBuffer out = keepAssignment(device.allocate(4L * count * groups), k);
+    if (groups == 1) {
+      enqueueBruteForce(centroids, k, out);
+    } else {
+      enqueueCodewords(centroids, k, subDims, out);
+    }
   }
 
-  private int[] nearestByBruteForce(float[] centroids, int k) {
-    int[] nearest = new int[count];
+  private void enqueueBruteForce(float[] centroids, int k, DeviceBuffer out) {
+    // the centroids' index and the distances go back to the pool, reused in stream order after these kernels
     try (GpuFlatIndex index = GpuFlatIndex.upload(device, centroids, k, dims, metric);
-         GpuDevice.Scope s = device.lock();
-         DeviceBuffer outV = device.allocate(4L * count);
-         DeviceBuffer outI = device.allocate(4L * count)) {
+         DeviceBuffer outV = device.allocate(4L * count)) {
       // FP32 distances: k-means steps are few and small, and TF32's candidate pass would only add its check
       index.setPrecision(GpuFlatIndex.Precision.FP32);
-      index.enqueueSearch(points.address(), 0, count, 1, 0, 0, outV, outI, 0);
-      device.download(outI, 0, nearest, 0, count);
+      index.enqueueSearch(points.address(), 0, count, 1, 0, 0, outV, out, 0);
     }
-    return nearest;
   }
 
-  private int[] nearestCodewords(float[] codebooks, int k, int subDims) {
-    int[] out = new int[count * groups];
+  private void enqueueCodewords(float[] codebooks, int k, int subDims, DeviceBuffer out) {
     int bookBytes = 4 * k * subDims;
-    try (GpuDevice.Scope s = device.lock();
-         DeviceBuffer books = device.allocate(4L * codebooks.length);
-         DeviceBuffer dOut = device.allocate(4L * out.length)) {
+    try (DeviceBuffer books = device.allocate(4L * codebooks.length)) {
       device.upload(codebooks, 0, codebooks.length, books, 0);
       CodebookAssignParams p = new CodebookAssignParams();
       p.points = points.address();
       p.codebooks = books.address();
-      p.out = dOut.address();
+      p.out = out.address();
       p.count = count;
       p.dims = dims;
       p.groups = groups;
@@ -155,9 +179,100 @@ public final class GpuAssignment implements AutoCloseable {
       }
       module.launch(kernel, (count + CodebookAssignParams.THREADS - 1) / CodebookAssignParams.THREADS, groups,
           CodebookAssignParams.THREADS, shared ? bookBytes : 0, device.stream(), Pointer.to(p.encode()));
-      device.download(dOut, 0, out, 0, out.length);
     }
-    return out;
+  }
+
+  /** Keeps {@code buffer} as the last assignment (of {@code k} centroids), returning the one it replaces to the pool. */
+  private DeviceBuffer keepAssignment(DeviceBuffer buffer, int k) {
+    if (assignment != null) {
+      assignment.close();
+    }
+    assignment = buffer;
+    assignmentK = k;
+    return buffer;
+  }
+
+  /** What {@link #means} returns: per (group, centroid), the mean of its sub-vectors and their count. */
+  public record Means(float[] means, int[] counts) {}
+
+  /**
+   * The update step of k-means, on the device: for each group {@code g} and centroid {@code c} of the last {@link
+   * #nearest}, the mean of the sub-vectors assigned to it ({@code means[(g * k + c) * subDims ..]}, zeros where none)
+   * and their number ({@code counts[g * k + c]}). The sums are fixed point (64-bit, each float scaled by a power of
+   * two chosen from the points' largest magnitude), so that they are exact whatever order the atomics land in:
+   * the same means on every run.
+   */
+  public Means means() {
+    if (closed) {
+      throw new IllegalStateException("assignment points released");
+    }
+    if (assignment == null) {
+      throw new IllegalStateException("no assignment yet: call nearest first");
+    }
+    int k = assignmentK;
+    int subDims = dims / groups;
+    int slots = groups * k * subDims;
+    float[] means = new float[slots];
+    int[] counts = new int[groups * k];
+    try (GpuDevice.Scope s = device.lock();
+         DeviceBuffer sums = device.allocate(8L * slots);
+         DeviceBuffer dCounts = device.allocate(4L * counts.length);
+         DeviceBuffer dMeans = device.allocate(4L * slots)) {
+      if (scaleLog2 == Integer.MIN_VALUE) {
+        scaleLog2 = scaleLog2(absMax(), count);
+      }
+      device.clear(sums);
+      device.clear(dCounts);
+      CentroidMeansParams p = new CentroidMeansParams();
+      p.points = points.address();
+      p.assignment = assignment.address();
+      p.sums = sums.address();
+      p.counts = dCounts.address();
+      p.means = dMeans.address();
+      p.count = count;
+      p.groups = groups;
+      p.subDims = subDims;
+      p.k = k;
+      p.scaleLog2 = scaleLog2;
+      KernelModule module = device.module();
+      int blocks = device.multiprocessorCount() * 8;
+      module.launch("gv_centroid_sums", blocks, 1, CentroidMeansParams.THREADS, 0, device.stream(),
+          Pointer.to(p.encode()));
+      module.launch("gv_centroid_means", (int) Math.min(blocks, (slots + CentroidMeansParams.THREADS - 1L)
+          / CentroidMeansParams.THREADS), 1, CentroidMeansParams.THREADS, 0, device.stream(), Pointer.to(p.encode()));
+      device.download(dMeans, 0, means, 0, slots);
+      device.download(dCounts, 0, counts, 0, counts.length);
+    }
+    return new Means(means, counts);
+  }
+
+  /** The points' largest magnitude ({@code gv_abs_max}); caller holds the lock. */
+  private float absMax() {
+    try (DeviceBuffer out = device.allocate(4)) {
+      device.clear(out);
+      long n = (long) count * dims;
+      int blocks = (int) Math.min(device.multiprocessorCount() * 8L, (n + CentroidMeansParams.THREADS - 1)
+          / CentroidMeansParams.THREADS);
+      device.module().launch("gv_abs_max", blocks, 1, CentroidMeansParams.THREADS, 0, device.stream(),
+          Pointer.to(new long[] {points.address()}), Pointer.to(new long[] {n}), Pointer.to(new long[] {out.address()}));
+      int[] bits = new int[1];
+      device.download(out, 0, bits, 0, 1);
+      return Float.intBitsToFloat(bits[0]);
+    }
+  }
+
+  /**
+   * The power of two that {@link #means} scales floats by: the largest for which {@code count} floats of magnitude at
+   * most {@code absMax} sum to less than 2^62 in magnitude (a sum's resolution is then ~2^-(61 - log2 count) of
+   * {@code absMax}: far below a float's rounding of the mean).
+   */
+  static int scaleLog2(float absMax, int count) {
+    if (!(absMax > 0) || Float.isInfinite(absMax)) {
+      return 0; // all zeros (or no finite bound: the caller's floats are finite, Lucene rejects others)
+    }
+    int magnitude = Math.getExponent(absMax) + 1; // absMax < 2^magnitude
+    int countBits = 32 - Integer.numberOfLeadingZeros(Math.max(1, count)); // count < 2^countBits
+    return 62 - magnitude - countBits;
   }
 
   /** The most groups (a launch's grid y). */
@@ -181,6 +296,10 @@ public final class GpuAssignment implements AutoCloseable {
     closed = true;
     try (GpuDevice.Scope s = device.lock()) {
       points.close();
+      if (assignment != null) {
+        assignment.close();
+        assignment = null;
+      }
     }
   }
 }

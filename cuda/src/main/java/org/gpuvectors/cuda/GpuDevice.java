@@ -360,6 +360,28 @@ public final class GpuDevice implements AutoCloseable {
         Driver.deviceptr(src.address() + srcByteOffset), 4L * count));
   }
 
+  /**
+   * As {@link #download(DeviceBuffer, long, int[], int, int)}, through the pinned staging buffer ({@link
+   * PinnedHostBuffer#MAX_BYTES} at a time): a large result (a PQ encoding's codes, tens of MB) comes back at the
+   * bus's speed rather than the driver's pageable copy's.
+   */
+  public void downloadStaged(DeviceBuffer src, long srcByteOffset, int[] dst, int dstOffset, int count) {
+    checkLocked();
+    check(src, srcByteOffset, 4L * count);
+    if (PINNED_STAGING == false) {
+      download(src, srcByteOffset, dst, dstOffset, count);
+      return;
+    }
+    int perCopy = (int) (PinnedHostBuffer.MAX_BYTES / 4);
+    for (int done = 0; done < count; done += perCopy) {
+      int n = Math.min(perCopy, count - done);
+      java.nio.ByteBuffer bytes = staging.bytes(4L * n);
+      Driver.check("cuMemcpyDtoH", JCudaDriver.cuMemcpyDtoH(staging.pointer(),
+          Driver.deviceptr(src.address() + srcByteOffset + 4L * done), 4L * n));
+      bytes.asIntBuffer().get(0, dst, dstOffset + done, n);
+    }
+  }
+
   public void download(DeviceBuffer src, long srcByteOffset, int[] dst, int dstOffset, int count) {
     checkLocked();
     check(src, srcByteOffset, 4L * count);

@@ -78,6 +78,73 @@ class GpuAssignmentGpuTest extends GpuTestCase {
     assertTrue(failures.isEmpty(), failures.stream().limit(5).toList().toString());
   }
 
+  /**
+   * The update step on the device ({@link GpuAssignment#means}, and {@link GpuAssignment#step}) against the host's
+   * sums in double: per (group, centroid) the same count, and a mean
+   * within a float's rounding; twice the same bits (fixed-point sums: the order of the atomics does not matter);
+   * centroids without points read 0.
+   */
+  @Test
+  void meansMatchOracleAndRepeat() {
+    Random r = new Random(21);
+    List<String> failures = new ArrayList<>();
+    for (int[] shape : new int[][] {{5000, 1, 784, 245}, {16384, 98, 8, 256}, {3001, 32, 4, 256}, {700, 3, 13, 40}}) {
+      int count = shape[0];
+      int groups = shape[1];
+      int subDims = shape[2];
+      int k = shape[3];
+      int dims = groups * subDims;
+      float[] points = gaussian(r, count * dims);
+      for (int i = 0; i < points.length; i++) {
+        points[i] *= 100; // magnitudes like Fashion-MNIST's pixels
+      }
+      float[] centroids = gaussian(r, groups * k * subDims);
+      try (GpuAssignment held = GpuAssignment.hold(device, points, count, dims, groups, Metric.L2)) {
+        int[] assignment = held.nearest(centroids, k);
+        GpuAssignment.Means a = held.means();
+        GpuAssignment.Means b = held.means();
+        assertTrue(java.util.Arrays.equals(a.means(), b.means()) && java.util.Arrays.equals(a.counts(), b.counts()),
+            "the same means twice");
+        GpuAssignment.Means step = held.step(centroids, k); // nearest and means in one, the assignment left on the device
+        assertTrue(java.util.Arrays.equals(a.means(), step.means()) && java.util.Arrays.equals(a.counts(), step.counts()),
+            "a step is nearest + means");
+        int[] counts = new int[groups * k];
+        double[] sums = new double[groups * k * subDims];
+        for (int i = 0; i < count; i++) {
+          for (int g = 0; g < groups; g++) {
+            int c = assignment[i * groups + g];
+            counts[g * k + c]++;
+            for (int d = 0; d < subDims; d++) {
+              sums[(g * k + c) * subDims + d] += points[i * dims + g * subDims + d];
+            }
+          }
+        }
+        String what = "shape " + java.util.Arrays.toString(shape);
+        if (!java.util.Arrays.equals(counts, a.counts())) {
+          failures.add(what + ": counts differ");
+        }
+        for (int gc = 0; gc < groups * k; gc++) {
+          for (int d = 0; d < subDims; d++) {
+            int at = gc * subDims + d;
+            double expected = counts[gc] == 0 ? 0 : sums[at] / counts[gc];
+            if (Math.abs(a.means()[at] - expected) > 1e-6 * Math.max(1, Math.abs(expected))) {
+              failures.add(what + ": centroid " + gc + " float " + d + " mean " + a.means()[at] + ", expected " + expected);
+            }
+          }
+        }
+      }
+    }
+    assertTrue(failures.isEmpty(), failures.size() + " failures, first: " + failures.stream().limit(5).toList());
+  }
+
+  @Test
+  void scaleKeepsSumsWithin62Bits() {
+    assertEquals(0, GpuAssignment.scaleLog2(0f, 100));
+    int s = GpuAssignment.scaleLog2(255f, 16384); // 255 < 2^8, 16384 < 2^15
+    assertEquals(62 - 8 - 15, s);
+    assertTrue(Math.scalb(255.0, s) * 16384 < Math.scalb(1.0, 62));
+  }
+
   @Test
   void rejectsBadArguments() {
     float[] points = new float[12];
@@ -86,6 +153,7 @@ class GpuAssignmentGpuTest extends GpuTestCase {
         () -> GpuAssignment.hold(device, points, 3, 4, 2, Metric.INNER_PRODUCT));
     assertThrows(IllegalArgumentException.class, () -> GpuAssignment.hold(device, points, 4, 4, 1, Metric.L2));
     try (GpuAssignment held = GpuAssignment.hold(device, points, 3, 4, 2, Metric.L2)) {
+      assertThrows(IllegalStateException.class, held::means, "means before any nearest");
       assertThrows(IllegalArgumentException.class, () -> held.nearest(new float[7], 2));
       held.close();
       assertThrows(IllegalStateException.class, () -> held.nearest(new float[8], 2));

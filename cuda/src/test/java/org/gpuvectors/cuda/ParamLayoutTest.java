@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams},
- * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams} and {@link CodebookAssignParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
+ * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams}, {@link CodebookAssignParams} and {@link CentroidMeansParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
  * struct member has a Java field of the same name, and a value set in that field lands at the member's
  * offset (natural alignment, as nvcc lays it out) with its size. Adding a member on one side only, or
  * reordering, fails here and not on a GPU. Likewise the grouped scan's launch constants.
@@ -226,11 +226,18 @@ class ParamLayoutTest {
     assertEncodes("CodebookAssignParams", params, params::encode, CodebookAssignParams.BYTES);
   }
 
-  /** The nearest-codeword kernel's block size against codebook_assign.cu. */
   @Test
-  void codebookAssignConstantsMatchKernel() throws IOException {
-    String kernels = Files.readString(Path.of("src/main/cuda/codebook_assign.cu"));
+  void centroidMeansParamsMatchesCommonCuh() throws Exception {
+    CentroidMeansParams params = new CentroidMeansParams();
+    assertEncodes("CentroidMeansParams", params, params::encode, CentroidMeansParams.BYTES);
+  }
+
+  /** The k-means kernels' block sizes against kmeans.cu. */
+  @Test
+  void kmeansConstantsMatchKernels() throws IOException {
+    String kernels = Files.readString(Path.of("src/main/cuda/kmeans.cu"));
     assertEquals(CodebookAssignParams.THREADS, constant(kernels, "kAssignThreads"));
+    assertEquals(CentroidMeansParams.THREADS, constant(kernels, "kMeansThreads"));
   }
 
   @Test

@@ -451,6 +451,42 @@ class IvfPqTests {
   }
 
   /**
+   * A device that fails in the middle of a build's k-means (its launches fail from the fifth step on) hands the rest
+   * of the build to the CPU: the build completes, the failure and the CPU's assignments are counted, and the index
+   * searches like one built on the CPU alone (the same exact top 10 with every list probed).
+   */
+  @Test
+  void aDeviceFailingMidBuildHandsTheRestToTheCpu() throws IOException {
+    usedDefaultService = false; // a fake device of its own
+    FakeBackend device = new FakeBackend(1L << 30);
+    device.assignFailsFrom = 5;
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchServices.install(service);
+    try {
+      VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+      List<float[]> vectors = data.points(3000, sim);
+      try (Directory dir = FSDirectory.open(tempDir)) {
+        index(dir, config(0, 5000), vectors, pqType(sim, Map.of(IndexParams.NLIST, 20, IndexParams.NPROBE, 20)));
+        assertTrue(service.stats().gpuAssignedVectors() > 0, "the first steps ran on the device: " + service.stats());
+        assertTrue(service.stats().cpuAssignedVectors() > 0, "the CPU took over: " + service.stats());
+        assertTrue(service.stats().cpuFallbacks(FallbackReason.CUDA_ERROR) > 0, "the failure is counted: " + service.stats());
+        service.setEnabled(false); // search on the CPU: the device keeps failing
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          assertInvariants(reader.leaves().get(0).reader(), sim);
+          IndexSearcher searcher = new IndexSearcher(reader);
+          for (int q = 0; q < 5; q++) {
+            float[] query = data.point(sim);
+            assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), search(searcher, query, 500, null).subList(0, 10));
+          }
+        }
+      }
+    } finally {
+      GpuSearchServices.uninstall(service);
+      service.close();
+    }
+  }
+
+  /**
    * With a device, k-means of the lists and of the codebooks runs there (the service's assigner), the
    * lists and codes are uploaded, and searches run there: the device returns candidates, which the
    * segment re-ranks with the raw vectors (with every list probed and enough candidates, the exact top

@@ -69,6 +69,22 @@ final class CudaBackend implements GpuBackend {
       }
 
       @Override
+      public int[] update(float[] centroids, int k) {
+        GpuAssignment.Means means = held.step(centroids, k);
+        int[] counts = means.counts();
+        if (means.means().length != centroids.length) {
+          throw new IllegalStateException(means.means().length + " floats of means for " + centroids.length);
+        }
+        int subDims = centroids.length / counts.length;
+        for (int gc = 0; gc < counts.length; gc++) {
+          if (counts[gc] > 0) {
+            System.arraycopy(means.means(), gc * subDims, centroids, gc * subDims, subDims);
+          }
+        }
+        return counts;
+      }
+
+      @Override
       public void close() {
         held.close();
       }

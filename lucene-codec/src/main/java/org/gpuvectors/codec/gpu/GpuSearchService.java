@@ -568,6 +568,27 @@ public final class GpuSearchService implements Closeable {
         }
 
         @Override
+        public int[] update(float[] centroids, int k) throws IOException {
+          if (gpu != null) {
+            try {
+              int[] counts = gpu.update(centroids, k);
+              stats.recordAssigned((long) count * groups, true);
+              return counts;
+            } catch (CudaException e) {
+              gpuError(e); // counted; this hold goes on on the CPU
+              gpu.close();
+              gpu = null;
+            }
+          }
+          if (cpu == null) {
+            cpu = Assigner.CPU.hold(points, count, groups, metric);
+          }
+          int[] counts = cpu.update(centroids, k);
+          stats.recordAssigned((long) count * groups, false);
+          return counts;
+        }
+
+        @Override
         public void close() {
           if (gpu != null) {
             gpu.close();

@@ -34,6 +34,14 @@ public interface Assigner {
      */
     int[] nearest(float[] centroids, int k) throws IOException;
 
+    /**
+     * One Lloyd iteration of k-means: assigns every sub-vector to its nearest centroid as {@link #nearest} does, then
+     * moves each centroid that got any to their mean, in place in {@code centroids} (the others keep their values);
+     * returns how many each got ({@code [g * k + c]}). Deterministic: the same means whatever the threads (on the
+     * GPU: exact fixed-point sums, and the assignment never leaves the device).
+     */
+    int[] update(float[] centroids, int k) throws IOException;
+
     /** Releases the points (on the device, its memory). */
     @Override
     void close();

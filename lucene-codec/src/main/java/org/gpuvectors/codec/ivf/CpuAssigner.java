@@ -79,6 +79,11 @@ final class CpuAssigner implements Assigner {
       }
 
       @Override
+      public int[] update(float[] centroids, int k) {
+        return KMeans.hostMeans(points, count, nearest(centroids, k), groups, k, centroids);
+      }
+
+      @Override
       public void close() {}
     };
   }

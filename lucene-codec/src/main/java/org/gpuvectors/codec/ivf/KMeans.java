@@ -2,6 +2,7 @@ package org.gpuvectors.codec.ivf;
 
 import java.io.IOException;
 import java.util.Arrays;
+import java.util.PriorityQueue;
 import java.util.Random;
 import java.util.concurrent.ForkJoinPool;
 import java.util.stream.IntStream;
@@ -83,8 +84,10 @@ public final class KMeans {
     }
     try (Assigner.Held held = assigner.hold(points, n, groups, metric)) {
       for (int it = 0; it < iterations; it++) {
-        int[] assignment = held.nearest(centroids, k);
-        update(points, assignment, groups, k, subDims, centroids);
+        int[] counts = held.update(centroids, k);
+        for (int g = 0; g < groups; g++) {
+          splitIntoEmpty(centroids, counts, g * k, k, subDims);
+        }
         if (metric == Metric.COSINE && groups == 1) {
           for (int c = 0; c < k; c++) {
             normalize(centroids, c * dims, dims);
@@ -95,17 +98,20 @@ public final class KMeans {
     return centroids;
   }
 
-  /** Tasks of {@link #update} per core of the common pool (the row's floats cut into that many ranges at most). */
+  /** Tasks of {@link #hostMeans} per core of the common pool (the row's floats cut into that many ranges at most). */
   private static final int UPDATE_TASKS_PER_CORE = 2;
 
   /**
-   * Moves each centroid to the mean of its points and splits clusters into the empty ones. The sums run side by side
-   * over tasks that each own a range of the rows' floats (so each sum belongs to one task and adds its points in
-   * order, in double: the result does not depend on the threads) and read each row once, a contiguous range of it.
+   * The means of {@link Assigner.Held#update} on the host: the first {@code count} of {@code points}, each cut into {@code groups}
+   * sub-vectors of {@code subDims} floats, averaged by {@code assignment} into {@code centroids} (only where a centroid
+   * has sub-vectors); returns the counts. The sums run side by side over tasks that each own a range of the rows'
+   * floats (so each sum belongs to one task and adds its points in order, in double: the result does not depend on
+   * the threads) and read each row once, a contiguous range of it.
    */
-  private static void update(float[][] points, int[] assignment, int groups, int k, int subDims, float[] centroids) {
-    int n = points.length;
-    int dims = groups * subDims;
+  public static int[] hostMeans(float[][] points, int count, int[] assignment, int groups, int k, float[] centroids) {
+    int n = count;
+    int dims = points[0].length;
+    int subDims = dims / groups;
     int[] counts = new int[groups * k];
     for (int i = 0; i < n; i++) {
       for (int g = 0; g < groups; g++) {
@@ -139,37 +145,44 @@ public final class KMeans {
         }
       }
     }
-    for (int g = 0; g < groups; g++) {
-      splitIntoEmpty(centroids, counts, g * k, k, subDims);
-    }
+    return counts;
   }
 
   /**
    * Gives every empty cluster of one group (centroids {@code first .. first + k} of the flat layout) half of the
-   * group's largest one (a copy of its centroid, nudged apart).
+   * group's largest one (a copy of its centroid, nudged apart), empty clusters in order, the largest by count (ties:
+   * the lower index). A heap keeps the largest at hand: a sub-space that is constant over the data (Fashion-MNIST's
+   * blank borders) leaves k - 1 codewords empty on every iteration, and a scan per empty cluster was k<sup>2</sup>.
    */
   private static void splitIntoEmpty(float[] centroids, int[] counts, int first, int k, int subDims) {
+    PriorityQueue<Integer> largest = null;
     for (int empty = first; empty < first + k; empty++) {
       if (counts[empty] > 0) {
         continue;
       }
-      int largest = first;
-      for (int c = first + 1; c < first + k; c++) {
-        if (counts[c] > counts[largest]) {
-          largest = c;
+      if (largest == null) {
+        largest = new PriorityQueue<>(k, (a, b) -> counts[a] != counts[b] ? Integer.compare(counts[b], counts[a])
+            : Integer.compare(a, b));
+        for (int c = first; c < first + k; c++) {
+          if (counts[c] > 0) {
+            largest.add(c);
+          }
         }
       }
-      if (counts[largest] < 2) {
+      if (largest.isEmpty() || counts[largest.peek()] < 2) {
         return; // nothing left to split (fewer distinct points than centroids)
       }
+      int from = largest.poll();
       for (int d = 0; d < subDims; d++) {
-        int from = largest * subDims + d;
-        float delta = (d % 2 == 0 ? SPLIT_EPSILON : -SPLIT_EPSILON) * (Math.abs(centroids[from]) + SPLIT_EPSILON);
-        centroids[empty * subDims + d] = centroids[from] + delta;
-        centroids[from] -= delta;
+        int at = from * subDims + d;
+        float delta = (d % 2 == 0 ? SPLIT_EPSILON : -SPLIT_EPSILON) * (Math.abs(centroids[at]) + SPLIT_EPSILON);
+        centroids[empty * subDims + d] = centroids[at] + delta;
+        centroids[at] -= delta;
       }
-      counts[empty] = counts[largest] / 2;
-      counts[largest] -= counts[empty];
+      counts[empty] = counts[from] / 2;
+      counts[from] -= counts[empty];
+      largest.add(from);
+      largest.add(empty);
     }
   }
 

@@ -98,6 +98,9 @@ public final class FakeBackend implements GpuBackend {
     };
   }
 
+  /** Nearest-centroid calls (steps included) from which on every call fails with {@link #launchFailure}; -1: none. */
+  public volatile int assignFailsFrom = -1;
+
   @Override
   public Assigner.Held hold(float[][] points, int count, int groups, Metric metric) {
     check();
@@ -107,7 +110,10 @@ public final class FakeBackend implements GpuBackend {
       @Override
       public int[] nearest(float[] centroids, int k) {
         check();
-        nearestCalls.incrementAndGet();
+        int call = nearestCalls.incrementAndGet();
+        if (assignFailsFrom >= 0 && call >= assignFailsFrom) {
+          throw launchFailure();
+        }
         int[] out = new int[count * groups];
         float[] sub = new float[subDims];
         for (int i = 0; i < count; i++) {
@@ -118,6 +124,11 @@ public final class FakeBackend implements GpuBackend {
           }
         }
         return out;
+      }
+
+      @Override
+      public int[] update(float[] centroids, int k) {
+        return org.gpuvectors.codec.ivf.KMeans.hostMeans(points, count, nearest(centroids, k), groups, k, centroids);
       }
 
       @Override

@@ -15,7 +15,8 @@ import org.gpuvectors.cuda.Metric;
  * Where an IVF build's time goes, step by step, on Fashion-MNIST's vectors (or any IDX3 file): the k-means of the
  * coarse quantizer (default nlist 245 on a 15,680-point sample) and of the 98 PQ sub-quantizers (256 codewords on
  * 16,384 points), the list assignment of all vectors in {@link IvfBuilder#ASSIGN_BLOCK} blocks and PQ encoding, each
- * split into the assigner's hold (the upload), its nearest-centroid steps and the host's own work (KMeans' update).
+ * split into the assigner's hold (the upload), its nearest-centroid steps (assignment, encoding), its Lloyd steps
+ * (k-means: nearest centroids and their means) and the host's own work.
  * Medians of {@code reps} runs; milliseconds.
  *
  * <p>Args: {@code FMNIST_DIR [reps=5]}.
@@ -27,6 +28,7 @@ public final class AssignmentBenchmark {
     private final Assigner inner;
     long holdNanos;
     long nearestNanos;
+    long updateNanos;
     int steps;
 
     Timed(Assigner inner) {
@@ -49,6 +51,15 @@ public final class AssignmentBenchmark {
         }
 
         @Override
+        public int[] update(float[] centroids, int k) throws IOException {
+          long t = System.nanoTime();
+          int[] counts = held.update(centroids, k);
+          updateNanos += System.nanoTime() - t;
+          steps++;
+          return counts;
+        }
+
+        @Override
         public void close() {
           held.close();
         }
@@ -68,7 +79,8 @@ public final class AssignmentBenchmark {
     float[][] coarseSample = sample(vectors, nlist * IvfBuilder.TRAINING_POINTS_PER_LIST, 1);
     float[][] pqSample = sample(vectors, 256 * ProductQuantizer.TRAINING_POINTS_PER_CODEWORD, 2);
     System.out.printf(Locale.ROOT, "%d x %d, nlist %d, pq_m %d; medians of %d runs, ms%n", n, dims, nlist, m, reps);
-    System.out.printf(Locale.ROOT, "%-28s %9s %9s %9s %9s %7s%n", "step", "total", "hold", "nearest", "host", "steps");
+    System.out.printf(Locale.ROOT, "%-28s %9s %9s %9s %9s %9s %7s%n", "step", "total", "hold", "nearest", "update",
+        "host", "steps");
     List<double[]> coarse = new ArrayList<>();
     List<double[]> pq = new ArrayList<>();
     List<double[]> assign = new ArrayList<>();
@@ -119,17 +131,19 @@ public final class AssignmentBenchmark {
     double total = (System.nanoTime() - start) / 1e6;
     double hold = a.holdNanos / 1e6;
     double nearest = a.nearestNanos / 1e6;
-    return new double[] {total, hold, nearest, total - hold - nearest, a.steps};
+    double update = a.updateNanos / 1e6;
+    return new double[] {total, hold, nearest, update, total - hold - nearest - update, a.steps};
   }
 
   private static void print(String step, List<double[]> runs) {
-    double[] med = new double[5];
-    for (int c = 0; c < 5; c++) {
+    double[] med = new double[6];
+    for (int c = 0; c < 6; c++) {
       int col = c;
       double[] v = runs.stream().mapToDouble(x -> x[col]).sorted().toArray();
       med[c] = v[v.length / 2];
     }
-    System.out.printf(Locale.ROOT, "%-28s %9.1f %9.1f %9.1f %9.1f %7.0f%n", step, med[0], med[1], med[2], med[3], med[4]);
+    System.out.printf(Locale.ROOT, "%-28s %9.1f %9.1f %9.1f %9.1f %9.1f %7.0f%n", step, med[0], med[1], med[2], med[3],
+        med[4], med[5]);
   }
 
   private static float[][] sample(float[][] vectors, int count, long seed) {

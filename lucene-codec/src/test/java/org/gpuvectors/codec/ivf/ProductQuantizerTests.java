@@ -182,8 +182,13 @@ class ProductQuantizerTests {
           return new Assigner.Held() {
             @Override
             public int[] nearest(float[] centroids, int k) throws IOException {
+              throw new AssertionError("training takes update steps");
+            }
+
+            @Override
+            public int[] update(float[] centroids, int k) throws IOException {
               steps.incrementAndGet();
-              return cpu.nearest(centroids, k);
+              return cpu.update(centroids, k);
             }
 
             @Override

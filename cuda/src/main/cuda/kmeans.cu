@@ -1,4 +1,6 @@
-// Nearest codewords on the device (CodebookAssign.java): for every point and every group (sub-space) of its floats,
+// k-means steps on the device (GpuAssignment.java), for the points it holds there.
+//
+// Nearest codewords (gv_codebook_assign_*): for every point and every group (sub-space) of its floats,
 // the codeword of that group's codebook at the smallest squared L2 distance, ties to the lower index, as the host's
 // Assigner.CPU decides. What it serves: k-means of the m codebooks of a product quantizer (all m sub-quantizers in
 // one launch per Lloyd iteration; one brute-force search per sub-quantizer was m small GEMMs, each a GPU call), and
@@ -82,6 +84,46 @@ __device__ __forceinline__ void codebookAssign(const CodebookAssignParams& p, fl
 }
 
 static_assert(sizeof(CodebookAssignParams) == 48, "CodebookAssignParams.java writes 48 bytes");
+static_assert(sizeof(CentroidMeansParams) == 64, "CentroidMeansParams.java writes 64 bytes");
+
+constexpr int kMeansThreads = 256;  // threads per block of the update kernels (GpuAssignment.MEANS_THREADS)
+
+// The largest |x| of n floats, as its bits (non-negative floats order as their bits) into *out (zeroed first).
+__device__ __forceinline__ void absMax(const float* x, long long n, unsigned* out) {
+  unsigned m = 0;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {
+    m = max(m, __float_as_uint(fabsf(__ldg(x + e))));
+  }
+  for (int o = kWarpSize / 2; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(kFullMask, m, o));
+  if ((threadIdx.x & (kWarpSize - 1)) == 0) atomicMax(out, m);
+}
+
+// Adds every float of every point into its centroid's fixed-point sum, and counts each sub-vector once.
+__device__ __forceinline__ void centroidSums(const CentroidMeansParams& p) {
+  const int dims = p.groups * p.subDims;
+  const long long n = p.count * dims;
+  const double scale = ldexp(1.0, p.scaleLog2);
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {
+    const long long i = e / dims;
+    const int f = (int)(e - i * dims);
+    const int g = f / p.subDims;
+    const int d = f - g * p.subDims;
+    const int c = __ldg(p.assignment + i * p.groups + g);
+    const long long slot = ((long long)g * p.k + c) * p.subDims + d;
+    const long long v = __double2ll_rn((double)__ldg(p.points + e) * scale);
+    atomicAdd(p.sums + slot, (unsigned long long)v);
+    if (d == 0) atomicAdd(p.counts + (long long)g * p.k + c, 1);
+  }
+}
+
+__device__ __forceinline__ void centroidMeans(const CentroidMeansParams& p) {
+  const long long n = (long long)p.groups * p.k * p.subDims;
+  const double scale = ldexp(1.0, p.scaleLog2);
+  for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < n; s += (long long)gridDim.x * blockDim.x) {
+    const int count = p.counts[s / p.subDims];
+    p.means[s] = count > 0 ? (float)((double)(long long)p.sums[s] / scale / count) : 0.f;
+  }
+}
 
 }  // namespace gv
 
@@ -97,3 +139,15 @@ GV_CODEBOOK_ASSIGN(gv_codebook_assign_s8, true, 8)
 GV_CODEBOOK_ASSIGN(gv_codebook_assign_shared, true, 0)
 // The codebook read from global memory (through L1): a codebook larger than the block's shared memory.
 GV_CODEBOOK_ASSIGN(gv_codebook_assign_global, false, 0)
+
+extern "C" __global__ void __launch_bounds__(gv::kMeansThreads) gv_abs_max(const float* x, long long n, unsigned* out) {
+  gv::absMax(x, n, out);
+}
+
+extern "C" __global__ void __launch_bounds__(gv::kMeansThreads) gv_centroid_sums(gv::CentroidMeansParams p) {
+  gv::centroidSums(p);
+}
+
+extern "C" __global__ void __launch_bounds__(gv::kMeansThreads) gv_centroid_means(gv::CentroidMeansParams p) {
+  gv::centroidMeans(p);
+}
