@@ -65,9 +65,8 @@ public final class IvfPqBuilder {
     int samples = (int) Math.min(n, Math.min((long) ksub * ProductQuantizer.TRAINING_POINTS_PER_CODEWORD, maxByHeap));
     int[] chosen = KMeans.sample(n, samples, new Random(seed + SAMPLE_SEED_OFFSET));
     float[][] training = new float[samples][];
-    for (int i = 0; i < samples; i++) {
-      training[i] = residual(vectors, chosen[i], lists, listOf, metric);
-    }
+    IvfBuilder.fillRows(vectors, samples, i -> chosen[i], training,
+        (values, ord) -> residual(values, ord, lists, listOf, metric));
     ProductQuantizer pq = ProductQuantizer.train(training, m, bits, iterations, seed, assigner);
     training = null; // the sample can go before the encoding pass
     phases.end(IvfBuildPhases.Phase.PQ_TRAIN);
@@ -76,9 +75,8 @@ public final class IvfPqBuilder {
     float[][] block = new float[Math.min(IvfBuilder.ASSIGN_BLOCK, n)][];
     for (int start = 0; start < n; start += IvfBuilder.ASSIGN_BLOCK) {
       int count = Math.min(IvfBuilder.ASSIGN_BLOCK, n - start);
-      for (int i = 0; i < count; i++) {
-        block[i] = residual(vectors, start + i, lists, listOf, metric);
-      }
+      int first = start;
+      IvfBuilder.fillRows(vectors, count, i -> first + i, block, (values, ord) -> residual(values, ord, lists, listOf, metric));
       pq.encode(block, count, codes, start * m, assigner);
     }
     phases.end(IvfBuildPhases.Phase.ENCODE);

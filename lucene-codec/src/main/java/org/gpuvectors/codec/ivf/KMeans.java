@@ -73,21 +73,19 @@ public final class KMeans {
     }
     int subDims = dims / groups;
     float[] centroids = new float[groups * k * subDims];
-    for (int g = 0; g < groups; g++) {
+    forEachGroup(groups, g -> { // each group its own seed and its own range of the centroids
       int[] chosen = sample(n, k, new Random(seed + g));
       for (int c = 0; c < k; c++) {
         System.arraycopy(points[chosen[c]], g * subDims, centroids, (g * k + c) * subDims, subDims);
       }
-    }
+    });
     if (iterations == 0) {
       return centroids;
     }
     try (Assigner.Held held = assigner.hold(points, n, groups, metric)) {
       for (int it = 0; it < iterations; it++) {
         int[] counts = held.update(centroids, k);
-        for (int g = 0; g < groups; g++) {
-          splitIntoEmpty(centroids, counts, g * k, k, subDims);
-        }
+        forEachGroup(groups, g -> splitIntoEmpty(centroids, counts, g * k, k, subDims));
         if (metric == Metric.COSINE && groups == 1) {
           for (int c = 0; c < k; c++) {
             normalize(centroids, c * dims, dims);
@@ -96,6 +94,12 @@ public final class KMeans {
       }
     }
     return centroids;
+  }
+
+  /** Runs {@code task} for every group, side by side when there are several (groups touch only their own ranges). */
+  private static void forEachGroup(int groups, java.util.function.IntConsumer task) {
+    IntStream all = IntStream.range(0, groups);
+    (groups > 1 ? all.parallel() : all).forEach(task);
   }
 
   /** Tasks of {@link #hostMeans} per core of the common pool (the row's floats cut into that many ranges at most). */

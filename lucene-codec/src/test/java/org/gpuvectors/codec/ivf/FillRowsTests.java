@@ -1,0 +1,79 @@
+package org.gpuvectors.codec.ivf;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.lucene.index.FloatVectorValues;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link IvfBuilder#fillRows} reads rows side by side, each chunk through its own copy of the vectors: here vectors that
+ * reuse one array for every value (as Lucene's off-heap vectors do), so a chunk reading through another's copy, or
+ * through the original, would return rows of other ordinals; and vectors without copies (read on one thread).
+ */
+class FillRowsTests {
+
+  /** Row {@code ord} holds {@code ord * 10 + d}; every instance returns the same array of its own, overwritten. */
+  private static final class ReusingValues extends FloatVectorValues {
+    private final int size;
+    private final int dims;
+    private final boolean copies;
+    private final AtomicInteger copiesMade;
+    private final float[] buffer;
+
+    ReusingValues(int size, int dims, boolean copies, AtomicInteger copiesMade) {
+      this.size = size;
+      this.dims = dims;
+      this.copies = copies;
+      this.copiesMade = copiesMade;
+      this.buffer = new float[dims];
+    }
+
+    @Override
+    public float[] vectorValue(int ord) {
+      for (int d = 0; d < dims; d++) {
+        buffer[d] = ord * 10f + d;
+      }
+      Thread.onSpinWait(); // widen the window in which another thread could overwrite a shared buffer
+      return buffer;
+    }
+
+    @Override
+    public FloatVectorValues copy() {
+      if (!copies) {
+        throw new UnsupportedOperationException("no copies");
+      }
+      copiesMade.incrementAndGet();
+      return new ReusingValues(size, dims, true, copiesMade);
+    }
+
+    @Override
+    public int dimension() {
+      return dims;
+    }
+
+    @Override
+    public int size() {
+      return size;
+    }
+  }
+
+  @Test
+  void everyRowIsItsOrdinalsWhateverTheThreads() throws IOException {
+    for (boolean copies : new boolean[] {true, false}) {
+      AtomicInteger made = new AtomicInteger();
+      int count = 5 * IvfBuilder.FILL_CHUNK + 77;
+      FloatVectorValues values = new ReusingValues(2 * count, 6, copies, made);
+      float[][] out = new float[count][];
+      IvfBuilder.fillRows(values, count, i -> 2 * i + 1, out, (v, ord) -> v.vectorValue(ord).clone());
+      for (int i = 0; i < count; i++) {
+        int ord = 2 * i + 1;
+        assertArrayEquals(new float[] {ord * 10f, ord * 10f + 1, ord * 10f + 2, ord * 10f + 3, ord * 10f + 4,
+            ord * 10f + 5}, out[i], "row " + i + (copies ? "" : " (no copies)"));
+      }
+      assertTrue(copies ? made.get() == 6 : made.get() == 0, "a copy per chunk: " + made.get());
+    }
+  }
+}
