@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.util.IOFunction;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.CudaException;
@@ -548,32 +549,21 @@ public final class GpuSearchService implements Closeable {
 
         @Override
         public int[] nearest(float[] centroids, int k) throws IOException {
-          if (gpu != null) {
-            try {
-              int[] nearest = gpu.nearest(centroids, k);
-              stats.recordAssigned((long) count * groups, true);
-              return nearest;
-            } catch (CudaException e) {
-              gpuError(e); // counted; this hold goes on on the CPU
-              gpu.close();
-              gpu = null;
-            }
-          }
-          if (cpu == null) {
-            cpu = Assigner.CPU.hold(points, count, groups, metric);
-          }
-          int[] nearest = cpu.nearest(centroids, k);
-          stats.recordAssigned((long) count * groups, false);
-          return nearest;
+          return run(held -> held.nearest(centroids, k));
         }
 
         @Override
         public int[] update(float[] centroids, int k) throws IOException {
+          return run(held -> held.update(centroids, k));
+        }
+
+        /** {@code step} on the device while it serves this hold, else (from its first failure on) on the CPU. */
+        private int[] run(IOFunction<Assigner.Held, int[]> step) throws IOException {
           if (gpu != null) {
             try {
-              int[] counts = gpu.update(centroids, k);
+              int[] out = step.apply(gpu);
               stats.recordAssigned((long) count * groups, true);
-              return counts;
+              return out;
             } catch (CudaException e) {
               gpuError(e); // counted; this hold goes on on the CPU
               gpu.close();
@@ -583,9 +573,9 @@ public final class GpuSearchService implements Closeable {
           if (cpu == null) {
             cpu = Assigner.CPU.hold(points, count, groups, metric);
           }
-          int[] counts = cpu.update(centroids, k);
+          int[] out = step.apply(cpu);
           stats.recordAssigned((long) count * groups, false);
-          return counts;
+          return out;
         }
 
         @Override
