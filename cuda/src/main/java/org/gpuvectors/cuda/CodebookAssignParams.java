@@ -4,7 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * Parameters of {@code gv_codebook_assign_shared} / {@code _global}; mirrors {@code gv::CodebookAssignParams} in
+ * Parameters of the {@code gv_codebook_assign_*} kernels (kmeans.cu); mirrors {@code gv::CodebookAssignParams} in
  * common.cuh (48 bytes, little-endian; member by member checked by ParamLayoutTest). Device addresses are longs.
  *
  * <p>Not thread-safe (a plain value object).

@@ -16,6 +16,9 @@ import jcuda.Pointer;
  *       one a GPU call with its own uploads (1.4-1.7 s of a 2.5 s build, docs/BENCHMARKS.md 19f).
  * </ul>
  *
+ * The update step of k-means runs here too ({@link #step}, {@link #means}: the assignment stays on the device, the
+ * sums are exact fixed point). Kernels in kmeans.cu; docs/BENCHMARKS.md section 24.
+ *
  * Owns the points' device buffer, released by {@link #close}. Not thread-safe; each call takes the device lock.
  */
 public final class GpuAssignment implements AutoCloseable {
