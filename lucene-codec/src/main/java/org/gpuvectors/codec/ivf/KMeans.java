@@ -13,9 +13,9 @@ import org.gpuvectors.cuda.Metric;
  * product quantizer.
  *
  * <p>Deterministic for a given seed and input: the initial centroids are distinct training points
- * drawn with {@link Random}, each iteration assigns every point to its nearest centroid (the costly
- * step, done by an {@link Assigner}: the GPU's brute-force primitive when there is one) and moves
- * each centroid to the mean of its points. For {@link Metric#COSINE} the points must be normalised
+ * drawn with {@link Random}, each iteration assigns every point to its nearest centroid and moves
+ * each centroid to the mean of its points, both in one {@link Assigner.Held#update} (on the GPU when
+ * there is one: the points held there for the whole training, the means exact fixed-point sums). For {@link Metric#COSINE} the points must be normalised
  * and the centroids are normalised after each update (spherical k-means), so that ranking lists by
  * inner product ranks them by cosine. A centroid left without points takes half of the largest
  * cluster (its centroid, nudged apart in opposite directions), as Faiss does, so no list stays empty
