@@ -18,6 +18,8 @@
 - ivfpq-scale.png: recall@10 against queries/s, `ivf_pq` at scale (section 23: 10M x 128 and 2M x 768, nprobe 8,
   one point per num_candidates), batch 10k and one query at a time, next to the exact GPU search of the same JVM and
   PyTorch FP32 / TF32 on the same data (session 17, section 22b / 22c: the peer of another run, as marked).
+- ivf-build.png: Fashion-MNIST build times (section 24a): Lucene HNSW on all cores, and each of our types' whole build
+  (indexing + flush + force-merge) and writer's train + encode + write, GPU and CPU, with issue 8's bar (HNSW / 20).
 """
 import csv
 import os
@@ -239,6 +241,29 @@ def ivfpq_scale():
     print("wrote", out)
 
 
+def ivf_build():
+    data = rows("ivf-build-s19/ivf-build.csv")
+    hnsw = float(next(r for r in data if r["system"] == "lucene-hnsw")["build_s"])
+    labels, whole, writer = [], [], []
+    for r in data:
+        labels.append(r["system"] + "\n" + r["path"])
+        whole.append(float(r["build_s"]))
+        writer.append(float(r["writer_s"]) if r["writer_s"] else 0)
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    x = range(len(labels))
+    ax.bar([i - 0.2 for i in x], whole, width=0.4, color="tab:gray", label="whole build: indexing + flush + force-merge")
+    ax.bar([i + 0.2 for i in x], writer, width=0.4, color="tab:green", label="the writer's train + encode + write")
+    ax.axhline(hnsw / 20, color="tab:red", linestyle="--", label=f"issue 8's bar: HNSW / 20 = {hnsw / 20:.3f} s")
+    ax.set_xticks(list(x)); ax.set_xticklabels(labels, fontsize=8)
+    ax.set_yscale("log"); ax.set_ylabel("seconds (medians)")
+    ax.set_title("Fashion-MNIST 60k x 784 builds, H100 + 16 cores (HNSW: 16 indexing + 16 merge threads)")
+    ax.grid(True, axis="y", which="both", alpha=0.3); ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = os.path.join(here, "ivf-build.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 if __name__ == "__main__":
     exact_search(1000000, 128)
     exact_search(1000000, 768)
@@ -247,3 +272,4 @@ if __name__ == "__main__":
     natural_segments()
     exact_small()
     ivfpq_scale()
+    ivf_build()
