@@ -359,5 +359,22 @@ __device__ __forceinline__ void rankOrder(const unsigned long long* keys, int co
   }
 }
 
+// The end of a selection of `count` pairs ranked by rankOrder: `keys` (shared memory, radixKey(value) << 32 | id, this
+// block's threads filled it) in order, the k best written to outK / outIdx as outScale x value and id, and the slots
+// from count to k as outScale x inf and -1. Takes the barrier that publishes the keys; every thread of the block calls
+// it. The radix selections (radixSortAndWrite) and the re-rank that selects itself (rerankSelectRow) end here.
+__device__ __forceinline__ void rankAndWrite(const unsigned long long* keys, int count, int k, float outScale,
+                                             float* outK, int* outIdx) {
+  for (int e = count + threadIdx.x; e < k; e += blockDim.x) {
+    outK[e] = outScale * GV_INF;
+    outIdx[e] = -1;
+  }
+  __syncthreads();
+  rankOrder(keys, count, k, [&](int rank, int e) {
+    outK[rank] = outScale * radixValue((unsigned)(keys[e] >> 32));
+    outIdx[rank] = (int)(unsigned)keys[e];
+  });
+}
+
 }  // namespace gv
 

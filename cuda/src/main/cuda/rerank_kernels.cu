@@ -110,15 +110,7 @@ __device__ __forceinline__ void rerankSelectRow(const RerankParams& p, int query
     const bool full = key < GV_INF;  // false for NaN
     sorted[e] = (unsigned long long)radixKey(full ? key : GV_INF) << 32 | (unsigned)(full ? p.candIdx[row + e] : -1);
   }
-  for (int e = p.candidates + threadIdx.x; e < p.k; e += blockDim.x) {
-    p.outK[o + e] = p.outScale * GV_INF;
-    p.outIdx[o + e] = -1;
-  }
-  __syncthreads();
-  rankOrder(sorted, p.candidates, p.k, [&](int rank, int e) {
-    p.outK[o + rank] = p.outScale * radixValue((unsigned)(sorted[e] >> 32));
-    p.outIdx[o + rank] = (int)(unsigned)sorted[e];
-  });
+  rankAndWrite(sorted, p.candidates, p.k, p.outScale, p.outK + o, p.outIdx + o);
 }
 
 __device__ __forceinline__ void rerankExact(const RerankParams& p) {

@@ -420,15 +420,7 @@ __device__ __forceinline__ void radixSortAndWrite(const SelectParams& p, int row
     for (int e = threadIdx.x; e < count; e += blockDim.x) {
       scratch[e] = (unsigned long long)selKey[e] << 32 | (unsigned)selId[e];  // ids >= 0: same order as signed
     }
-    for (int e = count + threadIdx.x; e < p.k; e += blockDim.x) {
-      p.outK[o + e] = p.outScale * GV_INF;
-      p.outIdx[o + e] = -1;
-    }
-    __syncthreads();
-    rankOrder(scratch, count, p.k, [&](int rank, int e) {
-      p.outK[o + rank] = p.outScale * radixValue((unsigned)(scratch[e] >> 32));
-      p.outIdx[o + rank] = (int)(unsigned)scratch[e];
-    });
+    rankAndWrite(scratch, count, p.k, p.outScale, p.outK + o, p.outIdx + o);
     return;
   }
   int size = 1;
