@@ -1,6 +1,5 @@
 package org.gpuvectors.cuda;
 
-import java.io.IOException;
 import jcuda.Pointer;
 
 /**
@@ -55,40 +54,38 @@ public final class GpuAssignment implements AutoCloseable {
       throw new IllegalArgumentException(
           "need count * dims point floats: count=" + count + " dims=" + dims + " length=" + pointsRowMajor.length);
     }
-    check(count, dims, groups, metric);
-    DeviceBuffer buffer;
-    try {
-      buffer = GpuFlatIndex.uploadRows(device, count, dims, false,
-          (first, rows, dst) -> System.arraycopy(pointsRowMajor, first * dims, dst, 0, rows * dims));
-    } catch (IOException e) {
-      throw new AssertionError("copying from an array does no I/O", e);
-    }
-    return new GpuAssignment(device, buffer, count, dims, groups, metric);
+    return upload(device, count, dims, groups, metric, b -> device.uploadStaged(pointsRowMajor, count, dims, b, 0));
   }
 
   /**
    * As {@link #hold(GpuDevice, float[], int, int, int, Metric)}, the points the first {@code count} of {@code rows}
-   * ({@code dims} floats each), copied once on the host, straight into pinned memory ({@link GpuDevice#uploadRows}).
+   * ({@code dims} floats each), each copied once on the host, straight into pinned memory ({@link
+   * GpuDevice#uploadRows}).
    */
   public static GpuAssignment hold(GpuDevice device, float[][] rows, int count, int dims, int groups, Metric metric) {
-    check(count, dims, groups, metric);
     if (count > rows.length) {
       throw new IllegalArgumentException("count " + count + " > rows " + rows.length);
     }
-    DeviceBuffer buffer;
+    return upload(device, count, dims, groups, metric, b -> device.uploadRows(rows, count, dims, b, 0));
+  }
+
+  /** Checks the arguments, then allocates the points' buffer and fills it with {@code copy} under the lock. */
+  private static GpuAssignment upload(GpuDevice device, int count, int dims, int groups, Metric metric,
+                                      java.util.function.Consumer<DeviceBuffer> copy) {
+    check(count, dims, groups, metric);
     try (GpuDevice.Scope s = device.lock()) {
-      buffer = device.allocate(4L * count * dims);
+      DeviceBuffer buffer = device.allocate(4L * count * dims);
       boolean ok = false;
       try {
-        device.uploadRows(rows, count, dims, buffer, 0);
+        copy.accept(buffer);
         ok = true;
       } finally {
         if (!ok) {
           buffer.close();
         }
       }
+      return new GpuAssignment(device, buffer, count, dims, groups, metric);
     }
-    return new GpuAssignment(device, buffer, count, dims, groups, metric);
   }
 
   private static void check(int count, int dims, int groups, Metric metric) {
@@ -238,11 +235,10 @@ public final class GpuAssignment implements AutoCloseable {
       p.k = k;
       p.scaleLog2 = scaleLog2;
       KernelModule module = device.module();
-      int blocks = device.multiprocessorCount() * 8;
-      module.launch("gv_centroid_sums", blocks, 1, CentroidMeansParams.THREADS, 0, device.stream(),
+      module.launch("gv_centroid_sums", blocksFor((long) count * dims), 1, CentroidMeansParams.THREADS, 0,
+          device.stream(), Pointer.to(p.encode()));
+      module.launch("gv_centroid_means", blocksFor(slots), 1, CentroidMeansParams.THREADS, 0, device.stream(),
           Pointer.to(p.encode()));
-      module.launch("gv_centroid_means", (int) Math.min(blocks, (slots + CentroidMeansParams.THREADS - 1L)
-          / CentroidMeansParams.THREADS), 1, CentroidMeansParams.THREADS, 0, device.stream(), Pointer.to(p.encode()));
       device.download(dMeans, 0, means, 0, slots);
       device.download(dCounts, 0, counts, 0, counts.length);
     }
@@ -254,14 +250,18 @@ public final class GpuAssignment implements AutoCloseable {
     try (DeviceBuffer out = device.allocate(4)) {
       device.clear(out);
       long n = (long) count * dims;
-      int blocks = (int) Math.min(device.multiprocessorCount() * 8L, (n + CentroidMeansParams.THREADS - 1)
-          / CentroidMeansParams.THREADS);
-      device.module().launch("gv_abs_max", blocks, 1, CentroidMeansParams.THREADS, 0, device.stream(),
+      device.module().launch("gv_abs_max", blocksFor(n), 1, CentroidMeansParams.THREADS, 0, device.stream(),
           Pointer.to(new long[] {points.address()}), Pointer.to(new long[] {n}), Pointer.to(new long[] {out.address()}));
       int[] bits = new int[1];
       device.download(out, 0, bits, 0, 1);
       return Float.intBitsToFloat(bits[0]);
     }
+  }
+
+  /** Blocks of a grid-stride launch of the update kernels over {@code n} elements: 8 per SM at most. */
+  private int blocksFor(long n) {
+    return (int) Math.min(device.multiprocessorCount() * 8L, (n + CentroidMeansParams.THREADS - 1)
+        / CentroidMeansParams.THREADS);
   }
 
   /**

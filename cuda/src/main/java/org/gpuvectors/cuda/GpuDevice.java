@@ -263,11 +263,22 @@ public final class GpuDevice implements AutoCloseable {
       upload(packed, 0, packed.length, dst, dstByteOffset);
       return;
     }
+    uploadThroughStaging(null, group.queryRows(), numQueries, dims, dst, dstByteOffset, bytesPerCopy);
+  }
+
+  /**
+   * Copies {@code count} rows of {@code dims} floats to the device (synchronous) through the pinned staging buffer, at
+   * most {@code bytesPerCopy} a copy: from {@code flat} (row-major) when not null, else from {@code rowArrays}, each
+   * row copied once on the host ({@link QueryUploads#stageRows}). Pinned memory goes to the device by DMA at the bus's
+   * speed; the driver's pageable path ran at ~2.3 GB/s on the H100 machine.
+   */
+  private void uploadThroughStaging(float[] flat, float[][] rowArrays, int count, int dims, DeviceBuffer dst,
+                                    long dstByteOffset, long bytesPerCopy) {
     int rowsPerCopy = (int) Math.max(1, Math.min(bytesPerCopy, PinnedHostBuffer.MAX_BYTES) / (4L * dims));
-    for (int from = 0; from < numQueries; from += rowsPerCopy) {
-      int rows = Math.min(rowsPerCopy, numQueries - from);
+    for (int from = 0; from < count; from += rowsPerCopy) {
+      int rows = Math.min(rowsPerCopy, count - from);
       long bytes = 4L * rows * dims;
-      QueryUploads.stage(group, from, rows, staging.floats(bytes), 0);
+      QueryUploads.stageRows(flat, rowArrays, dims, from, rows, staging.floats(bytes), 0);
       // synchronous from pinned memory: the buffer may be refilled when this returns
       Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
           Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), staging.pointer(), bytes));
@@ -283,53 +294,34 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /**
-   * Copies host floats to device (synchronous) through the pinned staging buffer, {@link PinnedHostBuffer#MAX_BYTES}
-   * at a time: the copy into pinned memory and its DMA beat the driver's pageable path several times over on large
-   * copies (index and k-means uploads of hundreds of MB: ~2.3 GB/s pageable on the H100 machine).
+   * Copies the first {@code rows} rows of {@code dims} floats of {@code src} (row-major) to the device (synchronous),
+   * through the pinned staging buffer (pageable when {@code -Dgpuvectors.gpu.pinned_staging=false}): index and
+   * k-means uploads of hundreds of MB.
    */
-  public void uploadStaged(float[] src, int srcOffset, int count, DeviceBuffer dst, long dstByteOffset) {
+  public void uploadStaged(float[] src, int rows, int dims, DeviceBuffer dst, long dstByteOffset) {
     checkLocked();
-    check(dst, dstByteOffset, 4L * count);
+    check(dst, dstByteOffset, 4L * rows * dims);
     if (PINNED_STAGING == false) {
-      upload(src, srcOffset, count, dst, dstByteOffset);
+      upload(src, 0, rows * dims, dst, dstByteOffset);
       return;
     }
-    int perCopy = (int) (PinnedHostBuffer.MAX_BYTES / 4);
-    for (int done = 0; done < count; done += perCopy) {
-      int n = Math.min(perCopy, count - done);
-      java.nio.FloatBuffer floats = staging.floats(4L * n);
-      floats.put(0, src, srcOffset + done, n);
-      Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
-          Driver.deviceptr(dst.address() + dstByteOffset + 4L * done), staging.pointer(), 4L * n));
-    }
+    uploadThroughStaging(src, null, rows, dims, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
   }
 
   /**
    * Copies rows {@code [0, count)} of {@code rows} ({@code dims} floats each) to the device, row-major (synchronous),
    * through the pinned staging buffer: each row is copied once on the host, into pinned memory, side by side on the
-   * common pool for large copies (as a pass stages its query rows, {@link QueryUploads#stage}).
+   * common pool for large copies.
    */
   public void uploadRows(float[][] rows, int count, int dims, DeviceBuffer dst, long dstByteOffset) {
     checkLocked();
     check(dst, dstByteOffset, 4L * count * dims);
-    int rowsPerCopy = (int) Math.max(1, PinnedHostBuffer.MAX_BYTES / (4L * dims));
-    for (int from = 0; from < count; from += rowsPerCopy) {
-      int n = Math.min(rowsPerCopy, count - from);
-      java.nio.FloatBuffer floats = staging.floats(4L * n * dims);
-      int first = from;
-      java.util.stream.IntStream blocks = java.util.stream.IntStream.range(0, (n + 255) / 256);
-      (n >= QueryUploads.PARALLEL_STAGING_ROWS ? blocks.parallel() : blocks).forEach(b -> {
-        for (int r = b * 256, end = Math.min(n, r + 256); r < end; r++) {
-          float[] row = rows[first + r];
-          if (row.length != dims) {
-            throw new IllegalArgumentException("row " + (first + r) + " has " + row.length + " floats, not " + dims);
-          }
-          floats.put(r * dims, row);
-        }
-      });
-      Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
-          Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), staging.pointer(), 4L * n * dims));
+    for (int r = 0; r < count; r++) {
+      if (rows[r].length != dims) {
+        throw new IllegalArgumentException("row " + r + " has " + rows[r].length + " floats, not " + dims);
+      }
     }
+    uploadThroughStaging(null, rows, count, dims, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
   }
 
   public void upload(int[] src, DeviceBuffer dst) {

@@ -188,7 +188,7 @@ public final class GpuFlatIndex extends ResidentIndex {
           normalize(slab, rows, dims);
         }
         try (GpuDevice.Scope s = device.lock()) {
-          device.uploadStaged(slab, 0, rows * dims, v, 4L * r * dims); // synchronous: the slab can be reused
+          device.uploadStaged(slab, rows, dims, v, 4L * r * dims); // synchronous: the slab can be reused
         }
       }
       ok = true;

@@ -186,9 +186,14 @@ final class QueryUploads {
    * common pool from {@link #PARALLEL_STAGING_ROWS} rows on (blocks of 256 rows; absolute puts: no shared position).
    */
   static void stage(SearchGroup group, int from, int rows, FloatBuffer dst, int at) {
-    int dims = group.index().dims();
-    float[] queries = group.queries();
-    float[][] queryRows = group.queryRows();
+    stageRows(group.queries(), group.queryRows(), group.index().dims(), from, rows, dst, at);
+  }
+
+  /**
+   * As {@link #stage}, for any rows of {@code dims} floats: from {@code queries} (row-major) when not null, else from
+   * {@code queryRows}.
+   */
+  static void stageRows(float[] queries, float[][] queryRows, int dims, int from, int rows, FloatBuffer dst, int at) {
     int block = 256;
     IntStream blocks = IntStream.range(0, (rows + block - 1) / block);
     (rows >= PARALLEL_STAGING_ROWS ? blocks.parallel() : blocks).forEach(b -> {

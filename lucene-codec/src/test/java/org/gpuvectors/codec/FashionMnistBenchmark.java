@@ -364,7 +364,8 @@ public final class FashionMnistBenchmark {
     return top;
   }
 
-  private static double recall(TopDocs[] results, int[][] truth) {
+  /** Recall@10 of {@code results} against the exact top-10 ids {@code truth}, over all queries. */
+  static double recall(TopDocs[] results, int[][] truth) {
     long found = 0;
     for (int q = 0; q < truth.length; q++) {
       int[] expected = truth[q].clone();

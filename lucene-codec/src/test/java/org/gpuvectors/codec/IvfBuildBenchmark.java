@@ -25,8 +25,6 @@ import org.apache.lucene.index.IndexWriter;
 import org.apache.lucene.index.IndexWriterConfig;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.IndexSearcher;
-import org.apache.lucene.search.ScoreDoc;
-import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
 import org.apache.lucene.util.IOUtils;
@@ -185,16 +183,8 @@ public final class IvfBuildBenchmark {
   /** Recall@10 of the queries on the index in {@code dir} (one segment: doc ids are the vectors' positions). */
   private static double recall(Directory dir, float[][] queries, int[][] truth) throws IOException {
     try (DirectoryReader reader = DirectoryReader.open(dir)) {
-      TopDocs[] found = KnnBatchSearcher.search(new IndexSearcher(reader), "vec", queries, K, null);
-      long hits = 0;
-      for (int q = 0; q < queries.length; q++) {
-        int[] expected = truth[q].clone();
-        Arrays.sort(expected);
-        for (ScoreDoc sd : found[q].scoreDocs) {
-          hits += Arrays.binarySearch(expected, sd.doc) >= 0 ? 1 : 0;
-        }
-      }
-      return (double) hits / ((long) queries.length * K);
+      return FashionMnistBenchmark.recall(KnnBatchSearcher.search(new IndexSearcher(reader), "vec", queries, K, null),
+          truth);
     }
   }
 

@@ -75,15 +75,11 @@ public final class IvfBuilder {
     int[] chosen = KMeans.sample(n, samples, new Random(seed));
     float[][] training = new float[samples][];
     fillRows(vectors, samples, i -> chosen[i], training, (values, ord) -> row(values, ord, metric));
-    float[][] centroids = KMeans.train(training, nlist, metric, iterations, seed, assigner);
+    float[] flat = KMeans.train(training, 1, nlist, metric, iterations, seed, assigner); // the assigner's layout
     training = null; // the sample can go before the assignment pass
     phases.end(IvfBuildPhases.Phase.COARSE_KMEANS);
 
     int[] list = new int[n];
-    float[] flat = new float[nlist * dims];
-    for (int c = 0; c < nlist; c++) {
-      System.arraycopy(centroids[c], 0, flat, c * dims, dims);
-    }
     float[][] block = new float[Math.min(ASSIGN_BLOCK, n)][];
     for (int start = 0; start < n; start += ASSIGN_BLOCK) {
       int count = Math.min(ASSIGN_BLOCK, n - start);
@@ -93,7 +89,7 @@ public final class IvfBuilder {
         System.arraycopy(held.nearest(flat, nlist), 0, list, start, count);
       }
     }
-    IvfLayout layout = IvfLayout.fromAssignment(centroids, list, new Training(samples, iterations, seed));
+    IvfLayout layout = IvfLayout.fromAssignment(KMeans.rows(flat, nlist), list, new Training(samples, iterations, seed));
     phases.end(IvfBuildPhases.Phase.ASSIGN);
     return layout;
   }

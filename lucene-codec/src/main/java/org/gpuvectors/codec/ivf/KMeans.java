@@ -38,8 +38,12 @@ public final class KMeans {
    */
   public static float[][] train(
       float[][] points, int k, Metric metric, int iterations, long seed, Assigner assigner) throws IOException {
-    int dims = points.length == 0 ? 0 : points[0].length;
-    float[] flat = train(points, 1, k, metric, iterations, seed, assigner);
+    return rows(train(points, 1, k, metric, iterations, seed, assigner), k);
+  }
+
+  /** {@code k} centroids of the flat layout ({@link #train(float[][], int, int, Metric, int, long, Assigner)}) as rows. */
+  static float[][] rows(float[] flat, int k) {
+    int dims = flat.length / k;
     float[][] rows = new float[k][];
     for (int c = 0; c < k; c++) {
       rows[c] = Arrays.copyOfRange(flat, c * dims, (c + 1) * dims);

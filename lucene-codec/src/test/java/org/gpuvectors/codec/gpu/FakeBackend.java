@@ -116,10 +116,10 @@ public final class FakeBackend implements GpuBackend {
         }
         int[] out = new int[count * groups];
         float[] sub = new float[subDims];
-        for (int i = 0; i < count; i++) {
-          for (int g = 0; g < groups; g++) {
+        for (int g = 0; g < groups; g++) {
+          float[] book = java.util.Arrays.copyOfRange(centroids, g * k * subDims, (g + 1) * k * subDims);
+          for (int i = 0; i < count; i++) {
             System.arraycopy(points[i], g * subDims, sub, 0, subDims);
-            float[] book = java.util.Arrays.copyOfRange(centroids, g * k * subDims, (g + 1) * k * subDims);
             out[i * groups + g] = nearestRow(book, k, sub, 0, subDims, metric);
           }
         }
