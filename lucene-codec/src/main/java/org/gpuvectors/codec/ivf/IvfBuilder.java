@@ -1,12 +1,10 @@
 package org.gpuvectors.codec.ivf;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.OptionalInt;
 import java.util.Random;
-import java.util.function.IntUnaryOperator;
-import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.VectorRows;
 import org.gpuvectors.cuda.Metric;
 
 /**
@@ -74,7 +72,7 @@ public final class IvfBuilder {
     int samples = (int) Math.min(n, Math.min((long) nlist * TRAINING_POINTS_PER_LIST, maxByHeap));
     int[] chosen = KMeans.sample(n, samples, new Random(seed));
     float[][] training = new float[samples][];
-    fillRows(vectors, samples, i -> chosen[i], training, (values, ord) -> row(values, ord, metric));
+    VectorRows.fill(vectors, samples, i -> chosen[i], training, (values, ord) -> VectorRows.copy(values, ord, metric));
     float[] flat = KMeans.train(training, 1, nlist, metric, iterations, seed, assigner); // the assigner's layout
     training = null; // the sample can go before the assignment pass
     phases.end(IvfBuildPhases.Phase.COARSE_KMEANS);
@@ -84,7 +82,7 @@ public final class IvfBuilder {
     for (int start = 0; start < n; start += ASSIGN_BLOCK) {
       int count = Math.min(ASSIGN_BLOCK, n - start);
       int first = start;
-      fillRows(vectors, count, i -> first + i, block, (values, ord) -> row(values, ord, metric));
+      VectorRows.fill(vectors, count, i -> first + i, block, (values, ord) -> VectorRows.copy(values, ord, metric));
       try (Assigner.Held held = assigner.hold(block, count, 1, metric)) {
         System.arraycopy(held.nearest(flat, nlist), 0, list, start, count);
       }
@@ -92,60 +90,5 @@ public final class IvfBuilder {
     IvfLayout layout = IvfLayout.fromAssignment(KMeans.rows(flat, nlist), list, new Training(samples, iterations, seed));
     phases.end(IvfBuildPhases.Phase.ASSIGN);
     return layout;
-  }
-
-  /** Reads one row of a build from the vectors (a copy of its own: a {@link FloatVectorValues} reuses its arrays). */
-  interface RowReader {
-    float[] read(FloatVectorValues values, int ord) throws IOException;
-  }
-
-  /** Rows per task of {@link #fillRows}. */
-  static final int FILL_CHUNK = 2048;
-
-  /**
-   * {@code out[i] = reader.read(values, ordinal(i))} for {@code i < count}: chunks of {@link #FILL_CHUNK} rows side by
-   * side on the common pool, each reading through its own {@link FloatVectorValues#copy} (made here, one thread, before
-   * the chunks start). Copying rows out of the vectors was a third to a half of a GPU build's list assignment and
-   * encoding (Fashion-MNIST: 60k rows of 784 floats a pass). Vectors that cannot be copied are read on this thread.
-   */
-  static void fillRows(FloatVectorValues vectors, int count, IntUnaryOperator ordinal, float[][] out, RowReader reader)
-      throws IOException {
-    int chunks = (count + FILL_CHUNK - 1) / FILL_CHUNK;
-    FloatVectorValues[] copies = new FloatVectorValues[chunks];
-    try {
-      for (int c = 0; c < chunks && chunks > 1; c++) {
-        copies[c] = vectors.copy();
-      }
-    } catch (UnsupportedOperationException e) {
-      chunks = 1; // a view without copies: one reader
-    }
-    if (chunks <= 1) {
-      for (int i = 0; i < count; i++) {
-        out[i] = reader.read(vectors, ordinal.applyAsInt(i));
-      }
-      return;
-    }
-    try {
-      IntStream.range(0, chunks).parallel().forEach(c -> {
-        try {
-          for (int i = c * FILL_CHUNK, end = Math.min(count, i + FILL_CHUNK); i < end; i++) {
-            out[i] = reader.read(copies[c], ordinal.applyAsInt(i));
-          }
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      });
-    } catch (UncheckedIOException e) {
-      throw e.getCause();
-    }
-  }
-
-  /** A copy of vector {@code ord} (normalised for cosine). */
-  static float[] row(FloatVectorValues vectors, int ord, Metric metric) throws IOException {
-    float[] v = vectors.vectorValue(ord).clone();
-    if (metric == Metric.COSINE) {
-      KMeans.normalize(v);
-    }
-    return v;
   }
 }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.util.ArrayUtil;
+import org.gpuvectors.codec.VectorRows;
 import org.gpuvectors.cuda.Metric;
 
 /**
@@ -65,7 +66,7 @@ public final class IvfPqBuilder {
     int samples = (int) Math.min(n, Math.min((long) ksub * ProductQuantizer.TRAINING_POINTS_PER_CODEWORD, maxByHeap));
     int[] chosen = KMeans.sample(n, samples, new Random(seed + SAMPLE_SEED_OFFSET));
     float[][] training = new float[samples][];
-    IvfBuilder.fillRows(vectors, samples, i -> chosen[i], training,
+    VectorRows.fill(vectors, samples, i -> chosen[i], training,
         (values, ord) -> residual(values, ord, lists, listOf, metric));
     ProductQuantizer pq = ProductQuantizer.train(training, m, bits, iterations, seed, assigner);
     training = null; // the sample can go before the encoding pass
@@ -76,7 +77,7 @@ public final class IvfPqBuilder {
     for (int start = 0; start < n; start += IvfBuilder.ASSIGN_BLOCK) {
       int count = Math.min(IvfBuilder.ASSIGN_BLOCK, n - start);
       int first = start;
-      IvfBuilder.fillRows(vectors, count, i -> first + i, block, (values, ord) -> residual(values, ord, lists, listOf, metric));
+      VectorRows.fill(vectors, count, i -> first + i, block, (values, ord) -> residual(values, ord, lists, listOf, metric));
       pq.encode(block, count, codes, start * m, assigner);
     }
     phases.end(IvfBuildPhases.Phase.ENCODE);
@@ -86,7 +87,7 @@ public final class IvfPqBuilder {
   /** Vector {@code ord} (normalised for cosine) minus the centroid of its list. */
   private static float[] residual(FloatVectorValues vectors, int ord, IvfLayout lists, int[] listOf, Metric metric)
       throws IOException {
-    float[] r = IvfBuilder.row(vectors, ord, metric);
+    float[] r = VectorRows.copy(vectors, ord, metric);
     float[] c = lists.centroids()[listOf[ord]];
     for (int d = 0; d < r.length; d++) {
       r[d] -= c[d];

@@ -1,4 +1,4 @@
-package org.gpuvectors.codec.ivf;
+package org.gpuvectors.codec;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -9,11 +9,11 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link IvfBuilder#fillRows} reads rows side by side, each chunk through its own copy of the vectors: here vectors that
+ * {@link VectorRows#fill} reads rows side by side, each chunk through its own copy of the vectors: here vectors that
  * reuse one array for every value (as Lucene's off-heap vectors do), so a chunk reading through another's copy, or
  * through the original, would return rows of other ordinals; and vectors without copies (read on one thread).
  */
-class FillRowsTests {
+class VectorRowsTests {
 
   /** Row {@code ord} holds {@code ord * 10 + d}; every instance returns the same array of its own, overwritten. */
   private static final class ReusingValues extends FloatVectorValues {
@@ -64,10 +64,10 @@ class FillRowsTests {
   void everyRowIsItsOrdinalsWhateverTheThreads() throws IOException {
     for (boolean copies : new boolean[] {true, false}) {
       AtomicInteger made = new AtomicInteger();
-      int count = 5 * IvfBuilder.FILL_CHUNK + 77;
+      int count = 5 * VectorRows.FILL_CHUNK + 77;
       FloatVectorValues values = new ReusingValues(2 * count, 6, copies, made);
       float[][] out = new float[count][];
-      IvfBuilder.fillRows(values, count, i -> 2 * i + 1, out, (v, ord) -> v.vectorValue(ord).clone());
+      VectorRows.fill(values, count, i -> 2 * i + 1, out, (v, ord) -> v.vectorValue(ord).clone());
       for (int i = 0; i < count; i++) {
         int ord = 2 * i + 1;
         assertArrayEquals(new float[] {ord * 10f, ord * 10f + 1, ord * 10f + 2, ord * 10f + 3, ord * 10f + 4,
