@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|select|exact|small|tf32|ivfpq|graph|torch|codec|fmnist|ivfbuild|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|select|exact|small|tf32|ivfpq|graph|torch|codec|fmnist|build|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
 #   bash .device/run-gpu.sh ivfpqscale N DIMS
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run); 575 s on the H100 (session 17),
 # near the device tool's 600 s a command: cuda-tests and codec-tests run one suite each, for two commands.
@@ -20,8 +20,9 @@
 # fmnist: Fashion-MNIST (ann-benchmarks' fashion-mnist-784-euclidean), GPU exact vs CPU exact vs
 # Lucene HNSW; needs Debian's dataset-fashion-mnist .gz files in $FMNIST_DIR (default /tmp/fmnist,
 # staged by an earlier call: they do not fit in one transfer with the bundle).
-# ivfbuild: IvfBuildBenchmark: ivf_flat and ivf_pq builds of Fashion-MNIST ($FMNIST_DIR, staged as for fmnist; on
-# the GPU BENCH_ARGS "reps hnswReps" times, default 5 3, and once on the CPU) against Lucene HNSW built on all cores
+# build (or ivfbuild): IndexBuildBenchmark: flat, ivf_flat, ivf_pq and graph builds of Fashion-MNIST ($FMNIST_DIR, staged
+# as for fmnist; BENCH_ARGS "reps hnswReps types cpu", default 5 3 flat,ivf_flat,ivf_pq,graph true: each type reps times
+# on the GPU and once on the CPU) against Lucene HNSW built on all cores
 # in the same JVM: median build, median writer time (train + encode + write) with its phases, recall@10.
 # knngraph: KnnGraphBenchmark: the whole-index k-NN graph (k = 10) with its recall on 1,000 sampled rows, a graph
 # field's build, and their k-NN steps on the GPU (default path, plus IVF forced or exact brute force for comparison),
@@ -93,7 +94,7 @@ if [ "$mode" = tests ] || [ "$mode" = codec-tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.codec.OrdinalOrderRerankTests \
     --select-class org.gpuvectors.codec.gpu.IvfKnnGraphTests --select-class org.gpuvectors.codec.KnnGraphOfIndexTests \
     --select-class org.gpuvectors.codec.graph.BeamSearchTests \
-    --select-class org.gpuvectors.codec.graph.SmallClustersEntryPointsTests \
+    --select-class org.gpuvectors.codec.graph.SmallClustersEntryPointsTests --select-class org.gpuvectors.codec.graph.GpuEntryPointsTests \
     --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/codec-tests.log" | head -60
   check_summary "$OUT/codec-tests.log"
@@ -143,10 +144,10 @@ if [ "$mode" = knngraph ]; then
   "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.KnnGraphBenchmark "${FMNIST_DIR:-/tmp/fmnist}" \
     "$OUT" "$exact_n" "${BENCH_PHASES:-fmnist,synthetic,hnsw}" 2>&1 | grep --line-buffered -v '^WARNING' | tee "$OUT/knn-graph.log" || rc=1
 fi
-if [ "$mode" = ivfbuild ]; then
-  # issue 8's build target: ivf_flat / ivf_pq builds on Fashion-MNIST against Lucene HNSW on all cores, same JVM
-  "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.IvfBuildBenchmark "${FMNIST_DIR:-/tmp/fmnist}" \
-    "$OUT" ${BENCH_ARGS:-} 2>&1 | grep --line-buffered -v '^WARNING' | tee "$OUT/ivf-build.log" || rc=1
+if [ "$mode" = build ] || [ "$mode" = ivfbuild ]; then
+  # issues 8 and 9's build targets: builds on Fashion-MNIST against Lucene HNSW on all cores, same JVM
+  "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.IndexBuildBenchmark "${FMNIST_DIR:-/tmp/fmnist}" \
+    "$OUT" ${BENCH_ARGS:-} 2>&1 | grep --line-buffered -v '^WARNING' | tee "$OUT/index-build.log" || rc=1
 fi
 if [ "$mode" = fmnist ]; then
   "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FashionMnistBenchmark "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 \

@@ -32,19 +32,20 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 
 /**
- * Issue 8's build target on Fashion-MNIST (60k x 784): {@code ivf_flat} and {@code ivf_pq} at their defaults (nprobe
- * 16), each built {@code reps} times (one indexing thread, one flush that trains and encodes, force-merge), against
+ * The build targets of issues 8 and 9 on Fashion-MNIST (60k x 784): {@code ivf_flat}, {@code ivf_pq} (nprobe 16) and
+ * {@code graph} at their defaults, each built {@code reps} times (one indexing thread, one flush that trains and encodes, force-merge), against
  * Lucene HNSW at its best on all cores (m 16, beam 100: documents added from every core, merged by every core) in the
  * same JVM; a {@code flat} field's build (indexing and the raw vectors alone, no training) as the floor.
  *
  * <p>Per system: the median build (indexing + flush + force-merge, wall clock), the median of the writer's own time
- * (train + encode + write: the {@code total} of its per-build log line, {@code GpuVectorsWriter#logBuild}) with that
+ * (train + encode + write, or the graph's k-NN step to its write: the {@code total} of its per-build log line, {@code GpuVectorsWriter#logBuild}) with that
  * build's phases, the ratio of HNSW's median build to each, and recall@10 of 1,000 queries searched on the last index
- * (a fast build that lost its lists shows here). The same IVF builds on the CPU (the service disabled) once each.
+ * (a fast build that lost its lists shows here). The same builds on the CPU (the service disabled) once each.
  *
- * <p>Args: {@code FMNIST_DIR OUT [reps=5] [hnswReps=3]}. Output: a table on stdout and {@code OUT/ivf-build.csv}.
+ * <p>Args: {@code FMNIST_DIR OUT [reps=5] [hnswReps=3] [types=flat,ivf_flat,ivf_pq,graph] [cpu=true]}. Output: a
+ * table on stdout and {@code OUT/index-build.csv}.
  */
-public final class IvfBuildBenchmark {
+public final class IndexBuildBenchmark {
 
   private static final int K = 10;
   private static final int QUERIES = 1000;
@@ -58,6 +59,9 @@ public final class IvfBuildBenchmark {
     Path out = Path.of(args[1]);
     int reps = args.length > 2 ? Integer.parseInt(args[2]) : 5;
     int hnswReps = args.length > 3 ? Integer.parseInt(args[3]) : 3;
+    List<IndexType> types = Arrays.stream((args.length > 4 ? args[4] : "flat,ivf_flat,ivf_pq,graph").split(","))
+        .map(IndexType::fromName).toList();
+    boolean cpuToo = args.length <= 5 || Boolean.parseBoolean(args[5]);
     Files.createDirectories(out);
     int threads = Runtime.getRuntime().availableProcessors();
     float[][] train = FashionMnistBenchmark.readImages(data.resolve("train-images-idx3-ubyte.gz"));
@@ -71,17 +75,17 @@ public final class IvfBuildBenchmark {
     List<String[]> rows = new ArrayList<>();
     double hnsw = median(hnswBuilds(train, threads, hnswReps));
     rows.add(new String[] {"lucene-hnsw", "cpu-" + threads + "-threads", fmt(hnsw), "", "1.00", "", ""});
-    for (IndexType type : new IndexType[] {IndexType.FLAT, IndexType.IVF_FLAT, IndexType.IVF_PQ}) {
+    for (IndexType type : types) {
       for (boolean gpu : service.gpuActive() ? new boolean[] {true, false} : new boolean[] {false}) {
-        if (!gpu && type == IndexType.FLAT && service.gpuActive()) {
-          continue; // no training: the same build either way
+        if (!gpu && service.gpuActive() && (type == IndexType.FLAT || !cpuToo)) {
+          continue; // flat: no training, the same build either way
         }
         service.setEnabled(gpu);
         int runs = gpu ? reps : 1;
         List<Build> builds = new ArrayList<>();
         double recall = Double.NaN;
         for (int r = 0; r < runs; r++) {
-          Path path = Files.createTempDirectory("gv-ivf-build");
+          Path path = Files.createTempDirectory("gv-index-build");
           try (Directory dir = FSDirectory.open(path)) {
             builds.add(build(dir, type, train));
             System.out.printf(Locale.ROOT, "%s (%s) build %d/%d: %.3f s, writer %.3f s: %s%n", type.typeName(),
@@ -108,7 +112,7 @@ public final class IvfBuildBenchmark {
     service.setEnabled(true);
 
     String[] header = {"system", "path", "build_s", "writer_s", "hnsw/build", "hnsw/writer", "recall@10 | phases"};
-    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("ivf-build.csv")))) {
+    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("index-build.csv")))) {
       w.println(String.join(",", header));
       rows.forEach(r -> w.println(String.join(",", Arrays.stream(r).map(c -> c.replace(',', ';')).toList())));
     }
@@ -123,7 +127,9 @@ public final class IvfBuildBenchmark {
   private static Build build(Directory dir, IndexType type, float[][] vectors) throws IOException {
     FieldType fieldType = GpuVectorsFormat.markField(
         KnnFloatVectorField.createFieldType(vectors[0].length, VectorSimilarityFunction.EUCLIDEAN),
-        type == IndexType.FLAT ? new IndexParams(type, Map.of()) : new IndexParams(type, Map.of(IndexParams.NPROBE, NPROBE)));
+        type == IndexType.IVF_FLAT || type == IndexType.IVF_PQ
+            ? new IndexParams(type, Map.of(IndexParams.NPROBE, NPROBE))
+            : new IndexParams(type, Map.of()));
     try (BuildPhaseLog log = new BuildPhaseLog()) {
       long start = System.nanoTime();
       IndexWriterConfig config = new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setRAMBufferSizeMB(1024);
@@ -157,7 +163,7 @@ public final class IvfBuildBenchmark {
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try {
       for (int r = 0; r < reps; r++) {
-        Path path = Files.createTempDirectory("gv-ivf-build-hnsw");
+        Path path = Files.createTempDirectory("gv-index-build-hnsw");
         try (Directory dir = FSDirectory.open(path)) {
           KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
           Codec codec = new Lucene104Codec() {
