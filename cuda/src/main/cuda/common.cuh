@@ -285,6 +285,26 @@ struct GraphPruneParams {
   int degree;       // 1 <= degree <= k
 };
 
+// gv_farthest_step (graph_build.cu; FarthestStepParams.java mirrors this layout, 80 bytes): one step of a graph's
+// entry points, the farthest-first traversal over a sample of its vectors (GraphBuilder.seeds in lucene-codec has the
+// rule); the traversal's state lives on the device, so the host enqueues many steps between two waits.
+struct FarthestStepParams {
+  const float* points;   // count x dims, row-major (cosine: normalised)
+  float* nearest;        // count: distance to the nearest chosen point (+inf before any; -inf once chosen itself)
+  const float* scale;    // count: each point's gap scale (past seedCount the key is gap(nearest) / scale)
+  int* state;            // [0] stopped, [1] chosen so far, [2] position of the next choice, [3] blocks done,
+                         // [4 + t] the t-th chosen position
+  float* blockKeys;      // gridDim.x: each block's best key
+  int* blockPositions;   // gridDim.x: each block's best position (-1: none)
+  long long count;
+  int dims;
+  int metric;            // 0: squared L2; 1: cosine (minus the dot product of normalised rows; gap = 1 + distance)
+  int seedCount;         // choices by distance while fewer than this are chosen, then by the scaled key
+  int limit;             // at most this many chosen
+  float uncovered;       // past seedCount, the traversal goes on while the best scaled key exceeds this
+  int pad;
+};
+
 // gv_codebook_assign (kmeans.cu; CodebookAssignParams.java mirrors this layout, 48 bytes): the nearest
 // codeword (squared L2) of every sub-vector of every point, for k-means of product-quantizer codebooks and PQ
 // encoding; the sub-vector of group g of a point is its floats [g * subDims, (g + 1) * subDims).

@@ -94,8 +94,134 @@ __device__ __forceinline__ void graphPrune(const GraphPruneParams& p) {
   for (int e = kept + lane; e < p.degree; e += kWarpSize) dst[e] = -1;
 }
 
+// Step (4) of a graph build: one step of the entry points' farthest-first traversal (GraphBuilder.seeds, lucene-codec,
+// without its triangle-inequality pruning, a host economy: every distance is computed here). The step's new entry
+// point is the position the previous step chose (state[2]); every other unchosen point lowers its distance to the
+// nearest entry point by its distance to the new one, a warp per point, and keys itself: that distance while fewer
+// than seedCount are chosen, then its gap over its scale. The best key wins (ties: the lower position), first per
+// block, then in the grid's last block to finish, which records the choice and whether the traversal goes on.
+constexpr int kFarthestThreads = 256;  // FarthestFirst.THREADS
+constexpr int kFarthestWarps = kFarthestThreads / kWarpSize;
+
+// Whether (key a, position pa) beats (key b, position pb); position -1 is no candidate.
+__device__ __forceinline__ bool farthestBetter(float a, long long pa, float b, long long pb) {
+  if (pa < 0) return false;
+  if (pb < 0) return true;
+  return a > b || (a == b && pa < pb);
+}
+
+// The block's best (key, position) of its threads' (all threads take part); the result in every thread.
+__device__ __forceinline__ void farthestBlockBest(float& key, long long& pos, float* keys, long long* positions) {
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  for (int o = kWarpSize / 2; o > 0; o >>= 1) {
+    const float k2 = __shfl_xor_sync(kFullMask, key, o);
+    const long long p2 = __shfl_xor_sync(kFullMask, pos, o);
+    if (farthestBetter(k2, p2, key, pos)) {
+      key = k2;
+      pos = p2;
+    }
+  }
+  if (lane == 0) {
+    keys[warp] = key;
+    positions[warp] = pos;
+  }
+  __syncthreads();
+  key = keys[0];
+  pos = positions[0];
+  for (int w = 1; w < kFarthestWarps; ++w) {
+    if (farthestBetter(keys[w], positions[w], key, pos)) {
+      key = keys[w];
+      pos = positions[w];
+    }
+  }
+  __syncthreads();  // the shared slots may be reused
+}
+
+__device__ __forceinline__ void farthestStep(const FarthestStepParams& p) {
+  extern __shared__ float farthestSeed[];
+  __shared__ float keys[kFarthestWarps];
+  __shared__ long long positions[kFarthestWarps];
+  __shared__ bool lastBlock;
+  volatile int* state = p.state;
+  if (state[0] != 0) return;  // stopped: written by an earlier launch only, the same for every block
+  const long long next = state[2];
+  const int chosen = state[1] + 1;  // with this step's entry point
+  const bool scaled = chosen >= p.seedCount;
+  const int dims = p.dims;
+  for (int d = threadIdx.x; d < dims; d += kFarthestThreads) farthestSeed[d] = p.points[next * dims + d];
+  __syncthreads();
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  float bestKey = 0.f;
+  long long bestPos = -1;
+  for (long long i = (long long)blockIdx.x * kFarthestWarps + warp; i < p.count;
+       i += (long long)gridDim.x * kFarthestWarps) {  // uniform per warp
+    const float r = p.nearest[i];
+    if (i == next) {
+      if (lane == 0) p.nearest[i] = -INFINITY;  // chosen: never again, even among duplicates
+      continue;
+    }
+    if (r == -INFINITY) continue;  // chosen earlier
+    const float* row = p.points + i * dims;
+    float acc = 0.f;
+    if (p.metric == 0) {
+      for (int d = lane; d < dims; d += kWarpSize) {
+        const float t = __ldg(row + d) - farthestSeed[d];
+        acc = fmaf(t, t, acc);
+      }
+    } else {
+      for (int d = lane; d < dims; d += kWarpSize) acc = fmaf(__ldg(row + d), farthestSeed[d], acc);
+    }
+    for (int o = kWarpSize / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
+    const float distance = p.metric == 0 ? acc : -acc;
+    const float lowered = fminf(r, distance);
+    if (lane == 0 && lowered != r) p.nearest[i] = lowered;
+    const float key = scaled ? (p.metric == 0 ? lowered : 1.f + lowered) / p.scale[i] : lowered;
+    if (farthestBetter(key, i, bestKey, bestPos)) {
+      bestKey = key;
+      bestPos = i;
+    }
+  }
+  farthestBlockBest(bestKey, bestPos, keys, positions);
+  if (threadIdx.x == 0) {
+    p.blockKeys[blockIdx.x] = bestKey;
+    p.blockPositions[blockIdx.x] = (int)bestPos;
+    __threadfence();
+    lastBlock = atomicAdd(p.state + 3, 1) == (int)gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!lastBlock) return;
+  __threadfence();
+  bestKey = 0.f;
+  bestPos = -1;
+  const volatile float* blockKeys = p.blockKeys;
+  const volatile int* blockPositions = p.blockPositions;
+  for (int b = threadIdx.x; b < (int)gridDim.x; b += kFarthestThreads) {
+    if (farthestBetter(blockKeys[b], blockPositions[b], bestKey, bestPos)) {
+      bestKey = blockKeys[b];
+      bestPos = blockPositions[b];
+    }
+  }
+  farthestBlockBest(bestKey, bestPos, keys, positions);
+  if (threadIdx.x == 0) {
+    state[4 + chosen - 1] = (int)next;
+    state[1] = chosen;
+    // the host's loop condition: a candidate left, and fewer than seedCount chosen or, below the limit, the best
+    // still uncovered (past seedCount the best was chosen by the scaled key)
+    const bool goOn = bestPos >= 0 && (chosen < p.seedCount || (chosen < p.limit && bestKey > p.uncovered));
+    state[2] = (int)bestPos;
+    state[3] = 0;
+    state[0] = goOn ? 0 : 1;
+  }
+}
+
 }  // namespace gv
 
 extern "C" __global__ void __launch_bounds__(gv::kPruneWarps * gv::kWarpSize) gv_graph_prune(gv::GraphPruneParams p) {
   gv::graphPrune(p);
+}
+
+extern "C" __global__ void __launch_bounds__(gv::kFarthestThreads) gv_farthest_step(gv::FarthestStepParams p) {
+  gv::farthestStep(p);
 }

@@ -135,11 +135,39 @@ public final class GpuFlatIndex extends ResidentIndex {
   }
 
   /**
+   * Uploads the first {@code n} of {@code rows} ({@code dims} floats each; cosine rows must come normalised), staged
+   * side by side into pinned memory ({@link GpuDevice#uploadRows}): a build that holds its vectors as rows already.
+   */
+  public static GpuFlatIndex upload(GpuDevice device, float[][] rows, int n, int dims, Metric metric) {
+    if (n < 1 || dims < 1 || n > rows.length) {
+      throw new IllegalArgumentException("need 1 <= n <= rows: n=" + n + " dims=" + dims + " rows=" + rows.length);
+    }
+    DeviceBuffer v;
+    try (GpuDevice.Scope s = device.lock()) {
+      v = device.allocate(4L * n * dims);
+      boolean ok = false;
+      try {
+        device.uploadRows(rows, n, dims, v, 0);
+        ok = true;
+      } finally {
+        if (!ok) {
+          v.close();
+        }
+      }
+    }
+    return withNorms(device, n, dims, metric, v);
+  }
+
+  /**
    * Uploads {@code n} vectors of {@code dims} floats read from {@code source} in slabs of a few MB, so
    * the host never holds more than one slab (a segment's vectors need not fit the Java heap).
    */
   public static GpuFlatIndex upload(GpuDevice device, int n, int dims, Metric metric, RowSource source) throws IOException {
-    DeviceBuffer v = uploadRows(device, n, dims, metric == Metric.COSINE, source);
+    return withNorms(device, n, dims, metric, uploadRows(device, n, dims, metric == Metric.COSINE, source));
+  }
+
+  /** The index over uploaded vectors {@code v} (taken over: released on failure), with their norms for L2. */
+  private static GpuFlatIndex withNorms(GpuDevice device, int n, int dims, Metric metric, DeviceBuffer v) {
     DeviceBuffer norms = null;
     boolean ok = false;
     try (GpuDevice.Scope s = device.lock()) {
@@ -359,6 +387,27 @@ public final class GpuFlatIndex extends ResidentIndex {
     } else {
       enqueueGemm(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement, arriving);
     }
+  }
+
+  /**
+   * The {@code k} nearest of this index's vectors to each of its vectors {@code [first, first + count)}, ids only, k
+   * per vector best first (ties as the search breaks them), itself normally among them: the brute force of a k-NN
+   * graph. The queries are the index's own rows, read where they lie on the device (with their norms), never copied.
+   * Takes the device lock; synchronous.
+   */
+  public int[] searchOwnVectors(int first, int count, int k) {
+    if (first < 0 || count < 1 || (long) first + count > n || k < 1 || (long) count * k > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException("vectors [" + first + ", " + first + " + " + count + ") of " + n + ", k " + k);
+    }
+    int[] ids = new int[count * k];
+    try (GpuDevice.Scope s = device.lock();
+         DeviceBuffer outV = device.allocate(4L * count * k);
+         DeviceBuffer outI = device.allocate(4L * count * k)) {
+      enqueueSearch(vectorsAddress() + 4L * first * dims, norms == null ? 0 : norms.address() + 4L * first, count, k,
+          0, 0, outV, outI, 0);
+      device.downloadStaged(outI, 0, ids, 0, ids.length);
+    }
+    return ids;
   }
 
   /** Queries answered by {@link Strategy#SCAN} so far (tests and benchmarks tell the paths apart by it). */

@@ -280,4 +280,51 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
     }
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
+  /**
+   * {@link GpuFlatIndex#searchOwnVectors}, the brute force of a k-NN graph: an index uploaded from rows searched with
+   * its own vectors as the queries, all of them (AUTO takes the TF32 pass: a batch of 6,000 over 6,000 vectors) and a
+   * range in the middle (its offsets into the vectors and their norms), against the oracle's id sets; each vector
+   * finds itself.
+   */
+  @Test
+  void ownVectorsAsQueriesMatchOracle() {
+    Random r = new Random(29);
+    int n = 6000, dims = 48, k = 33;
+    float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+    float[][] rows = new float[n][];
+    for (int i = 0; i < n; i++) {
+      rows[i] = java.util.Arrays.copyOfRange(vectors, i * dims, (i + 1) * dims);
+    }
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      try (GpuFlatIndex index = GpuFlatIndex.upload(device, rows, n, dims, m)) {
+        index.setPrecision(GpuFlatIndex.Precision.AUTO);
+        int[] all = index.searchOwnVectors(0, n, k);
+        assertEquals(n, index.rerankStats().queries(), m + ": every vector took the TF32 pass");
+        int first = 1000, count = 1500;
+        int[] range = index.searchOwnVectors(first, count, k);
+        for (int i = 0; i < n; i += 7) {
+          assertNull(checkOwn(all, i, i, k, vectors, n, dims, m), m + " vector " + i);
+          int self = i;
+          if (m == Metric.L2) {
+            assertTrue(java.util.Arrays.stream(all, i * k, (i + 1) * k).anyMatch(id -> id == self),
+                "vector " + i + " finds itself");
+          }
+        }
+        for (int i = 0; i < count; i += 5) {
+          assertNull(checkOwn(range, i, first + i, k, vectors, n, dims, m), m + " range vector " + (first + i));
+        }
+      }
+    }
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /** Row {@code row} of {@code ids} (k per row), the k nearest of vector {@code self}, against the oracle. */
+  private static String checkOwn(int[] ids, int row, int self, int k, float[] vectors, int n, int dims, Metric m) {
+    float[] values = new float[ids.length];
+    for (int j = row * k; j < (row + 1) * k; j++) {
+      values[j] = ids[j] < 0 ? 0 : (float) CpuOracle.distance(vectors, ids[j] * dims, vectors, self * dims, dims, m);
+    }
+    return CpuOracle.compare(CpuOracle.search(vectors, n, dims, m, vectors, self, k, null), ids, values, row * k, k,
+        CpuOracle.searchTruth(vectors, n, dims, m, vectors, self, null));
+  }
 }

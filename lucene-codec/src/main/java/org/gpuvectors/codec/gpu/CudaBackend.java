@@ -6,6 +6,7 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.BatchSearch;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.FarthestFirst;
 import org.gpuvectors.cuda.GpuAssignment;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
@@ -114,6 +115,23 @@ final class CudaBackend implements GpuBackend {
       }
     }
     return new SearchResult(count, k, ids, distances);
+  }
+
+  @Override
+  public int[] nearestKOwn(float[][] rows, int n, int dims, Metric metric, int k) {
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, rows, n, dims, metric)) {
+      // TF32 candidates with the exact re-rank for large batches (the same ids as FP32): a k-NN graph's n queries
+      // are the largest batch there is
+      index.setPrecision(GpuFlatIndex.Precision.AUTO);
+      return index.searchOwnVectors(0, n, k);
+    }
+  }
+
+  @Override
+  public int[] farthestFirst(float[][] rows, int count, int dims, boolean cosine, float[] scale, int seedCount,
+                             int limit, float uncovered) {
+    return dims > FarthestFirst.MAX_DIMS ? null
+        : FarthestFirst.traverse(device, rows, count, dims, cosine, scale, seedCount, limit, uncovered);
   }
 
   @Override

@@ -52,6 +52,36 @@ public interface GpuBackend extends Closeable {
   SearchResult nearestK(float[] base, int numBase, float[] points, int count, int dims, Metric metric, int k);
 
   /**
+   * For each of the first {@code n} of {@code rows} its {@code k} nearest among those rows, itself normally among
+   * them: ids only, {@code k} per row, best first. {@link #nearestK} with the rows as both the base and the points;
+   * the device holds them once and reads the points where they lie. Cosine as there; {@code k <= n}.
+   */
+  default int[] nearestKOwn(float[][] rows, int n, int dims, Metric metric, int k) {
+    float[] packed = new float[n * dims];
+    for (int i = 0; i < n; i++) {
+      System.arraycopy(rows[i], 0, packed, i * dims, dims);
+    }
+    SearchResult result = nearestK(packed, n, packed, n, dims, metric, k);
+    int[] ids = new int[n * k];
+    for (int q = 0; q < n; q++) {
+      for (int i = 0; i < k; i++) {
+        ids[q * k + i] = i < result.count(q) ? result.id(q, i) : -1;
+      }
+    }
+    return ids;
+  }
+
+  /**
+   * Step (4) of a graph build on the device, the entry points' farthest-first traversal over the first {@code count}
+   * of {@code rows} ({@code org.gpuvectors.cuda.FarthestFirst#traverse} has the rule): the chosen positions in order,
+   * or null where this backend leaves the traversal to the host.
+   */
+  default int[] farthestFirst(float[][] rows, int count, int dims, boolean cosine, float[] scale, int seedCount,
+                              int limit, float uncovered) {
+    return null;
+  }
+
+  /**
    * Step (2) of a graph build on the device: keeps {@code degree} of each row's {@code k} edges of the k-NN graph
    * ({@code n * k} ordinals, rows nearest first, -1 padding), fewest detours first; the same output as the host's
    * {@link org.gpuvectors.codec.graph.GraphPruner#prune}, which documents the rule.

@@ -30,6 +30,8 @@ public final class GpuSearchStats {
   private final LongAdder cpuKnnGraphVectors = new LongAdder();
   private final LongAdder gpuPrunedVectors = new LongAdder();
   private final LongAdder cpuPrunedVectors = new LongAdder();
+  private final LongAdder gpuEntryPointTraversals = new LongAdder();
+  private final LongAdder cpuEntryPointTraversals = new LongAdder();
   private final LongAdder exhaustiveIvfSearches = new LongAdder();
   private final LongAdder graphExactSearches = new LongAdder();
   private final LongAdder deviceRerankQueries = new LongAdder();
@@ -189,6 +191,20 @@ public final class GpuSearchStats {
 
   void recordPruned(int count, boolean gpu) {
     (gpu ? gpuPrunedVectors : cpuPrunedVectors).add(count);
+  }
+
+  /** Graph builds whose entry points' farthest-first traversal (step 4) ran on the GPU. */
+  public long gpuEntryPointTraversals() {
+    return gpuEntryPointTraversals.sum();
+  }
+
+  /** Graph builds whose traversal ran on the CPU (no GPU, or the GPU call failed). */
+  public long cpuEntryPointTraversals() {
+    return cpuEntryPointTraversals.sum();
+  }
+
+  void recordEntryPointTraversal(boolean gpu) {
+    (gpu ? gpuEntryPointTraversals : cpuEntryPointTraversals).increment();
   }
 
   void recordAssigned(long count, boolean gpu) {

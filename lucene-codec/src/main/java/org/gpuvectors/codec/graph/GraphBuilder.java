@@ -18,8 +18,10 @@ import org.gpuvectors.cuda.Metric;
  * ({@link GraphPruner}), (4) the entry points ({@link #seeds}): {@link #seedCount} vectors spread over
  * the data by farthest-first traversal, more where parts of the data are still far from all of them, plus one per
  * part of the graph they cannot reach. Step (2) runs where step (1) ran ({@link KnnFinder#prune}: the GPU's
- * {@code gv_graph_prune} gives the host's output); steps (3) and (4) run on the host, in parallel on the common
- * fork-join pool, with the same result on any number of threads; {@link GraphBuildPhases} times each step.
+ * {@code gv_graph_prune} gives the host's output), and so does step (4)'s traversal ({@link
+ * KnnFinder#farthestFirst}: the GPU's {@code gv_farthest_step}, the same rule in the device's float rounding); step (3)
+ * and the rest of (4) run on the host, in parallel on the common fork-join pool, with the same result on any number of
+ * threads; {@link GraphBuildPhases} times each step.
  */
 public final class GraphBuilder {
 
@@ -124,7 +126,8 @@ public final class GraphBuilder {
     phases.end(GraphBuildPhases.Phase.PRUNE);
     int[] adjacency = GraphPruner.addReverseLinks(pruned, n, degree);
     phases.end(GraphBuildPhases.Phase.REVERSE);
-    return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency, seeds(vectors, metric, adjacency, degree, phases));
+    return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency,
+        seeds(vectors, metric, adjacency, degree, phases, true, finder));
   }
 
   /**
@@ -152,10 +155,20 @@ public final class GraphBuilder {
     return seeds(vectors, metric, adjacency, degree, phases, true);
   }
 
-  /** {@link #seeds}, the traversal's scans on the common pool when {@code parallel} (else here, for tests). */
+  /** {@link #seeds} on the host, its scans on the common pool when {@code parallel} (else on this thread, for tests). */
   static int[] seeds(
       FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases, boolean parallel)
       throws IOException {
+    return seeds(vectors, metric, adjacency, degree, phases, parallel, KnnFinder.CPU);
+  }
+
+  /**
+   * {@link #seeds}, the traversal on {@code finder}'s device ({@link KnnFinder#farthestFirst}) when it takes it, else
+   * here: its scans on the common pool when {@code parallel} (else on this thread, for tests).
+   */
+  static int[] seeds(
+      FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases, boolean parallel,
+      KnnFinder finder) throws IOException {
     int n = vectors.size();
     Metric spread = metric == Metric.COSINE ? Metric.COSINE : Metric.L2;
     int[] sample = KMeans.sample(n, Math.min(n, SEED_SAMPLE), new Random(SEED));
@@ -167,14 +180,58 @@ public final class GraphBuilder {
     for (int c = 0; c < slices; c++) {
       readers[c] = VectorDistances.of(vectors, spread, norms);
     }
-    float[] nearestSeed = new float[sample.length];
-    Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
-    int[] owner = new int[sample.length]; // the entry point (its index in seeds) that nearestSeed is the distance to
     float[] scale = neighbourScale(readers, spread, sample, adjacency, degree, parallel);
-    int[] sliceFarthest = new int[slices];
     int count = seedCount(n);
     int limit = Math.max(count, Math.min(sample.length, MAX_SEEDS));
     int[] seeds = new int[Math.min(n, MAX_SEEDS_WITH_TOP_UP)];
+    int[] onDevice = finder.farthestFirst(vectors, sample, spread, scale, count, limit, UNCOVERED);
+    int chosen;
+    if (onDevice != null) {
+      chosen = onDevice.length;
+      for (int t = 0; t < chosen; t++) {
+        seeds[t] = sample[onDevice[t]];
+      }
+    } else {
+      chosen = traverse(readers, sample, spread, scale, count, limit, seeds, parallel);
+    }
+    count = chosen;
+    phases.end(GraphBuildPhases.Phase.SEEDS);
+    // reachability: one more entry point per part of the graph the others do not reach
+    FixedBitSet reached = new FixedBitSet(n);
+    int[] queue = new int[n];
+    for (int s = 0; s < count; s++) {
+      reach(seeds[s], adjacency, degree, reached, queue);
+    }
+    for (int u = 0; u < n && count < seeds.length; u++) {
+      if (reached.get(u) == false) {
+        seeds[count++] = u;
+        reach(u, adjacency, degree, reached, queue);
+      }
+    }
+    int[] result = Arrays.copyOf(seeds, count);
+    phases.end(GraphBuildPhases.Phase.REACH);
+    Arrays.sort(result);
+    for (int s = 1; s < result.length; s++) {
+      if (result[s] == result[s - 1]) {
+        throw new AssertionError("duplicate entry point " + result[s]); // the traversal never picks a seed twice
+      }
+    }
+    return result;
+  }
+
+  /**
+   * The farthest-first traversal of {@link #seeds} on the host: fills {@code seeds} with the chosen vectors in order
+   * and returns how many; each step's scan of the sample in {@code readers.length} slices, on the common pool when
+   * {@code parallel}.
+   */
+  private static int traverse(
+      VectorDistances[] readers, int[] sample, Metric spread, float[] scale, int count, int limit, int[] seeds,
+      boolean parallel) throws IOException {
+    int slices = readers.length;
+    float[] nearestSeed = new float[sample.length];
+    Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
+    int[] owner = new int[sample.length]; // the entry point (its index in seeds) that nearestSeed is the distance to
+    int[] sliceFarthest = new int[slices];
     int chosen = 0;
     int next = 0;
     // seedCount entry points by distance, then more (up to MAX_SEEDS) while a sample vector is uncovered: farther
@@ -213,29 +270,7 @@ public final class GraphBuilder {
       }
       next = farthest;
     }
-    count = chosen;
-    phases.end(GraphBuildPhases.Phase.SEEDS);
-    // reachability: one more entry point per part of the graph the others do not reach
-    FixedBitSet reached = new FixedBitSet(n);
-    int[] queue = new int[n];
-    for (int s = 0; s < count; s++) {
-      reach(seeds[s], adjacency, degree, reached, queue);
-    }
-    for (int u = 0; u < n && count < seeds.length; u++) {
-      if (reached.get(u) == false) {
-        seeds[count++] = u;
-        reach(u, adjacency, degree, reached, queue);
-      }
-    }
-    int[] result = Arrays.copyOf(seeds, count);
-    phases.end(GraphBuildPhases.Phase.REACH);
-    Arrays.sort(result);
-    for (int s = 1; s < result.length; s++) {
-      if (result[s] == result[s - 1]) {
-        throw new AssertionError("duplicate entry point " + result[s]); // the traversal never picks a seed twice
-      }
-    }
-    return result;
+    return chosen;
   }
 
   /**

@@ -38,6 +38,18 @@ public interface KnnFinder {
     return GraphPruner.prune(knn, n, k, degree);
   }
 
+  /**
+   * Step (4)'s farthest-first traversal ({@link GraphBuilder#seeds}) on the device of step (1): over the vectors
+   * {@code sample[0 .. )} (positions into it), by {@code spread} (L2 or cosine), each position's {@code scale} as the
+   * traversal keys it past {@code seedCount} choices, up to {@code limit} choices while the best key exceeds {@code
+   * uncovered}; returns the chosen positions in order, or null where the host runs the traversal (the CPU's finder,
+   * or a device that cannot).
+   */
+  default int[] farthestFirst(FloatVectorValues vectors, int[] sample, Metric spread, float[] scale, int seedCount,
+                              int limit, float uncovered) throws IOException {
+    return null;
+  }
+
   /** The CPU: exact up to {@link #EXACT_MAX_VECTORS} vectors, NN-descent above; on the common pool. */
   KnnFinder CPU =
       (vectors, k, metric) ->

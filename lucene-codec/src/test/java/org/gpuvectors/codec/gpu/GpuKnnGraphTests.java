@@ -2,6 +2,7 @@ package org.gpuvectors.codec.gpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -66,6 +67,26 @@ class GpuKnnGraphTests {
       assertEquals(1, device.pruneCalls.get(), "the failing call is not counted as the device's");
       assertEquals(400, service.stats().gpuPrunedVectors());
       assertEquals(400, service.stats().cpuPrunedVectors());
+    }
+  }
+
+  /**
+   * A device that leaves the entry points' traversal to the host (the fake one: its backend has none) gets null from
+   * the finder, and the traversal is counted on the CPU.
+   */
+  @Test
+  void aDeviceWithoutTheTraversalLeavesItToTheHost() throws IOException {
+    FakeBackend device = new FakeBackend(1L << 30);
+    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+      List<float[]> rows = new ArrayList<>();
+      for (int i = 0; i < 50; i++) {
+        rows.add(new float[] {i, 2 * i});
+      }
+      int[] sample = {3, 7, 11, 40};
+      assertNull(service.knnFinder().farthestFirst(FloatVectorValues.fromFloats(rows, 2), sample, Metric.L2,
+          new float[] {1, 1, 1, 1}, 2, 4, 6.25f));
+      assertEquals(0, service.stats().gpuEntryPointTraversals());
+      assertEquals(1, service.stats().cpuEntryPointTraversals());
     }
   }
 

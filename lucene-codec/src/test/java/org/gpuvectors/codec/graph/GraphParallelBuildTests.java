@@ -147,7 +147,7 @@ class GraphParallelBuildTests {
   }
 
   /** n vectors around {@code centres} Gaussian centres, spread {@code sigma} around each. */
-  private static float[][] clusters(Random random, int n, int dims, int centres, float sigma) {
+  static float[][] clusters(Random random, int n, int dims, int centres, float sigma) {
     float[][] c = new float[centres][dims];
     for (float[] v : c) {
       for (int d = 0; d < dims; d++) {
@@ -176,7 +176,7 @@ class GraphParallelBuildTests {
    * Rows of {@code width} distinct ordinals other than the row's own; in a small graph the rows end
    * with -1; with {@code padSome}, some rows of larger graphs are cut short too.
    */
-  private static int[] randomGraph(Random random, int n, int width, boolean padSome) {
+  static int[] randomGraph(Random random, int n, int width, boolean padSome) {
     int[] graph = new int[n * width];
     for (int source = 0; source < n; source++) {
       int i = source;
