@@ -285,11 +285,12 @@ struct GraphPruneParams {
   int degree;       // 1 <= degree <= k
 };
 
-// gv_farthest_step (graph_build.cu; FarthestStepParams.java mirrors this layout, 80 bytes): one step of a graph's
+// gv_farthest_step (graph_build.cu; FarthestStepParams.java mirrors this layout, 88 bytes): one step of a graph's
 // entry points, the farthest-first traversal over a sample of its vectors (GraphBuilder.seeds in lucene-codec has the
 // rule); the traversal's state lives on the device, so the host enqueues many steps between two waits.
 struct FarthestStepParams {
-  const float* points;   // count x dims, row-major (cosine: normalised)
+  const float* points;   // the vectors, row-major, dims floats each (cosine: normalised)
+  const int* sample;     // count: the sample's vectors (rows of points)
   float* nearest;        // count: distance to the nearest chosen point (+inf before any; -inf once chosen itself)
   const float* scale;    // count: each point's gap scale (past seedCount the key is gap(nearest) / scale)
   int* state;            // [0] stopped, [1] chosen so far, [2] position of the next choice, [3] blocks done,
@@ -302,6 +303,20 @@ struct FarthestStepParams {
   int seedCount;         // choices by distance while fewer than this are chosen, then by the scaled key
   int limit;             // at most this many chosen
   float uncovered;       // past seedCount, the traversal goes on while the best scaled key exceeds this
+  int pad;
+};
+
+// gv_neighbour_gaps (graph_build.cu; NeighbourGapParams.java mirrors this layout, 56 bytes): each sample vector's
+// gap to its nearest neighbour in the graph (the entry points' scale, GraphBuilder.nearestGaps in lucene-codec).
+struct NeighbourGapParams {
+  const float* points;    // the vectors, row-major, dims floats each (cosine: normalised)
+  const int* sample;      // count: the sample's vectors
+  const int* adjacency;   // vectors x degree ordinals, each row ending at its first -1
+  float* out;             // count: the smallest gap (squared L2, or 1 - cosine) over the row; +inf without edges
+  long long count;
+  int dims;
+  int degree;
+  int metric;             // 0: squared L2; 1: cosine
   int pad;
 };
 

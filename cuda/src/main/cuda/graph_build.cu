@@ -103,6 +103,23 @@ __device__ __forceinline__ void graphPrune(const GraphPruneParams& p) {
 constexpr int kFarthestThreads = 256;  // FarthestFirst.THREADS
 constexpr int kFarthestWarps = kFarthestThreads / kWarpSize;
 
+// The distance between row x (global) and row y (any memory) as the graph build ranks it: squared L2 (metric 0) or
+// minus the dot product (1: cosine of normalised rows); the warp's lanes split the dimensions, and every lane gets
+// the same sum (a butterfly: each step adds the same two values on both lanes of a pair).
+__device__ __forceinline__ float warpDistance(const float* x, const float* y, int dims, int metric, int lane) {
+  float acc = 0.f;
+  if (metric == 0) {
+    for (int d = lane; d < dims; d += kWarpSize) {
+      const float t = __ldg(x + d) - y[d];
+      acc = fmaf(t, t, acc);
+    }
+  } else {
+    for (int d = lane; d < dims; d += kWarpSize) acc = fmaf(__ldg(x + d), y[d], acc);
+  }
+  for (int o = kWarpSize / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
+  return metric == 0 ? acc : -acc;
+}
+
 // Whether (key a, position pa) beats (key b, position pb); position -1 is no candidate.
 __device__ __forceinline__ bool farthestBetter(float a, long long pa, float b, long long pb) {
   if (pa < 0) return false;
@@ -149,7 +166,8 @@ __device__ __forceinline__ void farthestStep(const FarthestStepParams& p) {
   const int chosen = state[1] + 1;  // with this step's entry point
   const bool scaled = chosen >= p.seedCount;
   const int dims = p.dims;
-  for (int d = threadIdx.x; d < dims; d += kFarthestThreads) farthestSeed[d] = p.points[next * dims + d];
+  const float* seedRow = p.points + (long long)p.sample[next] * dims;
+  for (int d = threadIdx.x; d < dims; d += kFarthestThreads) farthestSeed[d] = seedRow[d];
   __syncthreads();
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x & (kWarpSize - 1);
@@ -163,18 +181,7 @@ __device__ __forceinline__ void farthestStep(const FarthestStepParams& p) {
       continue;
     }
     if (r == -INFINITY) continue;  // chosen earlier
-    const float* row = p.points + i * dims;
-    float acc = 0.f;
-    if (p.metric == 0) {
-      for (int d = lane; d < dims; d += kWarpSize) {
-        const float t = __ldg(row + d) - farthestSeed[d];
-        acc = fmaf(t, t, acc);
-      }
-    } else {
-      for (int d = lane; d < dims; d += kWarpSize) acc = fmaf(__ldg(row + d), farthestSeed[d], acc);
-    }
-    for (int o = kWarpSize / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
-    const float distance = p.metric == 0 ? acc : -acc;
+    const float distance = warpDistance(p.points + (long long)p.sample[i] * dims, farthestSeed, dims, p.metric, lane);
     const float lowered = fminf(r, distance);
     if (lane == 0 && lowered != r) p.nearest[i] = lowered;
     const float key = scaled ? (p.metric == 0 ? lowered : 1.f + lowered) / p.scale[i] : lowered;
@@ -216,7 +223,33 @@ __device__ __forceinline__ void farthestStep(const FarthestStepParams& p) {
   }
 }
 
+// The entry points' scale (GraphBuilder.nearestGaps): each sample vector's smallest gap to a vector of its row of
+// the graph, a warp per sample vector, the row's distances one after the other.
+constexpr int kGapWarps = 8;  // FarthestFirst.GAP_WARPS
+
+__device__ __forceinline__ void neighbourGaps(const NeighbourGapParams& p) {
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const long long i = (long long)blockIdx.x * kGapWarps + warp;
+  if (i >= p.count) return;  // the whole warp
+  const long long u = p.sample[i];
+  const float* x = p.points + u * p.dims;
+  const int* row = p.adjacency + u * p.degree;
+  float best = INFINITY;
+  for (int e = 0; e < p.degree; ++e) {  // uniform
+    const int v = __ldg(row + e);
+    if (v < 0) break;
+    const float distance = warpDistance(p.points + (long long)v * p.dims, x, p.dims, p.metric, lane);
+    best = fminf(best, p.metric == 0 ? distance : 1.f + distance);
+  }
+  if (lane == 0) p.out[i] = best;
+}
+
 }  // namespace gv
+
+extern "C" __global__ void __launch_bounds__(gv::kGapWarps * gv::kWarpSize) gv_neighbour_gaps(gv::NeighbourGapParams p) {
+  gv::neighbourGaps(p);
+}
 
 extern "C" __global__ void __launch_bounds__(gv::kPruneWarps * gv::kWarpSize) gv_graph_prune(gv::GraphPruneParams p) {
   gv::graphPrune(p);

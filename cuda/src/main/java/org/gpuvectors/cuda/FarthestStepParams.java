@@ -4,15 +4,16 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * Parameters of {@code gv_farthest_step}; mirrors {@code gv::FarthestStepParams} in common.cuh (80 bytes,
+ * Parameters of {@code gv_farthest_step}; mirrors {@code gv::FarthestStepParams} in common.cuh (88 bytes,
  * little-endian; member by member checked by ParamLayoutTest). Device addresses are longs.
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class FarthestStepParams {
-  static final int BYTES = 80;
+  static final int BYTES = 88;
 
   long points;
+  long sample;
   long nearest;
   long scale;
   long state;
@@ -29,7 +30,7 @@ final class FarthestStepParams {
 
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(points).putLong(nearest).putLong(scale).putLong(state).putLong(blockKeys).putLong(blockPositions)
+    b.putLong(points).putLong(sample).putLong(nearest).putLong(scale).putLong(state).putLong(blockKeys).putLong(blockPositions)
         .putLong(count).putInt(dims).putInt(metric).putInt(seedCount).putInt(limit).putFloat(uncovered).putInt(pad);
     return b.array();
   }

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams},
- * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams}, {@link FarthestStepParams}, {@link CodebookAssignParams} and {@link CentroidMeansParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
+ * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams}, {@link FarthestStepParams}, {@link NeighbourGapParams}, {@link CodebookAssignParams} and {@link CentroidMeansParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
  * struct member has a Java field of the same name, and a value set in that field lands at the member's
  * offset (natural alignment, as nvcc lays it out) with its size. Adding a member on one side only, or
  * reordering, fails here and not on a GPU. Likewise the grouped scan's launch constants.
@@ -224,6 +224,12 @@ class ParamLayoutTest {
   void farthestStepParamsMatchesCommonCuh() throws Exception {
     FarthestStepParams params = new FarthestStepParams();
     assertEncodes("FarthestStepParams", params, params::encode, FarthestStepParams.BYTES);
+  }
+
+  @Test
+  void neighbourGapParamsMatchesCommonCuh() throws Exception {
+    NeighbourGapParams params = new NeighbourGapParams();
+    assertEncodes("NeighbourGapParams", params, params::encode, NeighbourGapParams.BYTES);
   }
 
   @Test

@@ -118,20 +118,35 @@ final class CudaBackend implements GpuBackend {
   }
 
   @Override
-  public int[] nearestKOwn(float[][] rows, int n, int dims, Metric metric, int k) {
-    try (GpuFlatIndex index = GpuFlatIndex.upload(device, rows, n, dims, metric)) {
-      // TF32 candidates with the exact re-rank for large batches (the same ids as FP32): a k-NN graph's n queries
-      // are the largest batch there is
-      index.setPrecision(GpuFlatIndex.Precision.AUTO);
-      return index.searchOwnVectors(0, n, k);
-    }
-  }
+  public HeldVectors holdVectors(float[][] rows, int n, int dims, Metric metric) {
+    GpuFlatIndex index = GpuFlatIndex.upload(device, rows, n, dims, metric);
+    return new HeldVectors() {
+      @Override
+      public int[] nearestKOwn(int k) {
+        // TF32 candidates with the exact re-rank for large batches (the same ids as FP32): a k-NN graph's n queries
+        // are the largest batch there is
+        index.setPrecision(GpuFlatIndex.Precision.AUTO);
+        return index.searchOwnVectors(0, n, k);
+      }
 
-  @Override
-  public int[] farthestFirst(float[][] rows, int count, int dims, boolean cosine, float[] scale, int seedCount,
-                             int limit, float uncovered) {
-    return dims > FarthestFirst.MAX_DIMS ? null
-        : FarthestFirst.traverse(device, rows, count, dims, cosine, scale, seedCount, limit, uncovered);
+      @Override
+      public float[] neighbourGaps(int[] sample, int[] adjacency, int degree, boolean cosine) {
+        return dims > FarthestFirst.MAX_DIMS ? null
+            : FarthestFirst.neighbourGaps(device, index, sample, adjacency, degree, cosine);
+      }
+
+      @Override
+      public int[] farthestFirst(int[] sample, boolean cosine, float[] scale, int seedCount, int limit,
+                                 float uncovered) {
+        return dims > FarthestFirst.MAX_DIMS ? null
+            : FarthestFirst.traverse(device, index, sample, cosine, scale, seedCount, limit, uncovered);
+      }
+
+      @Override
+      public void close() {
+        index.close();
+      }
+    };
   }
 
   @Override

@@ -52,33 +52,59 @@ public interface GpuBackend extends Closeable {
   SearchResult nearestK(float[] base, int numBase, float[] points, int count, int dims, Metric metric, int k);
 
   /**
-   * For each of the first {@code n} of {@code rows} its {@code k} nearest among those rows, itself normally among
-   * them: ids only, {@code k} per row, best first. {@link #nearestK} with the rows as both the base and the points;
-   * the device holds them once and reads the points where they lie. Cosine as there; {@code k <= n}.
+   * Uploads the first {@code n} of {@code rows} ({@code dims} floats each) for the steps of a graph build that read
+   * them, ranked by {@code metric} (cosine: rows come normalised, ranked by the inner product). By default, a backend
+   * without them: the k-NN step through {@link #nearestK} (the rows as both base and points), the entry points left to
+   * the host.
    */
-  default int[] nearestKOwn(float[][] rows, int n, int dims, Metric metric, int k) {
-    float[] packed = new float[n * dims];
-    for (int i = 0; i < n; i++) {
-      System.arraycopy(rows[i], 0, packed, i * dims, dims);
-    }
-    SearchResult result = nearestK(packed, n, packed, n, dims, metric, k);
-    int[] ids = new int[n * k];
-    for (int q = 0; q < n; q++) {
-      for (int i = 0; i < k; i++) {
-        ids[q * k + i] = i < result.count(q) ? result.id(q, i) : -1;
+  default HeldVectors holdVectors(float[][] rows, int n, int dims, Metric metric) {
+    return new HeldVectors() {
+      @Override
+      public int[] nearestKOwn(int k) {
+        float[] packed = new float[n * dims];
+        for (int i = 0; i < n; i++) {
+          System.arraycopy(rows[i], 0, packed, i * dims, dims);
+        }
+        SearchResult result = nearestK(packed, n, packed, n, dims, metric, k);
+        int[] ids = new int[n * k];
+        for (int q = 0; q < n; q++) {
+          for (int i = 0; i < k; i++) {
+            ids[q * k + i] = i < result.count(q) ? result.id(q, i) : -1;
+          }
+        }
+        return ids;
       }
-    }
-    return ids;
+    };
   }
 
-  /**
-   * Step (4) of a graph build on the device, the entry points' farthest-first traversal over the first {@code count}
-   * of {@code rows} ({@code org.gpuvectors.cuda.FarthestFirst#traverse} has the rule): the chosen positions in order,
-   * or null where this backend leaves the traversal to the host.
-   */
-  default int[] farthestFirst(float[][] rows, int count, int dims, boolean cosine, float[] scale, int seedCount,
-                              int limit, float uncovered) {
-    return null;
+  /** A graph build's vectors on the device ({@link #holdVectors}); {@link #close} releases them. */
+  interface HeldVectors extends AutoCloseable {
+
+    /**
+     * For each held vector its {@code k} nearest held vectors, itself normally among them: ids only, {@code k} per
+     * vector, best first ({@code k <= n}).
+     */
+    int[] nearestKOwn(int k);
+
+    /**
+     * Each vector of {@code sample}'s smallest gap to a vector of its row of {@code adjacency} (the host's {@code
+     * GraphBuilder.nearestGaps}), or null where the host computes it.
+     */
+    default float[] neighbourGaps(int[] sample, int[] adjacency, int degree, boolean cosine) {
+      return null;
+    }
+
+    /**
+     * The entry points' farthest-first traversal over the vectors of {@code sample} ({@code
+     * org.gpuvectors.cuda.FarthestFirst#traverse} has the rule): the chosen positions in order, or null where the
+     * host runs it.
+     */
+    default int[] farthestFirst(int[] sample, boolean cosine, float[] scale, int seedCount, int limit, float uncovered) {
+      return null;
+    }
+
+    @Override
+    default void close() {}
   }
 
   /**

@@ -29,7 +29,7 @@ final class GpuKnnGraph {
 
   /**
    * Floats of one chunk of vectors on the Java heap (512 MB): a k-NN graph whose vectors fit one chunk goes up once
-   * and is its own queries on the device ({@link GpuBackend#nearestKOwn}); Fashion-MNIST's 188 MB did not fit the
+   * and is its own queries on the device ({@link GpuBackend.HeldVectors#nearestKOwn}); Fashion-MNIST's 188 MB did not fit the
    * former 128 MB, and its four chunk passes, each an upload and an FP32 search, took 0.5 s of a 0.9 s graph build.
    */
   static final long CHUNK_FLOATS = 128L << 20;
@@ -83,7 +83,11 @@ final class GpuKnnGraph {
     Metric rank = metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric;
     int chunkRows = (int) Math.max(1, Math.min(n, chunkFloats / dims));
     if (queries == null && chunkRows == n) {
-      return own(backend, vectors, k, metric, rank, progress);
+      try (GpuBackend.HeldVectors held = hold(backend, vectors, metric)) {
+        int[] ids = own(held, n, k);
+        progress.report("exact brute force", n);
+        return ids;
+      }
     }
     int[] bestIds = new int[m * k];
     float[] bestDistances = new float[m * k]; // smaller is nearer (minus the inner product)
@@ -120,16 +124,30 @@ final class GpuKnnGraph {
   }
 
   /**
-   * The exact k-NN graph of vectors that fit one chunk: copied side by side, uploaded once, each searched for its
-   * k + 1 nearest (itself among them) on the device, itself dropped here.
+   * Whether a graph build holds all its vectors on the device ({@link #hold}) for its exact k-NN step: the vectors
+   * the exact brute force takes, that fit one chunk.
    */
-  private static int[] own(
-      GpuBackend backend, FloatVectorValues vectors, int k, Metric metric, Metric rank, KnnGraphProgress progress)
-      throws IOException {
+  static boolean holdsWhole(int n, int dims) {
+    return n <= exactMaxVectors() && (long) n * dims <= chunkFloats;
+  }
+
+  /**
+   * The vectors copied side by side and uploaded once, as the k-NN step ranks them (cosine: normalised, by the inner
+   * product), for {@link #own} and the entry points' steps.
+   */
+  static GpuBackend.HeldVectors hold(GpuBackend backend, FloatVectorValues vectors, Metric metric) throws IOException {
     int n = vectors.size();
     float[][] rows = VectorRows.copies(vectors, n, i -> i, metric);
+    return backend.holdVectors(rows, n, vectors.dimension(), metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric);
+  }
+
+  /**
+   * The exact k-NN graph of the {@code n} held vectors: each searched for its k + 1 nearest (itself among them) on
+   * the device, itself dropped here; rows end with -1 when there are at most k vectors.
+   */
+  static int[] own(GpuBackend.HeldVectors held, int n, int k) {
     int ask = Math.min(k + 1, n);
-    int[] found = backend.nearestKOwn(rows, n, vectors.dimension(), rank, ask);
+    int[] found = held.nearestKOwn(ask);
     int[] ids = new int[n * k];
     for (int i = 0; i < n; i++) {
       int out = i * k;
@@ -140,7 +158,6 @@ final class GpuKnnGraph {
       }
       Arrays.fill(ids, out, (i + 1) * k, -1);
     }
-    progress.report("exact brute force", n);
     return ids;
   }
 

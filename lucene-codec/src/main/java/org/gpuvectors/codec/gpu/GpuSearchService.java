@@ -9,7 +9,6 @@ import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.util.IOFunction;
-import org.gpuvectors.codec.VectorRows;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.CudaException;
@@ -619,27 +618,13 @@ public final class GpuSearchService implements Closeable {
       }
 
       /**
-       * Step (4)'s traversal on the GPU while it serves ({@code FarthestFirst}: the sample's rows copied and uploaded
-       * once), else, or when the call fails, null: the host runs it.
+       * A graph build's steps on the GPU while it serves ({@link GpuGraphBuild}: the vectors held there once for the
+       * exact k-NN step and the entry points), each step on the CPU when it does not or when its call fails.
        */
       @Override
-      public int[] farthestFirst(FloatVectorValues vectors, int[] sample, Metric spread, float[] scale, int seedCount,
-                                 int limit, float uncovered) throws IOException {
-        if (sample.length > 1 && refusal(0) == null) {
-          try {
-            float[][] rows = VectorRows.copies(vectors, sample.length, i -> sample[i], spread);
-            int[] chosen = backend.farthestFirst(rows, sample.length, vectors.dimension(), spread == Metric.COSINE,
-                scale, seedCount, limit, uncovered);
-            if (chosen != null) {
-              stats.recordEntryPointTraversal(true);
-              return chosen;
-            }
-          } catch (CudaException e) {
-            gpuError(e); // counted; the host traverses
-          }
-        }
-        stats.recordEntryPointTraversal(false);
-        return null;
+      public Build hold(FloatVectorValues vectors, Metric metric) throws IOException {
+        return GpuGraphBuild.open(this, vectors, metric, backend, stats, () -> refusal(0) == null,
+            GpuSearchService.this::gpuError);
       }
 
       /** Step (2) on the GPU while it serves (the CPU's rule, GraphPrune), else, or when the call fails, on the CPU. */

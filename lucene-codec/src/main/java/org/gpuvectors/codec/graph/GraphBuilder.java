@@ -8,6 +8,7 @@ import java.util.Random;
 import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.util.FixedBitSet;
+import org.apache.lucene.util.IOSupplier;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.Metric;
 
@@ -119,15 +120,17 @@ public final class GraphBuilder {
           + " needs more than " + MAX_BUILD_EDGES + " edges in one array");
     }
     phases.restart();
-    int[] knn = finder.knn(vectors, buildDegree, metric);
-    phases.end(GraphBuildPhases.Phase.KNN);
-    int[] pruned = finder.prune(knn, n, buildDegree, degree);
-    knn = null; // the largest array of the build: let it go before the next
-    phases.end(GraphBuildPhases.Phase.PRUNE);
-    int[] adjacency = GraphPruner.addReverseLinks(pruned, n, degree);
-    phases.end(GraphBuildPhases.Phase.REVERSE);
-    return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency,
-        seeds(vectors, metric, adjacency, degree, phases, true, finder));
+    try (KnnFinder.Build steps = finder.hold(vectors, metric)) {
+      int[] knn = steps.knn(buildDegree);
+      phases.end(GraphBuildPhases.Phase.KNN);
+      int[] pruned = steps.prune(knn, n, buildDegree, degree);
+      knn = null; // the largest array of the build: let it go before the next
+      phases.end(GraphBuildPhases.Phase.PRUNE);
+      int[] adjacency = GraphPruner.addReverseLinks(pruned, n, degree);
+      phases.end(GraphBuildPhases.Phase.REVERSE);
+      return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency,
+          seeds(vectors, metric, adjacency, degree, phases, true, steps));
+    }
   }
 
   /**
@@ -159,32 +162,43 @@ public final class GraphBuilder {
   static int[] seeds(
       FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases, boolean parallel)
       throws IOException {
-    return seeds(vectors, metric, adjacency, degree, phases, parallel, KnnFinder.CPU);
+    try (KnnFinder.Build host = KnnFinder.CPU.hold(vectors, metric)) {
+      return seeds(vectors, metric, adjacency, degree, phases, parallel, host);
+    }
   }
 
   /**
-   * {@link #seeds}, the traversal on {@code finder}'s device ({@link KnnFinder#farthestFirst}) when it takes it, else
-   * here: its scans on the common pool when {@code parallel} (else on this thread, for tests).
+   * {@link #seeds}, the scale and the traversal on the device of {@code steps} ({@link KnnFinder.Build#neighbourGaps},
+   * {@link KnnFinder.Build#farthestFirst}) where it takes them, else here: their scans on the common pool when {@code
+   * parallel} (else on this thread, for tests).
    */
   static int[] seeds(
       FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases, boolean parallel,
-      KnnFinder finder) throws IOException {
+      KnnFinder.Build steps) throws IOException {
     int n = vectors.size();
     Metric spread = metric == Metric.COSINE ? Metric.COSINE : Metric.L2;
     int[] sample = KMeans.sample(n, Math.min(n, SEED_SAMPLE), new Random(SEED));
-    float[] norms = VectorDistances.norms(vectors, spread);
-    // the sample in fixed slices, each scanned by one task with its own reader; the slices' farthest
-    // vectors are then compared in slice order, so the choice is the serial scan's whatever the threads
-    int slices = parallel ? (sample.length + SEED_SLICE - 1) / SEED_SLICE : 1;
-    VectorDistances[] readers = new VectorDistances[slices];
-    for (int c = 0; c < slices; c++) {
-      readers[c] = VectorDistances.of(vectors, spread, norms);
-    }
-    float[] scale = neighbourScale(readers, spread, sample, adjacency, degree, parallel);
+    // the host's readers, made when a host step needs them: the sample in fixed slices, each scanned by one task with
+    // its own reader; the slices' farthest vectors are then compared in slice order, so the choice is the serial
+    // scan's whatever the threads
+    VectorDistances[][] readers = new VectorDistances[1][];
+    IOSupplier<VectorDistances[]> hostReaders = () -> {
+      if (readers[0] == null) {
+        float[] norms = VectorDistances.norms(vectors, spread);
+        readers[0] = new VectorDistances[parallel ? (sample.length + SEED_SLICE - 1) / SEED_SLICE : 1];
+        for (int c = 0; c < readers[0].length; c++) {
+          readers[0][c] = VectorDistances.of(vectors, spread, norms);
+        }
+      }
+      return readers[0];
+    };
+    float[] gaps = steps.neighbourGaps(sample, adjacency, degree);
+    float[] scale = floorScale(gaps != null ? gaps : nearestGaps(hostReaders.get(), spread, sample, adjacency, degree,
+        parallel));
     int count = seedCount(n);
     int limit = Math.max(count, Math.min(sample.length, MAX_SEEDS));
     int[] seeds = new int[Math.min(n, MAX_SEEDS_WITH_TOP_UP)];
-    int[] onDevice = finder.farthestFirst(vectors, sample, spread, scale, count, limit, UNCOVERED);
+    int[] onDevice = steps.farthestFirst(sample, scale, count, limit, UNCOVERED);
     int chosen;
     if (onDevice != null) {
       chosen = onDevice.length;
@@ -192,7 +206,7 @@ public final class GraphBuilder {
         seeds[t] = sample[onDevice[t]];
       }
     } else {
-      chosen = traverse(readers, sample, spread, scale, count, limit, seeds, parallel);
+      chosen = traverse(hostReaders.get(), sample, spread, scale, count, limit, seeds, parallel);
     }
     count = chosen;
     phases.end(GraphBuildPhases.Phase.SEEDS);
@@ -294,10 +308,10 @@ public final class GraphBuilder {
 
   /**
    * Each sample vector's gap ({@link #gap}) to its nearest neighbour in the graph (the nearest of its row: pruning
-   * keeps every vector's nearest neighbour), at least a quarter of the median such gap (duplicates: 0, and an
-   * outlier among them would be the most uncovered of all); +infinity for a vector without edges (never uncovered).
+   * keeps every vector's nearest neighbour); +infinity for a vector without edges (never uncovered). The scale is this
+   * with {@link #floorScale}.
    */
-  private static float[] neighbourScale(
+  private static float[] nearestGaps(
       VectorDistances[] readers, Metric spread, int[] sample, int[] adjacency, int degree, boolean parallel)
       throws IOException {
     float[] scale = new float[sample.length];
@@ -322,6 +336,14 @@ public final class GraphBuilder {
     } catch (UncheckedIOException e) {
       throw e.getCause();
     }
+    return scale;
+  }
+
+  /**
+   * The traversal's scale from each sample vector's nearest gap ({@link #nearestGaps}): at least a quarter of the
+   * median gap (duplicates: 0, and an outlier among them would be the most uncovered of all); in place.
+   */
+  private static float[] floorScale(float[] scale) {
     float[] sorted = scale.clone();
     Arrays.sort(sorted);
     int finite = 0;

@@ -1,5 +1,6 @@
 package org.gpuvectors.codec.graph;
 
+import java.io.Closeable;
 import java.io.IOException;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.cuda.Metric;
@@ -39,15 +40,55 @@ public interface KnnFinder {
   }
 
   /**
-   * Step (4)'s farthest-first traversal ({@link GraphBuilder#seeds}) on the device of step (1): over the vectors
-   * {@code sample[0 .. )} (positions into it), by {@code spread} (L2 or cosine), each position's {@code scale} as the
-   * traversal keys it past {@code seedCount} choices, up to {@code limit} choices while the best key exceeds {@code
-   * uncovered}; returns the chosen positions in order, or null where the host runs the traversal (the CPU's finder,
-   * or a device that cannot).
+   * One graph build's steps on this finder's device, the vectors held there for all of them (the GPU's: uploaded once
+   * for the exact k-NN step and the entry points). By default {@link #knn} and {@link #prune}, and the entry points
+   * left to the host.
    */
-  default int[] farthestFirst(FloatVectorValues vectors, int[] sample, Metric spread, float[] scale, int seedCount,
-                              int limit, float uncovered) throws IOException {
-    return null;
+  default Build hold(FloatVectorValues vectors, Metric metric) throws IOException {
+    KnnFinder finder = this;
+    return new Build() {
+      @Override
+      public int[] knn(int k) throws IOException {
+        return finder.knn(vectors, k, metric);
+      }
+
+      @Override
+      public int[] prune(int[] knn, int n, int k, int degree) {
+        return finder.prune(knn, n, k, degree);
+      }
+    };
+  }
+
+  /** The steps of one graph build ({@link #hold}); {@link #close} releases what the device holds for it. */
+  interface Build extends Closeable {
+
+    /** Step (1), as {@link KnnFinder#knn} on the held vectors. */
+    int[] knn(int k) throws IOException;
+
+    /** Step (2), as {@link KnnFinder#prune}. */
+    int[] prune(int[] knn, int n, int k, int degree);
+
+    /**
+     * Step (4)'s scale on the device: each vector of {@code sample}'s smallest gap to a vector of its row of {@code
+     * adjacency} ({@link GraphBuilder#seeds}), or null where the host computes it.
+     */
+    default float[] neighbourGaps(int[] sample, int[] adjacency, int degree) throws IOException {
+      return null;
+    }
+
+    /**
+     * Step (4)'s farthest-first traversal on the device ({@link GraphBuilder#seeds} has the rule): over the vectors of
+     * {@code sample}, each position's {@code scale} as the traversal keys it past {@code seedCount} choices, up to
+     * {@code limit} choices while the best key exceeds {@code uncovered}; the chosen positions in order, or null where
+     * the host runs it.
+     */
+    default int[] farthestFirst(int[] sample, float[] scale, int seedCount, int limit, float uncovered)
+        throws IOException {
+      return null;
+    }
+
+    @Override
+    default void close() {}
   }
 
   /** The CPU: exact up to {@link #EXACT_MAX_VECTORS} vectors, NN-descent above; on the common pool. */

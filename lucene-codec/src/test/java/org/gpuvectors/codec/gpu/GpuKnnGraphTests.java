@@ -71,20 +71,28 @@ class GpuKnnGraphTests {
   }
 
   /**
-   * A device that leaves the entry points' traversal to the host (the fake one: its backend has none) gets null from
-   * the finder, and the traversal is counted on the CPU.
+   * A graph build held on a device whose backend has no entry-point steps (the fake one): the k-NN step runs on the
+   * held vectors (the fake's brute force, the CPU's graph), the scale and the traversal are left to the host (null),
+   * and the traversal is counted on the CPU.
    */
   @Test
-  void aDeviceWithoutTheTraversalLeavesItToTheHost() throws IOException {
+  void aDeviceWithoutEntryPointStepsLeavesThemToTheHost() throws IOException {
     FakeBackend device = new FakeBackend(1L << 30);
     try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+      Random random = new Random(4);
       List<float[]> rows = new ArrayList<>();
       for (int i = 0; i < 50; i++) {
-        rows.add(new float[] {i, 2 * i});
+        rows.add(new float[] {random.nextFloat(), random.nextFloat()});
       }
-      int[] sample = {3, 7, 11, 40};
-      assertNull(service.knnFinder().farthestFirst(FloatVectorValues.fromFloats(rows, 2), sample, Metric.L2,
-          new float[] {1, 1, 1, 1}, 2, 4, 6.25f));
+      FloatVectorValues vectors = FloatVectorValues.fromFloats(rows, 2);
+      try (KnnFinder.Build steps = service.knnFinder().hold(vectors, Metric.L2)) {
+        assertArrayEquals(KnnFinder.CPU.knn(vectors, 6, Metric.L2), steps.knn(6));
+        assertEquals(1, device.nearestKCalls.get(), "one brute force over the held vectors");
+        int[] sample = {3, 7, 11, 40};
+        assertNull(steps.neighbourGaps(sample, new int[50 * 2], 2));
+        assertNull(steps.farthestFirst(sample, new float[] {1, 1, 1, 1}, 2, 4, 6.25f));
+      }
+      assertEquals(50, service.stats().gpuKnnGraphVectors());
       assertEquals(0, service.stats().gpuEntryPointTraversals());
       assertEquals(1, service.stats().cpuEntryPointTraversals());
     }

@@ -20,11 +20,15 @@ import org.junit.jupiter.api.Test;
  * Step (4)'s farthest-first traversal on the GPU ({@code gv_farthest_step}, through the service's finder) chooses the
  * host's entry points ({@link GraphBuilder#seeds} with the CPU's finder, itself checked against the unpruned traversal
  * by {@link GraphParallelBuildTests}): Gaussian clusters for every metric, many small clusters (past seedCount into the
- * uncovered-points phase), a sample of 32,768 out of 40,000 vectors, uniform noise, and integer points full of exact
- * ties (ties go to the lower position on both). No CPU fallback; every traversal counted on the GPU. Skips visibly
+ * uncovered-points phase), a sample of 32,768 out of 40,000 vectors (also with only the sample on the device, as for
+ * a segment past the exact k-NN step's size), uniform noise, and integer points full of exact ties (ties go to the
+ * lower position on both); the scale and the traversal both on the device where the build holds every vector. No CPU fallback; every traversal counted on the GPU. Skips visibly
  * without a GPU, fails on the GPU machine when the GPU is broken.
  */
 class GpuEntryPointsTests {
+
+  /** GpuKnnGraph.EXACT_MAX_PROPERTY (package-private there): segments above it take the IVF k-NN step. */
+  private static final String EXACT_MAX_PROPERTY = "gpuvectors.knn_graph.exact_max_vectors";
 
   @Test
   void gpuChoosesTheHostsEntryPoints() throws IOException {
@@ -62,10 +66,25 @@ class GpuEntryPointsTests {
       Metric[] metrics = data == ties ? new Metric[] {Metric.L2} : Metric.values();
       for (Metric metric : metrics) {
         int[] host = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true);
-        int[] gpu = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true, finder);
+        // every vector held on the device (the exact k-NN step's segments): the scale and the traversal there
+        int[] gpu;
+        try (KnnFinder.Build steps = finder.hold(vectors, metric)) {
+          gpu = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true, steps);
+        }
         traversals++;
         assertArrayEquals(host, gpu, metric + ", " + data.length + " x " + data[0].length + ": " + host.length
             + " entry points on the host, " + gpu.length + " on the GPU");
+        if (data.length == 40_000) {
+          // a segment past the exact k-NN step's size: its vectors are not held, the sample goes up for the traversal
+          System.setProperty(EXACT_MAX_PROPERTY, "1000");
+          try (KnnFinder.Build steps = finder.hold(vectors, metric)) {
+            gpu = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true, steps);
+          } finally {
+            System.clearProperty(EXACT_MAX_PROPERTY);
+          }
+          traversals++;
+          assertArrayEquals(host, gpu, metric + ", the sample alone on the GPU");
+        }
       }
     }
     assertEquals(fallbacks, service.stats().cpuFallbacks(), "traversed on the GPU: " + service.stats());
