@@ -320,6 +320,20 @@ struct NeighbourGapParams {
   int pad;
 };
 
+// gv_reverse_count / gv_reverse_fill / gv_reverse_rows (graph_build.cu; ReverseLinksParams.java mirrors this layout,
+// 56 bytes): step (3) of a graph build, the reverse links (GraphPruner.addReverseLinks in lucene-codec has the rule):
+// the reverse edges of each vector as a compressed sparse row, then each row's result.
+struct ReverseLinksParams {
+  const int* pruned;  // n x degree: the pruned graph, each row ending at its first -1
+  const int* start;   // n + 1: where each vector's reverse edges start in keys (exclusive prefix sums of the counts)
+  int* cursor;        // n: gv_reverse_count's in-degrees; gv_reverse_fill's next free slot per vector
+  int* keys;          // start[n]: vector j's reverse edges i -> j as keys p * n + i (p: j's place in row i)
+  int* out;           // n x degree: first half of the row's pruned edges, its reverse edges by key, the rest
+  long long n;
+  int degree;         // n * degree < 2^31 (the keys are ints)
+  int pad;
+};
+
 // gv_codebook_assign (kmeans.cu; CodebookAssignParams.java mirrors this layout, 48 bytes): the nearest
 // codeword (squared L2) of every sub-vector of every point, for k-means of product-quantizer codebooks and PQ
 // encoding; the sub-vector of group g of a point is its floats [g * subDims, (g + 1) * subDims).

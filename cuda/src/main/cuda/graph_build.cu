@@ -6,6 +6,8 @@
 // memory (ordinal -> rank), then each via's row is read coalesced (32 entries a step) and looked up, the detours
 // counted with shared atomics; each edge's place is the number of edges with a smaller key (detours * 512 + rank,
 // unique per row). No block barriers: every warp works alone.
+#include <climits>
+
 #include "common.cuh"
 
 namespace gv {
@@ -245,7 +247,87 @@ __device__ __forceinline__ void neighbourGaps(const NeighbourGapParams& p) {
   if (lane == 0) p.out[i] = best;
 }
 
+// Step (3) of a graph build: the reverse links (GraphPruner.addReverseLinks, lucene-codec, the same output). Each kept
+// edge i -> j at place p of row i gives j the reverse candidate key p * n + i; a vector's row is the first half of its
+// pruned edges, then the sources of its `degree` smallest keys in key order, then the rest of its pruned edges,
+// without -1, itself or duplicates, to `degree`. Three launches: in-degrees (atomics), the keys into a compressed
+// sparse row (atomic cursors: the order within a row depends on the threads, the selection by key does not), then a
+// warp per row.
+constexpr int kReverseWarps = 8;  // ReverseLinks.WARPS: rows per block of gv_reverse_rows
+
+__device__ __forceinline__ void reverseCount(const ReverseLinksParams& p) {
+  const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= p.n * p.degree) return;
+  const int j = p.pruned[e];
+  if (j >= 0) atomicAdd(p.cursor + j, 1);
+}
+
+__device__ __forceinline__ void reverseFill(const ReverseLinksParams& p) {
+  const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= p.n * p.degree) return;
+  const int j = p.pruned[e];
+  if (j < 0) return;
+  const int i = (int)(e / p.degree);
+  const int place = (int)(e - (long long)i * p.degree);
+  p.keys[atomicAdd(p.cursor + j, 1)] = place * (int)p.n + i;
+}
+
+// Appends id to the warp's row (size entries in dst, the same on every lane) unless it is -1, self or there already.
+__device__ __forceinline__ int reverseAppend(int* dst, int size, int id, int self, int lane) {
+  if (id < 0 || id == self) return size;
+  bool there = false;
+  for (int q = lane; q < size; q += kWarpSize) there |= dst[q] == id;
+  if (__any_sync(kFullMask, there)) return size;
+  if (lane == 0) dst[size] = id;
+  __syncwarp();
+  return size + 1;
+}
+
+__device__ __forceinline__ void reverseRows(const ReverseLinksParams& p) {
+  extern __shared__ int reverseShared[];
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const long long i = (long long)blockIdx.x * kReverseWarps + warp;
+  if (i >= p.n) return;  // the whole warp (no block barriers follow)
+  const int degree = p.degree;
+  int* chosen = reverseShared + warp * 2 * degree;  // the row's smallest keys, ascending
+  int* row = chosen + degree;                       // the row being assembled
+  const int from = p.start[i];
+  const int to = p.start[i + 1];
+  // the smallest keys one after another: each the least key above the last (keys are distinct)
+  int picked = 0;
+  int last = -1;
+  for (; picked < degree && picked < to - from; ++picked) {  // uniform
+    int best = INT_MAX;
+    for (int q = from + lane; q < to; q += kWarpSize) {
+      const int key = p.keys[q];
+      if (key > last && key < best) best = key;
+    }
+    for (int o = kWarpSize / 2; o > 0; o >>= 1) best = min(best, __shfl_xor_sync(kFullMask, best, o));
+    if (lane == 0) chosen[picked] = best;
+    last = best;
+  }
+  __syncwarp();
+  const int* own = p.pruned + i * degree;
+  const int self = (int)i;
+  const int half = degree / 2;
+  int size = 0;
+  for (int q = 0; q < half; ++q) size = reverseAppend(row, size, own[q], self, lane);
+  for (int q = 0; q < picked && size < degree; ++q) size = reverseAppend(row, size, chosen[q] % (int)p.n, self, lane);
+  for (int q = half; q < degree && size < degree; ++q) size = reverseAppend(row, size, own[q], self, lane);
+  int* dst = p.out + i * degree;
+  for (int q = lane; q < degree; q += kWarpSize) dst[q] = q < size ? row[q] : -1;
+}
+
 }  // namespace gv
+
+extern "C" __global__ void gv_reverse_count(gv::ReverseLinksParams p) { gv::reverseCount(p); }
+
+extern "C" __global__ void gv_reverse_fill(gv::ReverseLinksParams p) { gv::reverseFill(p); }
+
+extern "C" __global__ void __launch_bounds__(gv::kReverseWarps * gv::kWarpSize) gv_reverse_rows(gv::ReverseLinksParams p) {
+  gv::reverseRows(p);
+}
 
 extern "C" __global__ void __launch_bounds__(gv::kGapWarps * gv::kWarpSize) gv_neighbour_gaps(gv::NeighbourGapParams p) {
   gv::neighbourGaps(p);

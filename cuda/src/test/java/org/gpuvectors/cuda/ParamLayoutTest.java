@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams},
- * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams}, {@link FarthestStepParams}, {@link NeighbourGapParams}, {@link CodebookAssignParams} and {@link CentroidMeansParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
+ * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams}, {@link FarthestStepParams}, {@link NeighbourGapParams}, {@link ReverseLinksParams}, {@link CodebookAssignParams} and {@link CentroidMeansParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
  * struct member has a Java field of the same name, and a value set in that field lands at the member's
  * offset (natural alignment, as nvcc lays it out) with its size. Adding a member on one side only, or
  * reordering, fails here and not on a GPU. Likewise the grouped scan's launch constants.
@@ -230,6 +230,12 @@ class ParamLayoutTest {
   void neighbourGapParamsMatchesCommonCuh() throws Exception {
     NeighbourGapParams params = new NeighbourGapParams();
     assertEncodes("NeighbourGapParams", params, params::encode, NeighbourGapParams.BYTES);
+  }
+
+  @Test
+  void reverseLinksParamsMatchesCommonCuh() throws Exception {
+    ReverseLinksParams params = new ReverseLinksParams();
+    assertEncodes("ReverseLinksParams", params, params::encode, ReverseLinksParams.BYTES);
   }
 
   @Test

@@ -168,7 +168,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
         writeIndex(
             field.fieldInfo,
             field.indexType,
-            FloatVectorValues.fromFloats(buffered, field.fieldInfo.getVectorDimension()),
+            VectorRows.buffered(buffered, field.fieldInfo.getVectorDimension()),
             oldToNew,
             "flush",
             new IvfBuildPhases());

@@ -75,6 +75,11 @@ final class PrecomputedBackend implements GpuBackend {
   }
 
   @Override
+  public int[] reverseLinks(int[] pruned, int n, int degree) {
+    throw new UnsupportedOperationException("indexes are built on the CPU for this backend");
+  }
+
+  @Override
   public SearchResult[] search(List<SearchGroup> groups, long[] timing) {
     SearchResult[] out = new SearchResult[groups.size()];
     for (int g = 0; g < out.length; g++) {

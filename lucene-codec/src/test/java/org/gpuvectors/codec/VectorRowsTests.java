@@ -1,17 +1,23 @@
 package org.gpuvectors.codec;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.cuda.Metric;
 import org.junit.jupiter.api.Test;
 
 /**
  * {@link VectorRows#fill} reads rows side by side, each chunk through its own copy of the vectors: here vectors that
  * reuse one array for every value (as Lucene's off-heap vectors do), so a chunk reading through another's copy, or
- * through the original, would return rows of other ordinals; and vectors without copies (read on one thread).
+ * through the original, would return rows of other ordinals; and vectors without copies (read on one thread). A flush's
+ * buffered vectors are handed out without copies where nothing needs normalising.
  */
 class VectorRowsTests {
 
@@ -75,5 +81,29 @@ class VectorRowsTests {
       }
       assertTrue(copies ? made.get() == 6 : made.get() == 0, "a copy per chunk: " + made.get());
     }
+  }
+
+  /**
+   * A flush's buffered vectors hand out their own arrays for L2 and the inner product (no copy), and normalised copies
+   * for cosine, leaving the buffered arrays as they were; other vectors always give copies.
+   */
+  @Test
+  void bufferedRowsAreHandedOutAsTheyAreUnlessNormalised() throws IOException {
+    List<float[]> rows = List.of(new float[] {3, 4}, new float[] {0, 2}, new float[] {6, 8});
+    FloatVectorValues buffered = VectorRows.buffered(rows, 2);
+    assertEquals(3, buffered.size());
+    assertEquals(2, buffered.dimension());
+    for (Metric metric : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      float[][] out = VectorRows.copies(buffered, 2, i -> 2 - i, metric);
+      assertSame(rows.get(2), out[0], metric.name());
+      assertSame(rows.get(1), out[1], metric.name());
+    }
+    float[][] cosine = VectorRows.copies(buffered, 3, i -> i, Metric.COSINE);
+    assertArrayEquals(new float[] {0.6f, 0.8f}, cosine[0], 1e-6f);
+    assertNotSame(rows.get(0), cosine[0]);
+    assertArrayEquals(new float[] {3, 4}, rows.get(0), "the buffered row as it was");
+    float[][] copied = VectorRows.copies(FloatVectorValues.fromFloats(rows, 2), 1, i -> i, Metric.L2);
+    assertNotSame(rows.get(0), copied[0]);
+    assertArrayEquals(rows.get(0), copied[0]);
   }
 }

@@ -93,7 +93,7 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             countsByReason(builder, "cpu_fallbacks_by_reason", stats.cpuFallbacksByReason(), FallbackReason::key);
             builder.endObject();
             // index builds: the nearest-centroid step of k-means and of IVF list assignment, and the
-            // k-NN graph, pruning and entry-point steps of graph builds
+            // k-NN graph, pruning, reverse-link and entry-point steps of graph builds
             builder.startObject("builds");
             builder.field("gpu_assigned_vectors", stats.gpuAssignedVectors());
             builder.field("cpu_assigned_vectors", stats.cpuAssignedVectors());
@@ -101,6 +101,8 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("cpu_knn_graph_vectors", stats.cpuKnnGraphVectors());
             builder.field("gpu_pruned_vectors", stats.gpuPrunedVectors());
             builder.field("cpu_pruned_vectors", stats.cpuPrunedVectors());
+            builder.field("gpu_reverse_linked_vectors", stats.gpuReverseLinkedVectors());
+            builder.field("cpu_reverse_linked_vectors", stats.cpuReverseLinkedVectors());
             builder.field("gpu_entry_point_traversals", stats.gpuEntryPointTraversals());
             builder.field("cpu_entry_point_traversals", stats.cpuEntryPointTraversals());
             builder.endObject();

@@ -17,6 +17,7 @@ import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.PassGraphStats;
+import org.gpuvectors.cuda.ReverseLinks;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
 
@@ -147,6 +148,11 @@ final class CudaBackend implements GpuBackend {
         index.close();
       }
     };
+  }
+
+  @Override
+  public int[] reverseLinks(int[] pruned, int n, int degree) {
+    return ReverseLinks.add(device, pruned, n, degree);
   }
 
   @Override

@@ -114,6 +114,12 @@ public interface GpuBackend extends Closeable {
    */
   int[] prune(int[] knn, int n, int k, int degree);
 
+  /**
+   * Step (3) of a graph build on the device: {@code pruned} ({@code n x degree}) with reverse links, the same output
+   * as the host's {@code GraphPruner.addReverseLinks}.
+   */
+  int[] reverseLinks(int[] pruned, int n, int degree);
+
   /** Starts or stops the device profiler's range (benchmarks under a profiler); nothing without one. */
   default void profilerRange(boolean on) {}
 

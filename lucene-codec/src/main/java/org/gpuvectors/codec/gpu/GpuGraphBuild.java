@@ -13,7 +13,8 @@ import org.gpuvectors.cuda.Metric;
  * One graph build's steps on the GPU ({@link KnnFinder#hold} of the service's finder). A segment that takes the exact
  * k-NN step ({@link GpuKnnGraph#holdsWhole}) has its vectors copied and uploaded once, here, for that step ({@link
  * GpuKnnGraph#own}), the entry points' scale and their farthest-first traversal; a larger one finds its k-NN graph
- * through the finder (IVF on the GPU) and uploads the traversal's sample alone. Pruning goes through the finder.
+ * through the finder (IVF on the GPU) and uploads the traversal's sample alone. Pruning and the reverse links go
+ * through the finder.
  *
  * <p>When the GPU does not serve, or a step's call fails (counted by {@code gpuError}), the held vectors are released:
  * the k-NN step and the pruning then go through the finder (the GPU again if it serves, else the CPU), the entry
@@ -79,6 +80,11 @@ final class GpuGraphBuild implements KnnFinder.Build {
   @Override
   public int[] prune(int[] knn, int n, int k, int degree) {
     return finder.prune(knn, n, k, degree);
+  }
+
+  @Override
+  public int[] reverseLinks(int[] pruned, int n, int degree) {
+    return finder.reverseLinks(pruned, n, degree);
   }
 
   @Override

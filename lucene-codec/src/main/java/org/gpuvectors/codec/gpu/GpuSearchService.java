@@ -19,6 +19,7 @@ import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.KSelect;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.PassGraphStats;
+import org.gpuvectors.cuda.ReverseLinks;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -642,6 +643,23 @@ public final class GpuSearchService implements Closeable {
         int[] pruned = KnnFinder.super.prune(knn, n, k, degree);
         stats.recordPruned(n, false);
         return pruned;
+      }
+
+      /** Step (3) on the GPU while it serves (the CPU's rule, ReverseLinks), else, or when the call fails, on the CPU. */
+      @Override
+      public int[] reverseLinks(int[] pruned, int n, int degree) {
+        if (n > 1 && degree <= ReverseLinks.MAX_DEGREE && refusal(0) == null) {
+          try {
+            int[] linked = backend.reverseLinks(pruned, n, degree);
+            stats.recordReverseLinked(n, true);
+            return linked;
+          } catch (CudaException e) {
+            gpuError(e); // counted; linked on the CPU
+          }
+        }
+        int[] linked = KnnFinder.super.reverseLinks(pruned, n, degree);
+        stats.recordReverseLinked(n, false);
+        return linked;
       }
     };
   }

@@ -30,6 +30,8 @@ public final class GpuSearchStats {
   private final LongAdder cpuKnnGraphVectors = new LongAdder();
   private final LongAdder gpuPrunedVectors = new LongAdder();
   private final LongAdder cpuPrunedVectors = new LongAdder();
+  private final LongAdder gpuReverseLinkedVectors = new LongAdder();
+  private final LongAdder cpuReverseLinkedVectors = new LongAdder();
   private final LongAdder gpuEntryPointTraversals = new LongAdder();
   private final LongAdder cpuEntryPointTraversals = new LongAdder();
   private final LongAdder exhaustiveIvfSearches = new LongAdder();
@@ -191,6 +193,20 @@ public final class GpuSearchStats {
 
   void recordPruned(int count, boolean gpu) {
     (gpu ? gpuPrunedVectors : cpuPrunedVectors).add(count);
+  }
+
+  /** Vectors whose graph build's reverse links (step 3) were added on the GPU. */
+  public long gpuReverseLinkedVectors() {
+    return gpuReverseLinkedVectors.sum();
+  }
+
+  /** Vectors whose graph build's reverse links were added on the CPU (no GPU, or the GPU call failed). */
+  public long cpuReverseLinkedVectors() {
+    return cpuReverseLinkedVectors.sum();
+  }
+
+  void recordReverseLinked(int count, boolean gpu) {
+    (gpu ? gpuReverseLinkedVectors : cpuReverseLinkedVectors).add(count);
   }
 
   /** Graph builds whose entry points' farthest-first traversal (step 4) ran on the GPU. */

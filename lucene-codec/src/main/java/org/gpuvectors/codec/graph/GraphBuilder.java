@@ -19,10 +19,11 @@ import org.gpuvectors.cuda.Metric;
  * ({@link GraphPruner}), (4) the entry points ({@link #seeds}): {@link #seedCount} vectors spread over
  * the data by farthest-first traversal, more where parts of the data are still far from all of them, plus one per
  * part of the graph they cannot reach. Step (2) runs where step (1) ran ({@link KnnFinder#prune}: the GPU's
- * {@code gv_graph_prune} gives the host's output), and so does step (4)'s traversal ({@link
- * KnnFinder#farthestFirst}: the GPU's {@code gv_farthest_step}, the same rule in the device's float rounding); step (3)
- * and the rest of (4) run on the host, in parallel on the common fork-join pool, with the same result on any number of
- * threads; {@link GraphBuildPhases} times each step.
+ * {@code gv_graph_prune} gives the host's output), and so do step (3) ({@link KnnFinder#reverseLinks}: the GPU's
+ * {@code gv_reverse_rows}, the host's output) and step (4)'s scale and traversal ({@link KnnFinder.Build}: the GPU's
+ * {@code gv_neighbour_gaps} and {@code gv_farthest_step}, the same rule in the device's float rounding); the host's
+ * steps run in parallel on the common fork-join pool, with the same result on any number of threads; {@link
+ * GraphBuildPhases} times each step.
  */
 public final class GraphBuilder {
 
@@ -126,7 +127,7 @@ public final class GraphBuilder {
       int[] pruned = steps.prune(knn, n, buildDegree, degree);
       knn = null; // the largest array of the build: let it go before the next
       phases.end(GraphBuildPhases.Phase.PRUNE);
-      int[] adjacency = GraphPruner.addReverseLinks(pruned, n, degree);
+      int[] adjacency = steps.reverseLinks(pruned, n, degree);
       phases.end(GraphBuildPhases.Phase.REVERSE);
       return new GraphLayout(degree, buildDegree, searchWidth, SEED, adjacency,
           seeds(vectors, metric, adjacency, degree, phases, true, steps));

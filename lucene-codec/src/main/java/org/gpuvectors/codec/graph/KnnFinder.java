@@ -40,9 +40,17 @@ public interface KnnFinder {
   }
 
   /**
+   * Step (3), on the same device as step (1): {@code pruned} with reverse links ({@link GraphPruner#addReverseLinks},
+   * which the CPU runs; the GPU's finder runs the same rule there).
+   */
+  default int[] reverseLinks(int[] pruned, int n, int degree) {
+    return GraphPruner.addReverseLinks(pruned, n, degree);
+  }
+
+  /**
    * One graph build's steps on this finder's device, the vectors held there for all of them (the GPU's: uploaded once
-   * for the exact k-NN step and the entry points). By default {@link #knn} and {@link #prune}, and the entry points
-   * left to the host.
+   * for the exact k-NN step and the entry points). By default {@link #knn}, {@link #prune} and {@link #reverseLinks},
+   * and the entry points left to the host.
    */
   default Build hold(FloatVectorValues vectors, Metric metric) throws IOException {
     KnnFinder finder = this;
@@ -56,6 +64,11 @@ public interface KnnFinder {
       public int[] prune(int[] knn, int n, int k, int degree) {
         return finder.prune(knn, n, k, degree);
       }
+
+      @Override
+      public int[] reverseLinks(int[] pruned, int n, int degree) {
+        return finder.reverseLinks(pruned, n, degree);
+      }
     };
   }
 
@@ -67,6 +80,9 @@ public interface KnnFinder {
 
     /** Step (2), as {@link KnnFinder#prune}. */
     int[] prune(int[] knn, int n, int k, int degree);
+
+    /** Step (3), as {@link KnnFinder#reverseLinks}. */
+    int[] reverseLinks(int[] pruned, int n, int degree);
 
     /**
      * Step (4)'s scale on the device: each vector of {@code sample}'s smallest gap to a vector of its row of {@code

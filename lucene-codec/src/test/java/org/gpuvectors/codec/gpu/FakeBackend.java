@@ -150,7 +150,21 @@ public final class FakeBackend implements GpuBackend {
     return org.gpuvectors.codec.graph.GraphPruner.prune(knn, n, k, degree);
   }
 
-  /** A fault to throw from the next {@link #nearestK} and {@link #prune} calls (null: none). */
+  /** Calls of {@link #reverseLinks} (graph builds' reverse links on the "device": the host's GraphPruner). */
+  public final AtomicInteger reverseLinksCalls = new AtomicInteger();
+
+  @Override
+  public int[] reverseLinks(int[] pruned, int n, int degree) {
+    check();
+    Supplier<RuntimeException> fault = nearestKFault;
+    if (fault != null) {
+      throw fault.get();
+    }
+    reverseLinksCalls.incrementAndGet();
+    return org.gpuvectors.codec.graph.GraphPruner.addReverseLinks(pruned, n, degree);
+  }
+
+  /** A fault to throw from the next {@link #nearestK}, {@link #prune} and {@link #reverseLinks} calls (null: none). */
   public volatile Supplier<RuntimeException> nearestKFault;
   /** Calls of {@link #nearestK} (graph builds' k-NN graph on the "device"). */
   public final AtomicInteger nearestKCalls = new AtomicInteger();

@@ -71,6 +71,79 @@ class GpuKnnGraphTests {
   }
 
   /**
+   * The finder's reverse links go to the device (here the fake one, which runs the host's rule), counted by vectors;
+   * when the device call fails they are added on the CPU, counted there, with the same output.
+   */
+  @Test
+  void fakeDeviceLinksAndTheCpuTakesOverOnAFailure() throws IOException {
+    FakeBackend device = new FakeBackend(1L << 30);
+    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+      int[] pruned = GraphPruner.prune(knnOf(400, 8, 24, 3), 400, 24, 12);
+      int[] host = GraphPruner.addReverseLinks(pruned, 400, 12);
+      assertArrayEquals(host, service.knnFinder().reverseLinks(pruned, 400, 12));
+      assertEquals(1, device.reverseLinksCalls.get());
+      assertEquals(400, service.stats().gpuReverseLinkedVectors());
+      device.nearestKFault = FakeBackend::launchFailure;
+      assertArrayEquals(host, service.knnFinder().reverseLinks(pruned, 400, 12));
+      assertEquals(1, device.reverseLinksCalls.get(), "the failing call is not counted as the device's");
+      assertEquals(400, service.stats().gpuReverseLinkedVectors());
+      assertEquals(400, service.stats().cpuReverseLinkedVectors());
+    }
+  }
+
+  /**
+   * The GPU's reverse links ({@code gv_reverse_rows}) give the host's output exactly: pruned graphs of clustered
+   * vectors at the default degree (32) and the largest (128), random rows with -1 padding, hubs that a third of the
+   * vectors point to (reverse lists far longer than the degree: only the smallest keys count), a segment of fewer
+   * vectors than the degree, and an odd degree; no CPU fallback.
+   */
+  @Test
+  void gpuAddsTheHostsReverseLinks() throws IOException {
+    GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
+    GpuSearchService service = GpuSearchServices.current();
+    long fallbacks = service.stats().cpuFallbacks();
+    long linked = service.stats().gpuReverseLinkedVectors();
+    checkReverse(service, GraphPruner.prune(knnOf(5000, 32, 64, 5), 5000, 64, 32), 5000, 32);
+    checkReverse(service, GraphPruner.prune(knnOf(3000, 16, 256, 6), 3000, 256, 128), 3000, 128);
+    checkReverse(service, GraphPruner.prune(knnOf(20, 8, 19, 7), 20, 19, 19), 20, 19); // fewer vectors than 32
+    Random r = new Random(11);
+    int n = 4000;
+    for (int degree : new int[] {8, 33}) {
+      int[] random = new int[n * degree];
+      for (int i = 0; i < n; i++) {
+        int size = r.nextInt(4) == 0 ? r.nextInt(degree + 1) : degree; // a quarter of the rows end early
+        int filled = 0;
+        while (filled < size) {
+          // a third of the edges point to one of 5 hubs: their reverse lists hold hundreds of keys
+          int j = r.nextInt(3) == 0 ? r.nextInt(5) : r.nextInt(n);
+          boolean there = j == i;
+          for (int e = 0; e < filled && !there; e++) {
+            there = random[i * degree + e] == j;
+          }
+          if (!there) {
+            random[i * degree + filled++] = j;
+          }
+        }
+        Arrays.fill(random, i * degree + size, (i + 1) * degree, -1);
+      }
+      checkReverse(service, random, n, degree);
+    }
+    assertEquals(fallbacks, service.stats().cpuFallbacks(), "linked on the GPU: " + service.stats());
+    assertEquals(linked + 5000 + 3000 + 20 + 2 * n, service.stats().gpuReverseLinkedVectors(),
+        "every call counted on the GPU");
+  }
+
+  private static void checkReverse(GpuSearchService service, int[] pruned, int n, int degree) {
+    int[] host = GraphPruner.addReverseLinks(pruned, n, degree);
+    int[] device = service.knnFinder().reverseLinks(pruned, n, degree);
+    for (int i = 0; i < n; i++) {
+      int row = i;
+      assertArrayEquals(Arrays.copyOfRange(host, i * degree, (i + 1) * degree),
+          Arrays.copyOfRange(device, i * degree, (i + 1) * degree), () -> "n " + n + ", degree " + degree + ": row " + row);
+    }
+  }
+
+  /**
    * A graph build held on a device whose backend has no entry-point steps (the fake one): the k-NN step runs on the
    * held vectors (the fake's brute force, the CPU's graph), the scale and the traversal are left to the host (null),
    * and the traversal is counted on the CPU.
