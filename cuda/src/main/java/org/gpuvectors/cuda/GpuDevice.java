@@ -8,6 +8,8 @@ import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUctx_flags;
 import jcuda.driver.CUdevice;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 
@@ -40,6 +42,7 @@ public final class GpuDevice implements AutoCloseable {
   private final DeviceMemoryPool pool;
   private final KernelModule module;
   private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
+  private final PinnedHostBuffer stagingBack = new PinnedHostBuffer(); // the other half of a double-buffered upload
   private final PassGraphs passGraphs = new PassGraphs(this);
   private boolean closed;
   private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
@@ -270,18 +273,45 @@ public final class GpuDevice implements AutoCloseable {
    * Copies {@code count} rows of {@code dims} floats to the device (synchronous) through the pinned staging buffer, at
    * most {@code bytesPerCopy} a copy: from {@code flat} (row-major) when not null, else from {@code rowArrays}, each
    * row copied once on the host ({@link QueryUploads#stageRows}). Pinned memory goes to the device by DMA at the bus's
-   * speed; the driver's pageable path ran at ~2.3 GB/s on the H100 machine.
+   * speed; the driver's pageable path ran at ~2.3 GB/s on the H100 machine. Copies of several slabs are double
+   * buffered: the host stages the next slab into one pinned buffer while the device copies the last from the other
+   * (Fashion-MNIST's 188 MB went up in 21.7 ms, staging and copy one after the other).
    */
   private void uploadThroughStaging(float[] flat, float[][] rowArrays, int count, int dims, DeviceBuffer dst,
                                     long dstByteOffset, long bytesPerCopy) {
     int rowsPerCopy = (int) Math.max(1, Math.min(bytesPerCopy, PinnedHostBuffer.MAX_BYTES) / (4L * dims));
-    for (int from = 0; from < count; from += rowsPerCopy) {
-      int rows = Math.min(rowsPerCopy, count - from);
-      long bytes = 4L * rows * dims;
-      QueryUploads.stageRows(flat, rowArrays, dims, from, rows, staging.floats(bytes), 0);
+    if (count <= rowsPerCopy) {
+      long bytes = 4L * count * dims;
+      QueryUploads.stageRows(flat, rowArrays, dims, 0, count, staging.floats(bytes), 0);
       // synchronous from pinned memory: the buffer may be refilled when this returns
-      Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
-          Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), staging.pointer(), bytes));
+      Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(Driver.deviceptr(dst.address() + dstByteOffset),
+          staging.pointer(), bytes));
+      return;
+    }
+    PinnedHostBuffer[] buffers = {staging, stagingBack};
+    CUevent[] copied = {new CUevent(), new CUevent()};
+    Driver.check("cuEventCreate", JCudaDriver.cuEventCreate(copied[0], CUevent_flags.CU_EVENT_DISABLE_TIMING));
+    try {
+      Driver.check("cuEventCreate", JCudaDriver.cuEventCreate(copied[1], CUevent_flags.CU_EVENT_DISABLE_TIMING));
+      try {
+        for (int from = 0, slab = 0; from < count; from += rowsPerCopy, slab++) {
+          int b = slab & 1;
+          if (slab >= 2) {
+            Driver.check("cuEventSynchronize", JCudaDriver.cuEventSynchronize(copied[b])); // its last copy is done
+          }
+          int rows = Math.min(rowsPerCopy, count - from);
+          long bytes = 4L * rows * dims;
+          QueryUploads.stageRows(flat, rowArrays, dims, from, rows, buffers[b].floats(bytes), 0);
+          Driver.check("cuMemcpyHtoDAsync", JCudaDriver.cuMemcpyHtoDAsync(
+              Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), buffers[b].pointer(), bytes, stream()));
+          Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(copied[b], stream()));
+        }
+        Driver.check("cuStreamSynchronize", JCudaDriver.cuStreamSynchronize(stream())); // synchronous, as the others
+      } finally {
+        JCudaDriver.cuEventDestroy(copied[1]);
+      }
+    } finally {
+      JCudaDriver.cuEventDestroy(copied[0]);
     }
   }
 
@@ -793,6 +823,7 @@ public final class GpuDevice implements AutoCloseable {
             passGraphs.close(); // before the pool: their blocks go back to it
           } finally {
             staging.close();
+            stagingBack.close();
           }
           for (PassSlot slot : slots) {
             if (slot != null) {
