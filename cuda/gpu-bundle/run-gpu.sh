@@ -23,7 +23,8 @@
 # build (or ivfbuild): IndexBuildBenchmark: flat, ivf_flat, ivf_pq and graph builds of Fashion-MNIST ($FMNIST_DIR, staged
 # as for fmnist; BENCH_ARGS "reps hnswReps types cpu", default 5 3 flat,ivf_flat,ivf_pq,graph true: each type reps times
 # on the GPU and once on the CPU) against Lucene HNSW built on all cores
-# in the same JVM: median build, median writer time (train + encode + write) with its phases, recall@10.
+# in the same JVM: median build, median writer time (train + encode + write) with its phases, recall@10. BENCH_OPTS
+# passes system properties, e.g. -Dgpuvectors.gpu.double_buffered_uploads=false.
 # knngraph: KnnGraphBenchmark: the whole-index k-NN graph (k = 10) with its recall on 1,000 sampled rows, a graph
 # field's build, and their k-NN steps on the GPU (default path, plus IVF forced or exact brute force for comparison),
 # for Fashion-MNIST from $FMNIST_DIR (skipped when absent; with Lucene HNSW's build on all cores) and exact-n x 128
@@ -146,7 +147,7 @@ if [ "$mode" = knngraph ]; then
 fi
 if [ "$mode" = build ] || [ "$mode" = ivfbuild ]; then
   # issues 8 and 9's build targets: builds on Fashion-MNIST against Lucene HNSW on all cores, same JVM
-  "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.IndexBuildBenchmark "${FMNIST_DIR:-/tmp/fmnist}" \
+  "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.IndexBuildBenchmark "${FMNIST_DIR:-/tmp/fmnist}" \
     "$OUT" ${BENCH_ARGS:-} 2>&1 | grep --line-buffered -v '^WARNING' | tee "$OUT/index-build.log" || rc=1
 fi
 if [ "$mode" = fmnist ]; then

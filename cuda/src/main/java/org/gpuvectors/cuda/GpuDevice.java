@@ -241,6 +241,13 @@ public final class GpuDevice implements AutoCloseable {
       Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.pinned_staging", "true"));
 
   /**
+   * Whether staged uploads of several slabs are double buffered ({@link #uploadThroughStaging}; default) or staged and
+   * copied one slab after the other ({@code -Dgpuvectors.gpu.double_buffered_uploads=false}, to compare both).
+   */
+  static final boolean DOUBLE_BUFFERED_UPLOADS =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.double_buffered_uploads", "true"));
+
+  /**
    * Copies a group's queries to the device, row-major (synchronous): row-major queries straight from
    * their array; query rows through the pinned staging buffer, so that the caller's rows need no
    * copy into one Java array and the copy to the device runs at full bus speed. A pass copies its large groups'
@@ -280,12 +287,15 @@ public final class GpuDevice implements AutoCloseable {
   private void uploadThroughStaging(float[] flat, float[][] rowArrays, int count, int dims, DeviceBuffer dst,
                                     long dstByteOffset, long bytesPerCopy) {
     int rowsPerCopy = (int) Math.max(1, Math.min(bytesPerCopy, PinnedHostBuffer.MAX_BYTES) / (4L * dims));
-    if (count <= rowsPerCopy) {
-      long bytes = 4L * count * dims;
-      QueryUploads.stageRows(flat, rowArrays, dims, 0, count, staging.floats(bytes), 0);
-      // synchronous from pinned memory: the buffer may be refilled when this returns
-      Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(Driver.deviceptr(dst.address() + dstByteOffset),
-          staging.pointer(), bytes));
+    if (count <= rowsPerCopy || !DOUBLE_BUFFERED_UPLOADS) {
+      for (int from = 0; from < count; from += rowsPerCopy) {
+        int rows = Math.min(rowsPerCopy, count - from);
+        long bytes = 4L * rows * dims;
+        QueryUploads.stageRows(flat, rowArrays, dims, from, rows, staging.floats(bytes), 0);
+        // synchronous from pinned memory: the buffer may be refilled when this returns
+        Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
+            Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), staging.pointer(), bytes));
+      }
       return;
     }
     PinnedHostBuffer[] buffers = {staging, stagingBack};
