@@ -30,8 +30,8 @@ final class FarthestStepParams {
 
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(points).putLong(sample).putLong(nearest).putLong(scale).putLong(state).putLong(blockKeys).putLong(blockPositions)
-        .putLong(count).putInt(dims).putInt(metric).putInt(seedCount).putInt(limit).putFloat(uncovered).putInt(pad);
+    b.putLong(points).putLong(sample).putLong(nearest).putLong(scale).putLong(state).putLong(blockKeys)
+        .putLong(blockPositions).putLong(count).putInt(dims).putInt(metric).putInt(seedCount).putInt(limit).putFloat(uncovered).putInt(pad);
     return b.array();
   }
 }

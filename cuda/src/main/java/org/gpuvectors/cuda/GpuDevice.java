@@ -312,8 +312,9 @@ public final class GpuDevice implements AutoCloseable {
           int rows = Math.min(rowsPerCopy, count - from);
           long bytes = 4L * rows * dims;
           QueryUploads.stageRows(flat, rowArrays, dims, from, rows, buffers[b].floats(bytes), 0);
-          Driver.check("cuMemcpyHtoDAsync", JCudaDriver.cuMemcpyHtoDAsync(
-              Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), buffers[b].pointer(), bytes, stream()));
+          long at = dst.address() + dstByteOffset + 4L * from * dims;
+          Driver.check("cuMemcpyHtoDAsync",
+              JCudaDriver.cuMemcpyHtoDAsync(Driver.deviceptr(at), buffers[b].pointer(), bytes, stream()));
           Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(copied[b], stream()));
         }
         Driver.check("cuStreamSynchronize", JCudaDriver.cuStreamSynchronize(stream())); // synchronous, as the others

@@ -33,8 +33,8 @@ public final class VectorRows {
    * the chunks start). Copying rows out of the vectors was a third to a half of a GPU build's list assignment and
    * encoding (Fashion-MNIST: 60k rows of 784 floats a pass). Vectors that cannot be copied are read on this thread.
    */
-  public static void fill(FloatVectorValues vectors, int count, IntUnaryOperator ordinal, float[][] out, RowReader reader)
-      throws IOException {
+  public static void fill(FloatVectorValues vectors, int count, IntUnaryOperator ordinal, float[][] out,
+                          RowReader reader) throws IOException {
     int chunks = (count + FILL_CHUNK - 1) / FILL_CHUNK;
     FloatVectorValues[] copies = new FloatVectorValues[chunks];
     try {

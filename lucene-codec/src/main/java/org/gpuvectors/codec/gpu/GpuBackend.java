@@ -99,7 +99,8 @@ public interface GpuBackend extends Closeable {
      * org.gpuvectors.cuda.FarthestFirst#traverse} has the rule): the chosen positions in order, or null where the
      * host runs it.
      */
-    default int[] farthestFirst(int[] sample, boolean cosine, float[] scale, int seedCount, int limit, float uncovered) {
+    default int[] farthestFirst(int[] sample, boolean cosine, float[] scale, int seedCount, int limit,
+                                float uncovered) {
       return null;
     }
 

@@ -29,8 +29,9 @@ final class GpuKnnGraph {
 
   /**
    * Floats of one chunk of vectors on the Java heap (512 MB): a k-NN graph whose vectors fit one chunk goes up once
-   * and is its own queries on the device ({@link GpuBackend.HeldVectors#nearestKOwn}); Fashion-MNIST's 188 MB did not fit the
-   * former 128 MB, and its four chunk passes, each an upload and an FP32 search, took 0.5 s of a 0.9 s graph build.
+   * and is its own queries on the device ({@link GpuBackend.HeldVectors#nearestKOwn}); Fashion-MNIST's 188 MB did
+   * not fit the former 128 MB, and its four chunk passes, each an upload and an FP32 search, took 0.5 s of a 0.9 s
+   * graph build.
    */
   static final long CHUNK_FLOATS = 128L << 20;
   /** The chunk size in use (package-private so tests can force many chunks). */

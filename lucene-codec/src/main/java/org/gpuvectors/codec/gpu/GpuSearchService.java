@@ -645,7 +645,7 @@ public final class GpuSearchService implements Closeable {
         return pruned;
       }
 
-      /** Step (3) on the GPU while it serves (the CPU's rule, ReverseLinks), else, or when the call fails, on the CPU. */
+      /** Step (3) on the GPU while it serves (the CPU's rule, ReverseLinks), else, or when its call fails, the CPU. */
       @Override
       public int[] reverseLinks(int[] pruned, int n, int degree) {
         if (n > 1 && degree <= ReverseLinks.MAX_DEGREE && refusal(0) == null) {

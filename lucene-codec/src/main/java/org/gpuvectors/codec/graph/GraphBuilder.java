@@ -8,7 +8,6 @@ import java.util.Random;
 import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.util.FixedBitSet;
-import org.apache.lucene.util.IOSupplier;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.Metric;
 
@@ -159,7 +158,7 @@ public final class GraphBuilder {
     return seeds(vectors, metric, adjacency, degree, phases, true);
   }
 
-  /** {@link #seeds} on the host, its scans on the common pool when {@code parallel} (else on this thread, for tests). */
+  /** {@link #seeds} on the host, its scans on the common pool when {@code parallel} (else on this thread: tests). */
   static int[] seeds(
       FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases, boolean parallel)
       throws IOException {
@@ -179,23 +178,9 @@ public final class GraphBuilder {
     int n = vectors.size();
     Metric spread = metric == Metric.COSINE ? Metric.COSINE : Metric.L2;
     int[] sample = KMeans.sample(n, Math.min(n, SEED_SAMPLE), new Random(SEED));
-    // the host's readers, made when a host step needs them: the sample in fixed slices, each scanned by one task with
-    // its own reader; the slices' farthest vectors are then compared in slice order, so the choice is the serial
-    // scan's whatever the threads
-    VectorDistances[][] readers = new VectorDistances[1][];
-    IOSupplier<VectorDistances[]> hostReaders = () -> {
-      if (readers[0] == null) {
-        float[] norms = VectorDistances.norms(vectors, spread);
-        readers[0] = new VectorDistances[parallel ? (sample.length + SEED_SLICE - 1) / SEED_SLICE : 1];
-        for (int c = 0; c < readers[0].length; c++) {
-          readers[0][c] = VectorDistances.of(vectors, spread, norms);
-        }
-      }
-      return readers[0];
-    };
     float[] gaps = steps.neighbourGaps(sample, adjacency, degree);
-    float[] scale = floorScale(gaps != null ? gaps : nearestGaps(hostReaders.get(), spread, sample, adjacency, degree,
-        parallel));
+    VectorDistances[] readers = gaps == null ? readers(vectors, spread, sample.length, parallel) : null;
+    float[] scale = floorScale(gaps != null ? gaps : nearestGaps(readers, spread, sample, adjacency, degree, parallel));
     int count = seedCount(n);
     int limit = Math.max(count, Math.min(sample.length, MAX_SEEDS));
     int[] seeds = new int[Math.min(n, MAX_SEEDS_WITH_TOP_UP)];
@@ -207,7 +192,8 @@ public final class GraphBuilder {
         seeds[t] = sample[onDevice[t]];
       }
     } else {
-      chosen = traverse(hostReaders.get(), sample, spread, scale, count, limit, seeds, parallel);
+      chosen = traverse(readers != null ? readers : readers(vectors, spread, sample.length, parallel), sample, spread,
+          scale, count, limit, seeds, parallel);
     }
     count = chosen;
     phases.end(GraphBuildPhases.Phase.SEEDS);
@@ -232,6 +218,21 @@ public final class GraphBuilder {
       }
     }
     return result;
+  }
+
+  /**
+   * The host's readers for a sample of {@code samples} vectors: the sample in fixed slices ({@link #SEED_SLICE}; one
+   * when not {@code parallel}), each scanned by one task with its own reader; the slices' farthest vectors are then
+   * compared in slice order, so the choice is the serial scan's whatever the threads.
+   */
+  private static VectorDistances[] readers(FloatVectorValues vectors, Metric spread, int samples, boolean parallel)
+      throws IOException {
+    float[] norms = VectorDistances.norms(vectors, spread);
+    VectorDistances[] readers = new VectorDistances[parallel ? (samples + SEED_SLICE - 1) / SEED_SLICE : 1];
+    for (int c = 0; c < readers.length; c++) {
+      readers[c] = VectorDistances.of(vectors, spread, norms);
+    }
+    return readers;
   }
 
   /**
