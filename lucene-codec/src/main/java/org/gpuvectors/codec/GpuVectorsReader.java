@@ -202,6 +202,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return graphFields.get(field);
   }
 
+  /** How the flat vectors format scores the field's vectors (a merge's walks of this segment's graph score so). */
+  FlatVectorsScorer flatScorer(String field) throws IOException {
+    return flatVectorsReader.getFlatVectorScorer(field);
+  }
+
   /** The field's approximate structure in this segment (IVF lists or a graph), or null (flat here). */
   private ApproximateIndex approximate(String field) {
     IvfIndex ivf = ivfFields.get(field);

@@ -28,6 +28,7 @@ import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.graph.GraphBuildPhases;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.graph.GraphLayout;
+import org.gpuvectors.codec.graph.GraphMerge;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.codec.ivf.BuiltIvf;
 import org.gpuvectors.codec.ivf.IvfBuildPhases;
@@ -45,15 +46,26 @@ import org.gpuvectors.cuda.Metric;
  * {@code ivf_pq} fields their codes too ({@link IvfPqBuilder}); graph fields their graph ({@link
  * GraphBuilder}: the k-NN graph on the GPU when the node has one); unless the segment holds fewer
  * vectors than the format's threshold: then the segment's entry says flat. A merge builds from the
- * merged vectors (without the deleted documents), never from the merged segments' structures, with
- * one exception: a merge of a lone segment without deletions takes over its graph ({@link
- * SingleSegmentGraph}).
+ * merged vectors (without the deleted documents), with two exceptions for graphs: a merge of a lone
+ * segment without deletions takes over its graph ({@link SingleSegmentGraph}), and a merge of several
+ * segments whose k-NN step runs on the CPU starts that step from their graphs ({@link MergedGraphs},
+ * {@link GraphMerge}).
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
 
   private static final System.Logger LOG = System.getLogger(GpuVectorsWriter.class.getName());
   /** Graph and IVF builds at least this long are logged at INFO, shorter ones at DEBUG (FINE). */
   static final double BUILD_INFO_SECONDS = 1.0;
+  /** See {@link #mergeFromGraphs}. */
+  static final String MERGE_FROM_GRAPHS_PROPERTY = "gpuvectors.graph.merge_from_graphs";
+
+  /**
+   * Whether a merge's graph build on the CPU starts from the merged segments' graphs ({@link MergedGraphs}); the
+   * system property {@code gpuvectors.graph.merge_from_graphs=false} rebuilds from scratch (to measure both).
+   */
+  static boolean mergeFromGraphs() {
+    return Boolean.parseBoolean(System.getProperty(MERGE_FROM_GRAPHS_PROPERTY, "true"));
+  }
 
   private static final long SHALLOW_RAM_BYTES_USED =
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsWriter.class);
@@ -205,7 +217,10 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       phases.end(IvfBuildPhases.Phase.COPY);
       IndexType built = IndexType.FLAT;
       if (buildsIndex(fieldInfo, type, merged.size())) {
-        writeIndex(fieldInfo, type, merged.vectors(), null, "merge", phases);
+        GraphMerge graphs =
+            type == IndexType.GRAPH && mergeFromGraphs() ? MergedGraphs.of(fieldInfo, mergeState, merged.size()) : null;
+        writeIndex(fieldInfo, type, merged.vectors(), null, graphs, graphs == null ? "merge" : "merge from graphs",
+            phases);
         built = type;
       }
       writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
@@ -292,9 +307,15 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
    */
   private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew, String cause,
                           IvfBuildPhases ivfPhases) throws IOException {
+    writeIndex(fieldInfo, type, vectors, oldToNew, null, cause, ivfPhases);
+  }
+
+  /** {@link #writeIndex}; a merge's graph build may start from the merged segments' graphs ({@code merge}, or null). */
+  private void writeIndex(FieldInfo fieldInfo, IndexType type, FloatVectorValues vectors, int[] oldToNew,
+                          GraphMerge merge, String cause, IvfBuildPhases ivfPhases) throws IOException {
     if (type == IndexType.GRAPH) {
       GraphBuildPhases phases = new GraphBuildPhases();
-      GraphLayout graph = buildGraph(fieldInfo, vectors, phases);
+      GraphLayout graph = buildGraph(fieldInfo, vectors, merge, phases);
       phases.restart();
       (oldToNew == null ? graph : graph.remap(oldToNew)).writeTo(data);
       phases.end(GraphBuildPhases.Phase.WRITE);
@@ -307,9 +328,12 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     logBuild(fieldInfo, type, cause, vectors.size(), ivfPhases.totalSeconds(), ivfPhases.toString());
   }
 
-  /** The field's graph (k-NN graph on the GPU when the node has one, else on the CPU). */
-  private GraphLayout buildGraph(FieldInfo fieldInfo, FloatVectorValues vectors, GraphBuildPhases phases)
-      throws IOException {
+  /**
+   * The field's graph (k-NN graph on the GPU when the node has one, else on the CPU, there from the merged segments'
+   * graphs when {@code merge} is not null).
+   */
+  private GraphLayout buildGraph(FieldInfo fieldInfo, FloatVectorValues vectors, GraphMerge merge,
+                                 GraphBuildPhases phases) throws IOException {
     IndexParams params = params(fieldInfo);
     int degree = GraphBuilder.degree(params.get(IndexParams.DEGREE));
     return GraphBuilder.build(
@@ -319,6 +343,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
         GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
         GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
         GpuSearchServices.current().knnFinder(),
+        merge,
         phases);
   }
 

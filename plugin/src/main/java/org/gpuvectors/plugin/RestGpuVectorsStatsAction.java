@@ -99,6 +99,7 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("cpu_assigned_vectors", stats.cpuAssignedVectors());
             builder.field("gpu_knn_graph_vectors", stats.gpuKnnGraphVectors());
             builder.field("cpu_knn_graph_vectors", stats.cpuKnnGraphVectors());
+            builder.field("cpu_merged_knn_graph_vectors", stats.cpuMergedKnnGraphVectors());
             builder.field("gpu_pruned_vectors", stats.gpuPrunedVectors());
             builder.field("cpu_pruned_vectors", stats.cpuPrunedVectors());
             builder.field("gpu_reverse_linked_vectors", stats.gpuReverseLinkedVectors());

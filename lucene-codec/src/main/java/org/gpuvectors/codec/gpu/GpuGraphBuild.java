@@ -5,6 +5,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.VectorRows;
+import org.gpuvectors.codec.graph.GraphMerge;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.cuda.CudaException;
 import org.gpuvectors.cuda.Metric;
@@ -75,6 +76,20 @@ final class GpuGraphBuild implements KnnFinder.Build {
       }
     }
     return finder.knn(vectors, k, metric); // IVF on the GPU, or the CPU; counted there
+  }
+
+  /**
+   * A merge's k-NN step: a rebuild on the GPU while it serves (its brute force, or IVF, beats the CPU's walks of the
+   * merged graphs many times over), else on the CPU from the merged segments' graphs.
+   */
+  @Override
+  public int[] knn(int k, GraphMerge merge) throws IOException {
+    if (merge == null || serving.getAsBoolean()) {
+      return knn(k);
+    }
+    int[] ids = merge.knn(vectors, k, metric);
+    stats.recordMergedKnnGraph(vectors.size());
+    return ids;
   }
 
   @Override

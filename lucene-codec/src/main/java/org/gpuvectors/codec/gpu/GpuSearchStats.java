@@ -28,6 +28,7 @@ public final class GpuSearchStats {
   private final LongAdder cpuAssignedVectors = new LongAdder();
   private final LongAdder gpuKnnGraphVectors = new LongAdder();
   private final LongAdder cpuKnnGraphVectors = new LongAdder();
+  private final LongAdder cpuMergedKnnGraphVectors = new LongAdder();
   private final LongAdder gpuPrunedVectors = new LongAdder();
   private final LongAdder cpuPrunedVectors = new LongAdder();
   private final LongAdder gpuReverseLinkedVectors = new LongAdder();
@@ -179,6 +180,19 @@ public final class GpuSearchStats {
 
   void recordKnnGraph(int count, boolean gpu) {
     (gpu ? gpuKnnGraphVectors : cpuKnnGraphVectors).add(count);
+  }
+
+  /**
+   * Of {@link #cpuKnnGraphVectors}, the vectors of merges whose k-NN graph the CPU found from the merged segments'
+   * graphs ({@code GraphMerge}) rather than from scratch.
+   */
+  public long cpuMergedKnnGraphVectors() {
+    return cpuMergedKnnGraphVectors.sum();
+  }
+
+  void recordMergedKnnGraph(int count) {
+    cpuKnnGraphVectors.add(count);
+    cpuMergedKnnGraphVectors.add(count);
   }
 
   /** Vectors whose graph build's pruning step (step 2) ran on the GPU. */

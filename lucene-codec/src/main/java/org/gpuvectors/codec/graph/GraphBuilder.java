@@ -108,6 +108,16 @@ public final class GraphBuilder {
   public static GraphLayout build(
       FloatVectorValues vectors, Metric metric, int degree, int buildDegree, int searchWidth, KnnFinder finder,
       GraphBuildPhases phases) throws IOException {
+    return build(vectors, metric, degree, buildDegree, searchWidth, finder, null, phases);
+  }
+
+  /**
+   * {@link #build} of a merge's graph: its k-NN step may start from the merged segments' graphs ({@code merge}, null:
+   * none; {@link KnnFinder.Build#knn(int, GraphMerge)} says where it does).
+   */
+  public static GraphLayout build(
+      FloatVectorValues vectors, Metric metric, int degree, int buildDegree, int searchWidth, KnnFinder finder,
+      GraphMerge merge, GraphBuildPhases phases) throws IOException {
     int n = vectors.size();
     if (n < 1) {
       throw new IllegalArgumentException("a graph needs at least one vector");
@@ -121,7 +131,7 @@ public final class GraphBuilder {
     }
     phases.restart();
     try (KnnFinder.Build steps = finder.hold(vectors, metric)) {
-      int[] knn = steps.knn(buildDegree);
+      int[] knn = steps.knn(buildDegree, merge);
       phases.end(GraphBuildPhases.Phase.KNN);
       int[] pruned = steps.prune(knn, n, buildDegree, degree);
       knn = null; // the largest array of the build: let it go before the next

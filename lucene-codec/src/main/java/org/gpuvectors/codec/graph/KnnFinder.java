@@ -61,6 +61,11 @@ public interface KnnFinder {
       }
 
       @Override
+      public int[] knn(int k, GraphMerge merge) throws IOException {
+        return merge == null ? knn(k) : merge.knn(vectors, k, metric);
+      }
+
+      @Override
       public int[] prune(int[] knn, int n, int k, int degree) {
         return finder.prune(knn, n, k, degree);
       }
@@ -77,6 +82,13 @@ public interface KnnFinder {
 
     /** Step (1), as {@link KnnFinder#knn} on the held vectors. */
     int[] knn(int k) throws IOException;
+
+    /**
+     * Step (1) of a merge: from the merged segments' graphs ({@link GraphMerge}; null: none, as {@link #knn(int)})
+     * where this device finds the k-NN graph faster so, else from scratch. The CPU's finder starts from the graphs;
+     * the GPU's rebuilds (its brute force beats the CPU's walks of the graphs many times over).
+     */
+    int[] knn(int k, GraphMerge merge) throws IOException;
 
     /** Step (2), as {@link KnnFinder#prune}. */
     int[] prune(int[] knn, int n, int k, int degree);

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.function.IntConsumer;
 import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.cuda.Metric;
@@ -35,6 +36,26 @@ final class NnDescent {
 
   /** See {@link KnnFinder#knn}; {@code seed} drives the random start and the samples. */
   static int[] knn(FloatVectorValues vectors, int k, Metric metric, long seed) throws IOException {
+    return knn(vectors, k, metric, seed, (u, candidates) -> {}, MAX_ITERATIONS);
+  }
+
+  /**
+   * Candidates a vector's list starts from ({@link #knn(FloatVectorValues, int, Metric, long, Start, int)}); called from
+   * several threads at once, each call for another vector.
+   */
+  interface Start {
+    /** Hands {@code candidates} the ordinals vector {@code u}'s list starts from (any number, any order). */
+    void candidates(int u, IntConsumer candidates) throws IOException;
+  }
+
+  /**
+   * NN-descent whose lists start from {@code start}'s candidates (a merge starts from the merged segments' graphs,
+   * {@link GraphMerge}), filled up to k with random vectors, as {@link #knn(FloatVectorValues, int, Metric, long)}
+   * starts from random vectors alone, for at most {@code maxIterations} iterations (0: the start's best k).
+   * Deterministic when {@code start} is.
+   */
+  static int[] knn(FloatVectorValues vectors, int k, Metric metric, long seed, Start start, int maxIterations)
+      throws IOException {
     int n = vectors.size();
     if (n <= k + 1) {
       return ExactKnn.knn(vectors, k, metric); // every other vector is a neighbour
@@ -44,8 +65,21 @@ final class NnDescent {
     ThreadLocal<Worker> workers = ThreadLocal.withInitial(() -> new Worker(vectors, metric, norms, n));
     parallel(n, (worker, u) -> {
       NeighborList list = lists[u] = new NeighborList(k);
-      SplittableRandom random = new SplittableRandom(mix(seed, u, -1));
       float[] x = worker.distances.vector(u);
+      IOException[] failed = new IOException[1];
+      start.candidates(u, j -> {
+        if (j != u && j >= 0 && failed[0] == null) {
+          try {
+            list.insert(worker.distances.distanceTo(x, u, j), j);
+          } catch (IOException e) {
+            failed[0] = e;
+          }
+        }
+      });
+      if (failed[0] != null) {
+        throw failed[0];
+      }
+      SplittableRandom random = new SplittableRandom(mix(seed, u, -1));
       while (list.size() < k) {
         int j = random.nextInt(n);
         if (j != u && list.contains(j) == false) {
@@ -56,7 +90,7 @@ final class NnDescent {
 
     int[][] joinNew = new int[n][];
     int[][] joinOld = new int[n][];
-    for (int iteration = 0; iteration < MAX_ITERATIONS; iteration++) {
+    for (int iteration = 0; iteration < maxIterations; iteration++) {
       sampleJoinSets(lists, joinNew, joinOld, seed, iteration);
       Members members = Members.of(joinNew, joinOld, n);
       long[] changes = new long[n];
