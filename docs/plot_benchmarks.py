@@ -18,6 +18,8 @@
 - ivfpq-scale.png: recall@10 against queries/s, `ivf_pq` at scale (section 23: 10M x 128 and 2M x 768, nprobe 8,
   one point per num_candidates), batch 10k and one query at a time, next to the exact GPU search of the same JVM and
   PyTorch FP32 / TF32 on the same data (session 17, section 22b / 22c: the peer of another run, as marked).
+- graph-merge.png: force-merges of graph segments on the build machine's 2 cores (section 26): recall@10 against
+  seconds for Lucene HNSW's merge, our rebuild and our merge from the segments' graphs.
 - ivf-build.png: Fashion-MNIST build times (section 24a): Lucene HNSW on all cores, and each of our types' whole build
   (indexing + flush + force-merge) and writer's train + encode + write, GPU and CPU, with issue 8's bar (HNSW / 20).
 """
@@ -274,6 +276,34 @@ def index_build():
     build_bars("graph-build-s20/step4-double-buffered/index-build.csv", "index-build.png", "issues 8 and 9's bar")
 
 
+def graph_merge():
+    """Force-merges of a graph field's segments on the 2-core build machine (section 26): recall@10 against the
+    force-merge's seconds, per merge (Lucene HNSW's merge of the same documents' HNSW segments, our rebuild, our merge
+    from the segments' graphs), one colour per set of segments; filled: num_candidates 16 (our search width 16, HNSW's
+    beam 16), hollow: 64."""
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    markers = {"lucene-hnsw": "s", "rebuild": "o"}
+    for name, label, colour in (("s4", "4 x 15,000", "tab:blue"), ("s10", "10 x 6,000", "tab:orange"),
+                                ("mixed", "45,000 + 5 x 3,000 flat", "tab:green")):
+        for r in rows(f"graph-merge-s21/{name}/graph-merge.csv"):
+            arm, x = r["arm"], float(r["force_merge_s"])
+            y16, y64 = float(r["recall@10_w16"]), float(r["recall@10_w64"])
+            m = markers.get(arm, "^")
+            ax.plot([x, x], [y16, y64], color=colour, alpha=0.4, linewidth=1)
+            ax.scatter(x, y16, color=colour, marker=m, s=60)
+            ax.scatter(x, y64, facecolors="none", edgecolors=colour, marker=m, s=60)
+            ax.annotate(arm, (x, y16), fontsize=7, xytext=(5, -10), textcoords="offset points")
+        ax.scatter([], [], color=colour, label=label)
+    ax.set_xscale("log"); ax.set_xlabel("force-merge seconds (median of the merges; lower is better)")
+    ax.set_ylabel("recall@10 of the merged segment (filled: 16 candidates, hollow: 64)")
+    ax.set_title("Fashion-MNIST 60k x 784: merging graph segments on 2 cores (no GPU)")
+    ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8, title="segments merged", title_fontsize=8)
+    fig.tight_layout()
+    out = os.path.join(here, "graph-merge.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 if __name__ == "__main__":
     exact_search(1000000, 128)
     exact_search(1000000, 768)
@@ -284,3 +314,4 @@ if __name__ == "__main__":
     ivfpq_scale()
     ivf_build()
     index_build()
+    graph_merge()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|select|exact|small|tf32|ivfpq|graph|torch|codec|fmnist|build|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|select|exact|small|tf32|ivfpq|graph|torch|codec|fmnist|build|graphmerge|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
 #   bash .device/run-gpu.sh ivfpqscale N DIMS
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run); 575 s on the H100 (session 17),
 # near the device tool's 600 s a command: cuda-tests and codec-tests run one suite each, for two commands.
@@ -25,6 +25,9 @@
 # on the GPU and once on the CPU) against Lucene HNSW built on all cores
 # in the same JVM: median build, median writer time (train + encode + write) with its phases, recall@10. BENCH_OPTS
 # passes system properties, e.g. -Dgpuvectors.gpu.double_buffered_uploads=false.
+# graphmerge: GraphMergeBenchmark: Fashion-MNIST ($FMNIST_DIR) in segments of a graph field, force-merged by a rebuild
+# (its k-NN step on the GPU), from the segments' graphs (the merge that runs where there is no GPU, here on the CPU's
+# cores) and by Lucene HNSW from the same documents' segments: times and recall@10.
 # knngraph: KnnGraphBenchmark: the whole-index k-NN graph (k = 10) with its recall on 1,000 sampled rows, a graph
 # field's build, and their k-NN steps on the GPU (default path, plus IVF forced or exact brute force for comparison),
 # for Fashion-MNIST from $FMNIST_DIR (skipped when absent; with Lucene HNSW's build on all cores) and exact-n x 128
@@ -149,6 +152,13 @@ if [ "$mode" = build ] || [ "$mode" = ivfbuild ]; then
   # issues 8 and 9's build targets: builds on Fashion-MNIST against Lucene HNSW on all cores, same JVM
   "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.IndexBuildBenchmark "${FMNIST_DIR:-/tmp/fmnist}" \
     "$OUT" ${BENCH_ARGS:-} 2>&1 | grep --line-buffered -v '^WARNING' | tee "$OUT/index-build.log" || rc=1
+fi
+if [ "$mode" = graphmerge ]; then
+  # issue 9's merge: a graph field's segments force-merged by a rebuild (on the GPU here), from their graphs (on the CPU's
+  # cores) and by Lucene HNSW (same documents, all cores); BENCH_ARGS "vectors segments reps refinements deleted hnsw"
+  "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.GraphMergeBenchmark \
+    "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" ${BENCH_ARGS:-60000 4 3 0} 2>&1 | grep --line-buffered -v '^WARNING' \
+    | tee "$OUT/graph-merge.log" || rc=1
 fi
 if [ "$mode" = fmnist ]; then
   "${java[@]}" --add-modules jdk.incubator.vector org.gpuvectors.codec.FashionMnistBenchmark "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 \
