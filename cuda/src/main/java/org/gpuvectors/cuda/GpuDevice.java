@@ -304,18 +304,12 @@ public final class GpuDevice implements AutoCloseable {
     try {
       Driver.check("cuEventCreate", JCudaDriver.cuEventCreate(copied[1], CUevent_flags.CU_EVENT_DISABLE_TIMING));
       try {
-        for (int from = 0, slab = 0; from < count; from += rowsPerCopy, slab++) {
-          int b = slab & 1;
-          if (slab >= 2) {
-            Driver.check("cuEventSynchronize", JCudaDriver.cuEventSynchronize(copied[b])); // its last copy is done
-          }
-          int rows = Math.min(rowsPerCopy, count - from);
-          long bytes = 4L * rows * dims;
-          QueryUploads.stageRows(flat, rowArrays, dims, from, rows, buffers[b].floats(bytes), 0);
-          long at = dst.address() + dstByteOffset + 4L * from * dims;
-          Driver.check("cuMemcpyHtoDAsync",
-              JCudaDriver.cuMemcpyHtoDAsync(Driver.deviceptr(at), buffers[b].pointer(), bytes, stream()));
-          Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(copied[b], stream()));
+        try {
+          copySlabsDoubleBuffered(flat, rowArrays, count, dims, rowsPerCopy, dst, dstByteOffset, buffers, copied);
+        } catch (RuntimeException | Error e) {
+          // copies already queued still read the pinned buffers and write dst: let them end before either is reused
+          JCudaDriver.cuStreamSynchronize(stream());
+          throw e;
         }
         Driver.check("cuStreamSynchronize", JCudaDriver.cuStreamSynchronize(stream())); // synchronous, as the others
       } finally {
@@ -323,6 +317,28 @@ public final class GpuDevice implements AutoCloseable {
       }
     } finally {
       JCudaDriver.cuEventDestroy(copied[0]);
+    }
+  }
+
+  /**
+   * The slabs' copies of {@link #uploadThroughStaging}'s double-buffered path: slab s staged in buffer s &amp; 1 once
+   * that buffer's last copy (recorded in its event) is done, then copied on the stream.
+   */
+  private void copySlabsDoubleBuffered(float[] flat, float[][] rowArrays, int count, int dims, int rowsPerCopy,
+                                       DeviceBuffer dst, long dstByteOffset, PinnedHostBuffer[] buffers,
+                                       CUevent[] copied) {
+    for (int from = 0, slab = 0; from < count; from += rowsPerCopy, slab++) {
+      int b = slab & 1;
+      if (slab >= 2) {
+        Driver.check("cuEventSynchronize", JCudaDriver.cuEventSynchronize(copied[b])); // its last copy is done
+      }
+      int rows = Math.min(rowsPerCopy, count - from);
+      long bytes = 4L * rows * dims;
+      QueryUploads.stageRows(flat, rowArrays, dims, from, rows, buffers[b].floats(bytes), 0);
+      long at = dst.address() + dstByteOffset + 4L * from * dims;
+      Driver.check("cuMemcpyHtoDAsync",
+          JCudaDriver.cuMemcpyHtoDAsync(Driver.deviceptr(at), buffers[b].pointer(), bytes, stream()));
+      Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(copied[b], stream()));
     }
   }
 
@@ -833,8 +849,11 @@ public final class GpuDevice implements AutoCloseable {
           try {
             passGraphs.close(); // before the pool: their blocks go back to it
           } finally {
-            staging.close();
-            stagingBack.close();
+            try {
+              staging.close();
+            } finally {
+              stagingBack.close();
+            }
           }
           for (PassSlot slot : slots) {
             if (slot != null) {

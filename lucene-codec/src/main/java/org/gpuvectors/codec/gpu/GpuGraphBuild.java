@@ -18,8 +18,9 @@ import org.gpuvectors.cuda.Metric;
  * through the finder.
  *
  * <p>When the GPU does not serve, or a step's call fails (counted by {@code gpuError}), the held vectors are released:
- * the k-NN step and the pruning then go through the finder (the GPU again if it serves, else the CPU), the entry
- * points to the host. Steps are counted where they ran. Owns the held vectors until {@link #close}.
+ * the k-NN step, the pruning and the reverse links then go through the finder (the GPU again if it still serves, else
+ * the CPU), and the entry points' traversal uploads its sample alone if the GPU still serves, else runs on the host.
+ * Steps are counted where they ran. Owns the held vectors until {@link #close}.
  */
 final class GpuGraphBuild implements KnnFinder.Build {
 
@@ -150,7 +151,7 @@ final class GpuGraphBuild implements KnnFinder.Build {
     return on.farthestFirst(sample, metric == Metric.COSINE, scale, seedCount, limit, uncovered);
   }
 
-  /** A step's GPU call failed: counted, and the rest of the build leaves the device. */
+  /** A step's GPU call failed: counted, and the held vectors released (the class comment says where steps go on). */
   private void failed(CudaException e) {
     gpuError.accept(e);
     close();

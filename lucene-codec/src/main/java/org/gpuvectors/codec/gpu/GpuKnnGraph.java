@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.Arrays;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.VectorRows;
+import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.Metric;
@@ -126,10 +127,12 @@ final class GpuKnnGraph {
 
   /**
    * Whether a graph build holds all its vectors on the device ({@link #hold}) for its exact k-NN step: the vectors
-   * the exact brute force takes, that fit one chunk.
+   * the exact brute force takes, that fit one chunk, and whose own search's results ({@link #own}: k + 1 a vector, at
+   * most {@link GraphBuilder#MAX_BUILD_DEGREE} + 1) fit one int array.
    */
   static boolean holdsWhole(int n, int dims) {
-    return n <= exactMaxVectors() && (long) n * dims <= chunkFloats;
+    return n <= exactMaxVectors() && (long) n * dims <= chunkFloats
+        && (long) n * (GraphBuilder.MAX_BUILD_DEGREE + 1) <= Integer.MAX_VALUE - 8;
   }
 
   /**

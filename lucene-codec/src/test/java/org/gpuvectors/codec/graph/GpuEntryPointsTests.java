@@ -76,11 +76,15 @@ class GpuEntryPointsTests {
             + " entry points on the host, " + gpu.length + " on the GPU");
         if (data.length == 40_000) {
           // a segment past the exact k-NN step's size: its vectors are not held, the sample goes up for the traversal
-          System.setProperty(EXACT_MAX_PROPERTY, "1000");
+          String previous = System.setProperty(EXACT_MAX_PROPERTY, "1000");
           try (KnnFinder.Build steps = finder.hold(vectors, metric)) {
             gpu = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true, steps);
           } finally {
-            System.clearProperty(EXACT_MAX_PROPERTY);
+            if (previous == null) {
+              System.clearProperty(EXACT_MAX_PROPERTY);
+            } else {
+              System.setProperty(EXACT_MAX_PROPERTY, previous);
+            }
           }
           traversals++;
           assertArrayEquals(host, gpu, metric + ", the sample alone on the GPU");
