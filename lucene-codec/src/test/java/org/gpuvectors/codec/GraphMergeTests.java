@@ -12,7 +12,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -42,8 +41,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * A merge's graph from the merged segments' graphs ({@code GraphMerge}): on the CPU it starts from them, with
  * documents without vectors, deletions and index sorting renumbering the ordinals; its recall matches a rebuild's;
- * it is deterministic; with a device serving, the merge rebuilds there; and merges whose inputs are mostly flat
- * rebuild.
+ * it is deterministic; a lone segment's merge after deletions starts from its graph; with a device serving, the merge
+ * rebuilds there; and merges whose inputs are mostly flat rebuild.
  */
 class GraphMergeTests {
 
@@ -242,6 +241,28 @@ class GraphMergeTests {
       }
     }
     return service.stats().cpuMergedKnnGraphVectors() - before;
+  }
+
+  /**
+   * One segment with a third of its documents deleted: the merge that drops them starts from the segment's own graph
+   * (its rows without the deleted vectors, refined), not from scratch.
+   */
+  @Test
+  void aMergeOfOneSegmentWithDeletionsStartsFromItsGraph() throws IOException {
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(3000, sim);
+    GpuSearchService service = GpuSearchServices.current();
+    service.setEnabled(false);
+    IntPredicate deleted = id -> id % 3 == 0;
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      indexAndMerge(dir, config(0, 10_000), vectors, graphType(sim), deleted);
+      assertEquals(2000, service.stats().cpuMergedKnnGraphVectors(), "the merge started from the segment's graph");
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertGraph(graph(reader), 2000);
+        double recall = recall(reader, vectors, data.points(30, sim), sim, deleted.negate());
+        assertTrue(recall >= 0.95, "recall@10 after the merge: " + recall);
+      }
+    }
   }
 
   /** With a device serving, a merge's k-NN graph is rebuilt there (its brute force beats the CPU's walks). */

@@ -165,7 +165,7 @@ class GraphMergeStartTests {
         flatToMerged, null, VectorSimilarityFunction.EUCLIDEAN);
     GraphMerge.Segment withGraph = segment(flat, flatToMerged);
     assertNull(GraphMerge.of(List.of(sa, noGraph), 700), "300 of 700 vectors in graphs: rebuild");
-    assertNull(GraphMerge.of(List.of(sa), 300), "one segment: nothing to merge");
+    assertNotNull(GraphMerge.of(List.of(sa), 300), "one segment's merge (after deletions) starts from its graph");
     assertNotNull(GraphMerge.of(List.of(sa, withGraph), 700), "both in graphs");
     GraphMerge.Segment aWithoutGraph =
         new GraphMerge.Segment(null, sa.vectors(), aToMerged, null, VectorSimilarityFunction.EUCLIDEAN);
