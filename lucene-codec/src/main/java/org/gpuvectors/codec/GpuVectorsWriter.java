@@ -47,8 +47,8 @@ import org.gpuvectors.cuda.Metric;
  * GraphBuilder}: the k-NN graph on the GPU when the node has one); unless the segment holds fewer
  * vectors than the format's threshold: then the segment's entry says flat. A merge builds from the
  * merged vectors (without the deleted documents), with two exceptions for graphs: a merge of a lone
- * segment without deletions takes over its graph ({@link SingleSegmentGraph}), and a merge of several
- * segments whose k-NN step runs on the CPU starts that step from their graphs ({@link MergedGraphs},
+ * segment without deletions takes over its graph ({@link SingleSegmentGraph}), and any other merge whose
+ * k-NN step runs on the CPU starts that step from the merged segments' graphs ({@link MergedGraphs},
  * {@link GraphMerge}).
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
