@@ -12,6 +12,7 @@ import org.apache.lucene.index.FieldInfo;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.KnnVectorValues;
 import org.apache.lucene.index.MergeState;
+import org.apache.lucene.util.BitSetIterator;
 import org.apache.lucene.util.FixedBitSet;
 import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.graph.GraphMerge;
@@ -62,8 +63,8 @@ final class MergedGraphs {
     int[] ordOfDoc = new int[mergedDocs.length()];
     Arrays.fill(ordOfDoc, -1);
     int ord = 0;
-    for (int doc = mergedDocs.nextSetBit(0); doc != NO_MORE_DOCS;
-         doc = doc + 1 < mergedDocs.length() ? mergedDocs.nextSetBit(doc + 1) : NO_MORE_DOCS) {
+    BitSetIterator docs = new BitSetIterator(mergedDocs, mergedSize);
+    for (int doc = docs.nextDoc(); doc != NO_MORE_DOCS; doc = docs.nextDoc()) {
       ordOfDoc[doc] = ord++;
     }
     List<GraphMerge.Segment> segments = new ArrayList<>();

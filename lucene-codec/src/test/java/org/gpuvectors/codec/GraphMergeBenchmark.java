@@ -9,7 +9,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.Supplier;
@@ -57,7 +56,7 @@ import org.gpuvectors.codec.graph.GraphMerge;
  * reuses the largest segment's graph and inserts the others' vectors into it), merge workers on every core.
  *
  * <p>Args: {@code DATA OUT [vectors=60000] [segments=4] [reps=2] [refinements=0,1,2,12] [deleted=0] [hnsw=true]}: {@code DATA} a
- * Fashion-MNIST folder, or {@code synthetic:DIMS} for Gaussian clusters (100 centres, unit spread); {@code segments}
+ * Fashion-MNIST folder, or {@code synthetic:DIMS} for {@link FlatSearchBenchmark#clustered}'s Gaussian clusters; {@code segments}
  * a count of equal segments or their sizes ({@code 45000,5000,5000,5000}); one merge from graphs per refinement
  * count (at most that many NN-descent iterations after the start); {@code deleted} the share of documents deleted
  * before each merge (spread over all segments; the queries' truth is brute force over the live vectors). Output: a table on stdout and {@code
@@ -98,7 +97,7 @@ public final class GraphMergeBenchmark {
     float[][] queries;
     if (data.startsWith("synthetic:")) {
       int dims = Integer.parseInt(data.substring("synthetic:".length()));
-      float[][] all = clustered(n + QUERIES, dims, 100, new Random(7));
+      float[][] all = FlatSearchBenchmark.clustered(n + QUERIES, dims, 7);
       base = Arrays.copyOf(all, n);
       queries = Arrays.copyOfRange(all, n, n + QUERIES);
     } else {
@@ -313,24 +312,6 @@ public final class GraphMergeBenchmark {
       results[q] = new TopDocs(hits.totalHits, Arrays.copyOf(hits.scoreDocs, Math.min(K, hits.scoreDocs.length)));
     }
     return results;
-  }
-
-  /** Gaussian clusters: {@code centres} centres uniform in [-10, 10]^dims, unit spread around them. */
-  static float[][] clustered(int n, int dims, int centres, Random random) {
-    float[][] c = new float[centres][dims];
-    for (float[] centre : c) {
-      for (int d = 0; d < dims; d++) {
-        centre[d] = 20 * random.nextFloat() - 10;
-      }
-    }
-    float[][] v = new float[n][dims];
-    for (int i = 0; i < n; i++) {
-      float[] centre = c[random.nextInt(centres)];
-      for (int d = 0; d < dims; d++) {
-        v[i][d] = centre[d] + (float) random.nextGaussian();
-      }
-    }
-    return v;
   }
 
   private static double median(double[] values) {

@@ -29,21 +29,9 @@ class GraphMergeStartTests {
   private static final int DEGREE = 16;
   private static final int BUILD_DEGREE = 32;
 
+  /** 20 Gaussian clusters of spread 0.5 ({@link GraphParallelBuildTests#clusters}). */
   private static float[][] clustered(int n, Random random) {
-    float[][] centres = new float[20][DIMS];
-    for (float[] c : centres) {
-      for (int d = 0; d < DIMS; d++) {
-        c[d] = 4 * random.nextFloat();
-      }
-    }
-    float[][] v = new float[n][DIMS];
-    for (int i = 0; i < n; i++) {
-      float[] c = centres[random.nextInt(centres.length)];
-      for (int d = 0; d < DIMS; d++) {
-        v[i][d] = c[d] + 0.5f * (float) random.nextGaussian();
-      }
-    }
-    return v;
+    return GraphParallelBuildTests.clusters(random, n, DIMS, 20, 0.5f);
   }
 
   private static GraphMerge.Segment segment(float[][] vectors, int[] toMerged) throws IOException {
