@@ -276,16 +276,18 @@ def index_build():
     build_bars("graph-build-s20/step4-double-buffered/index-build.csv", "index-build.png", "issues 8 and 9's bar")
 
 
-def graph_merge():
-    """Force-merges of a graph field's segments on the 2-core build machine (section 26): recall@10 against the
-    force-merge's seconds, per merge (Lucene HNSW's merge of the same documents' HNSW segments, our rebuild, our merge
-    from the segments' graphs), one colour per set of segments; filled: num_candidates 16 (our search width 16, HNSW's
-    beam 16), hollow: 64."""
+def graph_merge(results="graph-merge-s21", title="merging graph segments on 2 cores (no GPU)",
+                png="graph-merge.png",
+                sets=(("s4", "4 x 15,000"), ("s10", "10 x 6,000"), ("mixed", "45,000 + 5 x 3,000 flat"))):
+    """Force-merges of a graph field's segments (section 26): recall@10 against the force-merge's seconds, per merge
+    (Lucene HNSW's merge of the same documents' HNSW segments, our rebuild, our merge from the segments' graphs), one
+    colour per set of segments; filled: num_candidates 16 (our search width 16, HNSW's beam 16), hollow: 64. The
+    2-core build machine by default (26a); the H100 machine's run, where the rebuild's k-NN step is the GPU's, with
+    graph_merge_gpu (26d)."""
     fig, ax = plt.subplots(figsize=(9, 5.5))
     markers = {"lucene-hnsw": "s", "rebuild": "o"}
-    for name, label, colour in (("s4", "4 x 15,000", "tab:blue"), ("s10", "10 x 6,000", "tab:orange"),
-                                ("mixed", "45,000 + 5 x 3,000 flat", "tab:green")):
-        for r in rows(f"graph-merge-s21/{name}/graph-merge.csv"):
+    for (name, label), colour in zip(sets, ("tab:blue", "tab:orange", "tab:green", "tab:red")):
+        for r in rows(f"{results}/{name}/graph-merge.csv"):
             arm, x = r["arm"], float(r["force_merge_s"])
             y16, y64 = float(r["recall@10_w16"]), float(r["recall@10_w64"])
             m = markers.get(arm, "^")
@@ -296,12 +298,20 @@ def graph_merge():
         ax.scatter([], [], color=colour, label=label)
     ax.set_xscale("log"); ax.set_xlabel("force-merge seconds (median of the merges; lower is better)")
     ax.set_ylabel("recall@10 of the merged segment (filled: 16 candidates, hollow: 64)")
-    ax.set_title("Fashion-MNIST 60k x 784: merging graph segments on 2 cores (no GPU)")
+    ax.set_title("Fashion-MNIST 60k x 784: " + title)
     ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8, title="segments merged", title_fontsize=8)
     fig.tight_layout()
-    out = os.path.join(here, "graph-merge.png")
+    out = os.path.join(here, png)
     fig.savefig(out, dpi=110)
     print("wrote", out)
+
+
+def graph_merge_gpu():
+    """Section 26d: the same merges on the H100 machine (rebuild on the GPU, the others on 16 cores)."""
+    graph_merge("graph-merge-s22-h100", "merges on the H100 machine\n(rebuild: k-NN on the GPU; "
+                "the others on 16 cores)", "graph-merge-h100.png",
+                (("s4", "4 x 15,000"), ("s10", "10 x 6,000"), ("mixed-r2", "45,000 + 5 x 3,000 flat"),
+                 ("single-deleted", "one 40,000, 30 % deleted")))
 
 
 if __name__ == "__main__":
@@ -315,3 +325,4 @@ if __name__ == "__main__":
     ivf_build()
     index_build()
     graph_merge()
+    graph_merge_gpu()
