@@ -21,8 +21,12 @@ import org.apache.lucene.document.Document;
 import org.apache.lucene.document.FieldType;
 import org.apache.lucene.document.KnnFloatVectorField;
 import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexFileNames;
 import org.apache.lucene.index.IndexWriter;
 import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.SegmentCommitInfo;
+import org.apache.lucene.index.SegmentInfo;
+import org.apache.lucene.index.SegmentInfos;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.store.Directory;
@@ -42,6 +46,12 @@ import org.gpuvectors.codec.gpu.GpuSearchServices;
  * build's phases, the ratio of HNSW's median build to each, and recall@10 of 1,000 queries searched on the last index
  * (a fast build that lost its lists shows here). The same builds on the CPU (the service disabled) once each.
  *
+ * <p>Bytes a vector, of the last build of each system: on disk, the index structure ({@code our_disk_B/vec}: our
+ * {@code .gvd} and {@code .gvm} files: lists and codes, or the graph's adjacency and entry points; HNSW's {@code .vex}
+ * and {@code .vem}: its graph) apart from the raw vectors of Lucene's flat format ({@code .vec}, {@code .vemf}, read
+ * by every type); on the GPU ({@code gpu_B/vec}), what the residency service holds for the segment once searched
+ * (the raw vectors included where the type keeps them there).
+ *
  * <p>Args: {@code FMNIST_DIR OUT [reps=5] [hnswReps=3] [types=flat,ivf_flat,ivf_pq,graph] [cpu=true]}. Output: a
  * table on stdout and {@code OUT/index-build.csv}.
  */
@@ -53,6 +63,18 @@ public final class IndexBuildBenchmark {
   private static final Pattern TOTAL = Pattern.compile("total ([0-9.]+) s: (.*)$");
 
   private record Build(double seconds, double writerSeconds, String phases) {}
+
+  /** Bytes a vector of an index: its structure's files, the raw vectors' files, and on the GPU (NaN: not there). */
+  private record Footprint(double structure, double raw, double gpu) {
+    String[] cells() {
+      return new String[] {fmtBytes(structure), fmtBytes(raw), fmtBytes(gpu)};
+    }
+  }
+
+  /** Lucene's flat vector files (the raw vectors that every type reads): data and metadata. */
+  private static final List<String> RAW_EXTENSIONS = List.of("vec", "vemf");
+  /** Index structure files: ours (data and metadata), Lucene HNSW's graph (data and metadata). */
+  private static final List<String> STRUCTURE_EXTENSIONS = List.of("gvd", "gvm", "vex", "vem");
 
   public static void main(String[] args) throws Exception {
     Path data = Path.of(args[0]);
@@ -73,8 +95,10 @@ public final class IndexBuildBenchmark {
         train[0].length, threads, reps, service.gpuActive() ? service.deviceName() : service.unusableReason());
 
     List<String[]> rows = new ArrayList<>();
-    double hnsw = median(hnswBuilds(train, threads, hnswReps));
-    rows.add(new String[] {"lucene-hnsw", "cpu-" + threads + "-threads", fmt(hnsw), "", "1.00", "", ""});
+    Footprint[] hnswFootprint = new Footprint[1];
+    double hnsw = median(hnswBuilds(train, threads, hnswReps, hnswFootprint));
+    rows.add(row(new String[] {"lucene-hnsw", "cpu-" + threads + "-threads", fmt(hnsw), "", "1.00", "", ""},
+        hnswFootprint[0]));
     for (IndexType type : types) {
       for (boolean gpu : service.gpuActive() ? new boolean[] {true, false} : new boolean[] {false}) {
         if (!gpu && service.gpuActive() && (type == IndexType.FLAT || !cpuToo)) {
@@ -84,6 +108,7 @@ public final class IndexBuildBenchmark {
         int runs = gpu ? reps : 1;
         List<Build> builds = new ArrayList<>();
         double recall = Double.NaN;
+        Footprint footprint = null;
         for (int r = 0; r < runs; r++) {
           Path path = Files.createTempDirectory("gv-index-build");
           try (Directory dir = FSDirectory.open(path)) {
@@ -93,7 +118,14 @@ public final class IndexBuildBenchmark {
                 builds.getLast().phases());
             if (r == runs - 1) {
               service.setEnabled(true);
-              recall = recall(dir, queries, truth);
+              long residentBefore = service.residentBytes();
+              try (DirectoryReader reader = DirectoryReader.open(dir)) {
+                recall = recall(reader, queries, truth);
+                // what the searches made resident (the reader still open: closing it frees the segment's memory)
+                double gpuBytes = service.gpuActive()
+                    ? (service.residentBytes() - residentBefore) / (double) train.length : Double.NaN;
+                footprint = footprint(dir, train.length, gpuBytes);
+              }
             }
           } finally {
             IOUtils.rm(path);
@@ -103,22 +135,25 @@ public final class IndexBuildBenchmark {
         double writer = median(builds.stream().mapToDouble(Build::writerSeconds).toArray());
         Build typical = builds.stream().min((a, b) -> Double.compare(Math.abs(a.writerSeconds() - writer),
             Math.abs(b.writerSeconds() - writer))).orElseThrow();
-        rows.add(new String[] {type.typeName(), gpu ? "gpu" : "cpu-" + threads + "-threads", fmt(seconds),
+        rows.add(row(new String[] {type.typeName(), gpu ? "gpu" : "cpu-" + threads + "-threads", fmt(seconds),
             Double.isNaN(writer) ? "" : fmt(writer), String.format(Locale.ROOT, "%.2f", hnsw / seconds),
             Double.isNaN(writer) ? "" : String.format(Locale.ROOT, "%.2f", hnsw / writer),
-            String.format(Locale.ROOT, "%.4f", recall) + (typical.phases().isEmpty() ? "" : " | " + typical.phases())});
+            String.format(Locale.ROOT, "%.4f", recall) + (typical.phases().isEmpty() ? "" : " | " + typical.phases())},
+            footprint));
       }
     }
     service.setEnabled(true);
 
-    String[] header = {"system", "path", "build_s", "writer_s", "hnsw/build", "hnsw/writer", "recall@10 | phases"};
+    String[] header = {"system", "path", "build_s", "writer_s", "hnsw/build", "hnsw/writer", "our_disk_B/vec",
+        "raw_disk_B/vec", "gpu_B/vec", "recall@10 | phases"};
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("index-build.csv")))) {
       w.println(String.join(",", header));
       rows.forEach(r -> w.println(String.join(",", Arrays.stream(r).map(c -> c.replace(',', ';')).toList())));
     }
-    System.out.printf(Locale.ROOT, "%n%-10s %-16s %8s %9s %11s %12s  %s%n", (Object[]) header);
+    String format = "%-11s %-16s %8s %9s %11s %12s %15s %15s %10s  %s%n";
+    System.out.printf(Locale.ROOT, "%n" + format, (Object[]) header);
     for (String[] r : rows) {
-      System.out.printf(Locale.ROOT, "%-10s %-16s %8s %9s %11s %12s  %s%n", (Object[]) r);
+      System.out.printf(Locale.ROOT, format, (Object[]) r);
     }
     GpuSearchServices.closeDefault();
   }
@@ -158,7 +193,8 @@ public final class IndexBuildBenchmark {
   }
 
   /** Lucene HNSW at its best on all cores ({@link KnnGraphBenchmark#buildConcurrently}), {@code reps} times. */
-  private static double[] hnswBuilds(float[][] vectors, int threads, int reps) throws IOException {
+  private static double[] hnswBuilds(float[][] vectors, int threads, int reps, Footprint[] footprint)
+      throws IOException {
     double[] seconds = new double[reps];
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try {
@@ -176,6 +212,7 @@ public final class IndexBuildBenchmark {
           seconds[r] = KnnGraphBenchmark.buildConcurrently(dir, codec, type, vectors, threads);
           System.out.printf(Locale.ROOT, "Lucene HNSW build %d/%d (%d indexing threads, %d merge threads): %.2f s%n",
               r + 1, reps, threads, threads, seconds[r]);
+          footprint[0] = footprint(dir, vectors.length, Double.NaN);
         } finally {
           IOUtils.rm(path);
         }
@@ -186,12 +223,59 @@ public final class IndexBuildBenchmark {
     return seconds;
   }
 
-  /** Recall@10 of the queries on the index in {@code dir} (one segment: doc ids are the vectors' positions). */
-  private static double recall(Directory dir, float[][] queries, int[][] truth) throws IOException {
-    try (DirectoryReader reader = DirectoryReader.open(dir)) {
-      return FashionMnistBenchmark.recall(KnnBatchSearcher.search(new IndexSearcher(reader), "vec", queries, K, null),
-          truth);
+  /** Recall@10 of the queries on the index {@code reader} reads (one segment: doc ids are the vectors' positions). */
+  private static double recall(DirectoryReader reader, float[][] queries, int[][] truth) throws IOException {
+    return FashionMnistBenchmark.recall(KnnBatchSearcher.search(new IndexSearcher(reader), "vec", queries, K, null),
+        truth);
+  }
+
+  /**
+   * The index's structure and raw-vector files in {@code dir} (one field: every such file is the field's), in bytes a
+   * vector, looked up inside compound files too (our one-flush builds leave one); {@code gpuBytes} as measured.
+   */
+  private static Footprint footprint(Directory dir, int n, double gpuBytes) throws IOException {
+    long[] structureAndRaw = new long[2];
+    for (SegmentCommitInfo segment : SegmentInfos.readLatestCommit(dir)) {
+      SegmentInfo info = segment.info;
+      if (info.getUseCompoundFile()) {
+        try (Directory compound = info.getCodec().compoundFormat().getCompoundReader(dir, info)) {
+          addSizes(compound, structureAndRaw);
+        }
+      } else {
+        for (String file : segment.files()) {
+          addSize(dir, file, structureAndRaw);
+        }
+      }
     }
+    return new Footprint(structureAndRaw[0] / (double) n, structureAndRaw[1] / (double) n, gpuBytes);
+  }
+
+  private static void addSizes(Directory dir, long[] structureAndRaw) throws IOException {
+    for (String file : dir.listAll()) {
+      addSize(dir, file, structureAndRaw);
+    }
+  }
+
+  private static void addSize(Directory dir, String file, long[] structureAndRaw) throws IOException {
+    String extension = IndexFileNames.getExtension(file);
+    if (STRUCTURE_EXTENSIONS.contains(extension)) {
+      structureAndRaw[0] += dir.fileLength(file);
+    } else if (RAW_EXTENSIONS.contains(extension)) {
+      structureAndRaw[1] += dir.fileLength(file);
+    }
+  }
+
+  private static String[] row(String[] cells, Footprint footprint) {
+    String[] sizes = footprint == null ? new String[] {"", "", ""} : footprint.cells();
+    String[] row = Arrays.copyOf(cells, cells.length + sizes.length);
+    // the sizes go before the last cell (recall and phases, the longest)
+    System.arraycopy(sizes, 0, row, cells.length - 1, sizes.length);
+    row[row.length - 1] = cells[cells.length - 1];
+    return row;
+  }
+
+  private static String fmtBytes(double bytes) {
+    return Double.isNaN(bytes) ? "" : String.format(Locale.ROOT, "%.1f", bytes);
   }
 
   private static double median(double[] values) {
