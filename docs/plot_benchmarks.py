@@ -105,7 +105,7 @@ def kselect():
 
 
 # the Fashion-MNIST run the plot shows (a directory under docs/results/)
-FMNIST_RUN = "fmnist-2026-11-25-s14"
+FMNIST_RUN = "fmnist-2026-11-28-s22"
 
 
 def fashion_mnist():
