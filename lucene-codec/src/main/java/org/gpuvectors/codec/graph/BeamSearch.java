@@ -16,7 +16,8 @@ import org.gpuvectors.cuda.GraphFilterPlan;
  * yet expanded (scores its neighbours not yet visited and merges them into the list); the search
  * ends when every vector in the list is expanded. It starts from the entry points. Vectors a filter
  * or a deletion rejects are traversed (they lead to accepted ones) but never collected: the collector
- * receives every accepted vector scored and keeps its best k.
+ * receives every accepted vector scored and keeps its best k. With an {@link EntryLayer} the walk starts from its
+ * heads and the entry points grouped under the best of them, else from every entry point (as the GPU does).
  */
 final class BeamSearch {
 
@@ -24,6 +25,8 @@ final class BeamSearch {
   private static final int DENSE_VISITED_MAX = 1 << 20;
 
   private final GraphField graph;
+  /** The grouped entry points, or null: every entry point starts the walk. */
+  private final EntryLayer layer;
   private final RandomVectorScorer scorer;
   private final Bits acceptOrds;
   private final int[] ids;
@@ -33,8 +36,9 @@ final class BeamSearch {
   /** No vector before this position is unexpanded. */
   private int cursor;
 
-  BeamSearch(GraphField graph, RandomVectorScorer scorer, Bits acceptOrds, int width) {
+  BeamSearch(GraphField graph, EntryLayer layer, RandomVectorScorer scorer, Bits acceptOrds, int width) {
     this.graph = graph;
+    this.layer = layer;
     this.scorer = scorer;
     this.acceptOrds = acceptOrds;
     this.ids = new int[width];
@@ -68,11 +72,26 @@ final class BeamSearch {
   void run(KnnCollector collector) throws IOException {
     int size = graph.size();
     BitSet visited = size <= DENSE_VISITED_MAX ? new FixedBitSet(size) : new SparseFixedBitSet(size);
-    for (int seed : graph.entryPoints()) {
+    int[] start = graph.entryPoints();
+    if (layer != null) {
+      int[] heads = layer.heads();
+      float[] headScores = new float[heads.length];
+      for (int h = 0; h < heads.length; h++) {
+        if (collector.earlyTerminated()) {
+          return;
+        }
+        visited.set(heads[h]);
+        headScores[h] = visit(heads[h], collector);
+      }
+      start = layer.start(headScores, ids.length);
+    }
+    for (int seed : start) {
+      if (visited.getAndSet(seed)) {
+        continue; // a head, scored above
+      }
       if (collector.earlyTerminated()) {
         return;
       }
-      visited.set(seed);
       visit(seed, collector);
     }
     IndexInput adjacency = graph.adjacencyReader();
@@ -104,14 +123,15 @@ final class BeamSearch {
     }
   }
 
-  /** Scores vector {@code ord}, hands it to the collector if accepted, and merges it into the list. */
-  private void visit(int ord, KnnCollector collector) throws IOException {
+  /** Scores vector {@code ord}, hands it to the collector if accepted, and merges it into the list; its score. */
+  private float visit(int ord, KnnCollector collector) throws IOException {
     float score = scorer.score(ord);
     collector.incVisitedCount(1);
     if (acceptOrds == null || acceptOrds.get(ord)) {
       collector.collect(scorer.ordToDoc(ord), score);
     }
     insert(ord, score);
+    return score;
   }
 
   /** Inserts (ord, score) in score order (ties: lower ordinal first) if it ranks within the width. */

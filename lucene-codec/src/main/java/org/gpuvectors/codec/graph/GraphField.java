@@ -31,6 +31,10 @@ public final class GraphField implements ApproximateIndex {
   private final int[] seeds;
   /** The adjacency, {@code size * degree} int32; cloned for each search (an IndexInput is not shared across threads). */
   private final IndexInput adjacency;
+  /** The CPU walks' entry layer ({@link #entryLayer}): built at the first, then kept. */
+  private volatile EntryLayer entryLayer;
+  /** Whether {@link #entryLayer} was built (it may be null: too few entry points). */
+  private volatile boolean entryLayerBuilt;
 
   private GraphField(int size, int degree, int buildDegree, int searchWidth, long seed, int[] seeds, IndexInput adjacency) {
     this.size = size;
@@ -147,10 +151,36 @@ public final class GraphField implements ApproximateIndex {
     return seeds;
   }
 
-  /** Heap held: the entry points (the adjacency stays in the file). */
+  /**
+   * The entry points grouped for the CPU's walks ({@link EntryLayer}), built from the field's vectors at the first call
+   * and kept; null when there are too few entry points to group, or when {@link #ENTRY_LAYER_PROPERTY} is false (every
+   * CPU walk then scores every entry point, as the GPU does).
+   */
+  EntryLayer entryLayer(FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors)
+      throws IOException {
+    if (!Boolean.parseBoolean(System.getProperty(ENTRY_LAYER_PROPERTY, "true"))) {
+      return null;
+    }
+    if (!entryLayerBuilt) {
+      synchronized (this) {
+        if (!entryLayerBuilt) {
+          entryLayer = EntryLayer.build(seeds, scorers, similarity, vectors);
+          entryLayerBuilt = true;
+        }
+      }
+    }
+    return entryLayer;
+  }
+
+  /** System property: false makes the CPU's walks score every entry point ({@link #entryLayer}); for comparisons. */
+  public static final String ENTRY_LAYER_PROPERTY = "gpuvectors.graph.cpu_entry_layer";
+
+  /** Heap held: the entry points and their layer once built (the adjacency stays in the file). */
   @Override
   public long ramBytesUsed() {
-    return RamUsageEstimator.shallowSizeOfInstance(GraphField.class) + RamUsageEstimator.sizeOf(seeds);
+    EntryLayer layer = entryLayer;
+    return RamUsageEstimator.shallowSizeOfInstance(GraphField.class) + RamUsageEstimator.sizeOf(seeds)
+        + (layer == null ? 0 : layer.ramBytesUsed());
   }
 
   /** The whole adjacency ({@code size * degree}, row-major), read from the file: for the GPU and for tests. */
@@ -221,7 +251,7 @@ public final class GraphField implements ApproximateIndex {
     if (effort == GpuGraphIndex.EXACT) {
       BeamSearch.exact(size, scorer, acceptOrds, collector);
     } else {
-      new BeamSearch(this, scorer, acceptOrds, effort).run(collector);
+      new BeamSearch(this, entryLayer(scorers, similarity, vectors), scorer, acceptOrds, effort).run(collector);
     }
   }
 }

@@ -248,7 +248,8 @@ public final class GraphMerge {
       }
     };
     TopKnnCollector collector = new TopKnnCollector(width, Integer.MAX_VALUE);
-    new BeamSearch(segment.graph(), byOrdinal, live, width).run(collector);
+    EntryLayer layer = segment.graph().entryLayer(segment.scorers(), segment.similarity(), vectors);
+    new BeamSearch(segment.graph(), layer, byOrdinal, live, width).run(collector);
     for (ScoreDoc hit : collector.topDocs().scoreDocs) {
       candidates.accept(toMerged[hit.doc]);
     }

@@ -91,7 +91,8 @@ class BeamSearchTests {
         float[] query = GraphBuildTests.uniform(random, 1, DIMS).get(0);
         RandomVectorScorer scorer = scorer(query);
         TopKnnCollector collector = new TopKnnCollector(K, Integer.MAX_VALUE);
-        new BeamSearch(field, scorer, scorer.getAcceptOrds(accepted), width).run(collector);
+        new BeamSearch(field, field.entryLayer(DefaultFlatVectorScorer.INSTANCE, SIM, values), scorer,
+            scorer.getAcceptOrds(accepted), width).run(collector);
         assertTrue(collector.visitedCount() <= GraphFilterPlan.walkScores(width, field.degree(), field.seeds().length, N),
             percent + " %: the walk scored " + collector.visitedCount() + ", above the bound");
         Set<Integer> truth = new HashSet<>();

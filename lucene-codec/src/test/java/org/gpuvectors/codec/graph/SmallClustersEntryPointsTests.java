@@ -19,6 +19,8 @@ import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.cuda.Metric;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A segment of well separated clusters that each hold fewer vectors than {@code build_degree}: what a small segment
@@ -94,9 +96,15 @@ class SmallClustersEntryPointsTests {
     assertEquals(CLUSTERS, covered.size(), "clusters holding an entry point (" + layout.seeds().length + " in all)");
   }
 
-  /** Queries from the clusters find their neighbours at the default width, as on a segment of large clusters. */
-  @Test
-  void recallAtTheDefaultWidth() throws IOException {
+  /**
+   * Queries from the clusters find their neighbours at the default width, as on a segment of large clusters: starting
+   * from every entry point (the GPU's start) and from the CPU's entry layer (the heads and the best heads' groups).
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void recallAtTheDefaultWidth(boolean layered) throws IOException {
+    EntryLayer layer = layered ? EntryLayer.build(field.entryPoints(), DefaultFlatVectorScorer.INSTANCE, SIM, values) : null;
+    assertEquals(layered, layer != null, "a layer over " + field.entryPoints().length + " entry points");
     Random random = new Random(12);
     int queries = 200;
     double recall = 0;
@@ -104,7 +112,7 @@ class SmallClustersEntryPointsTests {
       float[] query = point(random, random.nextInt(CLUSTERS));
       RandomVectorScorer scorer = DefaultFlatVectorScorer.INSTANCE.getRandomVectorScorer(SIM, values.copy(), query);
       TopKnnCollector collector = new TopKnnCollector(K, Integer.MAX_VALUE);
-      new BeamSearch(field, scorer, null, field.width(K, N)).run(collector);
+      new BeamSearch(field, layer, scorer, null, field.width(K, N)).run(collector);
       Set<Integer> truth = new HashSet<>();
       IntStream.range(0, N).boxed()
           .sorted((a, b) -> Float.compare(SIM.compare(query, vectors.get(b)), SIM.compare(query, vectors.get(a))))
@@ -116,8 +124,8 @@ class SmallClustersEntryPointsTests {
       recall += found / (double) K;
     }
     recall /= queries;
-    System.out.printf("[graph] clusters smaller than build_degree, width %d: recall@10 %.4f%n", field.width(K, N),
-        recall);
+    System.out.printf("[graph] clusters smaller than build_degree, width %d%s: recall@10 %.4f%n", field.width(K, N),
+        layered ? ", entry layer" : "", recall);
     assertTrue(recall >= 0.995, "recall@10 (0.990 when most clusters had no entry point): " + recall);
   }
 }
