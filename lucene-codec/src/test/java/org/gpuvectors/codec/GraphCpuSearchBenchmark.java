@@ -1,0 +1,133 @@
+package org.gpuvectors.codec;
+
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.FieldType;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.LeafReader;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.AcceptDocs;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.search.TopKnnCollector;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.util.IOUtils;
+import org.gpuvectors.codec.graph.GraphField;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+
+/**
+ * The CPU search of a {@code graph} field, one thread, one query at a time, with and without the entry layer
+ * ({@link GraphField#ENTRY_LAYER_PROPERTY}: a walk starts from a few heads and the entry points grouped under the
+ * best of them, or from every entry point): microseconds a query, vectors scored a query (the collector's visited
+ * count) and recall@10 against brute force, on Fashion-MNIST (60k x 784, the first 2,000 test images as queries), one
+ * index per search width (built once, on the GPU when there is one), the two starts alternating over {@code reps}
+ * rounds; medians.
+ *
+ * <p>Args: {@code FMNIST_DIR OUT [widths=16,64] [reps=3]}. Output: a table on stdout and {@code
+ * OUT/graph-cpu-search.csv}.
+ */
+public final class GraphCpuSearchBenchmark {
+
+  private static final int K = 10;
+  private static final int QUERIES = 2000;
+
+  public static void main(String[] args) throws Exception {
+    Path data = Path.of(args[0]);
+    Path out = Path.of(args[1]);
+    int[] widths = Arrays.stream((args.length > 2 ? args[2] : "16,64").split(",")).mapToInt(Integer::parseInt).toArray();
+    int reps = args.length > 3 ? Integer.parseInt(args[3]) : 3;
+    Files.createDirectories(out);
+    float[][] train = FashionMnistBenchmark.readImages(data.resolve("train-images-idx3-ubyte.gz"));
+    float[][] queries =
+        Arrays.copyOf(FashionMnistBenchmark.readImages(data.resolve("t10k-images-idx3-ubyte.gz")), QUERIES);
+    int[][] truth = FashionMnistBenchmark.groundTruth(train, queries);
+    // the searches run on the CPU whatever the machine has
+    GpuSearchServices.current().setEnabled(false);
+    List<String> rows = new ArrayList<>();
+    for (int width : widths) {
+      Path path = Files.createTempDirectory("gv-graph-cpu-search");
+      try (Directory dir = FSDirectory.open(path)) {
+        GpuSearchServices.current().setEnabled(true); // the build on the GPU when there is one
+        build(dir, train, width);
+        GpuSearchServices.current().setEnabled(false);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          LeafReader leaf = reader.leaves().get(0).reader();
+          double[][] micros = new double[2][reps];
+          double[] scored = new double[2];
+          double[] recall = new double[2];
+          for (int r = 0; r < reps; r++) {
+            for (int layered = 1; layered >= 0; layered--) {
+              System.setProperty(GraphField.ENTRY_LAYER_PROPERTY, Boolean.toString(layered == 1));
+              TopDocs[] results = new TopDocs[QUERIES];
+              long visited = 0;
+              long start = System.nanoTime();
+              for (int q = 0; q < QUERIES; q++) {
+                TopKnnCollector collector = new TopKnnCollector(K, Integer.MAX_VALUE);
+                leaf.searchNearestVectors("vec", queries[q], collector, AcceptDocs.fromLiveDocs(null, leaf.maxDoc()));
+                visited += collector.visitedCount();
+                results[q] = collector.topDocs();
+              }
+              micros[layered][r] = (System.nanoTime() - start) / 1e3 / QUERIES;
+              scored[layered] = visited / (double) QUERIES;
+              recall[layered] = FashionMnistBenchmark.recall(results, truth);
+              System.out.printf(Locale.ROOT, "width %d, %s, round %d: %.1f us a query, %.0f vectors scored, recall@10 "
+                  + "%.4f%n", width, layered == 1 ? "entry layer" : "every entry point", r + 1, micros[layered][r],
+                  scored[layered], recall[layered]);
+            }
+          }
+          System.clearProperty(GraphField.ENTRY_LAYER_PROPERTY);
+          for (int layered = 0; layered < 2; layered++) {
+            rows.add(String.format(Locale.ROOT, "%d,%s,%.1f,%.0f,%.4f", width,
+                layered == 1 ? "entry-layer" : "every-entry-point", median(micros[layered]), scored[layered],
+                recall[layered]));
+          }
+        }
+      } finally {
+        IOUtils.rm(path);
+      }
+    }
+    String header = "width,start,us_per_query,vectors_scored,recall@10";
+    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("graph-cpu-search.csv")))) {
+      w.println(header);
+      rows.forEach(w::println);
+    }
+    System.out.println();
+    System.out.println(header);
+    rows.forEach(System.out::println);
+    GpuSearchServices.closeDefault();
+  }
+
+  /** One graph segment of the vectors: one flush (the RAM buffer holds them all), search width {@code width}. */
+  private static void build(Directory dir, float[][] vectors, int width) throws Exception {
+    FieldType type = GpuVectorsFormat.markField(
+        KnnFloatVectorField.createFieldType(vectors[0].length, VectorSimilarityFunction.EUCLIDEAN),
+        new IndexParams(IndexType.GRAPH, Map.of(IndexParams.SEARCH_WIDTH, width)));
+    long start = System.nanoTime();
+    try (IndexWriter writer = new IndexWriter(dir, new IndexWriterConfig().setCodec(new GpuVectorsCodec())
+        .setRAMBufferSizeMB(1024))) {
+      for (float[] v : vectors) {
+        Document doc = new Document();
+        doc.add(new KnnFloatVectorField("vec", v, type));
+        writer.addDocument(doc);
+      }
+      writer.forceMerge(1);
+    }
+    System.out.printf(Locale.ROOT, "graph of search width %d built in %.1f s%n", width, (System.nanoTime() - start) / 1e9);
+  }
+
+  private static double median(double[] values) {
+    double[] v = values.clone();
+    Arrays.sort(v);
+    return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  }
+}
