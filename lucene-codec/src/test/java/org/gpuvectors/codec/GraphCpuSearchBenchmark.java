@@ -1,5 +1,7 @@
 package org.gpuvectors.codec;
 
+import static org.gpuvectors.codec.IndexBuildBenchmark.median;
+
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -123,11 +125,5 @@ public final class GraphCpuSearchBenchmark {
       writer.forceMerge(1);
     }
     System.out.printf(Locale.ROOT, "graph of search width %d built in %.1f s%n", width, (System.nanoTime() - start) / 1e9);
-  }
-
-  private static double median(double[] values) {
-    double[] v = values.clone();
-    Arrays.sort(v);
-    return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
   }
 }

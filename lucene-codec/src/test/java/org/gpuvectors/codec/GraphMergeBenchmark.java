@@ -1,5 +1,7 @@
 package org.gpuvectors.codec;
 
+import static org.gpuvectors.codec.IndexBuildBenchmark.median;
+
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -312,11 +314,6 @@ public final class GraphMergeBenchmark {
       results[q] = new TopDocs(hits.totalHits, Arrays.copyOf(hits.scoreDocs, Math.min(K, hits.scoreDocs.length)));
     }
     return results;
-  }
-
-  private static double median(double[] values) {
-    double[] v = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
-    return v.length == 0 ? Double.NaN : v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
   }
 
   private static String fmt(double seconds) {

@@ -278,7 +278,8 @@ public final class IndexBuildBenchmark {
     return Double.isNaN(bytes) ? "" : String.format(Locale.ROOT, "%.1f", bytes);
   }
 
-  private static double median(double[] values) {
+  /** The median of the values that are not NaN (NaN when none is): the benchmarks' medians of repeated runs. */
+  static double median(double[] values) {
     double[] v = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
     return v.length == 0 ? Double.NaN : v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
   }
