@@ -107,24 +107,23 @@ final class EntryLayer {
    * h's score, higher is better): the groups of the best heads (ties: the earlier head), each with its head first.
    */
   int[] start(float[] headScores, int width) {
-    Integer[] order = new Integer[heads.length];
-    for (int h = 0; h < order.length; h++) {
-      order[h] = h;
-    }
-    Arrays.sort(order, (a, b) -> Float.compare(headScores[b], headScores[a])); // stable: ties keep the earlier head
     long target = Math.min(members.length, (long) MEMBERS_PER_WIDTH * width);
-    int taken = 0;
-    int groups = 0;
+    boolean[] used = new boolean[heads.length];
     int[] start = new int[members.length];
-    for (int h : order) {
-      if (taken >= target && groups >= MIN_GROUPS) {
-        break;
+    int taken = 0;
+    // the next best head, a few times per walk: a scan of the ~sqrt(E) scores each time, no sort, no boxing
+    for (int groups = 0; groups < heads.length && (taken < target || groups < MIN_GROUPS); groups++) {
+      int h = -1;
+      for (int c = 0; c < heads.length; c++) {
+        if (!used[c] && (h < 0 || headScores[c] > headScores[h])) {
+          h = c; // ties: the earlier head
+        }
       }
+      used[h] = true;
       int from = offsets[h];
       int count = offsets[h + 1] - from;
       System.arraycopy(members, from, start, taken, count);
       taken += count;
-      groups++;
     }
     return Arrays.copyOf(start, taken);
   }
