@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|select|exact|small|tf32|ivfpq|graph|torch|codec|fmnist|build|graphmerge|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|flat-tests|select|exact|small|tf32|ivfpq|graph|torch|codec|fmnist|build|graphmerge|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
 #   bash .device/run-gpu.sh ivfpqscale N DIMS
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run); 575 s on the H100 (session 17),
 # near the device tool's 600 s a command: cuda-tests and codec-tests run one suite each, for two commands.
@@ -71,7 +71,8 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
   "${java[@]}" -Dgpuvectors.gpu.pass_graphs=false org.junit.platform.console.ConsoleLauncher execute --disable-banner \
     --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.CpuOnlyTest --select-class org.gpuvectors.cuda.CpuOracleTest \
     --select-class org.gpuvectors.cuda.KSelectGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest \
-    --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.Tf32BoundTest \
+    --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.CandidateBoundTest \
+    --select-class org.gpuvectors.cuda.GpuFlatIndexHalfGpuTest \
     --select-class org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuIvfPqIndexGpuTest \
     --select-class org.gpuvectors.cuda.PqCodebookTest --select-class org.gpuvectors.cuda.GpuGraphIndexGpuTest \
     --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.QueryRowsGpuTest \
@@ -84,6 +85,17 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
     --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60
   check_summary "$OUT/tests.log"
+fi
+if [ "$mode" = flat-tests ]; then
+  # the flat index's GPU tests alone (exact search: FP32 scan, FP16 candidates, TF32 candidates, captured passes)
+  "${java[@]}" -Dgpuvectors.gpu.pass_graphs=false org.junit.platform.console.ConsoleLauncher execute --disable-banner \
+    --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.GpuFlatIndexHalfGpuTest \
+    --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest \
+    --select-class org.gpuvectors.cuda.PassGraphsGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
+    --select-class org.gpuvectors.cuda.CandidateBoundTest \
+    --reports-dir "$OUT/junit-flat" > "$OUT/flat-tests.log" 2>&1 || rc=1
+  grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/flat-tests.log" | head -60
+  check_summary "$OUT/flat-tests.log"
 fi
 if [ "$mode" = tests ] || [ "$mode" = codec-tests ] || [ "$mode" = all ]; then
   # the codec on the GPU: Lucene's BaseKnnVectorsFormatTestCase, the format tests, the GPU-vs-oracle path, the service

@@ -80,6 +80,29 @@ struct FlatScanParams {
 };
 static_assert(sizeof(FlatScanParams) == 96, "FlatScanParams layout is shared with Java");
 
+// Parameters of the half-precision candidate scan (flat_half_scan.cu; HalfScanParams.java writes this layout, 104
+// bytes): as FlatScanParams over the index's FP16 copy, writing keys (smaller = better) for the FP32 re-rank.
+struct HalfScanParams {
+  const unsigned short* vectors;  // n x dimsPad FP16 (IEEE binary16 bits): row x times vectorScale, zero-padded
+  const float* norms;           // n: ||x||^2 per row of the FP32 vectors (L2); null for inner product and cosine
+  const float* queries;         // numQueries x dims FP32 row-major (normalised for cosine)
+  const unsigned long long* acceptBits;  // optional: bit id set = row id may be returned
+  float* outK;                  // numQueries x (chunks * k): keys (squared L2, or -x.q), ascending
+  int* outIdx;                  // numQueries x (chunks * k): row ids (-1 = empty)
+  long long n;                  // rows
+  long long acceptRowWords;     // 64-bit words between the accept masks of consecutive queries (0: one mask)
+  long long outRowStride;       // elements between output rows (chunks * k)
+  int dims;
+  int dimsPad;                  // dims rounded up to kHalfScanDimStep: the FP16 rows' pitch
+  int numQueries;
+  int k;                        // pairs written per (query, chunk): the candidates k'
+  int chunks;                   // grid.y
+  int chunkLen;                 // rows per chunk (the last may be shorter), a multiple of kHalfScanRows
+  int metric;                   // 0 = squared L2, 1 = inner product (key -x.q)
+  float vectorUnscale;          // 1 / vectorScale (a power of two)
+};
+static_assert(sizeof(HalfScanParams) == 104, "HalfScanParams layout is shared with Java");
+
 // Parameters of the IVF-Flat list scan (IvfScanParams.java writes this layout, 96 bytes). Block
 // (query, probe) scans list probes[query * nprobe + probe] and writes its k best at
 // outK / outIdx + query * outRowStride + probe * k; ids are vector ordinals.

@@ -1,7 +1,7 @@
 // Exact FP32 re-rank of the TF32 candidate pass (GpuFlatIndex.Precision.TF32_RERANK): the TF32 GEMM + k-select
 // picks k' candidates per query; gv_rerank_exact recomputes their keys in FP32 from the raw vectors, a
 // BlockSelect pass (inIdx mode, KSelect.java) keeps the k best, and gv_rerank_stats gathers per query what the
-// host's certificate needs (Tf32Bound.java): the k-th exact key, the k'-th TF32 key and ||q||^2. Queries the
+// host's certificate needs (CandidateBound.java): the k-th exact key, the k'-th TF32 key and ||q||^2. Queries the
 // certificate rejects are searched again on the FP32 path, their rows gathered and their results scattered
 // back with gv_copy_rows.
 #include "common.cuh"

@@ -74,6 +74,7 @@ public final class BatchSearch {
         device.endPass(slot);
       }
     }
+    searchRejectedAgain(groups, layout, distances, ids);
     SearchResult[] results = new SearchResult[count];
     for (int g = 0; g < count; g++) {
       SearchGroup group = groups.get(g);
@@ -81,6 +82,32 @@ public final class BatchSearch {
           layout.stride[g]); // a view
     }
     return results;
+  }
+
+  /**
+   * The half-scanned groups' certificates ({@link GpuFlatIndex#uncertifiedHalf}, from the stats the pass brought
+   * back with the results): each query without one is searched again alone by the FP32 scan and its results written
+   * over the pass's. Runs after the pass, outside its slot (a search takes the device lock itself).
+   */
+  private static void searchRejectedAgain(List<SearchGroup> groups, PassLayout layout, float[] distances, int[] ids) {
+    for (int g = 0; g < groups.size(); g++) {
+      if (layout.statsAt[g] < 0) {
+        continue;
+      }
+      SearchGroup group = groups.get(g);
+      GpuFlatIndex flat = (GpuFlatIndex) group.index();
+      int k = group.k();
+      float empty = flat.metric() == Metric.L2 ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY;
+      for (int q : flat.uncertifiedHalf(distances, (int) layout.statsAt[g], group.numQueries())) {
+        SearchResult again = flat.searchAgainFp32(group, q);
+        int row = (int) (layout.outAt[g] + (long) q * layout.stride[g]);
+        for (int i = 0; i < k; i++) {
+          boolean present = i < again.count(0);
+          ids[row + i] = present ? again.id(0, i) : -1;
+          distances[row + i] = present ? again.distance(0, i) : empty;
+        }
+      }
+    }
   }
 
   /**
@@ -313,7 +340,15 @@ public final class BatchSearch {
           any = true;
           continue;
         }
+        boolean halfScanned = layout.statsAt[g] >= 0;
         switch (group.index()) {
+          case GpuFlatIndex flat when halfScanned -> { // a few queries: FP16 candidates, re-ranked
+            if (feeds[g] != null) {
+              feeds[g].awaitAll();
+            }
+            flat.enqueueHalfSearch(groupQueries, group.numQueries(), group.k(), accept, maskRowWords[g], outV, outI,
+                outAt[g], outV.address() + 4L * layout.statsAt[g]);
+          }
           case GpuFlatIndex flat -> flat.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(), accept,
               maskRowWords[g], outV, outI, outAt[g], feeds[g]);
           case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),

@@ -171,7 +171,7 @@ final class Cublas {
 
     /**
      * As {@link #sgemm} (FP32 matrices in and out), with the products on TF32 tensor cores: each input keeps 10 of
-     * its 23 mantissa bits, the sums stay FP32 (GpuFlatIndex's TF32 candidate pass; its error bound: Tf32Bound).
+     * its 23 mantissa bits, the sums stay FP32 (GpuFlatIndex's TF32 candidate pass; its error bound: CandidateBound).
      *
      * <p>Through cublasGemmEx with compute type CUBLAS_COMPUTE_32F_FAST_TF32 rather than cublasSetMathMode(
      * CUBLAS_TF32_TENSOR_OP_MATH) around cublasSgemm: the precision is an argument of this one call, so the

@@ -20,7 +20,10 @@ import jcuda.Pointer;
  *       queries x vectors matrix), L2 as ||x||^2 - 2 x.q + ||q||^2 with precomputed norms, k-select
  *       per tile, then the tiles' k-lists are merged.
  * </ul>
- * Both rank by the same keys (the norms' form of L2, clamped at 0). {@link Strategy#FUSED} is the older one-query-
+ * Both rank by the same keys (the norms' form of L2, clamped at 0). Small batches over an index with an FP16 copy
+ * ({@link #addHalfCopy}) take {@link Strategy#HALF_SCAN} instead of the scan: k' candidates from the copy on tensor
+ * cores, their exact FP32 re-rank and a certificate per query ({@link CandidateBound#half}); a query without one is
+ * searched again by the scan. {@link Strategy#FUSED} is the older one-query-
  * per-block kernel (each lane reads its own rows), kept for the coarse steps of small IVF segments.
  * The GEMM path runs in FP32 or, per index ({@link #setPrecision}), as a TF32 candidate pass with an exact FP32
  * re-rank ({@link Precision#TF32_RERANK}): the same results, tensor-core GEMMs.
@@ -35,18 +38,18 @@ import jcuda.Pointer;
  */
 public final class GpuFlatIndex extends ResidentIndex {
   /** How {@link #search} computes distances. */
-  public enum Strategy { AUTO, FUSED, SCAN, GEMM }
+  public enum Strategy { AUTO, FUSED, SCAN, GEMM, HALF_SCAN }
 
   /**
    * How the GEMM path computes distances ({@link Strategy#FUSED} is always FP32).
    * <ul>
    *   <li>{@link #FP32}: cuBLAS SGEMM, FP32 throughout.
-   *   <li>{@link #TF32_RERANK}: the tile GEMMs on TF32 tensor cores select k' = {@link Tf32Bound#candidates}(k)
+   *   <li>{@link #TF32_RERANK}: the tile GEMMs on TF32 tensor cores select k' = {@link CandidateBound#candidates}(k)
    *       candidates per query; their keys are recomputed in FP32 from the vectors and the k best kept. Per query a
    *       certificate (the k-th exact key plus TF32's error bound below the k'-th candidate's TF32 key; {@link
-   *       Tf32Bound}) proves that the candidates hold the exact k best; queries without one are searched again in
+   *       CandidateBound}) proves that the candidates hold the exact k best; queries without one are searched again in
    *       FP32 (counted: {@link #rerankStats}). Results are the FP32 path's, up to FP32 near-ties. k above
-   *       {@link Tf32Bound#MAX_K} runs FP32. Costs one wait for the device per call (the certificates decide the
+   *       {@link CandidateBound#MAX_K} runs FP32. Costs one wait for the device per call (the certificates decide the
    *       re-runs) and k' row reads per query, so it pays where the GEMM dominates: large batches, k small
    *       against n.
    * </ul>
@@ -54,7 +57,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   public enum Precision {
     /** FP32 GEMMs. */
     FP32,
-    /** TF32 candidates, exact FP32 re-rank (results as FP32's: see {@link Tf32Bound}). */
+    /** TF32 candidates, exact FP32 re-rank (results as FP32's: see {@link CandidateBound}). */
     TF32_RERANK,
     /**
      * TF32_RERANK for batches of at least {@link #TF32_AUTO_MIN_QUERIES} queries whose candidates are at
@@ -106,7 +109,13 @@ public final class GpuFlatIndex extends ResidentIndex {
   private final AtomicLong scanQueries = new AtomicLong();
   private final AtomicLong rerankQueries = new AtomicLong();
   private final AtomicLong rerankFallbacks = new AtomicLong();
-  private Tf32Bound bound; // made on the first TF32 search, under the device lock
+  private CandidateBound bound; // made on the first TF32 search, under the device lock
+  // the FP16 copy of the small batches' candidate scan ({@link #addHalfCopy}), set once under the device lock
+  private DeviceBuffer halfVectors;
+  private float halfUnscale;
+  private CandidateBound halfBound;
+  private final AtomicLong halfQueries = new AtomicLong();
+  private final AtomicLong halfRejected = new AtomicLong();
 
   private GpuFlatIndex(GpuDevice device, int n, int dims, Metric metric, DeviceBuffer vectors, DeviceBuffer norms) {
     super(device, n, dims, metric);
@@ -271,7 +280,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   /** Device memory held by this index (vectors and norms). */
   @Override
   public long deviceBytes() {
-    return vectors.bytes() + (norms == null ? 0 : norms.bytes());
+    return vectors.bytes() + (norms == null ? 0 : norms.bytes()) + (halfVectors == null ? 0 : halfVectors.bytes());
   }
 
   /** The GEMM path's precision for the searches that start from now on (default {@link Precision#FP32}). */
@@ -306,6 +315,10 @@ public final class GpuFlatIndex extends ResidentIndex {
     if (strategy == Strategy.SCAN && !FlatScanParams.supports(k, dims)) {
       throw new IllegalArgumentException("the scan takes k <= " + FlatScanParams.MAX_K + " and dims <= "
           + FlatScanParams.MAX_DIMS + ": k=" + k + " dims=" + dims);
+    }
+    if (strategy == Strategy.HALF_SCAN && !halfTakes(k)) {
+      throw new IllegalArgumentException("the half scan needs the index's FP16 copy (" + (halfVectors != null)
+          + "), k <= " + HALF_MAX_K + " and dims <= " + HalfScanParams.MAX_DIMS + ": k=" + k + " dims=" + dims);
     }
     boolean direct = strategy != Strategy.AUTO || numQueries <= FUSED_MAX_QUERIES;
     if (!direct) {
@@ -343,6 +356,7 @@ public final class GpuFlatIndex extends ResidentIndex {
             long accept = bits == null ? 0 : bits.address();
             switch (strategy) {
               case SCAN -> enqueueScan(q.address(), numQueries, k, accept, 0, outV, outI, 0);
+              case HALF_SCAN -> searchHalf(q.address(), numQueries, k, accept, 0, outV, outI);
               case GEMM -> enqueueGemm(q.address(), 0, numQueries, k, accept, 0, outV, outI, 0, null);
               default -> searchFused(q, numQueries, k, bits, outV, outI);
             }
@@ -408,6 +422,229 @@ public final class GpuFlatIndex extends ResidentIndex {
       device.downloadStaged(outI, 0, ids, 0, ids.length);
     }
     return ids;
+  }
+
+  /**
+   * System property: {@code false} gives flat indexes no FP16 copy ({@link #addHalfCopy} does nothing): small batches
+   * then take the FP32 scan. On by default.
+   */
+  public static final String HALF_SCAN_PROPERTY = "gpuvectors.flat.half_scan";
+  /** {@link #HALF_SCAN_PROPERTY} (package-private and volatile so tests can turn it). */
+  static volatile boolean halfEnabled = Boolean.parseBoolean(System.getProperty(HALF_SCAN_PROPERTY, "true"));
+  /**
+   * System property: batches up to this many queries take the half scan when the index has its FP16 copy (default
+   * {@link #DEFAULT_HALF_MAX_QUERIES}); each block of 8 queries reads the copy once.
+   */
+  public static final String HALF_MAX_QUERIES_PROPERTY = "gpuvectors.flat.half_max_queries";
+  static final int DEFAULT_HALF_MAX_QUERIES = 16;
+  static volatile int halfMaxQueries = Integer.getInteger(HALF_MAX_QUERIES_PROPERTY, DEFAULT_HALF_MAX_QUERIES);
+  /** The largest k of the half scan: its k' = {@link CandidateBound#candidates}(k) must fit the 256 bucket. */
+  static final int HALF_MAX_K = 128;
+
+  /** Device bytes of the FP16 copy that {@link #addHalfCopy} would add to an index of n vectors (0: none). */
+  public static long halfCopyBytes(long n, int dims) {
+    return halfEnabled && n > 0 && dims <= HalfScanParams.MAX_DIMS ? 2L * n * HalfScanParams.paddedDims(dims) : 0;
+  }
+
+  /**
+   * Adds the FP16 copy that the small batches' candidate scan reads ({@link Strategy#HALF_SCAN}): the vectors times
+   * one power of two (their largest magnitude below 2^14), rounded to FP16, rows padded to {@link
+   * HalfScanParams#DIM_STEP} dimensions: {@link #halfCopyBytes} more device memory, half the bytes a scan reads. Does
+   * nothing when turned off ({@link #HALF_SCAN_PROPERTY}), for more than {@link HalfScanParams#MAX_DIMS} dimensions or
+   * vectors with an infinite component. Waits for the device (two reads of a few bytes).
+   */
+  public void addHalfCopy() {
+    if (halfCopyBytes(n, dims) == 0) {
+      return;
+    }
+    try (GpuDevice.Scope s = device.lock()) {
+      ensureOpen();
+      if (halfVectors != null) {
+        return;
+      }
+      float max = maxAbs();
+      if (!Float.isFinite(max)) {
+        return; // no power of two brings an infinity into FP16's range: FP32 only
+      }
+      float scale = HalfScanParams.halfScale(max);
+      int dimsPad = HalfScanParams.paddedDims(dims);
+      DeviceBuffer h = device.allocate(2L * n * dimsPad);
+      boolean ok = false;
+      try {
+        long total = (long) n * dimsPad;
+        int blocks = (int) Math.max(1, Math.min(8L * device.multiprocessorCount(), (total + 255) / 256));
+        device.module().launch("gv_to_half", blocks, 1, 256, 0, device.stream(), Pointer.to(new long[] {vectors.address()}),
+            Pointer.to(new long[] {n}), Pointer.to(new int[] {dims}), Pointer.to(new int[] {dimsPad}),
+            Pointer.to(new float[] {scale}), Pointer.to(new long[] {h.address()}));
+        halfBound = CandidateBound.half(metric, dims, maxNorm2()); // waits
+        halfUnscale = 1f / scale;
+        halfVectors = h;
+        ok = true;
+      } finally {
+        if (!ok) {
+          h.close();
+        }
+      }
+    }
+  }
+
+  /** Whether this index has its FP16 copy ({@link #addHalfCopy}). */
+  public boolean hasHalfCopy() {
+    return halfVectors != null;
+  }
+
+  /** The largest |x_i| of the vectors (NaN skipped, +inf kept); waits. Caller holds the lock. */
+  private float maxAbs() {
+    try (DeviceBuffer out = device.allocate(4)) {
+      device.clear(out);
+      long count = (long) n * dims;
+      int blocks = (int) Math.max(1, Math.min(8L * device.multiprocessorCount(), (count + 255) / 256));
+      device.module().launch("gv_max_abs", blocks, 1, 256, 0, device.stream(), Pointer.to(new long[] {vectors.address()}),
+          Pointer.to(new long[] {count}), Pointer.to(new long[] {out.address()}));
+      int[] bits = new int[1];
+      device.download(out, 0, bits, 0, 1);
+      return Float.intBitsToFloat(bits[0]);
+    }
+  }
+
+  /** Whether the half scan may answer k results (the FP16 copy, k', dims), whatever the batch. */
+  boolean halfTakes(int k) {
+    return halfVectors != null && k >= 1 && k <= HALF_MAX_K;
+  }
+
+  /**
+   * Whether {@link Strategy#AUTO} answers {@code nq} queries for k results by the half scan: small batches (at most
+   * {@link #halfMaxQueries}) of an index with its FP16 copy. Depends on nothing that changes after {@link
+   * #addHalfCopy}, so that a pass's layout (which reserves the certificate's inputs) and its enqueue agree.
+   */
+  boolean halfScans(int nq, int k) {
+    return nq >= 1 && nq <= halfMaxQueries && halfTakes(k) && !usesTf32(nq, k);
+  }
+
+  /**
+   * Queries the half scan answered (whose certificates were checked), and those its certificate sent back to the
+   * FP32 scan, since upload.
+   */
+  public RerankStats halfStats() {
+    return new RerankStats(halfQueries.get(), halfRejected.get());
+  }
+
+  /**
+   * Enqueues {@link Strategy#HALF_SCAN} (arguments as {@link #enqueueSearch}, plus {@code stats}: the device address
+   * of 4 floats per query for the certificate, {@link #uncertifiedHalf}): k' candidates per query from the FP16 copy
+   * (one scan launch, a BlockSelect merge of its chunks), their exact FP32 keys and the k best of them into the
+   * output (one re-rank launch that selects too), and the certificate's inputs. Caller holds the lock; the results
+   * are final only for the queries the certificate then accepts.
+   */
+  void enqueueHalfSearch(long queries, int nq, int k, long acceptAddress, long acceptRowWords, DeviceBuffer outV,
+                         DeviceBuffer outI, long outElement, long stats) {
+    ensureOpen();
+    if (!halfTakes(k) || nq < 1) {
+      throw new IllegalStateException("the half scan cannot answer " + nq + " queries for k = " + k);
+    }
+    int kc = CandidateBound.candidates(k);
+    boolean ip = metric != Metric.L2;
+    HalfScanParams p = halfScanParams(queries, nq, kc, acceptAddress, acceptRowWords);
+    try (DeviceBuffer candV = device.allocate(4L * nq * kc);
+         DeviceBuffer candI = device.allocate(4L * nq * kc);
+         DeviceBuffer exact = device.allocate(4L * nq * kc);
+         DeviceBuffer done = device.allocate(4L * nq)) {
+      if (p.chunks == 1) {
+        p.outK = candV.address();
+        p.outIdx = candI.address();
+        p.outRowStride = kc;
+        p.enqueue(device);
+      } else {
+        long width = (long) p.chunks * kc;
+        try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
+          p.outK = tv.address();
+          p.outIdx = ti.address();
+          p.outRowStride = width;
+          p.enqueue(device);
+          KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(kc)
+              .output(candV, candI, kc, 0));
+        }
+      }
+      device.clear(done);
+      RerankParams r = new RerankParams();
+      r.vectors = vectors.address();
+      r.queries = queries;
+      r.candIdx = candI.address();
+      r.candKeys = candV.address();
+      r.exactKeys = exact.address();
+      r.stats = stats;
+      r.outK = outV.address() + 4L * outElement;
+      r.outIdx = outI.address() + 4L * outElement;
+      r.rowsDone = done.address(); // k' <= 256: the re-rank selects each row's k best itself
+      r.dims = dims;
+      r.numQueries = nq;
+      r.candidates = kc;
+      r.k = k;
+      r.metric = ip ? 1 : 0;
+      r.outScale = ip ? -1f : 1f;
+      r.enqueueExact(device);
+      device.module().launch("gv_rerank_stats", (nq + 255) / 256, 1, 256, 0, device.stream(), Pointer.to(r.encode()));
+    }
+  }
+
+  /**
+   * The half scan's parameters for {@code nq} queries and {@code kc} candidates (arguments as {@link #enqueueSearch}),
+   * chunks planned, without the output. Caller holds the lock; the index has its FP16 copy.
+   */
+  HalfScanParams halfScanParams(long queries, int nq, int kc, long acceptAddress, long acceptRowWords) {
+    HalfScanParams p = new HalfScanParams();
+    p.vectors = halfVectors.address();
+    p.norms = metric == Metric.L2 ? norms.address() : 0;
+    p.queries = queries;
+    p.acceptBits = acceptAddress;
+    p.acceptRowWords = acceptRowWords;
+    p.n = n;
+    p.dims = dims;
+    p.dimsPad = HalfScanParams.paddedDims(dims);
+    p.numQueries = nq;
+    p.k = kc;
+    p.metric = metric == Metric.L2 ? 0 : 1;
+    p.vectorUnscale = halfUnscale;
+    return p.planChunks(device.multiprocessorCount());
+  }
+
+  /**
+   * The queries (ascending, 0-based within the search) whose half-scan candidates are not certified to hold their
+   * exact k best, from the stats {@link #enqueueHalfSearch} wrote ({@code nq} x 4 floats from {@code stats[from]});
+   * counted in {@link #halfStats}. Such a query must be searched again on the FP32 path.
+   */
+  int[] uncertifiedHalf(float[] stats, int from, int nq) {
+    float[] own = from == 0 && stats.length == 4 * nq ? stats : Arrays.copyOfRange(stats, from, from + 4 * nq);
+    int[] rejected = halfBound.uncertified(own, nq);
+    halfQueries.addAndGet(nq); // counted here, not at enqueue: a pass replayed as a CUDA graph enqueues nothing
+    halfRejected.addAndGet(rejected.length);
+    return rejected;
+  }
+
+  /** {@link Strategy#HALF_SCAN} of a direct search: the half search, its certificate, the FP32 scan for the rest. */
+  private void searchHalf(long queries, int nq, int k, long accept, long acceptRowWords, DeviceBuffer outV,
+                          DeviceBuffer outI) {
+    float[] stats = new float[4 * nq];
+    try (DeviceBuffer dStats = device.allocate(16L * nq)) {
+      enqueueHalfSearch(queries, nq, k, accept, acceptRowWords, outV, outI, 0, dStats.address());
+      device.download(dStats, 0, stats, 0, stats.length);
+    }
+    for (int q : uncertifiedHalf(stats, 0, nq)) {
+      long mask = accept != 0 && acceptRowWords > 0 ? accept + 8L * q * acceptRowWords : accept;
+      enqueueScan(queries + 4L * q * dims, 1, k, mask, acceptRowWords, outV, outI, (long) q * k);
+    }
+  }
+
+  /**
+   * Query {@code q} of {@code group} (a group of this index) searched alone by the FP32 scan, synchronously: a query
+   * the half scan's certificate rejected in a pass ({@link BatchSearch}). Takes the device lock.
+   */
+  SearchResult searchAgainFp32(SearchGroup group, int q) {
+    float[] query = new float[dims];
+    group.copyQueries(q, 1, query, 0);
+    long[] mask = group.sharedMask() != null ? group.sharedMask()
+        : group.queryMasks() != null ? group.queryMasks()[q] : null;
+    return search(query, 1, group.k(), mask, FlatScanParams.supports(group.k(), dims) ? Strategy.SCAN : Strategy.GEMM);
   }
 
   /** Queries answered by {@link Strategy#SCAN} so far (tests and benchmarks tell the paths apart by it). */
@@ -505,7 +742,7 @@ public final class GpuFlatIndex extends ResidentIndex {
       case TF32_RERANK -> true;
       case AUTO -> autoTakesTf32(nq, k, n, rerankQueries.get(), rerankFallbacks.get());
     };
-    return wanted && nq > 0 && Tf32Bound.applies(k, dims);
+    return wanted && nq > 0 && CandidateBound.applies(k, dims);
   }
 
   /**
@@ -519,7 +756,7 @@ public final class GpuFlatIndex extends ResidentIndex {
    */
   static boolean autoTakesTf32(int nq, int k, long n, long checked, long rejected) {
     boolean failing = checked >= TF32_AUTO_MIN_QUERIES && rejected > TF32_AUTO_MAX_REJECTED * checked;
-    return nq >= TF32_AUTO_MIN_QUERIES && Tf32Bound.candidates(k) * 50L <= n && !failing;
+    return nq >= TF32_AUTO_MIN_QUERIES && CandidateBound.candidates(k) * 50L <= n && !failing;
   }
 
   /** The share of rejected queries past which {@link Precision#AUTO} leaves the TF32 pass for an index. */
@@ -532,7 +769,7 @@ public final class GpuFlatIndex extends ResidentIndex {
    */
   private void searchTf32Rerank(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
                                 DeviceBuffer outV, DeviceBuffer outI, long outElement, QueryUploads.Feed arriving) {
-    Tf32Bound b = bound();
+    CandidateBound b = bound();
     float[] stats = new float[4 * nq];
     try (DeviceBuffer dStats = device.allocate(16L * nq)) {
       QueryUploads.forEachBlock(queryBlocks(nq), dims, queries, queryNorms, acceptAddress, acceptRowWords, arriving,
@@ -555,7 +792,7 @@ public final class GpuFlatIndex extends ResidentIndex {
    */
   private void searchCandidates(long q, long hostNorms, int nq, int k, long accept, long acceptRowWords,
                                 DeviceBuffer outV, DeviceBuffer outI, long outElement, long stats) {
-    int kc = Tf32Bound.candidates(k);
+    int kc = CandidateBound.candidates(k);
     boolean ip = metric != Metric.L2;
     try (DeviceBuffer candV = device.allocate(4L * nq * kc);
          DeviceBuffer candI = device.allocate(4L * nq * kc);
@@ -630,9 +867,9 @@ public final class GpuFlatIndex extends ResidentIndex {
    * The TF32 bound of this index, made on first use: it needs the largest ||x||^2 of the vectors (the L2 norms, or
    * norms computed for the purpose), read back once. Caller holds the device lock.
    */
-  private Tf32Bound bound() {
+  private CandidateBound bound() {
     if (bound == null) {
-      bound = new Tf32Bound(metric, dims, maxNorm2());
+      bound = CandidateBound.tf32(metric, dims, maxNorm2());
     }
     return bound;
   }
@@ -932,6 +1169,9 @@ public final class GpuFlatIndex extends ResidentIndex {
     vectors.close();
     if (norms != null) {
       norms.close();
+    }
+    if (halfVectors != null) {
+      halfVectors.close();
     }
   }
 }

@@ -21,6 +21,9 @@ final class PassLayout {
   final long[] maskRowWords; // words between a group's per-query masks, 0 for a shared mask
   final int[] stride; // elements between a group's result rows: its k, or its scan table's largest k
   final long[] outAt; // element offset of the group's results ({@link BatchSearch#placeResults} sets them)
+  // element offset of a half-scanned flat group's certificate inputs (4 floats a query, after every group's results,
+  // in the distances), -1 for other groups ({@link GpuFlatIndex#halfScans})
+  final long[] statsAt;
   final long maskWords;
   final long masksAt; // byte offset of the masks
   final long directAt; // byte offset of the direct groups' queries
@@ -43,6 +46,7 @@ final class PassLayout {
     maskRowWords = new long[count];
     stride = new int[count];
     outAt = new long[count];
+    statsAt = new long[count];
     long packedFloats = 0; // the packed groups' queries and norms come first on the device, then the direct ones
     long words = 0;
     long out = 0;
@@ -73,6 +77,16 @@ final class PassLayout {
       stride[g] = flats != null && flats.member(g) ? flats.stride() : group.k();
       outAt[g] = out;
       out += (long) group.numQueries() * stride[g];
+    }
+    for (int g = 0; g < count; g++) {
+      SearchGroup group = groups.get(g);
+      boolean alone = (flats == null || !flats.member(g)) && (walked == null || !walked[g]);
+      statsAt[g] = -1;
+      if (alone && group.index() instanceof GpuFlatIndex flat && flat.size() > 0
+          && flat.halfScans(group.numQueries(), group.k())) {
+        statsAt[g] = out;
+        out += 4L * group.numQueries();
+      }
     }
     anyDirect = anyDirectGroup;
     maskWords = words;

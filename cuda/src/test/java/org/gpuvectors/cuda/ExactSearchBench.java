@@ -2,6 +2,7 @@ package org.gpuvectors.cuda;
 
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -171,7 +172,8 @@ public final class ExactSearchBench {
 
   /** CUDA-event times of {@code reps} enqueued searches (after one warm-up), queries and results on the device. */
   /**
-   * Small batches, the scan ({@link GpuFlatIndex.Strategy#SCAN}) against the GEMM path, squared L2 on uniform random
+   * Small batches, the scan ({@link GpuFlatIndex.Strategy#SCAN}) and, up to 16 queries, the FP16 candidate scan with
+   * its re-rank ({@link GpuFlatIndex.Strategy#HALF_SCAN}) against the GEMM path, squared L2 on uniform random
    * n x 128 and n x 768 (default n = 1M), batches 1 to 128, k = 10 and 100. Per row, medians of 30 after warm-up:
    * device ms (CUDA events around the enqueued search, queries already on the device) and wall ms (the synchronous
    * {@code search()}: upload, kernels, download); the read bound is the vectors' bytes over the measured device-to-
@@ -192,13 +194,18 @@ public final class ExactSearchBench {
         float[] x = BenchUtil.randomFloats((long) n * dims, 11);
         try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2)) {
           x = null;
+          index.addHalfCopy();
           float[] queries = BenchUtil.randomFloats(128L * dims, 12);
           double bound = 4.0 * n * dims / (copyGbs * 1e9) * 1e3;
           for (int batch : new int[] {1, 2, 4, 8, 16, 32, 64, 128}) {
             for (int k : new int[] {10, 100}) {
               SearchResult gemm = null;
-              for (GpuFlatIndex.Strategy st : new GpuFlatIndex.Strategy[] {GpuFlatIndex.Strategy.GEMM,
-                  GpuFlatIndex.Strategy.SCAN}) {
+              List<GpuFlatIndex.Strategy> strategies = new ArrayList<>(List.of(GpuFlatIndex.Strategy.GEMM,
+                  GpuFlatIndex.Strategy.SCAN));
+              if (batch <= 16) { // the FP16 candidates and their re-rank (wall: with the certificate's wait)
+                strategies.add(GpuFlatIndex.Strategy.HALF_SCAN);
+              }
+              for (GpuFlatIndex.Strategy st : strategies) {
                 double[] wall = new double[30];
                 SearchResult res = null;
                 for (int r = -3; r < wall.length; r++) {
@@ -209,7 +216,13 @@ public final class ExactSearchBench {
                   }
                 }
                 GpuFlatIndex.scanMaxQueries = st == GpuFlatIndex.Strategy.SCAN ? Integer.MAX_VALUE : 0;
-                double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, batch, dims, k, 30));
+                double deviceMs = BenchUtil.median(st == GpuFlatIndex.Strategy.HALF_SCAN
+                    ? halfDeviceTimes(d, index, queries, batch, dims, k, 30, false)
+                    : deviceTimes(d, index, queries, batch, dims, k, 30));
+                if (st == GpuFlatIndex.Strategy.HALF_SCAN) { // of which the scan kernel alone
+                  System.out.printf("%-9s %6d %4d %-9s %10.3f%n", "", batch, k, "half scan kernel",
+                      BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true)));
+                }
                 GpuFlatIndex.scanMaxQueries = saved;
                 gemm = st == GpuFlatIndex.Strategy.GEMM ? res : gemm;
                 double agree = agreement(res, gemm, batch, k);
@@ -242,6 +255,36 @@ public final class ExactSearchBench {
       for (int r = 0; r < reps; r++) {
         t[r] = d.time(search);
       }
+      return t;
+    }
+  }
+
+  /** {@link #deviceTimes} of the half scan's enqueued search (candidates, re-rank, the certificate's inputs). */
+  private static double[] halfDeviceTimes(GpuDevice d, GpuFlatIndex index, float[] queries, int nq, int dims, int k,
+                                          int reps, boolean scanOnly) {
+    int kc = CandidateBound.candidates(k);
+    try (GpuDevice.Scope s = d.lock();
+         DeviceBuffer dq = d.allocate(4L * nq * dims);
+         DeviceBuffer outV = d.allocate(4L * nq * k);
+         DeviceBuffer outI = d.allocate(4L * nq * k);
+         DeviceBuffer stats = d.allocate(16L * nq)) {
+      d.upload(queries, 0, nq * dims, dq, 0);
+      HalfScanParams p = index.halfScanParams(dq.address(), nq, kc, 0, 0);
+      DeviceBuffer chunkV = d.allocate(4L * nq * kc * p.chunks);
+      DeviceBuffer chunkI = d.allocate(4L * nq * kc * p.chunks);
+      p.outK = chunkV.address();
+      p.outIdx = chunkI.address();
+      p.outRowStride = (long) p.chunks * kc;
+      Runnable search = scanOnly ? () -> p.enqueue(d)
+          : () -> index.enqueueHalfSearch(dq.address(), nq, k, 0, 0, outV, outI, 0, stats.address());
+      search.run();
+      d.synchronize();
+      double[] t = new double[reps];
+      for (int r = 0; r < reps; r++) {
+        t[r] = d.time(search);
+      }
+      chunkV.close();
+      chunkI.close();
       return t;
     }
   }

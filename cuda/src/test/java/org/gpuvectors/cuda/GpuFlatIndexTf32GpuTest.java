@@ -247,8 +247,8 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
         assertNull(check(fp32, q, 10, exp, vectors, n, dims, Metric.L2, queries, null), "FP32 query " + q);
         assertNull(check(tf32, q, 10, exp, vectors, n, dims, Metric.L2, queries, null), "TF32 query " + q);
       }
-      index.search(queries, 20, Tf32Bound.MAX_K + 1, null);
-      assertEquals(20, index.rerankStats().queries(), "k above Tf32Bound.MAX_K runs FP32");
+      index.search(queries, 20, CandidateBound.MAX_K + 1, null);
+      assertEquals(20, index.rerankStats().queries(), "k above CandidateBound.MAX_K runs FP32");
     }
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }

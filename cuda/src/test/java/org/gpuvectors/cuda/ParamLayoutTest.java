@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams},
- * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams}, {@link FarthestStepParams}, {@link NeighbourGapParams}, {@link ReverseLinksParams}, {@link CodebookAssignParams} and {@link CentroidMeansParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
+ * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link HalfScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams}, {@link FarthestStepParams}, {@link NeighbourGapParams}, {@link ReverseLinksParams}, {@link CodebookAssignParams} and {@link CentroidMeansParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
  * struct member has a Java field of the same name, and a value set in that field lands at the member's
  * offset (natural alignment, as nvcc lays it out) with its size. Adding a member on one side only, or
  * reordering, fails here and not on a GPU. Likewise the grouped scan's launch constants.
@@ -281,6 +281,48 @@ class ParamLayoutTest {
     FlatScanParams widest = new FlatScanParams();
     widest.dims = FlatScanParams.MAX_DIMS;
     assertTrue(widest.sharedBytes() <= 163 << 10, "the widest scan's shared memory fits an A100 block (163 KB opt-in)");
+  }
+
+  @Test
+  void halfScanParamsMatchesCommonCuh() throws Exception {
+    HalfScanParams params = new HalfScanParams();
+    assertEncodes("HalfScanParams", params, params::encode, HalfScanParams.BYTES);
+  }
+
+  /** The half scan's launch constants against flat_half_scan.cu; its shared memory at the widest dims. */
+  @Test
+  void halfScanConstantsMatchHalfScan() throws IOException {
+    String kernels = Files.readString(Path.of("src/main/cuda/flat_half_scan.cu"));
+    assertEquals(HalfScanParams.QUERIES_PER_BLOCK, constant(kernels, "kHalfScanQueries"));
+    assertEquals(HalfScanParams.THREADS, constant(kernels, "kHalfScanThreads"));
+    assertEquals(HalfScanParams.DIM_STEP, constant(kernels, "kHalfScanDimStep"));
+    assertEquals(HalfScanParams.TOP, constant(kernels, "kHalfScanTop"));
+    assertEquals(HalfScanParams.MIN_EXP, constant(kernels, "kHalfScanMinExp"));
+    assertEquals(HalfScanParams.ROWS, constant(kernels, "kHalfScanWarpRows") * HalfScanParams.THREADS / 32);
+    for (int k = HalfScanParams.MIN_K; k <= HalfScanParams.MAX_K; k++) {
+      HalfScanParams p = new HalfScanParams();
+      p.k = k;
+      assertTrue(kernels.contains("GV_HALF_SCAN(" + KSelect.bucket(k) + ")"), p.kernel() + " is built");
+    }
+    HalfScanParams widest = new HalfScanParams();
+    widest.dimsPad = HalfScanParams.paddedDims(HalfScanParams.MAX_DIMS);
+    assertTrue(widest.sharedBytes() <= 163 << 10, "the widest half scan's shared memory fits an A100 block");
+    assertEquals(160, HalfScanParams.queryPitch(128), "rows 64 words apart would share banks: padded");
+    assertEquals(96, HalfScanParams.queryPitch(96));
+  }
+
+  /** The host's scale is the kernel's: below 2^14, the largest that keeps it there, clamped at 2^114. */
+  @Test
+  void halfScaleBringsTheLargestMagnitudeBelowTwoToTheFourteen() {
+    for (float m : new float[] {1f, 0.75f, 255f, 256f, 65504f, 1e-20f, 3e38f, 0x1p-100f}) {
+      float s = HalfScanParams.halfScale(m);
+      assertTrue(m * s < 0x1p14f && m * s >= 0x1p13f, m + " x " + s);
+    }
+    assertEquals(0x1p114f, HalfScanParams.halfScale(1e-35f), "clamped");
+    assertEquals(0x1p114f, HalfScanParams.halfScale(Float.MIN_VALUE), "subnormal: clamped");
+    assertEquals(1f, HalfScanParams.halfScale(0f));
+    assertEquals(1f, HalfScanParams.halfScale(Float.POSITIVE_INFINITY));
+    assertEquals(1f, HalfScanParams.halfScale(Float.NaN));
   }
 
   @Test

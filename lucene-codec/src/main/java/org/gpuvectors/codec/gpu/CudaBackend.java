@@ -45,7 +45,8 @@ final class CudaBackend implements GpuBackend {
     long n = Math.max(1, size);
     long vectors = 4L * n * dims;
     return switch (structure) {
-      case null -> vectors + (metric == Metric.L2 ? 4L * n : 0);
+      // the vectors, their norms (L2) and their FP16 copy for small batches (GpuFlatIndex.addHalfCopy)
+      case null -> vectors + (metric == Metric.L2 ? 4L * n : 0) + GpuFlatIndex.halfCopyBytes(n, dims);
       // the vectors as a flat index (+ norms: the exact search of selective filters), the adjacency, the entry points
       case GpuGraph graph -> vectors + (metric == Metric.L2 ? 4L * n : 0) + 4L * n * graph.degree()
           + 4L * graph.seeds().length;
@@ -192,8 +193,17 @@ final class CudaBackend implements GpuBackend {
     }
     // streamed a slab at a time: the segment's vectors never sit whole on the Java heap
     GpuFlatIndex flat = GpuFlatIndex.upload(device, vectors.size(), dims, metric, rowsInOrder(vectors));
-    flat.setPrecision(FLAT_PRECISION);
-    return flat;
+    boolean ok = false;
+    try {
+      flat.setPrecision(FLAT_PRECISION);
+      flat.addHalfCopy();
+      ok = true;
+      return flat;
+    } finally {
+      if (!ok) {
+        flat.close();
+      }
+    }
   }
 
   /** The vectors by ordinal, a slab at a time (they never sit whole on the Java heap). */

@@ -13,12 +13,12 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link Tf32Bound} on the CPU: the TF32 candidate pass emulated in Java (inputs cut to TF32, products summed in
+ * {@link CandidateBound} on the CPU: the TF32 candidate pass and the FP16 scan emulated in Java (inputs cut to TF32, products summed in
  * FP32 in several orders and rounding modes, the GEMM path's FP32 norms and epilogue) against keys computed in
  * double from the same floats. Checks that the bound holds, that it is nearly tight where TF32 loses the most
  * (inputs whose cut mantissa bits are all ones), and that a certified query's candidates hold its exact k best.
  */
-class Tf32BoundTest {
+class CandidateBoundTest {
 
   /** FP32 -> TF32 by truncation (the mma instruction ignoring the low 13 mantissa bits). */
   static float tf32Truncate(float x) {
@@ -139,7 +139,7 @@ class Tf32BoundTest {
 
   /** Largest |TF32 key - exact key| / E over all pairs, all conversion and summation modes; fails if above 1. */
   static double worstRatio(Metric m, float[] x, int n, float[] q, int nq, int d) {
-    Tf32Bound b = new Tf32Bound(m, d, maxNorm2(x, n, d));
+    CandidateBound b = CandidateBound.tf32(m, d, maxNorm2(x, n, d));
     double worst = 0;
     for (int qi = 0; qi < nq; qi++) {
       double e = b.candidateError(qNorm2Up(q, qi * d, d));
@@ -158,6 +158,84 @@ class Tf32BoundTest {
     return worst;
   }
 
+  /** flat_half_scan.cu's halfScale: the power of two bringing the largest magnitude m below 2^14 (clamped). */
+  static float halfScale(float m) {
+    if (!(m > 0) || !Float.isFinite(m)) {
+      return 1f;
+    }
+    int e = Math.getExponent(m) + 1; // m < 2^e, as frexp's exponent
+    return Math.scalb(1f, HalfScanParams.TOP - Math.max(e, -HalfScanParams.MIN_EXP));
+  }
+
+  static float maxAbs(float[] x, int from, int count) {
+    float m = 0;
+    for (int i = from; i < from + count; i++) {
+      m = Math.max(m, Math.abs(x[i]));
+    }
+    return m;
+  }
+
+  /** A value scaled and rounded to FP16 (to nearest), back in float. */
+  static float toHalf(float v, float scale) {
+    return Float.float16ToFloat(Float.floatToFloat16(v * scale));
+  }
+
+  /**
+   * The half scan's key of one vector: the index's scale s ({@code indexMax}: its largest |x_i|) and the query's
+   * own t, FP16 inputs, exact products summed in FP32 in the given order, the sum divided by s t, then the keys'
+   * epilogue (FP32 norms).
+   */
+  static float halfKey(Metric m, float[] x, int xo, float indexMax, float[] q, int qo, int d, Order order) {
+    float s = halfScale(indexMax);
+    float t = halfScale(maxAbs(q, qo, d));
+    float[] p = new float[d];
+    for (int i = 0; i < d; i++) {
+      p[i] = toHalf(x[xo + i], s) * toHalf(q[qo + i], t); // exact: 11 x 11 significant bits
+    }
+    float acc = switch (order) {
+      case SEQUENTIAL -> {
+        float a = 0;
+        for (float v : p) {
+          a += v;
+        }
+        yield a;
+      }
+      case TRUNCATING -> {
+        float a = 0;
+        for (float v : p) {
+          a = towardZero((double) a + v);
+        }
+        yield a;
+      }
+      case PAIRWISE -> pairwise(p, 0, d);
+    };
+    float dot = acc * (1f / s / t); // powers of two: exact
+    if (m != Metric.L2) {
+      return -dot;
+    }
+    return Math.max(0f, Math.fma(-2f, dot, norm2(x, xo, d)) + norm2(q, qo, d));
+  }
+
+  /** Largest |FP16 key - exact key| / E over all pairs and summation orders; fails if above 1. */
+  static double worstHalfRatio(Metric m, float[] x, int n, float[] q, int nq, int d) {
+    CandidateBound b = CandidateBound.half(m, d, maxNorm2(x, n, d));
+    float indexMax = maxAbs(x, 0, n * d);
+    double worst = 0;
+    for (int qi = 0; qi < nq; qi++) {
+      double e = b.candidateError(qNorm2Up(q, qi * d, d));
+      for (int i = 0; i < n; i++) {
+        double exact = exactKey(m, x, i * d, q, qi * d, d);
+        for (Order order : Order.values()) {
+          double err = Math.abs(halfKey(m, x, i * d, indexMax, q, qi * d, d, order) - exact);
+          assertTrue(err <= e, m + " d=" + d + " query " + qi + " vector " + i + " " + order + ": FP16 error " + err
+              + " > bound " + e);
+          worst = Math.max(worst, err / e);
+        }
+      }
+    }
+    return worst;
+  }
+
   static float[] gaussian(int count, Random r, double scale, double offset) {
     float[] x = new float[count];
     for (int i = 0; i < count; i++) {
@@ -168,23 +246,23 @@ class Tf32BoundTest {
 
   @Test
   void candidatesAndLimits() {
-    assertEquals(33, Tf32Bound.candidates(1));
-    assertEquals(42, Tf32Bound.candidates(10));
-    assertEquals(64, Tf32Bound.candidates(32));
-    assertEquals(200, Tf32Bound.candidates(100));
-    assertEquals(2048, Tf32Bound.candidates(1024));
-    assertTrue(Tf32Bound.applies(1024, 784));
-    assertFalse(Tf32Bound.applies(1025, 784), "k' = 2k would pass the largest select bucket");
-    assertFalse(Tf32Bound.applies(10, Tf32Bound.MAX_DIMS + 1), "the query must fit the re-rank's shared memory");
-    for (int k = 1; k <= Tf32Bound.MAX_K; k++) {
-      int kc = Tf32Bound.candidates(k);
+    assertEquals(33, CandidateBound.candidates(1));
+    assertEquals(42, CandidateBound.candidates(10));
+    assertEquals(64, CandidateBound.candidates(32));
+    assertEquals(200, CandidateBound.candidates(100));
+    assertEquals(2048, CandidateBound.candidates(1024));
+    assertTrue(CandidateBound.applies(1024, 784));
+    assertFalse(CandidateBound.applies(1025, 784), "k' = 2k would pass the largest select bucket");
+    assertFalse(CandidateBound.applies(10, CandidateBound.MAX_DIMS + 1), "the query must fit the re-rank's shared memory");
+    for (int k = 1; k <= CandidateBound.MAX_K; k++) {
+      int kc = CandidateBound.candidates(k);
       assertTrue(kc >= 2 * k && kc >= k + 32 && kc <= KSelect.MAX_K, "k=" + k + " k'=" + kc);
     }
   }
 
   @Test
   void dotErrorConstantIsTruncationOfBothInputsPlusFp32Sums() {
-    Tf32Bound b = new Tf32Bound(Metric.L2, 784, 1f);
+    CandidateBound b = CandidateBound.tf32(Metric.L2, 784, 1f);
     // (1 + 2^-10)^2 (1 + gamma_784(2^-23)) - 1: about 2^-9 + 784 * 2^-23
     assertEquals(1, b.dotError / (0x1p-9 + 784 * 0x1p-23), 1e-3);
     assertTrue(b.dotError > 0x1p-9 + 784 * 0x1p-23, "never below its first-order terms");
@@ -219,6 +297,60 @@ class Tf32BoundTest {
     }
   }
 
+  @Test
+  void halfBoundIsAboutHalfOfTf32s() {
+    CandidateBound h = CandidateBound.half(Metric.L2, 784, 1f);
+    CandidateBound t = CandidateBound.tf32(Metric.L2, 784, 1f);
+    // 2 x 2^-11 + 784 x 2^-23 to first order
+    assertEquals(1, h.dotError / (0x1p-10 + 784 * 0x1p-23), 1e-3);
+    assertTrue(h.dotError < 0.6 * t.dotError, h.dotError + " against TF32's " + t.dotError);
+  }
+
+  /**
+   * The FP16 scan emulated (scales, rounding, FP32 sums in three orders, the epilogue) against double keys: the bound
+   * holds on Gaussian, pixel, offset data, values spread over many magnitudes (some in FP16's subnormal range after
+   * scaling), and tiny values whose scale is clamped.
+   */
+  @Test
+  void halfBoundHoldsOnVariedData() {
+    Random r = new Random(11);
+    int d = 64;
+    float[] x = gaussian(60 * d, r, 1, 0);
+    float[] q = gaussian(6 * d, r, 1, 0);
+    float[] px = FashionLike.vectors(40, 1);
+    float[] pq = FashionLike.vectors(3, 2);
+    float[] ox = gaussian(20 * 32, r, 0.01, 100);
+    float[] oq = gaussian(4 * 32, r, 0.01, 100);
+    float[] wx = new float[20 * 48]; // magnitudes from 2^-30 to 2^10: the small ones below FP16's normal range
+    float[] wq = new float[4 * 48];
+    for (float[] a : new float[][] {wx, wq}) {
+      for (int i = 0; i < a.length; i++) {
+        a[i] = (float) (r.nextGaussian() * Math.scalb(1.0, r.nextInt(41) - 30));
+      }
+    }
+    float[] sx = gaussian(20 * 32, r, 1e-33, 0); // scales clamped at 2^114
+    float[] sq = gaussian(4 * 32, r, 1e-33, 0);
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      worstHalfRatio(m, x, 60, q, 6, d);
+      worstHalfRatio(m, px, 40, pq, 3, 784);
+      worstHalfRatio(m, ox, 20, oq, 4, 32);
+      worstHalfRatio(m, wx, 20, wq, 4, 48);
+      worstHalfRatio(m, sx, 20, sq, 4, 32);
+    }
+  }
+
+  /** Inputs that FP16 rounds by almost half a unit: the observed error reaches most of the bound. */
+  @Test
+  void halfBoundIsNearlyTightForWorstCaseMantissas() {
+    int d = 64;
+    // 1 + 2^-11 - 2^-20, scaled by 2^13 (largest 1.0005 < 2: s = 2^13), rounds to 1 in FP16: error ~2^-11
+    float worst = 1f + 0x1p-11f - 0x1p-20f;
+    float[] x = new float[d];
+    Arrays.fill(x, worst);
+    double ratio = worstHalfRatio(Metric.INNER_PRODUCT, x, 1, x, 1, d);
+    assertTrue(ratio > 0.9, "the bound is " + (1 / ratio) + "x the worst observed error");
+  }
+
   /**
    * Inputs whose 13 cut mantissa bits are all ones (1 + 2^-10 - 2^-23) lose the most to truncation: the
    * observed error must stay below the bound yet reach most of it, or the bound would be loose for nothing.
@@ -237,7 +369,7 @@ class Tf32BoundTest {
 
   @Test
   void certificateEdgeCases() {
-    Tf32Bound b = new Tf32Bound(Metric.L2, 16, 100f);
+    CandidateBound b = CandidateBound.tf32(Metric.L2, 16, 100f);
     float q2 = 100f;
     double e = b.candidateError(q2);
     assertTrue(b.certified(1f, Float.POSITIVE_INFINITY, q2), "fewer than k' finite keys: every one is a candidate");
@@ -252,9 +384,9 @@ class Tf32BoundTest {
     assertTrue(b.certified(kth, above, q2));
     assertFalse(b.certified(kth, below, q2));
     assertFalse(b.certified(kth, kth, q2), "a tie at the k-th key is never certified");
-    assertFalse(new Tf32Bound(Metric.L2, 16, Float.POSITIVE_INFINITY).certified(kth, 1e30f, q2),
+    assertFalse(CandidateBound.tf32(Metric.L2, 16, Float.POSITIVE_INFINITY).certified(kth, 1e30f, q2),
         "an unbounded norm certifies nothing");
-    Tf32Bound ip = new Tf32Bound(Metric.INNER_PRODUCT, 16, 1f);
+    CandidateBound ip = CandidateBound.tf32(Metric.INNER_PRODUCT, 16, 1f);
     assertTrue(ip.certified(-0.9f, -0.5f, 1f));
     assertFalse(ip.certified(-0.9f, -0.899f, 1f));
     float[] stats = {kth, above, q2, 0, kth, below, q2, 0, kth, Float.POSITIVE_INFINITY, q2, 0};
@@ -275,9 +407,9 @@ class Tf32BoundTest {
       for (double offset : new double[] {0, 3, 30}) {
         float[] x = gaussian(n * d, r, 1, offset);
         float[] q = gaussian(12 * d, r, 1, offset);
-        Tf32Bound b = new Tf32Bound(m, d, maxNorm2(x, n, d));
+        CandidateBound b = CandidateBound.tf32(m, d, maxNorm2(x, n, d));
         for (int k : new int[] {1, 5, 20}) {
-          int kc = Tf32Bound.candidates(k);
+          int kc = CandidateBound.candidates(k);
           for (int qi = 0; qi < 12; qi++) {
             int qo = qi * d;
             float[] tk = new float[n];

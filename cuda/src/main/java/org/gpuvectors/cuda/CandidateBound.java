@@ -1,9 +1,14 @@
 package org.gpuvectors.cuda;
 
 /**
- * The TF32 candidate pass of {@link GpuFlatIndex.Precision#TF32_RERANK}: how many candidates it keeps, how far its
+ * A candidate pass in reduced precision followed by an exact FP32 re-rank: how many candidates it keeps, how far its
  * keys may be from the exact ones, and the per-query certificate that its candidates hold the exact k best (a
- * query without one is searched again on the FP32 path).
+ * query without one is searched again on the FP32 path). Two passes use it, differing only in the dot product's
+ * error c (the rest of the argument below is the same):
+ * <ul>
+ *   <li>{@link #tf32}: the GEMM path's TF32 candidates ({@link GpuFlatIndex.Precision#TF32_RERANK}), c = c_t below;
+ *   <li>{@link #half}: the small batches' scan of the index's FP16 copy (flat_half_scan.cu), c = c_h below.
+ * </ul>
  *
  * <p><b>Keys.</b> Every metric ranks by a key, smaller = better: the squared L2 distance, or -x.q (inner product,
  * cosine over the normalised vectors). "Exact key" is the key of the float vectors and query in real arithmetic.
@@ -30,18 +35,30 @@ package org.gpuvectors.cuda;
  * less than 2^-126 each: E (above) and K+ (below) include 4 * 2^-126 (sqrt(d) (X + ||q||) + 3d) more for them
  * (nothing, for data of ordinary magnitude).
  *
- * <p><b>Certificate.</b> Let T be the TF32 key of the last (k'-th) candidate and K+ an upper bound of the true keys
+ * <p><b>FP16 error.</b> The half scan scales the vectors by one power of two s (from the index's largest |x_i|) and
+ * each query by its own t, both so that the largest magnitude lies below 2^14 (no overflow: FP16's largest finite
+ * is 65,504), rounds them to FP16 (to nearest: relative error 2^-11 for normal values, absolute 2^-25 below 2^-14)
+ * and sums the FP16 products in FP32 on tensor cores (the products are exact in FP32; the sums, as for TF32, taken
+ * as truncating: gamma_d(2^-23)). Unscaled, a component errs by at most 2^-11 |x_i| + 2^-25 / s with 1 / s
+ * &lt;= 2^-13 max|x_i| &lt;= 2^-13 X, so ||x - x~|| &lt;= delta X and ||q - q~|| &lt;= delta ||q|| with delta =
+ * 2^-11 + 2^-38 sqrt(d). Then
+ * <pre>  |x~.q~ - x.q| &lt;= ||x - x~|| ||q~|| + ||x|| ||q - q~|| + gamma_d(2^-23) ||x~|| ||q~||
+ *                &lt;= c_h X ||q||,  c_h = delta (2 + delta) + gamma_d(2^-23) (1 + delta)^2   (about 2^-10)</pre>
+ * (a scale clamped at 2^114 for magnitudes below 2^-100 adds at most 2^-139 sqrt(d) per vector, inside the
+ * underflow term below). The division by s t is exact (powers of two), and the keys' epilogue is the TF32 pass's.
+ *
+ * <p><b>Certificate.</b> Let T be the candidate key of the last (k'-th) candidate and K+ an upper bound of the true keys
  * of the k candidates the re-rank keeps: its k-th FP32 key K over (1 - u)^2 (1 - gamma_d(u)) for L2 (each (x_i -
  * q_i) rounded once, d terms summed with FMA), or K + gamma_d(u) X ||q|| for IP/cosine. A vector left out of the
- * candidates has TF32 key &gt;= T, so an exact key &gt;= T - E. If K+ + E &lt; T, k candidates are strictly better
+ * candidates has candidate key &gt;= T, so an exact key &gt;= T - E. If K+ + E &lt; T, k candidates are strictly better
  * than every vector left out: the candidates hold the exact k best, and the re-rank's FP32 selection among them is
  * the FP32 path's answer (up to FP32 near-ties, as there; its L2 keys are even the more accurate sum of squares).
- * When fewer than k' vectors have a finite TF32 key (T = +inf: few accepted vectors), every such vector is a
+ * When fewer than k' vectors have a finite candidate key (T = +inf: few accepted vectors), every such vector is a
  * candidate: certified. Vectors whose key is not finite are never found, as on the FP32 path.
  *
  * <p><b>k'.</b> k' = min(2048, max(2k, k + 32)) only decides how often the certificate fails, never correctness.
  * It fails when more than k' - k vectors have exact keys within about 2E of the k-th best. E scales with the norms,
- * not the distances (~2^-8 X ||q||): on Fashion-MNIST (784 dims, pixels 0..255) it is a median 9.9 / 6.9 / 4.9% of
+ * not the distances (~2^-8 X ||q|| for TF32, ~2^-9 for FP16): on Fashion-MNIST (784 dims, pixels 0..255) it is a median 9.9 / 6.9 / 4.9% of
  * the k-th distance at k = 1 / 10 / 100. Neighbour counts grow about as r^m with the data's intrinsic dimension m
  * (~10-20 for image sets), so widening the k-th squared distance by 10-20% about doubles them: k' = 2k; k + 32
  * keeps a floor for small k, where the count near the k-th neighbour fluctuates most. The bound evaluated on the
@@ -52,11 +69,15 @@ package org.gpuvectors.cuda;
  *
  * <p>Immutable; thread-safe.
  */
-final class Tf32Bound {
+final class CandidateBound {
   /** FP32 unit roundoff. */
   static final double U = 0x1p-24;
   /** Relative error of one FP32 -> TF32 conversion, taken as truncation (rounding would halve it). */
   static final double TF32_INPUT = 0x1p-10;
+  /** Relative error of one FP32 -> FP16 conversion of a normal value (rounded to nearest). */
+  static final double HALF_INPUT = 0x1p-11;
+  /** 2^-25 / s &lt;= 2^-38 X: FP16's absolute rounding error below 2^-14, unscaled (see the class comment). */
+  static final double HALF_ABSOLUTE = 0x1p-38;
   /** Largest k with candidates: k' = 2k must fit the largest select bucket. */
   static final int MAX_K = KSelect.MAX_K / 2;
   /** Largest dims of the re-rank kernel: the query in 48 KB of shared memory. */
@@ -72,23 +93,42 @@ final class Tf32Bound {
   final int dims;
   /** X^2: an upper bound of every ||x||^2 of the index. */
   final double maxNorm2;
-  /** c_t: relative error of a TF32 dot product against sum|x_i q_i|. */
+  /** c: how far the pass's dot product may be from x.q, relative to X ||q|| (c_t or c_h). */
   final double dotError;
   /** gamma_d(u). */
   final double gammaD;
 
   /**
+   * The TF32 pass's bound.
+   *
    * @param maxComputedNorm2 the largest ||x||^2 of the index as FP32 computes it (gv_row_norms: d products summed
    *     with FMA), +inf when unknown (then nothing is certified)
    */
-  Tf32Bound(Metric metric, int dims, float maxComputedNorm2) {
+  static CandidateBound tf32(Metric metric, int dims, float maxComputedNorm2) {
+    checkDims(dims);
+    double c = (1 + TF32_INPUT) * (1 + TF32_INPUT) * (1 + gamma(dims, 2 * U)) - 1;
+    return new CandidateBound(metric, dims, maxComputedNorm2, c);
+  }
+
+  /** The FP16 scan's bound (arguments as {@link #tf32}). */
+  static CandidateBound half(Metric metric, int dims, float maxComputedNorm2) {
+    checkDims(dims);
+    double delta = HALF_INPUT + HALF_ABSOLUTE * Math.sqrt(dims);
+    double c = delta * (2 + delta) + gamma(dims, 2 * U) * (1 + delta) * (1 + delta);
+    return new CandidateBound(metric, dims, maxComputedNorm2, c);
+  }
+
+  private static void checkDims(int dims) {
     if (dims < 1) {
       throw new IllegalArgumentException("dims " + dims);
     }
+  }
+
+  private CandidateBound(Metric metric, int dims, float maxComputedNorm2, double dotError) {
     this.metric = metric;
     this.dims = dims;
     this.gammaD = gamma(dims, U);
-    this.dotError = (1 + TF32_INPUT) * (1 + TF32_INPUT) * (1 + gamma(dims, 2 * U)) - 1;
+    this.dotError = dotError;
     double m = Float.isNaN(maxComputedNorm2) ? Double.POSITIVE_INFINITY : Math.max(0, maxComputedNorm2);
     this.maxNorm2 = m / (1 - gammaD) * (1 + ARITH_SLACK);
   }
@@ -102,12 +142,12 @@ final class Tf32Bound {
     return mu / (1 - mu);
   }
 
-  /** k': candidates the TF32 pass keeps for k results. */
+  /** k': candidates a candidate pass keeps for k results. */
   static int candidates(int k) {
     return Math.min(KSelect.MAX_K, Math.max(2 * k, k + 32));
   }
 
-  /** Whether a search of k results over dims-dimensional vectors can take the TF32 candidate path. */
+  /** Whether a search of k results over dims-dimensional vectors can take the TF32 pass (the half scan: k' <= 256). */
   static boolean applies(int k, int dims) {
     return k >= 1 && k <= MAX_K && dims <= MAX_DIMS;
   }
@@ -117,7 +157,7 @@ final class Tf32Bound {
     return Math.sqrt(maxNorm2 * qNorm2) * (1 + ARITH_SLACK);
   }
 
-  /** E: how far the TF32 pass's key of any vector of the index may be from its exact key, for this query. */
+  /** E: how far the candidate pass's key of any vector of the index may be from its exact key, for this query. */
   double candidateError(double qNorm2) {
     double xq = normProduct(qNorm2);
     if (metric != Metric.L2) {
@@ -145,7 +185,7 @@ final class Tf32Bound {
    * Whether the k' candidates of one query certainly hold its exact k best (see the class comment).
    *
    * @param kthKey the re-rank's k-th FP32 key (+inf: fewer than k candidates have a finite key)
-   * @param lastCandidateKey the TF32 key of the k'-th candidate (+inf: fewer than k' vectors have a finite key)
+   * @param lastCandidateKey the candidate key of the k'-th candidate (+inf: fewer than k' vectors have a finite key)
    * @param qNorm2 ||q||^2, rounded up
    */
   boolean certified(float kthKey, float lastCandidateKey, float qNorm2) {
@@ -164,7 +204,7 @@ final class Tf32Bound {
 
   /**
    * The queries (ascending) whose candidates are not certified, from the stats gv_rerank_exact / gv_rerank_stats
-   * wrote: per query 4 floats (k-th exact key, last candidate's TF32 key, ||q||^2 rounded up, unused).
+   * wrote: per query 4 floats (k-th exact key, last candidate's candidate key, ||q||^2 rounded up, unused).
    */
   int[] uncertified(float[] stats, int numQueries) {
     int[] out = new int[numQueries];

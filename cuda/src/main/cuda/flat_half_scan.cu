@@ -1,0 +1,207 @@
+// Candidates of a few queries from the index's FP16 copy (GpuFlatIndex's small batches; HalfBound.java says why the
+// FP32 re-rank of k' candidates gives the exact answer). flat_scan.cu reads the FP32 vectors and spends its time in
+// shared-memory reads (a row's float4 serves 8 queries from 8 broadcasts): 0.24-0.25 ms for 1 to 8 queries over
+// 1M x 128 on an H100, against the 0.17 ms it takes to read them once. Here the tensor cores take the products:
+//
+//   block (group, chunk): 8 warps; the group's 8 queries (n8 of mma.m16n8k16), each scaled by a power of two and
+//   rounded to FP16 in shared memory; the chunk's rows in tiles of 256, 32 a warp (two m16 tiles). A lane loads its
+//   16 bytes of four rows straight from global memory (no staging: each row's 64-byte line is read whole by its
+//   four lanes) and feeds two mma steps per 32 dimensions, FP32 accumulation. The warp's 32 x 8 inner products go
+//   to shared memory as keys, and warp w feeds query w's to its WarpSelect queue (select.cuh), as flat_scan.cu does.
+//
+// Dimension order inside an mma: lane (g, t) = (lane / 4, lane % 4) holds halves 8t .. 8t + 7 of a 32-dimension
+// step of its rows and of query g; the first mma takes 8t .. 8t + 3 as its k = 2t, 2t + 1, 2t + 8, 2t + 9, the
+// second 8t + 4 .. 8t + 7. Rows and queries use the same order, so each mma sums 16 distinct dimensions and the two
+// cover all 32: the inner product is a sum, in any order.
+//
+// Keys: max(0, ||x||^2 - 2 x~.q~ + ||q||^2) for L2 (the FP32 norms), -x~.q~ otherwise, with x~.q~ = (FP16 products
+// summed in FP32) / (vectorScale * queryScale).
+#include <cuda_fp16.h>
+#include "select.cuh"
+
+namespace gv {
+
+// HalfScanParams.java holds the same numbers (checked by ParamLayoutTest).
+constexpr int kHalfScanQueries = 8;    // queries per block: the n of mma.m16n8k16, one warp queue each
+constexpr int kHalfScanThreads = 256;  // warp w keeps query w's queue
+constexpr int kHalfScanWarpRows = 32;  // two m16 tiles a warp
+constexpr int kHalfScanRows = kHalfScanWarpRows * (kHalfScanThreads / kWarpSize);  // rows per tile: 256
+constexpr int kHalfScanDimStep = 32;   // dimensions per step: four lanes x 8 halves (16 bytes) of a row
+constexpr int kHalfScanTop = 14;       // values are scaled below 2^14: FP16's largest finite is 65,504
+static_assert(kHalfScanThreads == kHalfScanQueries * kWarpSize, "one warp queue a query");
+
+// D = A (16 x 16, row) * B (16 x 8, col) + D; FP16 inputs, FP32 accumulation.
+__device__ __forceinline__ void mma16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                         unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The power of two that brings a largest magnitude m below 2^kHalfScanTop and as close to it as it goes, at most
+// 2^(kHalfScanTop + kHalfScanMinExp) (HalfBound.java takes both cases); 1 for 0, infinities and NaN.
+constexpr int kHalfScanMinExp = 100;
+__device__ __forceinline__ float halfScale(float m) {
+  if (!(m > 0.f) || !isfinite(m)) return 1.f;
+  int e;
+  frexpf(m, &e);  // m < 2^e
+  return ldexpf(1.f, kHalfScanTop - max(e, -kHalfScanMinExp));
+}
+
+// Query pitch in halves: rows g and g + 1 of a quarter warp's 16-byte reads on opposite halves of the banks.
+__device__ __forceinline__ int halfQueryPitch(int dimsPad) { return (dimsPad & 63) == 32 ? dimsPad : dimsPad + 32; }
+
+template <int K>
+__device__ __forceinline__ void halfScan(const HalfScanParams& p) {
+  constexpr int Q = kHalfScanQueries;
+  extern __shared__ uint4 hsmem[];
+  __shared__ float queryNorms[Q];
+  __shared__ float queryUnscale[Q];
+  const int pitch = halfQueryPitch(p.dimsPad);
+  __half* sq = reinterpret_cast<__half*>(hsmem);                                      // Q x pitch
+  float* keys = reinterpret_cast<float*>(sq + Q * pitch);                             // 2 x Q x kHalfScanRows
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int g = lane >> 2, t = lane & 3;
+  const int query0 = blockIdx.x * Q;
+  const int queries = min(Q, p.numQueries - query0);  // >= 1: the grid covers the batch
+  const bool l2 = p.metric == 0;
+  const long long begin = (long long)blockIdx.y * p.chunkLen;
+  const long long end = min(p.n, begin + p.chunkLen);
+
+  {  // warp w: query w's ||q||^2 (FP32, as the FP32 paths sum it), largest magnitude, and FP16 copy
+    const float* q = p.queries + (long long)(query0 + warp) * p.dims;
+    float s = 0.f, m = 0.f;
+    if (warp < queries) {
+      for (int d = lane; d < p.dims; d += kWarpSize) {
+        const float v = q[d];
+        s = fmaf(v, v, s);
+        m = fmaxf(m, fabsf(v));
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      s += __shfl_xor_sync(kFullMask, s, o);
+      m = fmaxf(m, __shfl_xor_sync(kFullMask, m, o));
+    }
+    const float scale = halfScale(m);
+    for (int d = lane; d < pitch; d += kWarpSize) {
+      sq[warp * pitch + d] = __float2half_rn(warp < queries && d < p.dims ? q[d] * scale : 0.f);
+    }
+    if (lane == 0) {
+      queryNorms[warp] = s;
+      queryUnscale[warp] = warp < queries ? p.vectorUnscale / scale : 0.f;
+    }
+  }
+  __syncthreads();
+
+  const bool selects = warp < queries;  // warp-uniform
+  WarpQueue<K, Bucket<K>::T> queue;
+  queue.init(p.k);
+  const int steps = p.dimsPad / kHalfScanDimStep;
+  const uint4* qrow = reinterpret_cast<const uint4*>(sq + g * pitch) + t;  // query g, halves 8t.. of each step
+  int buffer = 0;
+  for (long long row0 = begin; row0 < end; row0 += kHalfScanRows, buffer ^= 1) {  // uniform over the block
+    const long long warpRow = row0 + warp * kHalfScanWarpRows;
+    const uint4* rows[4];  // rows warpRow + g + 8i, halves 8t.. of each step (null past the chunk: zeros)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const long long r = warpRow + g + 8 * i;
+      rows[i] = r < end ? reinterpret_cast<const uint4*>(p.vectors + r * p.dimsPad) + t : nullptr;
+    }
+    float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll 4
+    for (int s = 0; s < steps; ++s) {
+      uint4 x[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = rows[i] != nullptr ? __ldg(rows[i] + s * 4) : make_uint4(0u, 0u, 0u, 0u);
+      const uint4 y = qrow[s * 4];  // 4 uint4 (32 halves) per step
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {  // m16 tile m: rows i = 2m (g) and 2m + 1 (g + 8)
+        mma16816(acc[m], x[2 * m].x, x[2 * m + 1].x, x[2 * m].y, x[2 * m + 1].y, y.x, y.y);
+        mma16816(acc[m], x[2 * m].z, x[2 * m + 1].z, x[2 * m].w, x[2 * m + 1].w, y.z, y.w);
+      }
+    }
+    // acc[m][h * 2 + c]: row warpRow + 16m + g + 8h, query 2t + c
+    float* tk = keys + buffer * Q * kHalfScanRows;
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int local = warp * kHalfScanWarpRows + 16 * m + g + 8 * h;  // row in the tile
+        const long long row = row0 + local;
+        const float xn = l2 && row < end ? p.norms[row] : 0.f;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int qi = 2 * t + c;
+          float key = GV_INF;
+          if (qi < queries && row < end &&
+              (p.acceptBits == nullptr || accepted(p.acceptBits + (long long)(query0 + qi) * p.acceptRowWords, row))) {
+            const float dot = acc[m][h * 2 + c] * queryUnscale[qi];
+            key = l2 ? fmaxf(0.f, fmaf(-2.f, dot, xn) + queryNorms[qi]) : -dot;
+          }
+          tk[qi * kHalfScanRows + local] = key;
+        }
+      }
+    }
+    __syncthreads();  // the tile's keys are in; the other buffer's were consumed before this barrier
+    if (selects) {
+#pragma unroll 1
+      for (int j = 0; j < kHalfScanRows / kWarpSize; ++j) {
+        const int local = j * kWarpSize + lane;
+        queue.add(tk[warp * kHalfScanRows + local], (int)(row0 + local));  // +inf (rejected, past the end) never enters
+        queue.check();
+      }
+    }
+  }
+  if (selects) {
+    queue.flush();
+    const long long o = (long long)(query0 + warp) * p.outRowStride + (long long)blockIdx.y * p.k;
+    queue.write(p.outK + o, p.outIdx + o, p.k, 1.f);  // keys as they are: the re-rank reads them ascending
+  }
+}
+
+// The FP16 copy of rows x (n x dims FP32): out row r = round(x_r * scale) to FP16, dimsPad halves, zeros past dims.
+__device__ __forceinline__ void toHalf(const float* x, long long n, int dims, int dimsPad, float scale,
+                                       unsigned short* out) {
+  const long long total = n * dimsPad;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const long long r = i / dimsPad;
+    const int d = (int)(i - r * dimsPad);
+    const __half h = __float2half_rn(d < dims ? x[r * dims + d] * scale : 0.f);
+    out[i] = __half_as_ushort(h);
+  }
+}
+
+// *out = max(*out, the largest |x_i| of count floats) (out zeroed first; NaN skipped). Non-negative floats order
+// as their bits do, so an integer atomicMax takes the maximum.
+__device__ __forceinline__ void maxAbs(const float* x, long long count, unsigned* out) {
+  float m = 0.f;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
+    m = fmaxf(m, fabsf(x[i]));  // fmaxf ignores NaN
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, o));
+  if ((threadIdx.x & (kWarpSize - 1)) == 0) atomicMax(out, __float_as_uint(m));
+}
+
+}  // namespace gv
+
+using gv::HalfScanParams;
+extern "C" {
+// Dynamic shared memory: 2 * kHalfScanQueries * pitch + 4 * 2 * kHalfScanQueries * kHalfScanRows bytes
+// (HalfScanParams.sharedBytes). Candidates k' = max(2k, k + 32) > 32: buckets 64 to 256.
+#define GV_HALF_SCAN(K)                                                                                              \
+  __global__ void __launch_bounds__(gv::kHalfScanThreads, 2) gv_half_scan_k##K(HalfScanParams p) {                  \
+    gv::halfScan<K>(p);                                                                                              \
+  }
+GV_HALF_SCAN(64)
+GV_HALF_SCAN(128)
+GV_HALF_SCAN(256)
+// grid-stride, any grid
+__global__ void gv_to_half(const float* x, long long n, int dims, int dimsPad, float scale, unsigned short* out) {
+  gv::toHalf(x, n, dims, dimsPad, scale, out);
+}
+// grid-stride, any grid of whole warps
+__global__ void gv_max_abs(const float* x, long long count, unsigned* out) { gv::maxAbs(x, count, out); }
+}

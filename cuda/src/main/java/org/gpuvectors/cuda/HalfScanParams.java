@@ -1,0 +1,126 @@
+package org.gpuvectors.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import jcuda.Pointer;
+
+/**
+ * Parameters of the half-precision candidate scan ({@code gv_half_scan_k*}, flat_half_scan.cu); mirrors {@code
+ * gv::HalfScanParams} in common.cuh (104 bytes, little-endian; member by member checked by ParamLayoutTest), and
+ * plans its grid as {@link FlatScanParams} does: blocks of {@link #QUERIES_PER_BLOCK} queries by chunks of whole
+ * tiles of rows. Device addresses are longs.
+ *
+ * <p>Not thread-safe (a plain value object).
+ */
+final class HalfScanParams {
+  static final int BYTES = 104;
+  /** Queries a block scores (the n of an m16n8k16 mma; one warp queue each): kHalfScanQueries. */
+  static final int QUERIES_PER_BLOCK = 8;
+  /** Threads of a block: kHalfScanThreads. */
+  static final int THREADS = 256;
+  /** Rows of a tile (32 a warp): kHalfScanRows. */
+  static final int ROWS = 256;
+  /** Dimensions of one step (a row's FP16 copy is padded to a multiple): kHalfScanDimStep. */
+  static final int DIM_STEP = 32;
+  /** Values are scaled below 2^TOP before rounding to FP16: kHalfScanTop. */
+  static final int TOP = 14;
+  /** A scale is at most 2^(TOP + MIN_EXP): kHalfScanMinExp. */
+  static final int MIN_EXP = 100;
+  /** The smallest and largest candidates k' (the kernels' k buckets: 64 to 256; k' > 32 always). */
+  static final int MIN_K = 33;
+  static final int MAX_K = 256;
+  /** The most dimensions (as the FP32 scan's). */
+  static final int MAX_DIMS = FlatScanParams.MAX_DIMS;
+
+  long vectors;
+  /** ||x||^2 per row of the FP32 vectors (L2), else 0. */
+  long norms;
+  long queries;
+  long acceptBits;
+  long outK;
+  long outIdx;
+  long n;
+  long acceptRowWords;
+  long outRowStride;
+  int dims;
+  int dimsPad;
+  int numQueries;
+  int k;
+  int chunks;
+  int chunkLen;
+  /** 0 = squared L2, 1 = inner product (key -x.q). */
+  int metric;
+  float vectorUnscale;
+
+  /**
+   * flat_half_scan.cu's halfScale: the power of two that brings a largest magnitude m below 2^{@link #TOP}, at most
+   * 2^(TOP + MIN_EXP); 1 for 0, infinities and NaN.
+   */
+  static float halfScale(float m) {
+    if (!(m > 0) || !Float.isFinite(m)) {
+      return 1f;
+    }
+    int e = Math.getExponent(m) + 1; // m < 2^e for normal m; subnormals (exponent -127 here) are clamped either way
+    return Math.scalb(1f, TOP - Math.max(e, -MIN_EXP));
+  }
+
+  /** Dimensions of a row of the FP16 copy: dims rounded up to {@link #DIM_STEP}. */
+  static int paddedDims(int dims) {
+    return (dims + DIM_STEP - 1) / DIM_STEP * DIM_STEP;
+  }
+
+  /** Whether the scan takes k' = {@code candidates} of {@code dims}-dimensional vectors. */
+  static boolean supports(int candidates, int dims) {
+    return candidates >= MIN_K && candidates <= MAX_K && dims >= 1 && dims <= MAX_DIMS;
+  }
+
+  /** Sets {@link #chunks} and {@link #chunkLen} as {@link FlatScanParams#planChunks} does (the same tile of rows). */
+  HalfScanParams planChunks(int sms) {
+    FlatScanParams f = new FlatScanParams();
+    f.numQueries = numQueries;
+    f.n = n;
+    f.planChunks(sms);
+    chunks = f.chunks;
+    chunkLen = (int) Math.min(Integer.MAX_VALUE / 2, (f.chunkLen + ROWS - 1L) / ROWS * ROWS);
+    chunks = (int) Math.max(1, (n + chunkLen - 1) / chunkLen);
+    return this;
+  }
+
+  /** Query pitch in halves: flat_half_scan.cu's halfQueryPitch. */
+  static int queryPitch(int dimsPad) {
+    return (dimsPad & 63) == 32 ? dimsPad : dimsPad + 32;
+  }
+
+  /** Dynamic shared memory of a block: the queries in FP16, two buffers of a tile's keys. */
+  int sharedBytes() {
+    return 2 * QUERIES_PER_BLOCK * queryPitch(dimsPad) + 4 * 2 * QUERIES_PER_BLOCK * ROWS;
+  }
+
+  /** The kernel of k' = {@link #k}'s bucket. */
+  String kernel() {
+    return "gv_half_scan_k" + KSelect.bucket(k);
+  }
+
+  /** Enqueues the scan on the device's stream: grid (query blocks, chunks). Caller holds the device lock. */
+  void enqueue(GpuDevice device) {
+    if (!supports(k, dims) || dimsPad != paddedDims(dims) || chunkLen % ROWS != 0) {
+      throw new IllegalArgumentException("the half scan takes " + MIN_K + " <= k' <= " + MAX_K + ", dims <= " + MAX_DIMS
+          + ", rows padded to " + DIM_STEP + " and chunks of whole tiles: k'=" + k + " dims=" + dims + " dimsPad="
+          + dimsPad + " chunkLen=" + chunkLen);
+    }
+    String kernel = kernel();
+    int shared = sharedBytes();
+    device.module().allowDynamicShared(kernel, shared);
+    device.module().launch(kernel, (numQueries + QUERIES_PER_BLOCK - 1) / QUERIES_PER_BLOCK, chunks, THREADS, shared,
+        device.stream(), Pointer.to(encode()));
+  }
+
+  byte[] encode() {
+    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(vectors).putLong(norms).putLong(queries).putLong(acceptBits).putLong(outK).putLong(outIdx);
+    b.putLong(n).putLong(acceptRowWords).putLong(outRowStride);
+    b.putInt(dims).putInt(dimsPad).putInt(numQueries).putInt(k).putInt(chunks).putInt(chunkLen).putInt(metric)
+        .putFloat(vectorUnscale);
+    return b.array();
+  }
+}

@@ -1,0 +1,283 @@
+package org.gpuvectors.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The small batches' FP16 candidate scan ({@link GpuFlatIndex.Strategy#HALF_SCAN}, flat_half_scan.cu) on the GPU
+ * against the CPU oracle (exact id sets up to FP32 near-ties, {@link CpuOracle#compare}): every metric, k = 1 / 10 /
+ * 100, 1 to 16 queries (one and two blocks of queries), no mask, a shared mask and per-query masks, one chunk and
+ * many, dims that are not a multiple of the scan's 32; near-tie queries that the certificate must reject (counted)
+ * and the FP32 scan then answers; passes replayed as CUDA graphs. Every search is checked to have taken the half
+ * scan ({@link GpuFlatIndex#halfStats}). Skips (visibly) without a GPU.
+ */
+class GpuFlatIndexHalfGpuTest extends GpuTestCase {
+  private static final int[] KS = {1, 10, 100};
+  private static final int[] BATCHES = {1, 3, 8, 16};
+
+  private static GpuFlatIndex halfIndex(float[] vectors, int n, int dims, Metric m) {
+    GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m);
+    index.addHalfCopy();
+    assertTrue(index.hasHalfCopy(), "the FP16 copy is made");
+    return index;
+  }
+
+  /** Searches the batches of {@link #BATCHES} under every mask kind and k; returns the failures. */
+  private static List<String> searchAndCompare(GpuFlatIndex index, float[] vectors, int n, int dims, Metric m,
+                                               float[] queries, Random r) {
+    List<String> failures = new ArrayList<>();
+    long[] shared = GpuFlatIndexGpuTest.bits(n, 0.3, r);
+    for (int nq : BATCHES) {
+      long[][] perQuery = new long[nq][];
+      for (int q = 0; q < nq; q++) {
+        perQuery[q] = q % 3 == 0 ? null : GpuFlatIndexGpuTest.bits(n, q % 3 == 1 ? 0.5 : 0.02, r);
+      }
+      for (int mask = 0; mask < 3; mask++) {
+        List<List<CpuOracle.Entry>> expected = new ArrayList<>();
+        for (int q = 0; q < nq; q++) {
+          long[] bits = mask == 0 ? null : mask == 1 ? shared : perQuery[q];
+          expected.add(CpuOracle.search(vectors, n, dims, m, queries, q, KS[KS.length - 1], bits));
+        }
+        for (int k : KS) {
+          long before = index.halfStats().queries();
+          SearchResult res = BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k,
+              mask == 1 ? shared : null, mask == 2 ? perQuery : null)))[0];
+          if (index.halfStats().queries() - before != nq) {
+            failures.add(m + " nq=" + nq + " mask=" + mask + " k=" + k + ": the half scan answered "
+                + (index.halfStats().queries() - before) + " queries");
+          }
+          for (int q = 0; q < nq; q++) {
+            long[] bits = mask == 0 ? null : mask == 1 ? shared : perQuery[q];
+            String f = check(res, q, k, expected.get(q), vectors, n, dims, m, queries, bits);
+            if (f != null) {
+              failures.add(m + " nq=" + nq + " mask=" + mask + " k=" + k + " query " + q + ": " + f);
+            }
+          }
+        }
+      }
+    }
+    return failures;
+  }
+
+  static String check(SearchResult res, int q, int k, List<CpuOracle.Entry> expected100, float[] vectors, int n,
+                      int dims, Metric m, float[] queries, long[] bits) {
+    int[] ids = new int[k];
+    float[] vals = new float[k];
+    for (int i = 0; i < k; i++) {
+      ids[i] = res.id(q, i);
+      vals[i] = res.distance(q, i);
+    }
+    List<CpuOracle.Entry> exp = expected100.subList(0, Math.min(k, expected100.size()));
+    String f = CpuOracle.compare(exp, ids, vals, 0, k, CpuOracle.searchTruth(vectors, n, dims, m, queries, q, bits));
+    if (f == null && res.count(q) != exp.size()) {
+      f = "count " + res.count(q) + " != " + exp.size();
+    }
+    return f;
+  }
+
+  private static void assertNoFailures(List<String> failures) {
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+  }
+
+  @Test
+  void clusteredMatchOracleForEveryMetric() {
+    int n = 20_000, dims = 128; // many chunks of rows
+    float[] vectors = FashionLike.clustered(n, dims, 200, 31);
+    float[] queries = FashionLike.clustered(16, dims, 200, 32);
+    List<String> failures = new ArrayList<>();
+    long rejected = 0;
+    for (Metric m : Metric.values()) {
+      try (GpuFlatIndex index = halfIndex(vectors, n, dims, m)) {
+        failures.addAll(searchAndCompare(index, vectors, n, dims, m, queries, new Random(5)));
+        rejected += index.halfStats().fallbacks();
+        System.out.println("[gpu-vectors] half scan, clustered 128-d " + m + ": " + index.halfStats());
+      }
+    }
+    assertNoFailures(failures);
+    assertTrue(rejected <= 28L * 3 * 3, "the FP16 candidates answer most queries: " + rejected + " rejected");
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  @Test
+  void fashionLikePixelsAndOddDimsMatchOracle() {
+    List<String> failures = new ArrayList<>();
+    float[] pixels = FashionLike.vectors(6000, 41);
+    float[] pixelQueries = FashionLike.vectors(16, 42);
+    try (GpuFlatIndex index = halfIndex(pixels, 6000, FashionLike.DIMS, Metric.L2)) {
+      failures.addAll(searchAndCompare(index, pixels, 6000, FashionLike.DIMS, Metric.L2, pixelQueries, new Random(6)));
+      System.out.println("[gpu-vectors] half scan, Fashion-like 784-d: " + index.halfStats());
+    }
+    Random r = new Random(7);
+    for (int dims : new int[] {3, 37, 100}) { // rows padded to 32 dims, one chunk (300 rows) and several
+      for (int n : new int[] {300, 5000}) {
+        float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+        float[] queries = GpuFlatIndexGpuTest.random(16 * dims, r);
+        try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.INNER_PRODUCT)) {
+          failures.addAll(searchAndCompare(index, vectors, n, dims, Metric.INNER_PRODUCT, queries, r));
+        }
+      }
+    }
+    assertNoFailures(failures);
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /**
+   * Near ties the FP16 bound cannot separate (the TF32 test's construction: 256 vectors at squared distance exactly 9
+   * from each "tie" query, more than k' = 200 even at k = 100; integers below 2^11 are exact in FP16 after the
+   * scales): every tie query must be rejected, counted, and answered exactly by the FP32 scan, its results written
+   * to its own row (tie and other queries interleaved, with per-query masks).
+   */
+  @Test
+  void nearTiesAreRejectedAndStayExact() {
+    int dims = 128, ties = 4, others = 4, filler = 2000;
+    Random r = new Random(17);
+    int n = ties * 2 * dims + filler;
+    float[] vectors = new float[n * dims];
+    float[] centres = new float[ties * dims];
+    for (int t = 0; t < ties; t++) {
+      for (int i = 0; i < dims; i++) {
+        centres[t * dims + i] = 50 + r.nextInt(51);
+      }
+      for (int j = 0; j < 2 * dims; j++) {
+        int v = t * 2 * dims + j;
+        System.arraycopy(centres, t * dims, vectors, v * dims, dims);
+        vectors[v * dims + j / 2] += j % 2 == 0 ? 3 : -3;
+      }
+    }
+    for (int v = ties * 2 * dims; v < n; v++) {
+      for (int i = 0; i < dims; i++) {
+        vectors[v * dims + i] = r.nextInt(256);
+      }
+    }
+    int nq = ties + others;
+    float[] queries = new float[nq * dims];
+    boolean[] tie = new boolean[nq];
+    for (int q = 0, t = 0; q < nq; q++) {
+      tie[q] = q % 2 == 0;
+      for (int i = 0; i < dims; i++) {
+        queries[q * dims + i] = tie[q] ? centres[t * dims + i] : r.nextInt(256);
+      }
+      t += tie[q] ? 1 : 0;
+    }
+    long[][] masks = new long[nq][];
+    for (int q = 0; q < nq; q++) {
+      masks[q] = q % 4 < 2 ? null : GpuFlatIndexGpuTest.bits(n, 0.95, r); // keeps > 200 of each tie set (of 256)
+    }
+    List<String> failures = new ArrayList<>();
+    try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2)) {
+      for (int k : KS) {
+        for (int way = 0; way < 3; way++) { // a pass, a pass with masks, the direct HALF_SCAN search
+          GpuFlatIndex.RerankStats before = index.halfStats();
+          SearchResult res = switch (way) {
+            case 0 -> BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, null, null)))[0];
+            case 1 -> BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, null, masks)))[0];
+            default -> index.search(queries, nq, k, null, GpuFlatIndex.Strategy.HALF_SCAN);
+          };
+          long fell = index.halfStats().fallbacks() - before.fallbacks();
+          assertEquals(nq, index.halfStats().queries() - before.queries(), "every query took the half scan");
+          assertTrue(fell >= ties && fell <= nq, "k=" + k + " way " + way + ": " + fell
+              + " rejected, every one of the " + ties + " tie queries must be one");
+          for (int q = 0; q < nq; q++) {
+            long[] bits = way == 1 ? masks[q] : null;
+            List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, k, bits);
+            String f = check(res, q, k, exp, vectors, n, dims, Metric.L2, queries, bits);
+            if (f == null && tie[q] && res.distance(q, k - 1) != 9f) {
+              f = "tie query's k-th distance " + res.distance(q, k - 1) + " != 9";
+            }
+            if (f != null) {
+              failures.add("k=" + k + " way " + way + " query " + q + (tie[q] ? " (tie)" : "") + ": " + f);
+            }
+          }
+        }
+      }
+      System.out.println("[gpu-vectors] half scan near ties: " + index.halfStats());
+    }
+    assertNoFailures(failures);
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /** Passes of one shape captured and replayed as CUDA graphs keep the certificate's inputs and stay exact. */
+  @Test
+  void capturedPassesStayExact() {
+    int n = 8000, dims = 64;
+    Random r = new Random(29);
+    float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+    boolean saved = PassGraphs.enabled;
+    PassGraphs.enabled = true;
+    List<String> failures = new ArrayList<>();
+    try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2)) {
+      long launchesBefore = graphLaunches();
+      for (int round = 0; round < 6; round++) {
+        float[] queries = GpuFlatIndexGpuTest.random(2 * dims, r);
+        SearchResult res = BatchSearch.run(device, List.of(new SearchGroup(index, queries, 2, 10, null, null)))[0];
+        for (int q = 0; q < 2; q++) {
+          List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, 10, null);
+          String f = check(res, q, 10, exp, vectors, n, dims, Metric.L2, queries, null);
+          if (f != null) {
+            failures.add("round " + round + " query " + q + ": " + f);
+          }
+        }
+      }
+      assertTrue(graphLaunches() > launchesBefore, "later passes replayed a captured graph");
+      assertEquals(12, index.halfStats().queries());
+    } finally {
+      PassGraphs.enabled = saved;
+    }
+    assertNoFailures(failures);
+  }
+
+  private static long graphLaunches() {
+    try (GpuDevice.Scope s = device.lock()) {
+      return device.passGraphs().stats().launches();
+    }
+  }
+
+  @Test
+  void copyIsCountedOptionalAndChecked() {
+    int n = 1000, dims = 40;
+    Random r = new Random(37);
+    float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+    float[] queries = GpuFlatIndexGpuTest.random(4 * dims, r);
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
+      long plain = index.deviceBytes();
+      assertThrows(IllegalArgumentException.class, () -> index.search(queries, 4, 10, null,
+          GpuFlatIndex.Strategy.HALF_SCAN), "no FP16 copy yet");
+      index.search(queries, 4, 10, null);
+      assertEquals(0, index.halfStats().queries(), "without the copy small batches take the FP32 scan");
+      index.addHalfCopy();
+      assertEquals(plain + GpuFlatIndex.halfCopyBytes(n, dims), index.deviceBytes(), "the copy is counted");
+      assertEquals(2L * n * 64, GpuFlatIndex.halfCopyBytes(n, dims), "rows padded to 64 halves");
+      assertThrows(IllegalArgumentException.class, () -> index.search(queries, 4, GpuFlatIndex.HALF_MAX_K + 1, null,
+          GpuFlatIndex.Strategy.HALF_SCAN));
+      index.search(queries, 4, GpuFlatIndex.HALF_MAX_K + 1, null);
+      assertEquals(0, index.halfStats().queries(), "k above HALF_MAX_K takes the FP32 scan");
+      index.search(queries, 4, 10, null);
+      assertEquals(4, index.halfStats().queries());
+    }
+    boolean saved = GpuFlatIndex.halfEnabled;
+    GpuFlatIndex.halfEnabled = false;
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
+      index.addHalfCopy();
+      assertFalse(index.hasHalfCopy(), "turned off by gpuvectors.flat.half_scan=false");
+      assertEquals(0, GpuFlatIndex.halfCopyBytes(n, dims));
+    } finally {
+      GpuFlatIndex.halfEnabled = saved;
+    }
+    float[] infinite = vectors.clone();
+    infinite[5] = Float.POSITIVE_INFINITY;
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, infinite, n, dims, Metric.INNER_PRODUCT)) {
+      index.addHalfCopy();
+      assertFalse(index.hasHalfCopy(), "an infinite component leaves the index FP32 only");
+    }
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+}
