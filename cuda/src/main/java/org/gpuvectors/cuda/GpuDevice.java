@@ -48,6 +48,8 @@ public final class GpuDevice implements AutoCloseable {
   private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
   private long sharedSelections; // passes whose small ivf_pq groups shared one selection (SharedKeySelection)
   private long flatScanTables; // passes whose small flat groups shared one scan launch (FlatScanTable)
+  private final java.util.concurrent.atomic.LongAdder halfScanQueries = new java.util.concurrent.atomic.LongAdder();
+  private final java.util.concurrent.atomic.LongAdder halfScanRejected = new java.util.concurrent.atomic.LongAdder();
   private long overlappedPasses; // passes begun while another was in flight (for tests and benchmarks)
 
   /**
@@ -611,6 +613,20 @@ public final class GpuDevice implements AutoCloseable {
   PassGraphs passGraphs() {
     checkLocked();
     return passGraphs;
+  }
+
+  /**
+   * Queries the flat indexes' FP16 candidate scan answered on this device since it opened, and those its certificate
+   * rejected (searched again in FP32): {@link GpuFlatIndex#halfStats} summed over the indexes, closed ones included.
+   */
+  public GpuFlatIndex.RerankStats halfScanStats() {
+    return new GpuFlatIndex.RerankStats(halfScanQueries.sum(), halfScanRejected.sum());
+  }
+
+  /** Counts one certificate check of the half scan ({@link GpuFlatIndex#uncertifiedHalf}); any thread. */
+  void countHalfScan(int queries, int rejected) {
+    halfScanQueries.add(queries);
+    halfScanRejected.add(rejected);
   }
 
   /** What the device's captured search passes did since it opened, and what they hold ({@link PassGraph}). */

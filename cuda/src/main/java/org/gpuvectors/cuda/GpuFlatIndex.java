@@ -111,7 +111,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   private final AtomicLong rerankFallbacks = new AtomicLong();
   private CandidateBound bound; // made on the first TF32 search, under the device lock
   // the FP16 copy of the small batches' candidate scan ({@link #addHalfCopy}), set once under the device lock
-  private DeviceBuffer halfVectors;
+  private volatile DeviceBuffer halfVectors; // read without the lock by a pass's layout (halfScans)
   private float halfUnscale;
   private CandidateBound halfBound;
   private final AtomicLong halfQueries = new AtomicLong();
@@ -618,6 +618,7 @@ public final class GpuFlatIndex extends ResidentIndex {
     int[] rejected = halfBound.uncertified(own, nq);
     halfQueries.addAndGet(nq); // counted here, not at enqueue: a pass replayed as a CUDA graph enqueues nothing
     halfRejected.addAndGet(rejected.length);
+    device.countHalfScan(nq, rejected.length);
     return rejected;
   }
 

@@ -260,8 +260,10 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
           GpuFlatIndex.Strategy.HALF_SCAN));
       index.search(queries, 4, GpuFlatIndex.HALF_MAX_K + 1, null);
       assertEquals(0, index.halfStats().queries(), "k above HALF_MAX_K takes the FP32 scan");
+      long deviceBefore = device.halfScanStats().queries();
       index.search(queries, 4, 10, null);
       assertEquals(4, index.halfStats().queries());
+      assertEquals(4, device.halfScanStats().queries() - deviceBefore, "the device's counters sum the indexes'");
     }
     boolean saved = GpuFlatIndex.halfEnabled;
     GpuFlatIndex.halfEnabled = false;

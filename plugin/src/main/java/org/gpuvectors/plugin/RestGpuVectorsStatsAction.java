@@ -10,6 +10,7 @@ import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.gpu.SpeculationMiss;
+import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
 
 import java.io.IOException;
@@ -75,6 +76,13 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("graph_exact", stats.graphExactSearches());
             builder.field("ivf_pq_device_rerank_queries", stats.deviceRerankQueries());
             builder.field("ivf_pq_host_rerank_queries", stats.hostRerankQueries());
+            // flat segment searches of small batches answered from the FP16 copy, and those whose certificate
+            // failed (searched again in FP32)
+            GpuFlatIndex.RerankStats half = service.halfScanStats();
+            builder.startObject("flat_half_scan");
+            builder.field("queries", half.queries());
+            builder.field("rejected", half.fallbacks());
+            builder.endObject();
             builder.startObject("batches");
             builder.field("count", stats.batches());
             builder.field("searches", stats.batchSearches());

@@ -236,6 +236,11 @@ final class CudaBackend implements GpuBackend {
   }
 
   @Override
+  public GpuFlatIndex.RerankStats halfScans() {
+    return device.halfScanStats();
+  }
+
+  @Override
   public int concurrentPasses() {
     return device.concurrentPasses();
   }

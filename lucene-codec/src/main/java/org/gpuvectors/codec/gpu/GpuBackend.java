@@ -7,6 +7,7 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
@@ -132,6 +133,11 @@ public interface GpuBackend extends Closeable {
   /** What the device's search passes captured as CUDA graphs did and hold; zeros for a backend without them. */
   default PassGraphStats passGraphs() {
     return new PassGraphStats(0, 0, 0, 0, 0);
+  }
+
+  /** Flat queries answered by the FP16 candidate scan, and those its certificate sent back to FP32 (none here). */
+  default GpuFlatIndex.RerankStats halfScans() {
+    return new GpuFlatIndex.RerankStats(0, 0);
   }
 
   /**

@@ -18,6 +18,7 @@ import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.KSelect;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.ReverseLinks;
 import org.gpuvectors.cuda.SearchResult;
@@ -162,6 +163,14 @@ public final class GpuSearchService implements Closeable {
    */
   public PassGraphStats passGraphStats() {
     return backend == null || closed ? new PassGraphStats(0, 0, 0, 0, 0) : backend.passGraphs();
+  }
+
+  /**
+   * Flat queries (per segment) answered by the FP16 candidate scan of small batches, and those its certificate sent
+   * back to the FP32 scan (GpuFlatIndex.addHalfCopy).
+   */
+  public GpuFlatIndex.RerankStats halfScanStats() {
+    return backend == null || closed ? new GpuFlatIndex.RerankStats(0, 0) : backend.halfScans();
   }
 
   /** Whether searches currently go to the GPU. */
