@@ -15,6 +15,10 @@
 - exact-small.png: exact search of 1 to 128 queries (section 17a): queries/s against batch size, the flat scan and
   the GEMM path (device time) next to PyTorch FP32 and TF32 (wall time with transfers), 1M x 128 and 1M x 768, k = 10;
   recall is 1.0 for all (exact search), so one axis is enough.
+- half-scan.png: the FP16 candidate scan (section 30, H200): left and middle, exact search of 1 to 128 queries, wall
+  queries/s (transfers included) of the FP32 scan, the FP16 scan with its re-rank and the GEMM path next to PyTorch
+  FP32 / TF32 (wall too), 1M x 128 and 1M x 768, k = 10; right, Elasticsearch 1M x 768 q/s against clients: `flat`
+  with and without the FP16 copy, `dense_vector` HNSW (natural segments) and the knn ceiling.
 - ivfpq-scale.png: recall@10 against queries/s, `ivf_pq` at scale (section 23: 10M x 128 and 2M x 768, nprobe 8,
   one point per num_candidates), batch 10k and one query at a time, next to the exact GPU search of the same JVM and
   PyTorch FP32 / TF32 on the same data (session 17, section 22b / 22c: the peer of another run, as marked).
@@ -24,6 +28,7 @@
   (indexing + flush + force-merge) and writer's train + encode + write, GPU and CPU, with issue 8's bar (HNSW / 20).
 """
 import csv
+import json
 import os
 import re
 
@@ -210,6 +215,49 @@ def exact_small():
     print("wrote", out)
 
 
+def half_scan():
+    base = "half-scan-s23"
+    ours = rows(base + "/small-first-run/exact_small.csv")
+    torch = []
+    with open(os.path.join(results, base, "torch-peer-first-run.log")) as f:
+        for line in f:
+            m = re.match(r"1000kx(\d+)\s+(\d+)\s+(\d+)\s+(fp32|tf32)\s+([\d.]+)\s+(\d+)", line)
+            if m:
+                torch.append({"dims": m[1], "batch": int(m[2]), "k": m[3], "precision": m[4], "qps": float(m[6])})
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.5))
+    for ax, dims in zip(axes, ("128", "768")):
+        for strategy, color, label in (("SCAN", "tab:green", "FP32 scan"), ("HALF_SCAN", "tab:blue", "FP16 scan + "
+                                       "FP32 re-rank"), ("GEMM", "tab:purple", "GEMM path")):
+            pts = [r for r in ours if r["dims"] == dims and r["k"] == "10" and r["strategy"] == strategy]
+            ax.plot([int(r["batch"]) for r in pts], [int(r["batch"]) / float(r["wall_ms"]) * 1e3 for r in pts],
+                    marker="o", color=color, label=f"ours: {label}")
+        for precision, color in (("fp32", "tab:orange"), ("tf32", "tab:red")):
+            pts = [r for r in torch if r["dims"] == dims and r["k"] == "10" and r["precision"] == precision]
+            ax.plot([r["batch"] for r in pts], [r["qps"] for r in pts], marker="s", color=color, linestyle="--",
+                    label=f"PyTorch {precision.upper()} matmul + topk")
+        ax.set_xscale("log", base=2); ax.set_yscale("log")
+        ax.set_xlabel("queries per batch"); ax.set_ylabel("queries/s, wall with transfers (recall 1.0)")
+        ax.set_title(f"exact k-NN, 1M x {dims}, k = 10, H200"); ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[2]
+    runs = (("es-768-half", "gpu", "tab:blue", "gpu_vector flat, FP16 scan (one segment)"),
+            ("es-768-fp32", "gpu", "tab:green", "gpu_vector flat, FP32 scan (one segment)"),
+            ("es-768-hnsw", "hnsw", "tab:orange", "dense_vector HNSW (natural segments)"),
+            ("es-768-half", "ceiling", "tab:gray", "knn ceiling (HNSW on 2,000 vectors)"))
+    for run, system, color, label in runs:
+        with open(os.path.join(results, base, run, "es_bench.jsonl")) as f:
+            pts = [json.loads(line) for line in f if line.startswith("{")]
+        pts = [p for p in pts if p.get("step") == "concurrent" and p.get("system") == system]
+        ax.plot([p["clients"] for p in pts], [p["qps"] for p in pts], marker="o", color=color, label=label)
+    ax.set_xscale("log", base=2); ax.set_yscale("log")
+    ax.set_xlabel("concurrent clients"); ax.set_ylabel("queries/s (knn, k = 10)")
+    ax.set_title("Elasticsearch, 1M x 768, H200"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = os.path.join(here, "half-scan.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 def ivfpq_scale():
     sets = (("10M x 128", "ivfpq-s18/typical-row/m10-p8/ivfpq-scale-10000000-128.csv",
              "ivfpq-s17/scale-10m-torch/torch-scale-10000000-128.csv"),
@@ -321,6 +369,7 @@ if __name__ == "__main__":
     fashion_mnist()
     natural_segments()
     exact_small()
+    half_scan()
     ivfpq_scale()
     ivf_build()
     index_build()
