@@ -110,12 +110,9 @@ public final class GpuFlatIndex extends ResidentIndex {
   private final AtomicLong rerankQueries = new AtomicLong();
   private final AtomicLong rerankFallbacks = new AtomicLong();
   private CandidateBound bound; // made on the first TF32 search, under the device lock
-  // the FP16 copy of the small batches' candidate scan ({@link #addHalfCopy}), set once under the device lock
-  private volatile DeviceBuffer halfVectors; // read without the lock by a pass's layout (halfScans)
-  private float halfUnscale;
-  private CandidateBound halfBound;
-  private final AtomicLong halfQueries = new AtomicLong();
-  private final AtomicLong halfRejected = new AtomicLong();
+  // the FP16 copy of the small batches' candidate scan ({@link #addHalfCopy}), set once under the device lock and
+  // read without it by a pass's layout (halfScans)
+  private volatile FlatHalfCopy half;
 
   private GpuFlatIndex(GpuDevice device, int n, int dims, Metric metric, DeviceBuffer vectors, DeviceBuffer norms) {
     super(device, n, dims, metric);
@@ -280,7 +277,8 @@ public final class GpuFlatIndex extends ResidentIndex {
   /** Device memory held by this index (vectors and norms). */
   @Override
   public long deviceBytes() {
-    return vectors.bytes() + (norms == null ? 0 : norms.bytes()) + (halfVectors == null ? 0 : halfVectors.bytes());
+    FlatHalfCopy h = half;
+    return vectors.bytes() + (norms == null ? 0 : norms.bytes()) + (h == null ? 0 : h.deviceBytes());
   }
 
   /** The GEMM path's precision for the searches that start from now on (default {@link Precision#FP32}). */
@@ -317,7 +315,7 @@ public final class GpuFlatIndex extends ResidentIndex {
           + FlatScanParams.MAX_DIMS + ": k=" + k + " dims=" + dims);
     }
     if (strategy == Strategy.HALF_SCAN && !halfTakes(k)) {
-      throw new IllegalArgumentException("the half scan needs the index's FP16 copy (" + (halfVectors != null)
+      throw new IllegalArgumentException("the half scan needs the index's FP16 copy (" + hasHalfCopy()
           + "), k <= " + HALF_MAX_K + " and dims <= " + HalfScanParams.MAX_DIMS + ": k=" + k + " dims=" + dims);
     }
     boolean direct = strategy != Strategy.AUTO || numQueries <= FUSED_MAX_QUERIES;
@@ -443,7 +441,7 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /** Device bytes of the FP16 copy that {@link #addHalfCopy} would add to an index of n vectors (0: none). */
   public static long halfCopyBytes(long n, int dims) {
-    return halfEnabled && n > 0 && dims <= HalfScanParams.MAX_DIMS ? 2L * n * HalfScanParams.paddedDims(dims) : 0;
+    return halfEnabled && n > 0 && dims <= HalfScanParams.MAX_DIMS ? FlatHalfCopy.bytes(n, dims) : 0;
   }
 
   /**
@@ -459,57 +457,20 @@ public final class GpuFlatIndex extends ResidentIndex {
     }
     try (GpuDevice.Scope s = device.lock()) {
       ensureOpen();
-      if (halfVectors != null) {
-        return;
-      }
-      float max = maxAbs();
-      if (!Float.isFinite(max)) {
-        return; // no power of two brings an infinity into FP16's range: FP32 only
-      }
-      float scale = HalfScanParams.halfScale(max);
-      int dimsPad = HalfScanParams.paddedDims(dims);
-      DeviceBuffer h = device.allocate(2L * n * dimsPad);
-      boolean ok = false;
-      try {
-        long total = (long) n * dimsPad;
-        int blocks = (int) Math.max(1, Math.min(8L * device.multiprocessorCount(), (total + 255) / 256));
-        device.module().launch("gv_to_half", blocks, 1, 256, 0, device.stream(), Pointer.to(new long[] {vectors.address()}),
-            Pointer.to(new long[] {n}), Pointer.to(new int[] {dims}), Pointer.to(new int[] {dimsPad}),
-            Pointer.to(new float[] {scale}), Pointer.to(new long[] {h.address()}));
-        halfBound = CandidateBound.half(metric, dims, maxNorm2()); // waits
-        halfUnscale = 1f / scale;
-        halfVectors = h;
-        ok = true;
-      } finally {
-        if (!ok) {
-          h.close();
-        }
+      if (half == null) {
+        half = FlatHalfCopy.make(device, vectors.address(), n, dims, metric, maxNorm2()); // null: FP32 only
       }
     }
   }
 
   /** Whether this index has its FP16 copy ({@link #addHalfCopy}). */
   public boolean hasHalfCopy() {
-    return halfVectors != null;
-  }
-
-  /** The largest |x_i| of the vectors (NaN skipped, +inf kept); waits. Caller holds the lock. */
-  private float maxAbs() {
-    try (DeviceBuffer out = device.allocate(4)) {
-      device.clear(out);
-      long count = (long) n * dims;
-      int blocks = (int) Math.max(1, Math.min(8L * device.multiprocessorCount(), (count + 255) / 256));
-      device.module().launch("gv_max_abs", blocks, 1, 256, 0, device.stream(), Pointer.to(new long[] {vectors.address()}),
-          Pointer.to(new long[] {count}), Pointer.to(new long[] {out.address()}));
-      int[] bits = new int[1];
-      device.download(out, 0, bits, 0, 1);
-      return Float.intBitsToFloat(bits[0]);
-    }
+    return half != null;
   }
 
   /** Whether the half scan may answer k results (the FP16 copy, k', dims), whatever the batch. */
   boolean halfTakes(int k) {
-    return halfVectors != null && k >= 1 && k <= HALF_MAX_K;
+    return half != null && k >= 1 && k <= HALF_MAX_K;
   }
 
   /**
@@ -526,7 +487,8 @@ public final class GpuFlatIndex extends ResidentIndex {
    * FP32 scan, since upload.
    */
   public RerankStats halfStats() {
-    return new RerankStats(halfQueries.get(), halfRejected.get());
+    FlatHalfCopy h = half;
+    return h == null ? new RerankStats(0, 0) : h.stats();
   }
 
   /**
@@ -542,84 +504,26 @@ public final class GpuFlatIndex extends ResidentIndex {
     if (!halfTakes(k) || nq < 1) {
       throw new IllegalStateException("the half scan cannot answer " + nq + " queries for k = " + k);
     }
-    int kc = CandidateBound.candidates(k);
-    boolean ip = metric != Metric.L2;
-    HalfScanParams p = halfScanParams(queries, nq, kc, acceptAddress, acceptRowWords);
-    try (DeviceBuffer candV = device.allocate(4L * nq * kc);
-         DeviceBuffer candI = device.allocate(4L * nq * kc);
-         DeviceBuffer exact = device.allocate(4L * nq * kc);
-         DeviceBuffer done = device.allocate(4L * nq)) {
-      if (p.chunks == 1) {
-        p.outK = candV.address();
-        p.outIdx = candI.address();
-        p.outRowStride = kc;
-        p.enqueue(device);
-      } else {
-        long width = (long) p.chunks * kc;
-        try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
-          p.outK = tv.address();
-          p.outIdx = ti.address();
-          p.outRowStride = width;
-          p.enqueue(device);
-          KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(kc)
-              .output(candV, candI, kc, 0));
-        }
-      }
-      device.clear(done);
-      RerankParams r = new RerankParams();
-      r.vectors = vectors.address();
-      r.queries = queries;
-      r.candIdx = candI.address();
-      r.candKeys = candV.address();
-      r.exactKeys = exact.address();
-      r.stats = stats;
-      r.outK = outV.address() + 4L * outElement;
-      r.outIdx = outI.address() + 4L * outElement;
-      r.rowsDone = done.address(); // k' <= 256: the re-rank selects each row's k best itself
-      r.dims = dims;
-      r.numQueries = nq;
-      r.candidates = kc;
-      r.k = k;
-      r.metric = ip ? 1 : 0;
-      r.outScale = ip ? -1f : 1f;
-      r.enqueueExact(device);
-      device.module().launch("gv_rerank_stats", (nq + 255) / 256, 1, 256, 0, device.stream(), Pointer.to(r.encode()));
-    }
+    half.enqueueSearch(this, vectors.address(), norms == null ? 0 : norms.address(), queries, nq, k, acceptAddress,
+        acceptRowWords, outV, outI, outElement, stats);
   }
 
   /**
    * The half scan's parameters for {@code nq} queries and {@code kc} candidates (arguments as {@link #enqueueSearch}),
-   * chunks planned, without the output. Caller holds the lock; the index has its FP16 copy.
+   * chunks planned, without the output (benchmarks time the scan alone). Caller holds the lock; the index has its
+   * FP16 copy.
    */
   HalfScanParams halfScanParams(long queries, int nq, int kc, long acceptAddress, long acceptRowWords) {
-    HalfScanParams p = new HalfScanParams();
-    p.vectors = halfVectors.address();
-    p.norms = metric == Metric.L2 ? norms.address() : 0;
-    p.queries = queries;
-    p.acceptBits = acceptAddress;
-    p.acceptRowWords = acceptRowWords;
-    p.n = n;
-    p.dims = dims;
-    p.dimsPad = HalfScanParams.paddedDims(dims);
-    p.numQueries = nq;
-    p.k = kc;
-    p.metric = metric == Metric.L2 ? 0 : 1;
-    p.vectorUnscale = halfUnscale;
-    return p.planChunks(device.multiprocessorCount());
+    return half.params(this, norms == null ? 0 : norms.address(), queries, nq, kc, acceptAddress, acceptRowWords);
   }
 
   /**
    * The queries (ascending, 0-based within the search) whose half-scan candidates are not certified to hold their
-   * exact k best, from the stats {@link #enqueueHalfSearch} wrote ({@code nq} x 4 floats from {@code stats[from]});
-   * counted in {@link #halfStats}. Such a query must be searched again on the FP32 path.
+   * exact k best ({@link FlatHalfCopy#uncertified}; counted in {@link #halfStats}): each must be searched again on the
+   * FP32 path.
    */
   int[] uncertifiedHalf(float[] stats, int from, int nq) {
-    float[] own = from == 0 && stats.length == 4 * nq ? stats : Arrays.copyOfRange(stats, from, from + 4 * nq);
-    int[] rejected = halfBound.uncertified(own, nq);
-    halfQueries.addAndGet(nq); // counted here, not at enqueue: a pass replayed as a CUDA graph enqueues nothing
-    halfRejected.addAndGet(rejected.length);
-    device.countHalfScan(nq, rejected.length);
-    return rejected;
+    return half.uncertified(stats, from, nq);
   }
 
   /** {@link Strategy#HALF_SCAN} of a direct search: the half search, its certificate, the FP32 scan for the rest. */
@@ -1171,8 +1075,8 @@ public final class GpuFlatIndex extends ResidentIndex {
     if (norms != null) {
       norms.close();
     }
-    if (halfVectors != null) {
-      halfVectors.close();
+    if (half != null) {
+      half.close();
     }
   }
 }
