@@ -47,6 +47,11 @@ class CandidateBoundTest {
       float b = truncate ? tf32Truncate(q[qo + i]) : tf32Round(q[qo + i]);
       p[i] = a * b; // exact: 11 x 11 significant bits
     }
+    return sum(p, order);
+  }
+
+  /** The products summed in FP32 in the given order (as a tensor core's accumulator might). */
+  static float sum(float[] p, Order order) {
     return switch (order) {
       case SEQUENTIAL -> {
         float s = 0;
@@ -62,7 +67,7 @@ class CandidateBoundTest {
         }
         yield s;
       }
-      case PAIRWISE -> pairwise(p, 0, d);
+      case PAIRWISE -> pairwise(p, 0, p.length);
     };
   }
 
@@ -192,24 +197,7 @@ class CandidateBoundTest {
     for (int i = 0; i < d; i++) {
       p[i] = toHalf(x[xo + i], s) * toHalf(q[qo + i], t); // exact: 11 x 11 significant bits
     }
-    float acc = switch (order) {
-      case SEQUENTIAL -> {
-        float a = 0;
-        for (float v : p) {
-          a += v;
-        }
-        yield a;
-      }
-      case TRUNCATING -> {
-        float a = 0;
-        for (float v : p) {
-          a = towardZero((double) a + v);
-        }
-        yield a;
-      }
-      case PAIRWISE -> pairwise(p, 0, d);
-    };
-    float dot = acc * (1f / s / t); // powers of two: exact
+    float dot = sum(p, order) * (1f / s / t); // powers of two: exact
     if (m != Metric.L2) {
       return -dot;
     }

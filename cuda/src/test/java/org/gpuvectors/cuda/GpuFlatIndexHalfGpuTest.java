@@ -131,47 +131,19 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
   }
 
   /**
-   * Near ties the FP16 bound cannot separate (the TF32 test's construction: 256 vectors at squared distance exactly 9
-   * from each "tie" query, more than k' = 200 even at k = 100; integers below 2^11 are exact in FP16 after the
-   * scales): every tie query must be rejected, counted, and answered exactly by the FP32 scan, its results written
+   * Near ties the FP16 bound cannot separate ({@link NearTies}: 256 vectors at squared distance exactly 9 from each
+   * "tie" query, more than k' = 200 even at k = 100): every tie query must be rejected, counted, and answered exactly by the FP32 scan, its results written
    * to its own row (tie and other queries interleaved, with per-query masks).
    */
   @Test
   void nearTiesAreRejectedAndStayExact() {
-    int dims = 128, ties = 4, others = 4, filler = 2000;
-    Random r = new Random(17);
-    int n = ties * 2 * dims + filler;
-    float[] vectors = new float[n * dims];
-    float[] centres = new float[ties * dims];
-    for (int t = 0; t < ties; t++) {
-      for (int i = 0; i < dims; i++) {
-        centres[t * dims + i] = 50 + r.nextInt(51);
-      }
-      for (int j = 0; j < 2 * dims; j++) {
-        int v = t * 2 * dims + j;
-        System.arraycopy(centres, t * dims, vectors, v * dims, dims);
-        vectors[v * dims + j / 2] += j % 2 == 0 ? 3 : -3;
-      }
-    }
-    for (int v = ties * 2 * dims; v < n; v++) {
-      for (int i = 0; i < dims; i++) {
-        vectors[v * dims + i] = r.nextInt(256);
-      }
-    }
-    int nq = ties + others;
-    float[] queries = new float[nq * dims];
-    boolean[] tie = new boolean[nq];
-    for (int q = 0, t = 0; q < nq; q++) {
-      tie[q] = q % 2 == 0;
-      for (int i = 0; i < dims; i++) {
-        queries[q * dims + i] = tie[q] ? centres[t * dims + i] : r.nextInt(256);
-      }
-      t += tie[q] ? 1 : 0;
-    }
-    long[][] masks = new long[nq][];
-    for (int q = 0; q < nq; q++) {
-      masks[q] = q % 4 < 2 ? null : GpuFlatIndexGpuTest.bits(n, 0.95, r); // keeps > 200 of each tie set (of 256)
-    }
+    int ties = 4;
+    NearTies data = NearTies.make(ties, 4, 2000, new Random(17));
+    int n = data.n(), dims = data.dims(), nq = data.numQueries();
+    float[] vectors = data.vectors();
+    float[] queries = data.queries();
+    boolean[] tie = data.tie();
+    long[][] masks = data.masks();
     List<String> failures = new ArrayList<>();
     try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2)) {
       for (int k : KS) {

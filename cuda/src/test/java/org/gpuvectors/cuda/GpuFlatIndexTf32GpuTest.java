@@ -162,40 +162,13 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
    */
   @Test
   void nearTiesFallBackToFp32AndStayExact() {
-    int dims = 128, ties = 8, others = 8, filler = 2000;
-    Random r = new Random(17);
-    int n = ties * 2 * dims + filler;
-    float[] vectors = new float[n * dims];
-    float[] centres = new float[ties * dims];
-    for (int t = 0; t < ties; t++) {
-      for (int i = 0; i < dims; i++) {
-        centres[t * dims + i] = 50 + r.nextInt(51);
-      }
-      for (int j = 0; j < 2 * dims; j++) {
-        int v = t * 2 * dims + j;
-        System.arraycopy(centres, t * dims, vectors, v * dims, dims);
-        vectors[v * dims + j / 2] += j % 2 == 0 ? 3 : -3;
-      }
-    }
-    for (int v = ties * 2 * dims; v < n; v++) {
-      for (int i = 0; i < dims; i++) {
-        vectors[v * dims + i] = r.nextInt(256);
-      }
-    }
-    int nq = ties + others;
-    float[] queries = new float[nq * dims];
-    boolean[] tie = new boolean[nq];
-    for (int q = 0, t = 0; q < nq; q++) {
-      tie[q] = q % 2 == 0; // interleaved: the fallback's rows are not one block
-      for (int i = 0; i < dims; i++) {
-        queries[q * dims + i] = tie[q] ? centres[t * dims + i] : r.nextInt(256);
-      }
-      t += tie[q] ? 1 : 0;
-    }
-    long[][] masks = new long[nq][];
-    for (int q = 0; q < nq; q++) {
-      masks[q] = q % 4 < 2 ? null : GpuFlatIndexGpuTest.bits(n, 0.95, r); // keeps > 200 of each tie set (of 256)
-    }
+    int ties = 8;
+    NearTies data = NearTies.make(ties, 8, 2000, new Random(17));
+    int n = data.n(), dims = data.dims(), nq = data.numQueries();
+    float[] vectors = data.vectors();
+    float[] queries = data.queries();
+    boolean[] tie = data.tie();
+    long[][] masks = data.masks();
     List<String> failures = new ArrayList<>();
     try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
       index.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
