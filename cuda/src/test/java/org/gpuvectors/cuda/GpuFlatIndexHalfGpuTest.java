@@ -56,7 +56,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
           }
           for (int q = 0; q < nq; q++) {
             long[] bits = mask == 0 ? null : mask == 1 ? shared : perQuery[q];
-            String f = check(res, q, k, expected.get(q), vectors, n, dims, m, queries, bits);
+            String f = GpuFlatIndexTf32GpuTest.check(res, q, k, expected.get(q), vectors, n, dims, m, queries, bits);
             if (f != null) {
               failures.add(m + " nq=" + nq + " mask=" + mask + " k=" + k + " query " + q + ": " + f);
             }
@@ -65,22 +65,6 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
       }
     }
     return failures;
-  }
-
-  static String check(SearchResult res, int q, int k, List<CpuOracle.Entry> expected100, float[] vectors, int n,
-                      int dims, Metric m, float[] queries, long[] bits) {
-    int[] ids = new int[k];
-    float[] vals = new float[k];
-    for (int i = 0; i < k; i++) {
-      ids[i] = res.id(q, i);
-      vals[i] = res.distance(q, i);
-    }
-    List<CpuOracle.Entry> exp = expected100.subList(0, Math.min(k, expected100.size()));
-    String f = CpuOracle.compare(exp, ids, vals, 0, k, CpuOracle.searchTruth(vectors, n, dims, m, queries, q, bits));
-    if (f == null && res.count(q) != exp.size()) {
-      f = "count " + res.count(q) + " != " + exp.size();
-    }
-    return f;
   }
 
   private static void assertNoFailures(List<String> failures) {
@@ -161,7 +145,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
           for (int q = 0; q < nq; q++) {
             long[] bits = way == 1 ? masks[q] : null;
             List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, k, bits);
-            String f = check(res, q, k, exp, vectors, n, dims, Metric.L2, queries, bits);
+            String f = GpuFlatIndexTf32GpuTest.check(res, q, k, exp, vectors, n, dims, Metric.L2, queries, bits);
             if (f == null && tie[q] && res.distance(q, k - 1) != 9f) {
               f = "tie query's k-th distance " + res.distance(q, k - 1) + " != 9";
             }
@@ -193,7 +177,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
         SearchResult res = BatchSearch.run(device, List.of(new SearchGroup(index, queries, 2, 10, null, null)))[0];
         for (int q = 0; q < 2; q++) {
           List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, 10, null);
-          String f = check(res, q, 10, exp, vectors, n, dims, Metric.L2, queries, null);
+          String f = GpuFlatIndexTf32GpuTest.check(res, q, 10, exp, vectors, n, dims, Metric.L2, queries, null);
           if (f != null) {
             failures.add("round " + round + " query " + q + ": " + f);
           }

@@ -56,7 +56,8 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
     return failures;
   }
 
-  private static String check(SearchResult res, int q, int k, List<CpuOracle.Entry> expected100, float[] vectors,
+  /** Query q's first k results against the oracle's (a list of at least k, cut to k) and its count. */
+  static String check(SearchResult res, int q, int k, List<CpuOracle.Entry> expected100, float[] vectors,
                               int n, int dims, Metric m, float[] queries, long[] bits) {
     int[] ids = new int[k];
     float[] vals = new float[k];
