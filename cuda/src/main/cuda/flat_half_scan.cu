@@ -165,7 +165,8 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
 __device__ __forceinline__ void toHalf(const float* x, long long n, int dims, int dimsPad, float scale,
                                        unsigned short* out) {
   const long long total = n * dimsPad;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
     const long long r = i / dimsPad;
     const int d = (int)(i - r * dimsPad);
     const __half h = __float2half_rn(d < dims ? x[r * dims + d] * scale : 0.f);
@@ -177,7 +178,8 @@ __device__ __forceinline__ void toHalf(const float* x, long long n, int dims, in
 // as their bits do, so an integer atomicMax takes the maximum.
 __device__ __forceinline__ void maxAbs(const float* x, long long count, unsigned* out) {
   float m = 0.f;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
     m = fmaxf(m, fabsf(x[i]));  // fmaxf ignores NaN
   }
 #pragma unroll

@@ -47,25 +47,25 @@ package org.gpuvectors.cuda;
  * (a scale clamped at 2^114 for magnitudes below 2^-100 adds at most 2^-139 sqrt(d) per vector, inside the
  * underflow term below). The division by s t is exact (powers of two), and the keys' epilogue is the TF32 pass's.
  *
- * <p><b>Certificate.</b> Let T be the candidate key of the last (k'-th) candidate and K+ an upper bound of the true keys
- * of the k candidates the re-rank keeps: its k-th FP32 key K over (1 - u)^2 (1 - gamma_d(u)) for L2 (each (x_i -
+ * <p><b>Certificate.</b> Let T be the candidate key of the last (k'-th) candidate and K+ an upper bound of the true
+ * keys of the k candidates the re-rank keeps: its k-th FP32 key K over (1 - u)^2 (1 - gamma_d(u)) for L2 (each (x_i -
  * q_i) rounded once, d terms summed with FMA), or K + gamma_d(u) X ||q|| for IP/cosine. A vector left out of the
  * candidates has candidate key &gt;= T, so an exact key &gt;= T - E. If K+ + E &lt; T, k candidates are strictly better
- * than every vector left out: the candidates hold the exact k best, and the re-rank's FP32 selection among them is
- * the FP32 path's answer (up to FP32 near-ties, as there; its L2 keys are even the more accurate sum of squares).
- * When fewer than k' vectors have a finite candidate key (T = +inf: few accepted vectors), every such vector is a
- * candidate: certified. Vectors whose key is not finite are never found, as on the FP32 path.
+ * than every vector left out: the candidates hold the exact k best, and the re-rank's FP32 selection among them is the
+ * FP32 path's answer (up to FP32 near-ties, as there; its L2 keys are even the more accurate sum of squares). When
+ * fewer than k' vectors have a finite candidate key (T = +inf: few accepted vectors), every such vector is a candidate:
+ * certified. Vectors whose key is not finite are never found, as on the FP32 path.
  *
- * <p><b>k'.</b> k' = min(2048, max(2k, k + 32)) only decides how often the certificate fails, never correctness.
- * It fails when more than k' - k vectors have exact keys within about 2E of the k-th best. E scales with the norms,
- * not the distances (~2^-8 X ||q|| for TF32, ~2^-9 for FP16): on Fashion-MNIST (784 dims, pixels 0..255) it is a median 9.9 / 6.9 / 4.9% of
- * the k-th distance at k = 1 / 10 / 100. Neighbour counts grow about as r^m with the data's intrinsic dimension m
- * (~10-20 for image sets), so widening the k-th squared distance by 10-20% about doubles them: k' = 2k; k + 32
- * keeps a floor for small k, where the count near the k-th neighbour fluctuates most. The bound evaluated on the
- * CPU (2000 Fashion-MNIST test queries over the 60k training images): fails for 0 / 0.05 / 0% of the queries at
- * k = 1 / 10 / 100 (k' = 33 / 42 / 200); with k' = 4 at k = 1 for 17%, k' = 128 at k = 100 for 70%. The re-rank
- * reads k' rows per query, so k is capped at 1024 (k' = 2k fits the largest select bucket, 2048; beyond,
- * and for more than {@link #MAX_DIMS} dims, GpuFlatIndex runs FP32).
+ * <p><b>k'.</b> k' = min(2048, max(2k, k + 32)) only decides how often the certificate fails, never correctness. It
+ * fails when more than k' - k vectors have exact keys within about 2E of the k-th best. E scales with the norms, not
+ * the distances (~2^-8 X ||q|| for TF32, ~2^-9 for FP16): for TF32 on Fashion-MNIST (784 dims, pixels 0..255) it is a
+ * median 9.9 / 6.9 / 4.9% of the k-th distance at k = 1 / 10 / 100. Neighbour counts grow about as r^m with the data's
+ * intrinsic dimension m (~10-20 for image sets), so widening the k-th squared distance by 10-20% about doubles them:
+ * k' = 2k; k + 32 keeps a floor for small k, where the count near the k-th neighbour fluctuates most. The bound evaluated
+ * on the CPU (2000 Fashion-MNIST test queries over the 60k training images): fails for 0 / 0.05 / 0% of the queries at
+ * k = 1 / 10 / 100 (k' = 33 / 42 / 200); with k' = 4 at k = 1 for 17%, k' = 128 at k = 100 for 70%. The re-rank reads
+ * k' rows per query, so k is capped at 1024 (k' = 2k fits the largest select bucket, 2048; beyond, and for more than
+ * {@link #MAX_DIMS} dims, GpuFlatIndex runs FP32).
  *
  * <p>Immutable; thread-safe.
  */

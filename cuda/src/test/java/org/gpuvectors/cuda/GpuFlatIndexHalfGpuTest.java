@@ -116,8 +116,8 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
 
   /**
    * Near ties the FP16 bound cannot separate ({@link NearTies}: 256 vectors at squared distance exactly 9 from each
-   * "tie" query, more than k' = 200 even at k = 100): every tie query must be rejected, counted, and answered exactly by the FP32 scan, its results written
-   * to its own row (tie and other queries interleaved, with per-query masks).
+   * "tie" query, more than k' = 200 even at k = 100): every tie query must be rejected, counted, and answered exactly
+   * by the FP32 scan, its results written to its own row (tie and other queries interleaved, with per-query masks).
    */
   @Test
   void nearTiesAreRejectedAndStayExact() {
