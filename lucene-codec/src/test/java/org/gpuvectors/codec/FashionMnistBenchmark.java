@@ -18,9 +18,6 @@ import java.util.concurrent.Future;
 import java.util.stream.IntStream;
 import java.util.zip.GZIPInputStream;
 import org.apache.lucene.codecs.Codec;
-import org.apache.lucene.codecs.KnnVectorsFormat;
-import org.apache.lucene.codecs.lucene104.Lucene104Codec;
-import org.apache.lucene.codecs.lucene99.Lucene99HnswVectorsFormat;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.FieldType;
 import org.apache.lucene.document.KnnFloatVectorField;
@@ -119,14 +116,7 @@ public final class FashionMnistBenchmark {
     Path hnswPath = Files.createTempDirectory("gv-fmnist-hnsw");
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try (Directory dir = FSDirectory.open(hnswPath)) {
-      KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
-      Codec codec =
-          new Lucene104Codec() {
-            @Override
-            public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
-              return hnsw;
-            }
-          };
+      Codec codec = KnnGraphBenchmark.hnswCodec(threads, pool);
       FieldType type = KnnFloatVectorField.createFieldType(train[0].length, VectorSimilarityFunction.EUCLIDEAN);
       double build = build(dir, codec, type, train);
       System.out.printf(Locale.ROOT, "Lucene HNSW build + force-merge (%d threads): %.1f s%n", threads, build);

@@ -13,9 +13,6 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.apache.lucene.codecs.Codec;
-import org.apache.lucene.codecs.KnnVectorsFormat;
-import org.apache.lucene.codecs.lucene104.Lucene104Codec;
-import org.apache.lucene.codecs.lucene99.Lucene99HnswVectorsFormat;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.FieldType;
 import org.apache.lucene.document.KnnFloatVectorField;
@@ -128,13 +125,7 @@ public final class GraphCpuSearchBenchmark {
     Path path = Files.createTempDirectory("gv-graph-cpu-search-hnsw");
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try (Directory dir = FSDirectory.open(path)) {
-      KnnVectorsFormat format = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
-      Codec codec = new Lucene104Codec() {
-        @Override
-        public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
-          return format;
-        }
-      };
+      Codec codec = KnnGraphBenchmark.hnswCodec(threads, pool);
       FieldType type = KnnFloatVectorField.createFieldType(train[0].length, VectorSimilarityFunction.EUCLIDEAN);
       System.out.printf(Locale.ROOT, "Lucene HNSW built in %.1f s%n",
           KnnGraphBenchmark.buildConcurrently(dir, codec, type, train, threads));

@@ -15,9 +15,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.Supplier;
 import org.apache.lucene.codecs.Codec;
-import org.apache.lucene.codecs.KnnVectorsFormat;
-import org.apache.lucene.codecs.lucene104.Lucene104Codec;
-import org.apache.lucene.codecs.lucene99.Lucene99HnswVectorsFormat;
 import org.apache.lucene.search.KnnFloatVectorQuery;
 import org.apache.lucene.search.TopDocs;
 import java.util.regex.Matcher;
@@ -243,13 +240,7 @@ public final class GraphMergeBenchmark {
   /** A copy of the segments force-merged into one, the graph from the segments' graphs or rebuilt. */
   /** Lucene HNSW at Elasticsearch's defaults (m 16, beam 100), its merges on {@link #CORES} workers. */
   private static Codec hnswCodec(ExecutorService mergeWorkers) {
-    KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, CORES, mergeWorkers);
-    return new Lucene104Codec() {
-      @Override
-      public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
-        return hnsw;
-      }
-    };
+    return KnnGraphBenchmark.hnswCodec(CORES, mergeWorkers);
   }
 
   private static Merge forceMerge(Directory segments, Supplier<Codec> codec, Arm arm, boolean[] deletes,

@@ -14,9 +14,6 @@ import java.util.concurrent.Executors;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.lucene.codecs.Codec;
-import org.apache.lucene.codecs.KnnVectorsFormat;
-import org.apache.lucene.codecs.lucene104.Lucene104Codec;
-import org.apache.lucene.codecs.lucene99.Lucene99HnswVectorsFormat;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.FieldType;
 import org.apache.lucene.document.KnnFloatVectorField;
@@ -201,13 +198,7 @@ public final class IndexBuildBenchmark {
       for (int r = 0; r < reps; r++) {
         Path path = Files.createTempDirectory("gv-index-build-hnsw");
         try (Directory dir = FSDirectory.open(path)) {
-          KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
-          Codec codec = new Lucene104Codec() {
-            @Override
-            public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
-              return hnsw;
-            }
-          };
+          Codec codec = KnnGraphBenchmark.hnswCodec(threads, pool);
           FieldType type = KnnFloatVectorField.createFieldType(vectors[0].length, VectorSimilarityFunction.EUCLIDEAN);
           seconds[r] = KnnGraphBenchmark.buildConcurrently(dir, codec, type, vectors, threads);
           System.out.printf(Locale.ROOT, "Lucene HNSW build %d/%d (%d indexing threads, %d merge threads): %.2f s%n",

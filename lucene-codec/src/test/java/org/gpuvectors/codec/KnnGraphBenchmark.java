@@ -268,14 +268,7 @@ public final class KnnGraphBenchmark {
       for (boolean allCores : new boolean[] {false, true}) {
         Path path = Files.createTempDirectory("gv-knn-graph-hnsw");
         try (Directory dir = FSDirectory.open(path)) {
-          KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, threads, pool);
-          Codec codec =
-              new Lucene104Codec() {
-                @Override
-                public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
-                  return hnsw;
-                }
-              };
+          Codec codec = hnswCodec(threads, pool);
           FieldType type = KnnFloatVectorField.createFieldType(vectors[0].length, VectorSimilarityFunction.EUCLIDEAN);
           if (allCores) {
             System.out.println("Lucene HNSW build (" + threads + " indexing threads, " + threads + " merge threads) ...");
@@ -292,6 +285,20 @@ public final class KnnGraphBenchmark {
     } finally {
       pool.shutdown();
     }
+  }
+
+  /**
+   * The peer every benchmark builds: Lucene HNSW at Elasticsearch's defaults (m 16, beam width 100) for every field,
+   * its merges on {@code mergeThreads} workers of {@code pool}.
+   */
+  static Codec hnswCodec(int mergeThreads, ExecutorService pool) {
+    KnnVectorsFormat hnsw = new Lucene99HnswVectorsFormat(16, 100, mergeThreads, pool);
+    return new Lucene104Codec() {
+      @Override
+      public KnnVectorsFormat getKnnVectorsFormatForField(String field) {
+        return hnsw;
+      }
+    };
   }
 
   /** Like {@link #build}, the documents added from {@code threads} threads (each a contiguous share). */
