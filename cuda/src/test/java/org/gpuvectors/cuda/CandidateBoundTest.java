@@ -163,15 +163,6 @@ class CandidateBoundTest {
     return worst;
   }
 
-  /** flat_half_scan.cu's halfScale: the power of two bringing the largest magnitude m below 2^14 (clamped). */
-  static float halfScale(float m) {
-    if (!(m > 0) || !Float.isFinite(m)) {
-      return 1f;
-    }
-    int e = Math.getExponent(m) + 1; // m < 2^e, as frexp's exponent
-    return Math.scalb(1f, HalfScanParams.TOP - Math.max(e, -HalfScanParams.MIN_EXP));
-  }
-
   static float maxAbs(float[] x, int from, int count) {
     float m = 0;
     for (int i = from; i < from + count; i++) {
@@ -191,8 +182,8 @@ class CandidateBoundTest {
    * epilogue (FP32 norms).
    */
   static float halfKey(Metric m, float[] x, int xo, float indexMax, float[] q, int qo, int d, Order order) {
-    float s = halfScale(indexMax);
-    float t = halfScale(maxAbs(q, qo, d));
+    float s = HalfScanParams.halfScale(indexMax); // the kernel's scales (ParamLayoutTest checks the rule)
+    float t = HalfScanParams.halfScale(maxAbs(q, qo, d));
     float[] p = new float[d];
     for (int i = 0; i < d; i++) {
       p[i] = toHalf(x[xo + i], s) * toHalf(q[qo + i], t); // exact: 11 x 11 significant bits
