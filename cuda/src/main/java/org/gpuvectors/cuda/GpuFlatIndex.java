@@ -110,6 +110,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   private final AtomicLong rerankQueries = new AtomicLong();
   private final AtomicLong rerankFallbacks = new AtomicLong();
   private CandidateBound bound; // made on the first TF32 search, under the device lock
+  private float maxNorm2 = Float.NaN; // the largest ||x||^2 (maxNorm2()), read back once under the device lock
   // the FP16 copy of the small batches' candidate scan ({@link #addHalfCopy}), set once under the device lock and
   // read without it by a pass's layout (halfScans)
   private volatile FlatHalfCopy half;
@@ -267,7 +268,8 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /**
    * Device address of the vectors (row-major, normalised for cosine): the IVF-PQ scan reads the coarse
-   * index's centroids from here. Caller holds the device lock.
+   * index's centroids from here, a half scan table's re-rank ({@link FlatScanTable}) the vectors. Caller holds the
+   * device lock.
    */
   long vectorsAddress() {
     ensureOpen();
@@ -779,8 +781,18 @@ public final class GpuFlatIndex extends ResidentIndex {
     return bound;
   }
 
-  /** The largest FP32 ||x||^2 of the vectors (NaN norms skipped: such vectors are never found); waits. */
+  /**
+   * The largest FP32 ||x||^2 of the vectors (NaN norms skipped: such vectors are never found), read back once (the
+   * FP16 copy's bound and the TF32 pass's both need it); waits the first time. Caller holds the device lock.
+   */
   private float maxNorm2() {
+    if (Float.isNaN(maxNorm2)) {
+      maxNorm2 = readMaxNorm2();
+    }
+    return maxNorm2;
+  }
+
+  private float readMaxNorm2() {
     if (n == 0) {
       return 0f;
     }
