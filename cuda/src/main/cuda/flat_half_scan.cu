@@ -28,6 +28,7 @@ constexpr int kHalfScanWarpRows = 32;  // two m16 tiles a warp
 constexpr int kHalfScanRows = kHalfScanWarpRows * (kHalfScanThreads / kWarpSize);  // rows per tile: 256
 constexpr int kHalfScanDimStep = 32;   // dimensions per step: four lanes x 8 halves (16 bytes) of a row
 constexpr int kHalfScanTop = 14;       // values are scaled below 2^14: FP16's largest finite is 65,504
+constexpr int kHalfScanPrefetchDims = 128;  // rows of at most this many dims prefetch the next tile (halfScan)
 static_assert(kHalfScanThreads == kHalfScanQueries * kWarpSize, "one warp queue a query");
 
 // D = A (16 x 16, row) * B (16 x 8, col) + D; FP16 inputs, FP32 accumulation.
@@ -96,6 +97,11 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
   __syncthreads();
 
   const bool selects = warp < queries;  // warp-uniform
+  // Short rows: a tile's loads take about as long as its keys' selection, during which no load is in flight (1M x
+  // 128: the scan read at 54 % of the bandwidth, docs/BENCHMARKS.md 30a). The next tile is prefetched into L2 before
+  // the selection; a whole wave's next tiles (256 rows x 256 bytes x 2 blocks x SMs: 17 MB on an H100) fit its L2,
+  // which wider rows would not.
+  const bool prefetch = p.dimsPad <= kHalfScanPrefetchDims;
   WarpQueue<K, Bucket<K>::T> queue;
   queue.init(p.k);
   const int steps = p.dimsPad / kHalfScanDimStep;
@@ -120,6 +126,13 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
       for (int m = 0; m < 2; ++m) {  // m16 tile m: rows i = 2m (g) and 2m + 1 (g + 8)
         mma16816(acc[m], x[2 * m].x, x[2 * m + 1].x, x[2 * m].y, x[2 * m + 1].y, y.x, y.y);
         mma16816(acc[m], x[2 * m].z, x[2 * m + 1].z, x[2 * m].w, x[2 * m + 1].w, y.z, y.w);
+      }
+    }
+    if (prefetch) {  // lane l: row warpRow + 256 + l of the next tile into L2 while this tile's keys are selected
+      const long long r = warpRow + kHalfScanRows + lane;
+      if (r < end) {
+        const char* line = reinterpret_cast<const char*>(p.vectors + r * p.dimsPad);
+        for (int b = 0; b < 2 * p.dimsPad; b += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(line + b));
       }
     }
     // acc[m][h * 2 + c]: row warpRow + 16m + g + 8h, query 2t + c

@@ -92,7 +92,8 @@ __device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query,
 // With p.rowsDone, the re-rank selects too (GpuIvfPqIndex.enqueueRerank, a few queries' candidates): the last of
 // a row's gridDim.y blocks to finish its keys ranks the row's candidates (rankOrder, by key then id; a NaN or +inf
 // key as an empty slot, +inf and id -1) and writes the k best, outScale x key: one launch where a one-query IVF-PQ
-// pass took two (10M x 128, 160 candidates, ncu at real clocks, H100: 12.4 us against 6.2 + 8.4 us).
+// pass took two (10M x 128, 160 candidates, ncu at real clocks, H100: 12.4 us against 6.2 + 8.4 us). With p.stats
+// too (the half scan's re-rank, FlatHalfCopy.java) it also writes the k-th key of gv_rerank_stats.
 constexpr int kRerankSelectMax = kRankOrderMax;  // RerankParams.SELECT_MAX_CANDIDATES
 
 __device__ __forceinline__ void rerankSelectRow(const RerankParams& p, int query) {
@@ -111,6 +112,10 @@ __device__ __forceinline__ void rerankSelectRow(const RerankParams& p, int query
     sorted[e] = (unsigned long long)radixKey(full ? key : GV_INF) << 32 | (unsigned)(full ? p.candIdx[row + e] : -1);
   }
   rankAndWrite(sorted, p.candidates, p.k, p.outScale, p.outK + o, p.outIdx + o);
+  if (p.stats != nullptr) {  // the certificate's k-th exact key, as gv_rerank_stats takes it: one launch less
+    __syncthreads();         // the row's writes, by the block's threads
+    if (threadIdx.x == 0) p.stats[4LL * query] = p.outScale * p.outK[o + p.k - 1];
+  }
 }
 
 __device__ __forceinline__ void rerankExact(const RerankParams& p) {

@@ -115,12 +115,8 @@ final class FlatHalfCopy implements AutoCloseable {
                      long acceptAddress, long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement,
                      long stats) {
     int kc = CandidateBound.candidates(k);
-    boolean ip = index.metric() != Metric.L2;
     HalfScanParams p = params(index, normsAddress, queries, nq, kc, acceptAddress, acceptRowWords);
-    try (DeviceBuffer candV = device.allocate(4L * nq * kc);
-         DeviceBuffer candI = device.allocate(4L * nq * kc);
-         DeviceBuffer exact = device.allocate(4L * nq * kc);
-         DeviceBuffer done = device.allocate(4L * nq)) {
+    try (DeviceBuffer candV = device.allocate(4L * nq * kc); DeviceBuffer candI = device.allocate(4L * nq * kc)) {
       if (p.chunks == 1) {
         p.outK = candV.address();
         p.outIdx = candI.address();
@@ -137,6 +133,23 @@ final class FlatHalfCopy implements AutoCloseable {
               .output(candV, candI, kc, 0));
         }
       }
+      enqueueRerank(device, index.metric(), index.dims(), vectors, queries, null, candV, candI, nq, kc, k,
+          outV.address() + 4L * outElement, outI.address() + 4L * outElement, stats);
+    }
+  }
+
+  /**
+   * Enqueues the FP32 re-rank of {@code rows} rows of {@code kc} candidates ({@code candV} / {@code candI}, rows kc
+   * apart, keys ascending as the half scan writes them): their exact keys, the k best of each row into {@code outK}
+   * / {@code outIdx} (device addresses, rows k apart; inner product and cosine as x.q) and the certificate's inputs
+   * into {@code stats} (4 floats a row). The rows are one index's ({@code vectors}, {@code queries}) or, with a
+   * {@code table}, each row its entry's ({@link FlatScanTable}'s members). Caller holds the lock.
+   */
+  static void enqueueRerank(GpuDevice device, Metric metric, int dims, long vectors, long queries, RerankTable table,
+                            DeviceBuffer candV, DeviceBuffer candI, int rows, int kc, int k, long outK, long outIdx,
+                            long stats) {
+    boolean ip = metric != Metric.L2;
+    try (DeviceBuffer exact = device.allocate(4L * rows * kc); DeviceBuffer done = device.allocate(4L * rows)) {
       device.clear(done);
       RerankParams r = new RerankParams();
       r.vectors = vectors;
@@ -145,17 +158,20 @@ final class FlatHalfCopy implements AutoCloseable {
       r.candKeys = candV.address();
       r.exactKeys = exact.address();
       r.stats = stats;
-      r.outK = outV.address() + 4L * outElement;
-      r.outIdx = outI.address() + 4L * outElement;
+      r.outK = outK;
+      r.outIdx = outIdx;
       r.rowsDone = done.address(); // k' <= 256: the re-rank selects each row's k best itself
-      r.dims = index.dims();
-      r.numQueries = nq;
+      r.dims = dims;
+      r.numQueries = rows;
       r.candidates = kc;
       r.k = k;
       r.metric = ip ? 1 : 0;
       r.outScale = ip ? -1f : 1f;
-      r.enqueueExact(device);
-      device.module().launch("gv_rerank_stats", (nq + 255) / 256, 1, 256, 0, device.stream(), Pointer.to(r.encode()));
+      if (table == null) { // selects, and with rowsDone writes the stats' k-th key too (no gv_rerank_stats launch)
+        r.enqueueExact(device);
+      } else {
+        r.enqueueExactTable(device, table);
+      }
     }
   }
 
