@@ -174,6 +174,25 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
   }
 }
 
+// Several flat segments' half scans in one launch (the small searches of a pass over a field's segments,
+// FlatScanTable.java writes this layout, passed by value): entry z = blockIdx.z; a block past its entry's blocks of
+// queries or chunks returns at once. Entries share dims (the dynamic shared memory holds their queries), metric and
+// k' (the members' largest k's).
+constexpr int kHalfScanTableEntries = 32;  // 8 + 32 x 104 bytes: within a launch's 4 KB of parameters
+using HalfScanTable = ParamTable<HalfScanParams, kHalfScanTableEntries>;
+static_assert(sizeof(HalfScanTable) == 8 + kHalfScanTableEntries * sizeof(HalfScanParams),
+              "HalfScanTable's layout is FlatScanTable.java's");
+
+template <int K>
+__device__ __forceinline__ void halfScanTable(const HalfScanTable& t) {
+  const HalfScanParams* entry = blockEntry(t);
+  if (entry == nullptr || (int)blockIdx.x * kHalfScanQueries >= entry->numQueries || (int)blockIdx.y >= entry->chunks) {
+    return;
+  }
+  const HalfScanParams p = *entry;  // in registers, as flat_scan.cu's table (docs/BENCHMARKS.md 18d)
+  halfScan<K>(p);
+}
+
 // The FP16 copy of rows x (n x dims FP32): out row r = round(x_r * scale) to FP16, dimsPad halves, zeros past dims.
 __device__ __forceinline__ void toHalf(const float* x, long long n, int dims, int dimsPad, float scale,
                                        unsigned short* out) {
@@ -210,9 +229,17 @@ extern "C" {
   __global__ void __launch_bounds__(gv::kHalfScanThreads, 2) gv_half_scan_k##K(HalfScanParams p) {                  \
     gv::halfScan<K>(p);                                                                                              \
   }
+#define GV_HALF_SCAN_TABLE(K)                                                                                        \
+  __global__ void __launch_bounds__(gv::kHalfScanThreads, 2)                                                         \
+      gv_half_scan_table_k##K(const __grid_constant__ gv::HalfScanTable t) {                                         \
+    gv::halfScanTable<K>(t);                                                                                         \
+  }
 GV_HALF_SCAN(64)
 GV_HALF_SCAN(128)
 GV_HALF_SCAN(256)
+GV_HALF_SCAN_TABLE(64)
+GV_HALF_SCAN_TABLE(128)
+GV_HALF_SCAN_TABLE(256)
 // grid-stride, any grid
 __global__ void gv_to_half(const float* x, long long n, int dims, int dimsPad, float scale, unsigned short* out) {
   gv::toHalf(x, n, dims, dimsPad, scale, out);

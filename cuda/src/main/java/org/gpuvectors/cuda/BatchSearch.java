@@ -85,9 +85,10 @@ public final class BatchSearch {
   }
 
   /**
-   * The half-scanned groups' certificates ({@link GpuFlatIndex#uncertifiedHalf}, from the stats the pass brought
-   * back with the results): each query without one is searched again alone by the FP32 scan and its results written
-   * over the pass's. Runs after the pass, outside its slot (a search takes the device lock itself).
+   * The half-scanned groups' certificates (alone or in a half scan table; {@link GpuFlatIndex#uncertifiedHalf}, from
+   * the stats the pass brought back with the results): each query without one is searched again alone by the FP32
+   * scan and its results written over the pass's. Runs after the pass, outside its slot (a search takes the device
+   * lock itself).
    */
   private static void searchRejectedAgain(List<SearchGroup> groups, PassLayout layout, float[] distances, int[] ids) {
     for (int g = 0; g < groups.size(); g++) {
@@ -298,7 +299,7 @@ public final class BatchSearch {
         if (lanes != null) {
           lanes.use(chain++);
         }
-        flats.enqueue(device, groups, queries, accept, maskRowWords, outV, outI, outAt);
+        flats.enqueue(device, groups, queries, accept, maskRowWords, outV, outI, outAt, layout.statsAt);
         any = true;
       }
       if (walked != null) {

@@ -17,7 +17,17 @@ import jcuda.Pointer;
  * results are the first k. Members are split into chunks of about the same length ({@link #chunkRows}), so a larger
  * segment has more; each row of the merge has room for the most chunks' lists, and the slots a member does not
  * write (fewer chunks, a smaller k) are filled empty first. The members' results lie one after another, rows
- * {@link #stride()} apart (BatchSearch.placeResults). Used under the device lock, within one pass.
+ * {@link #stride()} apart (BatchSearch.placeResults).
+ *
+ * <p>When every member's index has its FP16 copy and its k is one the half scan takes ({@link
+ * GpuFlatIndex#halfTakes}), the table is a {@linkplain #half() half scan table}: one launch of {@code
+ * gv_half_scan_table_kK} (flat_half_scan.cu) takes k' = {@link CandidateBound#candidates} of the largest k for every
+ * member's rows from the copies, one merge keeps each row's k' best, and one re-rank launch over a {@link RerankTable}
+ * of the members' FP32 vectors selects each row's largest-k best and the certificate's inputs (4 floats a row, the
+ * rows one after another from the first member's {@code statsAt}, PassLayout). A member's query whose candidates are
+ * not certified is searched again in FP32 after the pass, as a lone half-scanned group's (BatchSearch). The FP32
+ * table's launches cost a pass over 8 natural segments of 1M x 128 what the kernels did; the half scan reads half the
+ * bytes. Used under the device lock, within one pass.
  */
 final class FlatScanTable {
   /** System property: {@code false} searches each flat group alone (for measurements; the table is on by default). */
@@ -33,8 +43,10 @@ final class FlatScanTable {
   static final int MAX_GROUP_QUERIES = 4 * FlatScanParams.QUERIES_PER_BLOCK;
   /** Entries of a {@code gv::FlatScanTable} (flat_scan.cu's kFlatScanTableEntries). */
   static final int MAX_ENTRIES = 32;
-  /** Bytes of the table argument. */
+  /** Bytes of the table argument (a {@link #half} table's: {@link #HALF_BYTES}). */
   static final int BYTES = ParamTable.bytes(MAX_ENTRIES, FlatScanParams.BYTES);
+  /** Bytes of a {@code gv::HalfScanTable} (flat_half_scan.cu, as many entries). */
+  static final int HALF_BYTES = ParamTable.bytes(MAX_ENTRIES, HalfScanParams.BYTES);
 
   private final int[] firstRow; // per group of the pass, its first row of the merge, or -1 for a group that is not a member
   private final int members;
@@ -42,14 +54,16 @@ final class FlatScanTable {
   private final int k; // the members' largest k: the merge's
   private final boolean mixedK; // some member's k is smaller
   private final Metric metric;
+  private final boolean half; // every member scans its FP16 copy
 
-  private FlatScanTable(int[] firstRow, int members, int rows, int k, boolean mixedK, Metric metric) {
+  private FlatScanTable(int[] firstRow, int members, int rows, int k, boolean mixedK, Metric metric, boolean half) {
     this.firstRow = firstRow;
     this.members = members;
     this.rows = rows;
     this.k = k;
     this.mixedK = mixedK;
     this.metric = metric;
+    this.half = half;
   }
 
   /**
@@ -67,6 +81,7 @@ final class FlatScanTable {
     int rows = 0;
     int minK = Integer.MAX_VALUE;
     int maxK = 0;
+    boolean half = true;
     SearchGroup first = null;
     for (int g = 0; g < groups.size() && members < MAX_ENTRIES; g++) {
       SearchGroup group = groups.get(g);
@@ -84,8 +99,30 @@ final class FlatScanTable {
       members++;
       minK = Math.min(minK, group.k());
       maxK = Math.max(maxK, group.k());
+      half &= flat.halfTakes(group.k());
     }
-    return members < 2 ? null : new FlatScanTable(firstRow, members, rows, maxK, minK < maxK, first.index().metric());
+    return members < 2 ? null
+        : new FlatScanTable(firstRow, members, rows, maxK, minK < maxK, first.index().metric(), half && halfEnabled);
+  }
+
+  /** System property: {@code false} keeps the table on the FP32 scan when its members have FP16 copies. */
+  public static final String HALF_PROPERTY = "gpuvectors.flat.scan_table_half";
+  /** {@link #HALF_PROPERTY} (package-private and volatile so tests can turn it). */
+  static volatile boolean halfEnabled = Boolean.parseBoolean(System.getProperty(HALF_PROPERTY, "true"));
+
+  /** Whether the members' candidates come from their FP16 copies and carry certificates (the class comment). */
+  boolean half() {
+    return half;
+  }
+
+  /** The members' queries, whose result rows (and, for a half table, certificate inputs) lie one after another. */
+  int rows() {
+    return rows;
+  }
+
+  /** Group g's first row among the members' rows ({@link #member} g). */
+  int firstRow(int g) {
+    return firstRow[g];
   }
 
   /** Elements between a member's result rows: the members' largest k (a member's results are a row's first k). */
@@ -122,10 +159,21 @@ final class FlatScanTable {
   /**
    * Enqueues the members' scan (one table launch) and the merge of their rows into the results from the first
    * member's {@code outAt}, rows {@link #stride()} apart (arguments per group of the pass: device addresses of its
-   * queries and accept masks, the masks' row words). Caller holds the device lock.
+   * queries and accept masks, the masks' row words, and for a {@link #half} table the element offsets of the
+   * certificate inputs in {@code outV}). Caller holds the device lock.
    */
   void enqueue(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept, long[] acceptRowWords,
-               DeviceBuffer outV, DeviceBuffer outI, long[] outAt) {
+               DeviceBuffer outV, DeviceBuffer outI, long[] outAt, long[] statsAt) {
+    if (half) {
+      enqueueHalf(device, groups, queries, accept, acceptRowWords, outV, outI, outAt, statsAt);
+    } else {
+      enqueueFp32(device, groups, queries, accept, acceptRowWords, outV, outI, outAt);
+    }
+    device.countFlatScanTable();
+  }
+
+  private void enqueueFp32(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept,
+                           long[] acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long[] outAt) {
     List<FlatScanParams> entries = new ArrayList<>();
     long work = 0; // rows x blocks of queries, over the members
     long out = BatchSearch.membersOut(firstRow, outAt, k);
@@ -173,6 +221,76 @@ final class FlatScanTable {
       KSelect.mergeCandidates(device, new SelectParams().input(tv, rows, (int) width, width).inputIds(ti).k(k)
           .largest(metric != Metric.L2).output(outV, outI, k, out));
     }
-    device.countFlatScanTable();
+  }
+
+  /**
+   * The {@link #half} table's enqueue: the members' k' candidates from their FP16 copies (one table launch), each
+   * row's k' best of its chunks (one merge, unless every member is one chunk), the rows' FP32 re-rank into the
+   * results and the certificate inputs (one re-rank launch over the members' vectors, FlatHalfCopy.enqueueRerank).
+   */
+  private void enqueueHalf(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept,
+                           long[] acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, long[] statsAt) {
+    int kc = CandidateBound.candidates(k); // every member keeps the largest k's candidates: certified for it
+    List<HalfScanParams> entries = new ArrayList<>();
+    RerankTable vectors = new RerankTable();
+    long work = 0;
+    for (int g = 0; g < firstRow.length; g++) {
+      if (member(g)) {
+        SearchGroup group = groups.get(g);
+        GpuFlatIndex flat = (GpuFlatIndex) group.index();
+        entries.add(flat.halfScanParams(queries[g], group.numQueries(), kc, accept[g], acceptRowWords[g]));
+        vectors.add(firstRow[g], flat.vectorsAddress(), queries[g]);
+        work += (long) flat.size()
+            * ((group.numQueries() + HalfScanParams.QUERIES_PER_BLOCK - 1) / HalfScanParams.QUERIES_PER_BLOCK);
+      }
+    }
+    long chunkRows = chunkRows(device.multiprocessorCount(), work);
+    int mostChunks = 0;
+    boolean gaps = false;
+    for (HalfScanParams p : entries) {
+      p.chunks = chunks(p.n, chunkRows);
+      p.chunkLen = (int) (((p.n + p.chunks - 1) / p.chunks + HalfScanParams.ROWS - 1) / HalfScanParams.ROWS
+          * HalfScanParams.ROWS); // whole tiles
+      p.chunks = (int) ((p.n + p.chunkLen - 1) / p.chunkLen);
+      gaps |= mostChunks > 0 && p.chunks != mostChunks;
+      mostChunks = Math.max(mostChunks, p.chunks);
+    }
+    long width = (long) mostChunks * kc;
+    try (DeviceBuffer candV = device.allocate(4L * rows * kc); DeviceBuffer candI = device.allocate(4L * rows * kc);
+         DeviceBuffer tv = mostChunks > 1 ? device.allocate(4L * rows * width) : null;
+         DeviceBuffer ti = mostChunks > 1 ? device.allocate(4L * rows * width) : null) {
+      DeviceBuffer scanV = tv != null ? tv : candV;
+      DeviceBuffer scanI = ti != null ? ti : candI;
+      if (gaps) { // the slots past a member's chunks: empty ones, as the kernel writes them (keys ascending)
+        device.fill32(scanV, Float.floatToRawIntBits(Float.POSITIVE_INFINITY));
+        device.fill32(scanI, -1);
+      }
+      List<byte[]> encoded = new ArrayList<>();
+      int gridX = 0;
+      int row = 0;
+      for (HalfScanParams p : entries) {
+        p.outK = scanV.address() + 4L * row * width;
+        p.outIdx = scanI.address() + 4L * row * width;
+        p.outRowStride = width;
+        row += p.numQueries;
+        gridX = Math.max(gridX, (p.numQueries + HalfScanParams.QUERIES_PER_BLOCK - 1) / HalfScanParams.QUERIES_PER_BLOCK);
+        p.check();
+        encoded.add(p.encode());
+      }
+      HalfScanParams lead = entries.get(0);
+      String kernel = lead.tableKernel(); // every member's k' is kc
+      int shared = lead.sharedBytes();
+      device.module().allowDynamicShared(kernel, shared);
+      device.module().launch3d(kernel, gridX, mostChunks, entries.size(), HalfScanParams.THREADS, shared,
+          device.stream(), Pointer.to(ParamTable.encode("half scan", MAX_ENTRIES, HalfScanParams.BYTES, encoded)));
+      if (tv != null) {
+        KSelect.mergeCandidates(device, new SelectParams().input(tv, rows, (int) width, width).inputIds(ti).k(kc)
+            .output(candV, candI, kc, 0));
+      }
+      long out = BatchSearch.membersOut(firstRow, outAt, k);
+      long stats = BatchSearch.membersOut(firstRow, statsAt, 4);
+      FlatHalfCopy.enqueueRerank(device, metric, lead.dims, 0, 0, vectors, candV, candI, rows, kc, k,
+          outV.address() + 4L * out, outI.address() + 4L * out, outV.address() + 4L * stats);
+    }
   }
 }

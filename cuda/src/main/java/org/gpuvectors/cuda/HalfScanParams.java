@@ -101,13 +101,23 @@ final class HalfScanParams {
     return "gv_half_scan_k" + KSelect.bucket(k);
   }
 
-  /** Enqueues the scan on the device's stream: grid (query blocks, chunks). Caller holds the device lock. */
-  void enqueue(GpuDevice device) {
+  /** The table launch's kernel of k' = {@link #k}'s bucket ({@link FlatScanTable}: every member's k' is the same). */
+  String tableKernel() {
+    return "gv_half_scan_table_k" + KSelect.bucket(k);
+  }
+
+  /** Throws unless the scan takes these parameters: its k' and dims, rows padded, chunks of whole tiles. */
+  void check() {
     if (!supports(k, dims) || dimsPad != paddedDims(dims) || chunkLen % ROWS != 0) {
       throw new IllegalArgumentException("the half scan takes " + MIN_K + " <= k' <= " + MAX_K + ", dims <= " + MAX_DIMS
           + ", rows padded to " + DIM_STEP + " and chunks of whole tiles: k'=" + k + " dims=" + dims + " dimsPad="
           + dimsPad + " chunkLen=" + chunkLen);
     }
+  }
+
+  /** Enqueues the scan on the device's stream: grid (query blocks, chunks). Caller holds the device lock. */
+  void enqueue(GpuDevice device) {
+    check();
     String kernel = kernel();
     int shared = sharedBytes();
     device.module().allowDynamicShared(kernel, shared);

@@ -22,7 +22,8 @@ final class PassLayout {
   final int[] stride; // elements between a group's result rows: its k, or its scan table's largest k
   final long[] outAt; // element offset of the group's results ({@link BatchSearch#placeResults} sets them)
   // element offset of a half-scanned flat group's certificate inputs (4 floats a query, after every group's results,
-  // in the distances), -1 for other groups ({@link GpuFlatIndex#halfScans})
+  // in the distances; a half scan table's members one after another), -1 for other groups ({@link
+  // GpuFlatIndex#halfScans}, {@link FlatScanTable#half})
   final long[] statsAt;
   final long maskWords;
   final long masksAt; // byte offset of the masks
@@ -78,10 +79,14 @@ final class PassLayout {
       outAt[g] = out;
       out += (long) group.numQueries() * stride[g];
     }
+    long tableStats = out;
+    if (flats != null && flats.half()) {
+      out += 4L * flats.rows();
+    }
     for (int g = 0; g < count; g++) {
       SearchGroup group = groups.get(g);
       boolean alone = (flats == null || !flats.member(g)) && (walked == null || !walked[g]);
-      statsAt[g] = -1;
+      statsAt[g] = flats != null && flats.half() && flats.member(g) ? tableStats + 4L * flats.firstRow(g) : -1;
       if (alone && group.index() instanceof GpuFlatIndex flat && flat.size() > 0
           && flat.halfScans(group.numQueries(), group.k())) {
         statsAt[g] = out;

@@ -16,8 +16,9 @@ import org.junit.jupiter.api.Test;
  * against the CPU oracle (exact id sets up to FP32 near-ties, {@link CpuOracle#compare}): every metric, k = 1 / 10 /
  * 100, 1 to 16 queries (one and two blocks of queries), no mask, a shared mask and per-query masks, one chunk and
  * many, dims that are not a multiple of the scan's 32; near-tie queries that the certificate must reject (counted)
- * and the FP32 scan then answers; passes replayed as CUDA graphs. Every search is checked to have taken the half
- * scan ({@link GpuFlatIndex#halfStats}). Skips (visibly) without a GPU.
+ * and the FP32 scan then answers; passes replayed as CUDA graphs; passes over several segments as one half scan
+ * table ({@link FlatScanTable#half}). Every search is checked to have taken the half scan ({@link
+ * GpuFlatIndex#halfStats}). Skips (visibly) without a GPU.
  */
 class GpuFlatIndexHalfGpuTest extends GpuTestCase {
   private static final int[] KS = {1, 10, 100};
@@ -161,34 +162,221 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 
-  /** Passes of one shape captured and replayed as CUDA graphs keep the certificate's inputs and stay exact. */
+  /**
+   * Passes of one shape captured and replayed as CUDA graphs keep the certificate's inputs and stay exact: one
+   * segment (a lone half scan) and two (a half scan table).
+   */
   @Test
   void capturedPassesStayExact() {
     int n = 8000, dims = 64;
     Random r = new Random(29);
     float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+    float[] second = GpuFlatIndexGpuTest.random(3000 * dims, r);
     boolean saved = PassGraphs.enabled;
     PassGraphs.enabled = true;
     List<String> failures = new ArrayList<>();
-    try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2)) {
-      long launchesBefore = graphLaunches();
-      for (int round = 0; round < 6; round++) {
-        float[] queries = GpuFlatIndexGpuTest.random(2 * dims, r);
-        SearchResult res = BatchSearch.run(device, List.of(new SearchGroup(index, queries, 2, 10, null, null)))[0];
-        for (int q = 0; q < 2; q++) {
-          List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, 10, null);
-          String f = GpuFlatIndexTf32GpuTest.check(res, q, 10, exp, vectors, n, dims, Metric.L2, queries, null);
-          if (f != null) {
-            failures.add("round " + round + " query " + q + ": " + f);
+    try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2);
+         GpuFlatIndex other = halfIndex(second, 3000, dims, Metric.L2)) {
+      for (int segments = 1; segments <= 2; segments++) {
+        long launchesBefore = graphLaunches();
+        long tablesBefore = device.flatScanTables();
+        for (int round = 0; round < 6; round++) {
+          float[] queries = GpuFlatIndexGpuTest.random(2 * dims, r);
+          List<SearchGroup> groups = new ArrayList<>(List.of(new SearchGroup(index, queries, 2, 10, null, null)));
+          if (segments == 2) {
+            groups.add(new SearchGroup(other, queries, 2, 7, null, null));
+          }
+          SearchResult[] res = BatchSearch.run(device, groups);
+          for (int g = 0; g < segments; g++) {
+            float[] v = g == 0 ? vectors : second;
+            int size = g == 0 ? n : 3000, k = groups.get(g).k();
+            for (int q = 0; q < 2; q++) {
+              List<CpuOracle.Entry> exp = CpuOracle.search(v, size, dims, Metric.L2, queries, q, k, null);
+              String f = GpuFlatIndexTf32GpuTest.check(res[g], q, k, exp, v, size, dims, Metric.L2, queries, null);
+              if (f != null) {
+                failures.add(segments + " segments, round " + round + " group " + g + " query " + q + ": " + f);
+              }
+            }
           }
         }
+        assertTrue(graphLaunches() > launchesBefore, segments + " segments: later passes replayed a captured graph");
+        if (segments == 2) {
+          assertEquals(6, device.flatScanTables() - tablesBefore, "every two-segment pass a half scan table");
+        }
       }
-      assertTrue(graphLaunches() > launchesBefore, "later passes replayed a captured graph");
-      assertEquals(12, index.halfStats().queries());
+      assertEquals(24, index.halfStats().queries());
+      assertEquals(12, other.halfStats().queries());
     } finally {
       PassGraphs.enabled = saved;
     }
     assertNoFailures(failures);
+  }
+
+  /**
+   * A pass over several segments with FP16 copies takes one half scan table launch ({@link FlatScanTable#half}):
+   * segments of 2 to 30,000 rows (one chunk and many, so member rows with fewer chunks leave gaps), members' k from 3
+   * to 100 (k' of the largest for all), masks per query, a member of 19 queries, a 33-query group alone on the GEMM
+   * path in the same pass; every metric, dims 64 and 37. Each result against the oracle; each member's queries counted
+   * by its index's half scan.
+   */
+  @Test
+  void halfScanTableAnswersPassesOverSegmentsAsTheOracle() {
+    Random r = new Random(41);
+    int[] sizes = {30_000, 7_000, 1_000, 300, 2};
+    List<String> failures = new ArrayList<>();
+    int checked = 0;
+    for (int dims : new int[] {64, 37}) {
+      for (Metric m : Metric.values()) {
+        float[][] vectors = new float[sizes.length][];
+        List<GpuFlatIndex> indexes = new ArrayList<>();
+        try {
+          for (int s = 0; s < sizes.length; s++) {
+            vectors[s] = GpuFlatIndexGpuTest.random(sizes[s] * dims, r);
+            indexes.add(halfIndex(vectors[s], sizes[s], dims, m));
+          }
+          int nq = 5;
+          float[] queries = GpuFlatIndexGpuTest.random(nq * dims, r);
+          int over = FlatScanTable.MAX_GROUP_QUERIES + 1;
+          float[] many = GpuFlatIndexGpuTest.random(over * dims, r);
+          int member = 2 * HalfScanParams.QUERIES_PER_BLOCK + 3;
+          float[] more = GpuFlatIndexGpuTest.random(member * dims, r);
+          List<SearchGroup> groups = new ArrayList<>();
+          List<long[][]> masks = new ArrayList<>();
+          for (int s = 0; s < sizes.length; s++) {
+            long[][] rowMasks = new long[nq][];
+            for (int q = 0; q < nq; q++) {
+              rowMasks[q] = q % 2 == 0 ? null : GpuFlatIndexGpuTest.bits(sizes[s], 0.3, r);
+            }
+            masks.add(rowMasks);
+            groups.add(new SearchGroup(indexes.get(s), queries, nq, new int[] {10, 12, 7, 3, 25}[s], 1, null,
+                rowMasks, null));
+          }
+          groups.add(new SearchGroup(indexes.get(1), queries, nq, 40, 1, null, null, null));
+          groups.add(new SearchGroup(indexes.get(2), queries, nq, 100, 1, null, null, null)); // the largest k
+          groups.add(new SearchGroup(indexes.get(2), more, member, 10, 1, null, null, null)); // a member still
+          groups.add(new SearchGroup(indexes.get(0), many, over, 10, 1, null, null, null)); // the GEMM path: alone
+          long[] expectedHalf = {nq, 2 * nq, 2 * nq + member, nq, nq};
+          long[] halfBefore = new long[sizes.length];
+          for (int s = 0; s < sizes.length; s++) {
+            halfBefore[s] = indexes.get(s).halfStats().queries();
+          }
+          long tables = device.flatScanTables();
+          SearchResult[] results = BatchSearch.run(device, groups);
+          assertEquals(tables + 1, device.flatScanTables(), "the segments' small groups shared one scan launch");
+          for (int s = 0; s < sizes.length; s++) {
+            assertEquals(expectedHalf[s], indexes.get(s).halfStats().queries() - halfBefore[s],
+                "segment " + s + ": its members' queries took the half scan table");
+          }
+          for (int g = 0; g < groups.size(); g++) {
+            SearchGroup group = groups.get(g);
+            int extra = g - sizes.length; // the groups after the segments' own: 40, 100, more queries, many queries
+            int s = extra < 0 ? g : new int[] {1, 2, 2, 0}[extra];
+            float[] qs = extra == 2 ? more : extra == 3 ? many : queries;
+            for (int q = 0; q < group.numQueries(); q++) {
+              long[] mask = g < sizes.length ? masks.get(g)[q] : null;
+              String f = GpuFlatIndexGpuTest.compareOne(results[g], vectors[s], sizes[s], dims, m, qs, q, group.k(),
+                  mask);
+              checked++;
+              if (f != null) {
+                failures.add(m + " dims=" + dims + " group " + g + " query " + q + ": " + f);
+              }
+            }
+          }
+        } finally {
+          for (GpuFlatIndex index : indexes) {
+            index.close();
+          }
+        }
+      }
+    }
+    System.out.println("[gpu-vectors] half scan table: " + checked + " query results, " + failures.size()
+        + " failures");
+    assertNoFailures(failures);
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /**
+   * Near ties in a half scan table: two segments of {@link NearTies} data (and a third of pixels) in one pass, with
+   * and without masks; every tie query of every segment is rejected, counted, searched again in FP32 and written to
+   * its own row of its member (rows the largest k apart). A member without an FP16 copy makes the table FP32, and the
+   * switch turns the half table off; both stay exact.
+   */
+  @Test
+  void halfScanTableRejectsNearTiesPerMember() {
+    int ties = 4;
+    NearTies a = NearTies.make(ties, 4, 1500, new Random(43));
+    NearTies b = NearTies.make(ties, 4, 900, new Random(44));
+    float[] pixels = FashionLike.vectors(3000, 45);
+    int dims = a.dims(), nq = a.numQueries();
+    List<String> failures = new ArrayList<>();
+    try (GpuFlatIndex ia = halfIndex(a.vectors(), a.n(), dims, Metric.L2);
+         GpuFlatIndex ib = halfIndex(b.vectors(), b.n(), dims, Metric.L2);
+         GpuFlatIndex plain = GpuFlatIndex.upload(device, a.vectors(), a.n(), dims, Metric.L2)) {
+      for (int k : KS) {
+        for (int way = 0; way < 4; way++) { // half table, with masks, a member without a copy, the switch off
+          boolean masked = way == 1;
+          GpuFlatIndex first = way == 2 ? plain : ia;
+          boolean saved = FlatScanTable.halfEnabled;
+          FlatScanTable.halfEnabled = way != 3;
+          GpuFlatIndex.RerankStats beforeA = ia.halfStats();
+          GpuFlatIndex.RerankStats beforeB = ib.halfStats();
+          long tables = device.flatScanTables();
+          SearchResult[] res;
+          try {
+            res = BatchSearch.run(device, List.of(
+                new SearchGroup(first, a.queries(), nq, k, null, masked ? a.masks() : null),
+                new SearchGroup(ib, b.queries(), nq, Math.max(1, k / 2), null, masked ? b.masks() : null)));
+          } finally {
+            FlatScanTable.halfEnabled = saved;
+          }
+          assertEquals(tables + 1, device.flatScanTables(), "k=" + k + " way " + way + ": one table launch");
+          long fellA = ia.halfStats().fallbacks() - beforeA.fallbacks();
+          long fellB = ib.halfStats().fallbacks() - beforeB.fallbacks();
+          if (way <= 1) {
+            assertEquals(2L * nq, ia.halfStats().queries() - beforeA.queries() + ib.halfStats().queries()
+                - beforeB.queries(), "both members took the half table");
+            assertTrue(fellA >= ties && fellA <= nq && fellB >= ties && fellB <= nq, "k=" + k + " way " + way
+                + ": " + fellA + " / " + fellB + " rejected, every tie query of each member must be one");
+          } else {
+            assertEquals(0, ib.halfStats().queries() - beforeB.queries(), "way " + way + ": an FP32 table");
+          }
+          NearTies[] data = {a, b};
+          int[] ks = {k, Math.max(1, k / 2)};
+          for (int g = 0; g < 2; g++) {
+            NearTies d = data[g];
+            for (int q = 0; q < nq; q++) {
+              long[] bits = masked ? d.masks()[q] : null;
+              List<CpuOracle.Entry> exp = CpuOracle.search(d.vectors(), d.n(), dims, Metric.L2, d.queries(), q, ks[g],
+                  bits);
+              String f = GpuFlatIndexTf32GpuTest.check(res[g], q, ks[g], exp, d.vectors(), d.n(), dims, Metric.L2,
+                  d.queries(), bits);
+              if (f != null) {
+                failures.add("k=" + k + " way " + way + " member " + g + " query " + q + (d.tie()[q] ? " (tie)" : "")
+                    + ": " + f);
+              }
+            }
+          }
+        }
+      }
+      try (GpuFlatIndex ip = halfIndex(pixels, 3000, FashionLike.DIMS, Metric.L2)) {
+        assertTrue(ip.hasHalfCopy()); // a third segment of other dims: not a member, searched alone by its half scan
+        long before = ip.halfStats().queries();
+        float[] pq = FashionLike.vectors(2, 46);
+        SearchResult[] res = BatchSearch.run(device, List.of(new SearchGroup(ia, a.queries(), nq, 10, null, null),
+            new SearchGroup(ip, pq, 2, 10, null, null), new SearchGroup(ib, b.queries(), nq, 10, null, null)));
+        assertEquals(2, ip.halfStats().queries() - before, "the other dims' group alone took the half scan");
+        for (int q = 0; q < 2; q++) {
+          List<CpuOracle.Entry> exp = CpuOracle.search(pixels, 3000, FashionLike.DIMS, Metric.L2, pq, q, 10, null);
+          String f = GpuFlatIndexTf32GpuTest.check(res[1], q, 10, exp, pixels, 3000, FashionLike.DIMS, Metric.L2, pq,
+              null);
+          if (f != null) {
+            failures.add("alone query " + q + ": " + f);
+          }
+        }
+      }
+    }
+    assertNoFailures(failures);
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 
   private static long graphLaunches() {

@@ -303,7 +303,12 @@ class ParamLayoutTest {
       HalfScanParams p = new HalfScanParams();
       p.k = k;
       assertTrue(kernels.contains("GV_HALF_SCAN(" + KSelect.bucket(k) + ")"), p.kernel() + " is built");
+      assertTrue(kernels.contains("GV_HALF_SCAN_TABLE(" + KSelect.bucket(k) + ")"), p.tableKernel() + " is built");
     }
+    assertEquals(FlatScanTable.MAX_ENTRIES, constant(kernels, "kHalfScanTableEntries"));
+    assertTrue(kernels.contains("static_assert(sizeof(HalfScanTable) == 8 + kHalfScanTableEntries * sizeof(HalfScanParams),"),
+        "size asserted");
+    assertTrue(FlatScanTable.HALF_BYTES <= 4096, "the half table launch's parameters fit 4 KB");
     HalfScanParams widest = new HalfScanParams();
     widest.dimsPad = HalfScanParams.paddedDims(HalfScanParams.MAX_DIMS);
     assertTrue(widest.sharedBytes() <= 163 << 10, "the widest half scan's shared memory fits an A100 block");
