@@ -19,9 +19,10 @@ import org.gpuvectors.cuda.SearchResult;
  * each call must return its own hits. So the calling threads meet here: a thread that finds the
  * device idle runs at once whatever is queued (its own search at least: a lone query never waits),
  * and searches that arrive while a pass runs queue up and go together in the next one, run by one
- * of their threads. Batches thus grow with the load, with no timer and no thread of our own. Up to {@code
+ * of their threads. Batches thus grow with the load, with no thread of our own. Up to {@code
  * maxPasses} passes run at once (the device enqueues the next while the last one runs: {@link
- * GpuBackend#concurrentPasses}); a thread starts a pass when its search is queued and fewer are running. A pass
+ * GpuBackend#concurrentPasses}); a thread starts a pass when its search is queued, fewer are running and the newest
+ * running pass is expected to end within the new pass's host enqueue ({@link #startsIn}). A pass
  * takes queued searches in arrival order up to {@code maxBatchQueries} queries (at least one
  * search), groups them by device index (many segments, one pass: see {@link
  * org.gpuvectors.cuda.BatchSearch}), and hands each search exactly its own k results; each caller
@@ -87,6 +88,11 @@ public final class SearchBatcher {
   private final Condition passEnded = lock.newCondition();
   private final ArrayDeque<Search> queue = new ArrayDeque<>();
   private int running; // passes on the device
+  // Pipelining (maxPasses >= 2), guarded by the lock: the newest running pass's start and moving averages of a
+  // pass's duration and of its host enqueue, in nanoseconds (0 until a pass has run).
+  private long newestStart;
+  private long passNanos;
+  private long enqueueNanos;
 
   public SearchBatcher(Pass pass, int maxBatchQueries, int maxPasses, GpuSearchStats stats) {
     if (maxBatchQueries < 1) {
@@ -111,23 +117,32 @@ public final class SearchBatcher {
       queue.addAll(searches);
       boolean interrupted = false;
       while (searches.get(searches.size() - 1).done == false || anyPending(searches)) {
-        if (running < maxPasses && queued(searches)) {
+        long now = System.nanoTime();
+        long wait = queued(searches) ? startsIn(now) : -1;
+        if (wait == 0) {
           running++;
+          newestStart = now;
           List<Search> batch = take();
+          long[] timing = new long[2];
           lock.unlock();
           try {
-            runPass(batch);
+            runPass(batch, timing);
           } finally {
             lock.lock();
             for (Search s : batch) {
               s.done = true;
             }
             running--;
+            passEnded(System.nanoTime() - now, timing[0]);
             passEnded.signalAll();
           }
         } else {
           try {
-            passEnded.await();
+            if (wait > 0) {
+              passEnded.awaitNanos(wait); // or earlier, when a pass ends
+            } else {
+              passEnded.await();
+            }
           } catch (InterruptedException e) {
             interrupted = true; // our search is queued or running: wait for it, keep the flag
           }
@@ -138,6 +153,35 @@ public final class SearchBatcher {
       }
     } finally {
       lock.unlock();
+    }
+  }
+
+  /**
+   * When a thread with queued searches may start a pass: now (0), in that many nanoseconds, or when a pass ends (-1).
+   * Now when none runs (a lone query never waits). With fewer than {@code maxPasses} running, once the newest of them
+   * is expected to end within a pass's host enqueue: a pass begun at once would take the few searches queued so far
+   * and read the vectors again (two passes at once halved a one-segment rate, docs/BENCHMARKS.md 11c), while one
+   * begun after the last ends leaves the device idle during its enqueue (90-200 us of a 270-700 us flat pass through
+   * Elasticsearch, section 31). Caller holds the lock.
+   */
+  private long startsIn(long now) {
+    if (running == 0) {
+      return 0;
+    }
+    if (running >= maxPasses) {
+      return -1;
+    }
+    return Math.max(0, newestStart + passNanos - enqueueNanos - now);
+  }
+
+  /** Folds an ended pass's duration and host enqueue into the moving averages (weight 1/8). Caller holds the lock. */
+  private void passEnded(long duration, long enqueue) {
+    if (passNanos == 0) {
+      passNanos = duration;
+      enqueueNanos = enqueue;
+    } else {
+      passNanos += (duration - passNanos) / 8;
+      enqueueNanos += (enqueue - enqueueNanos) / 8;
     }
   }
 
@@ -179,7 +223,7 @@ public final class SearchBatcher {
   /** The searches that go into one group: one device index, exact or not (device indexes compare by identity). */
   private record GroupKey(DeviceIndex index, boolean exact) {}
 
-  private void runPass(List<Search> batch) {
+  private void runPass(List<Search> batch, long[] timing) {
     long start = System.nanoTime();
     // one group per device index, in order of first appearance; a graph's exact searches (selective
     // filters) apart from its walks, which would otherwise all run at the group's largest effort: exact
@@ -196,7 +240,6 @@ public final class SearchBatcher {
       groups.add(group(key.index(), byKey.get(key)));
     }
     SearchResult[] results;
-    long[] timing = new long[2];
     try {
       results = pass.run(groups, timing);
     } catch (Throwable t) {

@@ -32,7 +32,10 @@ public final class FakeBackend implements GpuBackend {
   /** A fault to throw from the next uploads or passes (null: none). */
   public volatile Supplier<RuntimeException> uploadFault;
   public volatile Supplier<RuntimeException> passFault;
-  /** Milliseconds each pass sleeps (lets concurrent searches queue up behind it). */
+  /**
+   * Milliseconds each pass sleeps (lets concurrent searches queue up behind it); the first half is reported as the
+   * pass's host enqueue (timing[0]), so that with two passes at once the batcher starts the next one halfway.
+   */
   public volatile long passMillis;
   /** Passes that may run at once ({@link #concurrentPasses}); set before the service is made. */
   public volatile int concurrentPasses = 1;
@@ -262,6 +265,7 @@ public final class FakeBackend implements GpuBackend {
   public SearchResult[] search(List<SearchGroup> groups, long[] timing) {
     maxPassesInFlight.accumulateAndGet(passesInFlight.incrementAndGet(), Math::max);
     try {
+      timing[0] += passMillis * 500_000L;
       return pass(groups);
     } finally {
       passesInFlight.decrementAndGet();
