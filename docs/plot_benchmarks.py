@@ -258,6 +258,32 @@ def half_scan():
     print("wrote", out)
 
 
+def half_table():
+    """Section 31: Elasticsearch 1M x 128 flat, natural and one segment, the FP16 table and the pipelined passes."""
+    base = "half-table-s24"
+    runs = (("es-128-fp32", "tab:green", "FP32 scan + FP32 table (9b)"),
+            ("es-128-half-passes1", "tab:blue", "FP16 copy + half table (12c)"),
+            ("es-128-half-passes2", "tab:purple", "FP16 + half table, two passes, pipelined (12d)"))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    for ax, segments in zip(axes, ("one", "natural")):
+        for run, color, label in runs:
+            with open(os.path.join(results, base, run, "es_bench.jsonl")) as f:
+                pts = [json.loads(line) for line in f if line.startswith("{")]
+            gpu = [p for p in pts if p.get("step") == "concurrent" and p.get("system") == "gpu"
+                   and p.get("segments") == segments]
+            ax.plot([p["clients"] for p in gpu], [p["qps"] for p in gpu], marker="o", color=color, label=label)
+            ax.plot([p["clients"] for p in gpu], [p["ceiling_qps"] for p in gpu], marker="x", color=color,
+                    linestyle=":", alpha=0.6, label=f"its paired knn ceiling")
+        ax.set_xscale("log", base=2); ax.set_yscale("log")
+        ax.set_xlabel("concurrent clients"); ax.set_ylabel("queries/s (exact knn, k = 10, recall 1.0)")
+        ax.set_title(f"Elasticsearch, gpu_vector flat 1M x 128, {segments} segment(s), H200")
+        ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = os.path.join(here, "half-table.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 def ivfpq_scale():
     sets = (("10M x 128", "ivfpq-s18/typical-row/m10-p8/ivfpq-scale-10000000-128.csv",
              "ivfpq-s17/scale-10m-torch/torch-scale-10000000-128.csv"),
