@@ -185,7 +185,16 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
    */
   @Test
   void scanTableAnswersPassesOverSegmentsAsTheOracle() {
-    Random r = new Random(31);
+    assertScanTablePassesMatchOracle(false);
+  }
+
+  /**
+   * The passes of {@link #scanTableAnswersPassesOverSegmentsAsTheOracle} for dims 64 and 37 and every metric; with
+   * {@code half}, over segments with FP16 copies (the half scan table), each segment's member queries counted by its
+   * half scan. Prints the count of results checked; fails on the first few failures.
+   */
+  static void assertScanTablePassesMatchOracle(boolean half) {
+    Random r = new Random(half ? 41 : 31);
     int[] sizes = {30_000, 7_000, 1_000, 300, 2};
     List<String> failures = new ArrayList<>();
     int checked = 0;
@@ -197,6 +206,10 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
           for (int s = 0; s < sizes.length; s++) {
             vectors[s] = random(sizes[s] * dims, r);
             indexes.add(GpuFlatIndex.upload(device, vectors[s], sizes[s], dims, m));
+            if (half) {
+              indexes.get(s).addHalfCopy();
+              assertTrue(indexes.get(s).hasHalfCopy(), "the FP16 copy is made");
+            }
           }
           int nq = 5;
           float[] queries = random(nq * dims, r);
@@ -219,9 +232,18 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
           groups.add(new SearchGroup(indexes.get(2), queries, nq, 100, 1, null, null, null)); // the largest k
           groups.add(new SearchGroup(indexes.get(2), more, member, 10, 1, null, null, null)); // a member still
           groups.add(new SearchGroup(indexes.get(0), many, over, 10, 1, null, null, null)); // the GEMM path: alone
+          long[] memberQueries = {nq, 2 * nq, 2 * nq + member, nq, nq};
+          long[] halfBefore = new long[sizes.length];
+          for (int s = 0; s < sizes.length; s++) {
+            halfBefore[s] = indexes.get(s).halfStats().queries();
+          }
           long tables = device.flatScanTables();
           SearchResult[] results = BatchSearch.run(device, groups);
           assertEquals(tables + 1, device.flatScanTables(), "the segments' small groups shared one scan launch");
+          for (int s = 0; half && s < sizes.length; s++) {
+            assertEquals(memberQueries[s], indexes.get(s).halfStats().queries() - halfBefore[s],
+                "segment " + s + ": its members' queries took the half scan table");
+          }
           for (int g = 0; g < groups.size(); g++) {
             SearchGroup group = groups.get(g);
             int extra = g - sizes.length; // the groups after the segments' own: 40, 100, more queries, many queries
@@ -243,7 +265,8 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
         }
       }
     }
-    System.out.println("[gpu-vectors] flat scan table: " + checked + " query results, " + failures.size() + " failures");
+    System.out.println("[gpu-vectors] " + (half ? "half" : "flat") + " scan table: " + checked + " query results, "
+        + failures.size() + " failures");
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");

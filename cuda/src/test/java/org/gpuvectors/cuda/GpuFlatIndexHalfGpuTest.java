@@ -221,78 +221,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
    */
   @Test
   void halfScanTableAnswersPassesOverSegmentsAsTheOracle() {
-    Random r = new Random(41);
-    int[] sizes = {30_000, 7_000, 1_000, 300, 2};
-    List<String> failures = new ArrayList<>();
-    int checked = 0;
-    for (int dims : new int[] {64, 37}) {
-      for (Metric m : Metric.values()) {
-        float[][] vectors = new float[sizes.length][];
-        List<GpuFlatIndex> indexes = new ArrayList<>();
-        try {
-          for (int s = 0; s < sizes.length; s++) {
-            vectors[s] = GpuFlatIndexGpuTest.random(sizes[s] * dims, r);
-            indexes.add(halfIndex(vectors[s], sizes[s], dims, m));
-          }
-          int nq = 5;
-          float[] queries = GpuFlatIndexGpuTest.random(nq * dims, r);
-          int over = FlatScanTable.MAX_GROUP_QUERIES + 1;
-          float[] many = GpuFlatIndexGpuTest.random(over * dims, r);
-          int member = 2 * HalfScanParams.QUERIES_PER_BLOCK + 3;
-          float[] more = GpuFlatIndexGpuTest.random(member * dims, r);
-          List<SearchGroup> groups = new ArrayList<>();
-          List<long[][]> masks = new ArrayList<>();
-          for (int s = 0; s < sizes.length; s++) {
-            long[][] rowMasks = new long[nq][];
-            for (int q = 0; q < nq; q++) {
-              rowMasks[q] = q % 2 == 0 ? null : GpuFlatIndexGpuTest.bits(sizes[s], 0.3, r);
-            }
-            masks.add(rowMasks);
-            groups.add(new SearchGroup(indexes.get(s), queries, nq, new int[] {10, 12, 7, 3, 25}[s], 1, null,
-                rowMasks, null));
-          }
-          groups.add(new SearchGroup(indexes.get(1), queries, nq, 40, 1, null, null, null));
-          groups.add(new SearchGroup(indexes.get(2), queries, nq, 100, 1, null, null, null)); // the largest k
-          groups.add(new SearchGroup(indexes.get(2), more, member, 10, 1, null, null, null)); // a member still
-          groups.add(new SearchGroup(indexes.get(0), many, over, 10, 1, null, null, null)); // the GEMM path: alone
-          long[] expectedHalf = {nq, 2 * nq, 2 * nq + member, nq, nq};
-          long[] halfBefore = new long[sizes.length];
-          for (int s = 0; s < sizes.length; s++) {
-            halfBefore[s] = indexes.get(s).halfStats().queries();
-          }
-          long tables = device.flatScanTables();
-          SearchResult[] results = BatchSearch.run(device, groups);
-          assertEquals(tables + 1, device.flatScanTables(), "the segments' small groups shared one scan launch");
-          for (int s = 0; s < sizes.length; s++) {
-            assertEquals(expectedHalf[s], indexes.get(s).halfStats().queries() - halfBefore[s],
-                "segment " + s + ": its members' queries took the half scan table");
-          }
-          for (int g = 0; g < groups.size(); g++) {
-            SearchGroup group = groups.get(g);
-            int extra = g - sizes.length; // the groups after the segments' own: 40, 100, more queries, many queries
-            int s = extra < 0 ? g : new int[] {1, 2, 2, 0}[extra];
-            float[] qs = extra == 2 ? more : extra == 3 ? many : queries;
-            for (int q = 0; q < group.numQueries(); q++) {
-              long[] mask = g < sizes.length ? masks.get(g)[q] : null;
-              String f = GpuFlatIndexGpuTest.compareOne(results[g], vectors[s], sizes[s], dims, m, qs, q, group.k(),
-                  mask);
-              checked++;
-              if (f != null) {
-                failures.add(m + " dims=" + dims + " group " + g + " query " + q + ": " + f);
-              }
-            }
-          }
-        } finally {
-          for (GpuFlatIndex index : indexes) {
-            index.close();
-          }
-        }
-      }
-    }
-    System.out.println("[gpu-vectors] half scan table: " + checked + " query results, " + failures.size()
-        + " failures");
-    assertNoFailures(failures);
-    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+    GpuFlatIndexGpuTest.assertScanTablePassesMatchOracle(true);
   }
 
   /**

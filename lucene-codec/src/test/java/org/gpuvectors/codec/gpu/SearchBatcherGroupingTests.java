@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
  */
 class SearchBatcherGroupingTests {
 
-  /** A device index that only has a shape (the pass below never reads it). */
-  private static DeviceIndex index(int n, int dims) {
+  /** A device index that only has a shape (the passes of these tests never read it). */
+  static DeviceIndex index(int n, int dims) {
     return new DeviceIndex() {
       @Override
       public int size() {

@@ -11,7 +11,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
 import org.junit.jupiter.api.Test;
@@ -24,33 +23,6 @@ import org.junit.jupiter.api.Test;
 class SearchBatcherPipelineTests {
   private static final long PASS_MS = 60;
   private static final long ENQUEUE_MS = 15; // reported as the pass's host enqueue
-
-  private static DeviceIndex index() {
-    return new DeviceIndex() {
-      @Override
-      public int size() {
-        return 100;
-      }
-
-      @Override
-      public int dims() {
-        return 2;
-      }
-
-      @Override
-      public Metric metric() {
-        return Metric.L2;
-      }
-
-      @Override
-      public long deviceBytes() {
-        return 0;
-      }
-
-      @Override
-      public void close() {}
-    };
-  }
 
   @Test
   void aLaterPassStartsWhenTheRunningOneIsAboutToEnd() throws Exception {
@@ -73,7 +45,7 @@ class SearchBatcherPipelineTests {
       }
       return out;
     }, 1000, 2, new GpuSearchStats());
-    DeviceIndex index = index();
+    DeviceIndex index = SearchBatcherGroupingTests.index(100, 2);
     float[][] query = {{1, 2}};
     for (int i = 0; i < 3; i++) { // the averages: passes of ~60 ms, 15 of them enqueue
       long called = System.nanoTime();
