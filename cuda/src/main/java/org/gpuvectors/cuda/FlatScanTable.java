@@ -25,9 +25,9 @@ import jcuda.Pointer;
  * member's rows from the copies, one merge keeps each row's k' best, and one re-rank launch over a {@link RerankTable}
  * of the members' FP32 vectors selects each row's largest-k best and the certificate's inputs (4 floats a row, the
  * rows one after another from the first member's {@code statsAt}, PassLayout). A member's query whose candidates are
- * not certified is searched again in FP32 after the pass, as a lone half-scanned group's (BatchSearch). The FP32
- * table's launches cost a pass over 8 natural segments of 1M x 128 what the kernels did; the half scan reads half the
- * bytes. Used under the device lock, within one pass.
+ * not certified is searched again in FP32 after the pass, as a lone half-scanned group's (BatchSearch). It reads half
+ * the bytes: a one-query pass over 7 natural segments of 1M x 128 through Elasticsearch took 333 instead of 486 us
+ * (docs/BENCHMARKS.md 31b). Used under the device lock, within one pass.
  */
 final class FlatScanTable {
   /** System property: {@code false} searches each flat group alone (for measurements; the table is on by default). */

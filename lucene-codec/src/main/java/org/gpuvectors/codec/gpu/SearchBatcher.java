@@ -133,7 +133,7 @@ public final class SearchBatcher {
               s.done = true;
             }
             running--;
-            passEnded(System.nanoTime() - now, timing[0]);
+            recordPass(System.nanoTime() - now, timing[0]);
             passEnded.signalAll();
           }
         } else {
@@ -175,7 +175,7 @@ public final class SearchBatcher {
   }
 
   /** Folds an ended pass's duration and host enqueue into the moving averages (weight 1/8). Caller holds the lock. */
-  private void passEnded(long duration, long enqueue) {
+  private void recordPass(long duration, long enqueue) {
     if (passNanos == 0) {
       passNanos = duration;
       enqueueNanos = enqueue;
