@@ -170,6 +170,14 @@ def concurrent_rows(name):
     return out
 
 
+def es_concurrent(run, system, segments=None):
+    """The `concurrent` points of one system in a bench_es.py run's es_bench.jsonl (one layout, when given)."""
+    with open(os.path.join(results, run, "es_bench.jsonl")) as f:
+        pts = [json.loads(line) for line in f if line.startswith("{")]
+    return [p for p in pts if p.get("step") == "concurrent" and p.get("system") == system
+            and (segments is None or p.get("segments") == segments)]
+
+
 def natural_segments():
     old = concurrent_rows("shared-selection-s9/concurrent-natural-final-old.log")
     new = concurrent_rows("shared-selection-s9/concurrent-natural-final-new.log")
@@ -245,9 +253,7 @@ def half_scan():
             ("es-768-hnsw", "hnsw", "tab:orange", "dense_vector HNSW (natural segments)"),
             ("es-768-half", "ceiling", "tab:gray", "knn ceiling (HNSW on 2,000 vectors)"))
     for run, system, color, label in runs:
-        with open(os.path.join(results, base, run, "es_bench.jsonl")) as f:
-            pts = [json.loads(line) for line in f if line.startswith("{")]
-        pts = [p for p in pts if p.get("step") == "concurrent" and p.get("system") == system]
+        pts = es_concurrent(os.path.join(base, run), system)
         ax.plot([p["clients"] for p in pts], [p["qps"] for p in pts], marker="o", color=color, label=label)
     ax.set_xscale("log", base=2); ax.set_yscale("log")
     ax.set_xlabel("concurrent clients"); ax.set_ylabel("queries/s (knn, k = 10)")
@@ -267,10 +273,7 @@ def half_table():
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
     for ax, segments in zip(axes, ("one", "natural")):
         for run, color, label in runs:
-            with open(os.path.join(results, base, run, "es_bench.jsonl")) as f:
-                pts = [json.loads(line) for line in f if line.startswith("{")]
-            gpu = [p for p in pts if p.get("step") == "concurrent" and p.get("system") == "gpu"
-                   and p.get("segments") == segments]
+            gpu = es_concurrent(os.path.join(base, run), "gpu", segments)
             ax.plot([p["clients"] for p in gpu], [p["qps"] for p in gpu], marker="o", color=color, label=label)
             ax.plot([p["clients"] for p in gpu], [p["ceiling_qps"] for p in gpu], marker="x", color=color,
                     linestyle=":", alpha=0.6, label=f"its paired knn ceiling")
