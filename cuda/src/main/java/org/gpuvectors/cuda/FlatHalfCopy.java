@@ -83,7 +83,8 @@ final class FlatHalfCopy implements AutoCloseable {
 
   /**
    * The scan's parameters for {@code nq} queries and {@code kc} candidates over {@code index} (this copy's owner;
-   * arguments as {@link GpuFlatIndex#enqueueSearch}), chunks planned, without the output. Caller holds the lock.
+   * arguments as {@link GpuFlatIndex#enqueueSearch}), without the chunks and the output, which the caller plans (as
+   * {@link GpuFlatIndex#scanParams}: a scan table plans them over all its members). Caller holds the lock.
    */
   HalfScanParams params(GpuFlatIndex index, long normsAddress, long queries, int nq, int kc, long acceptAddress,
                         long acceptRowWords) {
@@ -100,7 +101,7 @@ final class FlatHalfCopy implements AutoCloseable {
     p.k = kc;
     p.metric = index.metric() == Metric.L2 ? 0 : 1;
     p.vectorUnscale = unscale;
-    return p.planChunks(device.multiprocessorCount());
+    return p;
   }
 
   /**
@@ -115,7 +116,8 @@ final class FlatHalfCopy implements AutoCloseable {
                      long acceptAddress, long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement,
                      long stats) {
     int kc = CandidateBound.candidates(k);
-    HalfScanParams p = params(index, normsAddress, queries, nq, kc, acceptAddress, acceptRowWords);
+    HalfScanParams p = params(index, normsAddress, queries, nq, kc, acceptAddress, acceptRowWords)
+        .planChunks(device.multiprocessorCount());
     try (DeviceBuffer candV = device.allocate(4L * nq * kc); DeviceBuffer candI = device.allocate(4L * nq * kc)) {
       if (p.chunks == 1) {
         p.outK = candV.address();

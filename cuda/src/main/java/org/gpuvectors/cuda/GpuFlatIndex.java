@@ -512,8 +512,8 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /**
    * The half scan's parameters for {@code nq} queries and {@code kc} candidates (arguments as {@link #enqueueSearch}),
-   * chunks planned, without the output (benchmarks time the scan alone). Caller holds the lock; the index has its
-   * FP16 copy.
+   * without the chunks and the output, which the caller plans ({@link FlatScanTable}; benchmarks time the scan
+   * alone). Caller holds the lock; the index has its FP16 copy.
    */
   HalfScanParams halfScanParams(long queries, int nq, int kc, long acceptAddress, long acceptRowWords) {
     return half.params(this, norms == null ? 0 : norms.address(), queries, nq, kc, acceptAddress, acceptRowWords);

@@ -269,7 +269,7 @@ public final class ExactSearchBench {
          DeviceBuffer outI = d.allocate(4L * nq * k);
          DeviceBuffer stats = d.allocate(16L * nq)) {
       d.upload(queries, 0, nq * dims, dq, 0);
-      HalfScanParams p = index.halfScanParams(dq.address(), nq, kc, 0, 0);
+      HalfScanParams p = index.halfScanParams(dq.address(), nq, kc, 0, 0).planChunks(d.multiprocessorCount());
       DeviceBuffer chunkV = d.allocate(4L * nq * kc * p.chunks);
       DeviceBuffer chunkI = d.allocate(4L * nq * kc * p.chunks);
       p.outK = chunkV.address();
