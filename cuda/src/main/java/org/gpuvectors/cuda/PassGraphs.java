@@ -11,7 +11,8 @@ import java.util.Map;
  * over the same segments with the same k and effort, the same few queries at a time) run as one graph launch each
  * after their second sighting. A shape seen once is only remembered; the second pass of it is captured (and then
  * launched); later ones launch an idle graph of it, or capture another while every graph of it is in a pass in
- * flight (at most {@link #PER_KEY}).
+ * flight (at most {@link #PER_KEY}). A pass over several segments waits for its third sighting ({@link
+ * #sightingsToCapture}).
  *
  * <p>Bounds: a pass is captured when it is small ({@link #eligible}) and its graph keeps at most {@link
  * #GRAPH_BYTES} of device memory; the graphs together keep at most {@link #TOTAL_BYTES} (the least recently
@@ -62,12 +63,14 @@ final class PassGraphs {
 
   private final GpuDevice device;
   private final Map<Key, List<PassGraph>> graphs = new LinkedHashMap<>();
-  private final Map<Key, Boolean> remembered = new LinkedHashMap<>(16, 0.75f, true) { // true: refused
+  private final Map<Key, Integer> remembered = new LinkedHashMap<>(16, 0.75f, true) { // sightings; REFUSED
     @Override
-    protected boolean removeEldestEntry(Map.Entry<Key, Boolean> eldest) {
+    protected boolean removeEldestEntry(Map.Entry<Key, Integer> eldest) {
       return size() > REMEMBERED;
     }
   };
+  /** A remembered shape that is not captured again ({@link #refuse}). */
+  private static final int REFUSED = -1;
   private int count;
   private long bytes;
   private long clock;
@@ -81,25 +84,39 @@ final class PassGraphs {
 
   /**
    * Whether a pass may be captured: capture is on, its inputs went up in the one staged copy (no group's queries
-   * copied from its own array), and every group holds at most {@link #GROUP_QUERIES} queries: a query or a few per
-   * segment, the passes whose launches outlast their kernels. Passes of more queries are bound by their kernels,
-   * and under concurrent searches their shapes (queries per segment) vary from pass to pass: Elasticsearch at 16
-   * and 64 clients captured one pass in ten with groups of up to 64 queries eligible (docs/BENCHMARKS.md section 21).
+   * copied from its own array), and every group holds at most {@link #GROUP_QUERIES} queries (a pass of one group:
+   * {@link #LONE_GROUP_QUERIES}): a query or a few per segment, the passes whose launches outlast their kernels.
+   * Passes of more queries are bound by their kernels, and under concurrent searches the shapes of passes over
+   * several segments (queries per segment) vary from pass to pass: Elasticsearch at 16 and 64 clients captured one
+   * pass in ten with groups of up to 64 queries eligible (docs/BENCHMARKS.md section 21). A pass over one segment has
+   * one shape per query count: at 16 clients its passes of 4-5 searches spent 70-95 us enqueuing while the device
+   * idled (section 31b).
    */
   static boolean eligible(List<SearchGroup> groups, PassLayout layout) {
     if (!enabled || !layout.staged || layout.anyDirect || groups.isEmpty()) {
       return false;
     }
+    int most = groups.size() == 1 ? LONE_GROUP_QUERIES : GROUP_QUERIES;
     for (SearchGroup g : groups) {
-      if (g.numQueries() > GROUP_QUERIES) {
+      if (g.numQueries() > most) {
         return false;
       }
     }
     return true;
   }
 
-  /** The most queries of a group in a pass that is captured ({@link #eligible}). */
+  /** The most queries of a group in a pass of several groups that is captured ({@link #eligible}). */
   static final int GROUP_QUERIES = 4;
+  /** The most queries of the group of a one-group pass that is captured ({@link #eligible}). */
+  static final int LONE_GROUP_QUERIES = 16;
+  /**
+   * Sightings of a shape before its pass is captured: two for a pass of one group; three for a pass of several, whose
+   * shapes vary more (Elasticsearch, 7 segments, 16 clients: 567-2,246 captures against 617-1,749 launches a point
+   * when the second sighting captured, section 31b): a capture costs about what a few launches save.
+   */
+  static int sightingsToCapture(int groups) {
+    return groups == 1 ? 2 : 3;
+  }
 
   static Key key(List<SearchGroup> groups, int lanes) {
     List<Shape> shapes = new ArrayList<>(groups.size());
@@ -126,16 +143,17 @@ final class PassGraphs {
   }
 
   /**
-   * Whether a pass of {@code key} (with no idle graph) should be captured now: seen before, not refused, fewer
-   * than {@link #PER_KEY} graphs of it. Remembers the key when seen for the first time.
+   * Whether a pass of {@code key} (with no idle graph) should be captured now: seen {@link #sightingsToCapture}
+   * times with this one, not refused, fewer than {@link #PER_KEY} graphs of it. Counts the sighting.
    */
   boolean shouldCapture(Key key) {
-    Boolean refused = remembered.get(key);
-    if (refused == null) {
-      remembered.put(key, false);
+    int seen = remembered.getOrDefault(key, 0);
+    if (seen == REFUSED) {
       return false;
     }
-    if (refused) {
+    seen = Math.min(seen + 1, Integer.MAX_VALUE - 1);
+    remembered.put(key, seen);
+    if (seen < sightingsToCapture(key.groups().size())) {
       return false;
     }
     List<PassGraph> list = graphs.get(key);
@@ -144,7 +162,7 @@ final class PassGraphs {
 
   /** A shape that cannot be captured (its capture failed): its passes run uncaptured from now on. */
   void refuse(Key key) {
-    remembered.put(key, true);
+    remembered.put(key, REFUSED);
     refusals++;
   }
 

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * package's knobs between passes of one shape, which a kept graph would not see); this class switches it on.
  */
 class PassGraphsGpuTest extends GpuTestCase {
-  private static final int RUNS = 4;
+  private static final int RUNS = 5;
 
   @BeforeEach
   void captureOn() {
@@ -45,8 +45,10 @@ class PassGraphsGpuTest extends GpuTestCase {
    */
   private void capturedEqualsUncaptured(String name, IntFunction<List<SearchGroup>> pass) {
     PassGraphStats before = device.passGraphStats();
+    int sightings = 0;
     for (int run = 0; run < RUNS; run++) {
       List<SearchGroup> groups = pass.apply(run);
+      sightings = PassGraphs.sightingsToCapture(groups.size());
       PassGraphs.enabled = false;
       SearchResult[] expected = BatchSearch.run(device, groups);
       PassGraphs.enabled = true;
@@ -60,10 +62,10 @@ class PassGraphsGpuTest extends GpuTestCase {
     }
     PassGraphStats after = device.passGraphStats();
     assertEquals(0, after.refusals() - before.refusals(), name + ": a pass that could not be captured");
-    assertEquals(1, after.captures() - before.captures(), name + ": captured once, on its second pass");
-    assertEquals(RUNS - 2, after.launches() - before.launches(), name + ": the later passes launched the graph");
+    assertEquals(1, after.captures() - before.captures(), name + ": captured once, on pass " + sightings);
+    assertEquals(RUNS - sightings, after.launches() - before.launches(), name + ": the later passes launched the graph");
     System.out.printf("[gpu-vectors] %s: %d passes captured / launched as a graph, equal to the uncaptured ones; "
-        + "%d graphs kept, %d bytes%n", name, RUNS - 1, after.graphs(), after.bytes());
+        + "%d graphs kept, %d bytes%n", name, RUNS - sightings + 1, after.graphs(), after.bytes());
   }
 
   /** One query over an {@code ivf_pq} segment with the device re-rank, unfiltered and with a new filter each pass. */
@@ -247,19 +249,33 @@ class PassGraphsGpuTest extends GpuTestCase {
     }
   }
 
-  /** A pass with a group of more than {@link PassGraphs#GROUP_QUERIES} queries runs uncaptured, however often. */
+  /**
+   * A pass with a group of more than {@link PassGraphs#GROUP_QUERIES} queries among others, or a lone group of more
+   * than {@link PassGraphs#LONE_GROUP_QUERIES}, runs uncaptured, however often; a lone group of that many is captured.
+   */
   @Test
   void largerGroupsAreNotCaptured() {
     Random r = new Random(11);
     int dims = 16;
     try (GpuFlatIndex flat = GpuFlatIndex.upload(device, GpuIvfFlatIndexGpuTest.clustered(2_000, dims, r), 2_000,
+        dims, Metric.L2);
+         GpuFlatIndex other = GpuFlatIndex.upload(device, GpuIvfFlatIndexGpuTest.clustered(1_000, dims, r), 1_000,
         dims, Metric.L2)) {
-      float[] q = GpuIvfFlatIndexGpuTest.clustered(PassGraphs.GROUP_QUERIES + 1, dims, r);
+      int lone = PassGraphs.LONE_GROUP_QUERIES;
+      float[] q = GpuIvfFlatIndexGpuTest.clustered(lone + 1, dims, r);
       PassGraphStats before = device.passGraphStats();
       for (int i = 0; i < 4; i++) {
-        BatchSearch.run(device, List.of(new SearchGroup(flat, q, PassGraphs.GROUP_QUERIES + 1, 10, null, null)));
+        BatchSearch.run(device, List.of(new SearchGroup(flat, q, lone + 1, 10, null, null)));
+        BatchSearch.run(device, List.of(new SearchGroup(flat, q, PassGraphs.GROUP_QUERIES + 1, 10, null, null),
+            new SearchGroup(other, q, 1, 10, null, null)));
       }
       assertEquals(before, device.passGraphStats(), "no capture, no launch");
+      for (int i = 0; i < 3; i++) {
+        BatchSearch.run(device, List.of(new SearchGroup(flat, q, lone, 10, null, null)));
+      }
+      PassGraphStats after = device.passGraphStats();
+      assertEquals(1, after.captures() - before.captures(), "a lone group of " + lone + " captured on its second pass");
+      assertEquals(1, after.launches() - before.launches(), "and launched on its third");
     }
   }
 
