@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|flat-tests|select|exact|small|tf32|ivfpq|graph|torch|codec|fmnist|build|graphmerge|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|flat-tests|select|exact|small|passes|tf32|ivfpq|graph|torch|codec|fmnist|build|graphmerge|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
 #   bash .device/run-gpu.sh ivfpqscale N DIMS
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run); 575 s on the H100 (session 17),
 # near the device tool's 600 s a command: cuda-tests and codec-tests run one suite each, for two commands.
 # small: ExactSearchBench small: the flat scan against the GEMM path at batches 1-128 (exact-n x 128 and x 768,
 # k = 10 / 100), then torch_exact.py (FP32 and TF32) at the same batches.
+# passes: ExactSearchBench passes: the FP16 path's device time, scan kernel and captured pass (wall, enqueue) at 1-16
+# queries, k = 10 / 100, exact-n x 128 and x 768, chunks keeping k' or fewer candidates; then torch_exact.py there.
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
 # Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images; the code
 # now and as before the block-by-block query copies (QueryUploads); then
@@ -72,7 +74,7 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
     --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.CpuOnlyTest --select-class org.gpuvectors.cuda.CpuOracleTest \
     --select-class org.gpuvectors.cuda.KSelectGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest \
     --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.CandidateBoundTest \
-    --select-class org.gpuvectors.cuda.GpuFlatIndexHalfGpuTest \
+    --select-class org.gpuvectors.cuda.GpuFlatIndexHalfGpuTest --select-class org.gpuvectors.cuda.HalfScanParamsTest \
     --select-class org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuIvfPqIndexGpuTest \
     --select-class org.gpuvectors.cuda.PqCodebookTest --select-class org.gpuvectors.cuda.GpuGraphIndexGpuTest \
     --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.QueryRowsGpuTest \
@@ -92,7 +94,8 @@ if [ "$mode" = flat-tests ]; then
     --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.GpuFlatIndexHalfGpuTest \
     --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest \
     --select-class org.gpuvectors.cuda.PassGraphsGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
-    --select-class org.gpuvectors.cuda.CandidateBoundTest \
+    --select-class org.gpuvectors.cuda.CandidateBoundTest --select-class org.gpuvectors.cuda.HalfScanParamsTest \
+    --select-class org.gpuvectors.cuda.RerankSelectGpuTest \
     --reports-dir "$OUT/junit-flat" > "$OUT/flat-tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/flat-tests.log" | head -60
   check_summary "$OUT/flat-tests.log"
@@ -139,6 +142,12 @@ if [ "$mode" = small ]; then
   "${java[@]}" org.gpuvectors.cuda.ExactSearchBench small "$exact_n" 2>&1 | tee "$OUT/exact_small.log" || rc=1
   OUT="$OUT" TORCH_BATCHES=1,2,4,8,16,32,64,128 TORCH_PRECISIONS=fp32,tf32 PYTHONUNBUFFERED=1 \
     python3 "$here/bench/torch_exact.py" "$exact_n" 2>&1 | tee "$OUT/torch_exact_small.log"
+fi
+if [ "$mode" = passes ]; then
+  # the FP16 path's passes at 1-16 queries, chunks keeping k' candidates or fewer, then PyTorch at the same batches
+  "${java[@]}" org.gpuvectors.cuda.ExactSearchBench passes "$exact_n" 2>&1 | tee "$OUT/half_passes.log" || rc=1
+  OUT="$OUT" TORCH_BATCHES=1,2,4,8,16 TORCH_PRECISIONS=fp32,tf32 PYTHONUNBUFFERED=1 \
+    python3 "$here/bench/torch_exact.py" "$exact_n" 2>&1 | tee "$OUT/torch_exact_passes.log"
 fi
 if [ "$mode" = torch ] || [ "$mode" = all ]; then
   PYTHONUNBUFFERED=1 python3 "$here/bench/torch_topk.py" "$sel_max" 2>&1 | tee "$OUT/torch_topk.log"

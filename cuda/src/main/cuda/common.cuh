@@ -210,20 +210,26 @@ struct RerankParams {
                                 // candidate c is vector c (every vector's key, GpuFlatIndex.enqueueSmall)
   const float* candKeys;        // numQueries x candidates: their TF32 keys, ascending (+inf = empty)
   float* exactKeys;             // numQueries x candidates: the candidates' FP32 keys (+inf for empty slots)
-  float* stats;                 // numQueries x 4: k-th exact key, last candidate's TF32 key, ||q||^2 rounded up, 0
-                                // (or null: not written)
+  float* stats;                 // numQueries x 4: k-th exact key, last candidate's TF32 key, ||q||^2 rounded up,
+                                // the least of the chunks' last keys (+inf without chunkKeys); or null: not written
   float* outK;                  // the final k values per query (row q at outK + q * k): read by gv_rerank_stats,
                                 // written by the re-rank itself when rowsDone is given
   int* outIdx;                  // with rowsDone: the final k ids per query (row q at outIdx + q * k)
   int* rowsDone;                // optional, zeroed: per query its blocks done; the last one selects the k best
+  const float* chunkKeys;       // optional: the candidate pass's keys by chunk before their merge (row q at
+                                // chunkKeys + q * chunkRowStride, chunk c's chunkK keys ascending from c * chunkK):
+                                // a chunk that kept fewer than k' candidates bounds the certificate by its last key
+  long long chunkRowStride;
   int dims;
   int numQueries;
   int candidates;               // k': candidates per query
   int k;
   int metric;                   // 0 = squared L2, 1 = inner product (key -x.q)
   float outScale;               // outK holds outScale * key (-1 for inner product)
+  int chunkK;                   // with chunkKeys (one index's rows): keys a chunk kept
+  int chunks;                   // with chunkKeys (one index's rows): chunks of a row
 };
-static_assert(sizeof(RerankParams) == 96, "RerankParams layout is shared with Java");
+static_assert(sizeof(RerankParams) == 120, "RerankParams layout is shared with Java");
 
 // Parameters of the graph (CAGRA / SONG style) beam search (graph_search.cu; GraphSearchParams.java writes this
 // layout, 120 bytes). One block per query; the block's dynamic shared memory holds the query, the internal list,

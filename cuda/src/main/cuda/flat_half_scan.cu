@@ -224,7 +224,8 @@ __device__ __forceinline__ void maxAbs(const float* x, long long count, unsigned
 using gv::HalfScanParams;
 extern "C" {
 // Dynamic shared memory: 2 * kHalfScanQueries * pitch + 4 * 2 * kHalfScanQueries * kHalfScanRows bytes
-// (HalfScanParams.sharedBytes). Candidates k' = max(2k, k + 32) > 32: buckets 64 to 256.
+// (HalfScanParams.sharedBytes). A chunk keeps k' = max(2k, k + 32) candidates, or fewer but at least 32
+// (HalfScanParams.chunkCandidates): buckets 32 to 256.
 #define GV_HALF_SCAN(K)                                                                                              \
   __global__ void __launch_bounds__(gv::kHalfScanThreads, 2) gv_half_scan_k##K(HalfScanParams p) {                  \
     gv::halfScan<K>(p);                                                                                              \
@@ -234,9 +235,11 @@ extern "C" {
       gv_half_scan_table_k##K(const __grid_constant__ gv::HalfScanTable t) {                                         \
     gv::halfScanTable<K>(t);                                                                                         \
   }
+GV_HALF_SCAN(32)
 GV_HALF_SCAN(64)
 GV_HALF_SCAN(128)
 GV_HALF_SCAN(256)
+GV_HALF_SCAN_TABLE(32)
 GV_HALF_SCAN_TABLE(64)
 GV_HALF_SCAN_TABLE(128)
 GV_HALF_SCAN_TABLE(256)

@@ -48,10 +48,11 @@ __device__ __forceinline__ float laneKey(const float* x, const float4* sq4, int 
 // coalesced (float4 when dims % 4 == 0: rows are then 16-byte aligned), then a shuffle reduction. Keys as the TF32 pass's: squared L2 as the sum of (x_i - q_i)^2
 // (more accurate than the GEMM form), or -x.q. A NaN key (NaN in the data) is never selected afterwards.
 // Warp 0 of part 0 also sums ||q||^2 in double (float products are exact there) and stores it rounded up, with the
-// last candidate's TF32 key, for the certificate.
+// last candidate's TF32 key and the least of the chunks' last keys (chunkK keys a chunk, `chunks` of them, from
+// p.chunkKeys; +inf without), for the certificate.
 // Row `query` of the candidates, against the query at qrow, over the raw vectors at `vectors`.
 __device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query, const float* qrow,
-                                               const float* vectors) {
+                                               const float* vectors, int chunkK, int chunks) {
   extern __shared__ float4 sq4[];  // dims floats, rounded up to float4
   float* sq = reinterpret_cast<float*>(sq4);
   for (int d = threadIdx.x; d < p.dims; d += blockDim.x) sq[d] = qrow[d];
@@ -80,11 +81,18 @@ __device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query,
     for (int d = lane; d < p.dims; d += kWarpSize) s = fma((double)sq[d], (double)sq[d], s);
 #pragma unroll
     for (int o = kWarpSize / 2; o > 0; o >>= 1) s += __shfl_xor_sync(kFullMask, s, o);
+    float chunkLast = GV_INF;  // a chunk's keys ascend; one that kept fewer than it found ends below +inf
+    if (p.chunkKeys != nullptr) {
+      const float* last = p.chunkKeys + (long long)query * p.chunkRowStride + chunkK - 1;
+      for (int c = lane; c < chunks; c += kWarpSize) chunkLast = fminf(chunkLast, last[(long long)c * chunkK]);
+#pragma unroll
+      for (int o = kWarpSize / 2; o > 0; o >>= 1) chunkLast = fminf(chunkLast, __shfl_xor_sync(kFullMask, chunkLast, o));
+    }
     if (lane == 0) {
       float* st = p.stats + 4LL * query;
       st[1] = p.candKeys[row + p.candidates - 1];
       st[2] = __double2float_ru(s);
-      st[3] = 0.f;
+      st[3] = chunkLast;
     }
   }
 }
@@ -120,28 +128,32 @@ __device__ __forceinline__ void rerankSelectRow(const RerankParams& p, int query
 
 __device__ __forceinline__ void rerankExact(const RerankParams& p) {
   const int query = blockIdx.x;
-  rerankExactRow(p, query, p.queries + (long long)query * p.dims, p.vectors);
+  rerankExactRow(p, query, p.queries + (long long)query * p.dims, p.vectors, p.chunkK, p.chunks);
   if (p.rowsDone != nullptr) rerankSelectRow(p, query);
 }
 
 // The candidates of several indexes in one launch (the segments of a pass that share one candidate selection,
 // SharedKeySelection.java; RerankTable.java writes this layout): rows firstRow[e] .. firstRow[e + 1] - 1 are entry
 // e's, re-ranked over its raw vectors against its queries (row - firstRow[e]); p.vectors and p.queries are unused.
+// With p.chunkKeys, entry e's rows hold chunks[e] chunks of chunkK[e] keys each (FlatScanTable's half table).
 constexpr int kRerankTableEntries = 64;
 struct RerankTable {
   int entries;  // entries used, 1..kRerankTableEntries; firstRow ascending, firstRow[0] = 0
   int pad;
   int firstRow[kRerankTableEntries];
+  int chunkK[kRerankTableEntries];
+  int chunks[kRerankTableEntries];
   const float* vectors[kRerankTableEntries];
   const float* queries[kRerankTableEntries];
 };
-static_assert(sizeof(RerankTable) == 8 + kRerankTableEntries * 20, "RerankTable's layout is RerankTable.java's");
+static_assert(sizeof(RerankTable) == 8 + kRerankTableEntries * 28, "RerankTable's layout is RerankTable.java's");
 
 __device__ __forceinline__ void rerankExactTable(const RerankParams& p, const RerankTable& t) {
   const int row = blockIdx.x;
   int e = 0;
   while (e + 1 < t.entries && t.firstRow[e + 1] <= row) ++e;
-  rerankExactRow(p, row, t.queries[e] + (long long)(row - t.firstRow[e]) * p.dims, t.vectors[e]);
+  rerankExactRow(p, row, t.queries[e] + (long long)(row - t.firstRow[e]) * p.dims, t.vectors[e], t.chunkK[e],
+                 t.chunks[e]);
   if (p.rowsDone != nullptr) rerankSelectRow(p, row);
 }
 

@@ -47,7 +47,9 @@ package org.gpuvectors.cuda;
  * (a scale clamped at 2^114 for magnitudes below 2^-100 adds at most 2^-139 sqrt(d) per vector, inside the
  * underflow term below). The division by s t is exact (powers of two), and the keys' epilogue is the TF32 pass's.
  *
- * <p><b>Certificate.</b> Let T be the candidate key of the last (k'-th) candidate and K+ an upper bound of the true
+ * <p><b>Certificate.</b> Let T be the candidate key of the last (k'-th) candidate (when the pass's chunks each kept
+ * fewer than k' before their merge, the least of that key and every chunk's last kept key: a vector its chunk did not
+ * keep has a candidate key at least that chunk's last one) and K+ an upper bound of the true
  * keys of the k candidates the re-rank keeps: its k-th FP32 key K over (1 - u)^2 (1 - gamma_d(u)) for L2 (each (x_i -
  * q_i) rounded once, d terms summed with FMA), or K + gamma_d(u) X ||q|| for IP/cosine. A vector left out of the
  * candidates has candidate key &gt;= T, so an exact key &gt;= T - E. If K+ + E &lt; T, k candidates are strictly better
@@ -204,16 +206,32 @@ final class CandidateBound {
 
   /**
    * The queries (ascending) whose candidates are not certified, from the stats gv_rerank_exact / gv_rerank_stats
-   * wrote: per query 4 floats (k-th exact key, last candidate's candidate key, ||q||^2 rounded up, unused).
+   * wrote: per query 4 floats (k-th exact key, last candidate's candidate key, ||q||^2 rounded up, the least last key
+   * of the candidate pass's chunks). T is the smaller of the two last keys: a vector left out of the merged k' has a
+   * candidate key of at least the k'-th's, and one that its chunk did not keep at least that chunk's last key (its
+   * chunk kept fewer than k' when FlatHalfCopy asked so; +inf otherwise, and from the TF32 pass).
    */
   int[] uncertified(float[] stats, int numQueries) {
     int[] out = new int[numQueries];
     int count = 0;
     for (int q = 0; q < numQueries; q++) {
-      if (!certified(stats[4 * q], stats[4 * q + 1], stats[4 * q + 2])) {
+      if (!certified(stats[4 * q], threshold(stats, q), stats[4 * q + 2])) {
         out[count++] = q;
       }
     }
     return java.util.Arrays.copyOf(out, count);
+  }
+
+  /** Query q's T of the certificate, from its stats ({@link #uncertified}): the smaller of its two last keys. */
+  static float threshold(float[] stats, int q) {
+    return Math.min(stats[4 * q + 1], stats[4 * q + 3]); // a NaN either side stays NaN: not certified
+  }
+
+  /**
+   * Whether query q was rejected ({@link #uncertified}) only because a chunk kept too few candidates: certified by
+   * the merged k' candidates' last key alone.
+   */
+  boolean chunkLimited(float[] stats, int q) {
+    return stats[4 * q + 3] < stats[4 * q + 1] && certified(stats[4 * q], stats[4 * q + 1], stats[4 * q + 2]);
   }
 }

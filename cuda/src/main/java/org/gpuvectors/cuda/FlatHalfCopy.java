@@ -21,6 +21,12 @@ final class FlatHalfCopy implements AutoCloseable {
   private final CandidateBound bound;
   private final AtomicLong queries = new AtomicLong();
   private final AtomicLong rejected = new AtomicLong();
+  /**
+   * Whether a query was rejected because a chunk kept too few candidates ({@link #uncertified}): from then on every
+   * chunk of this copy keeps k' ({@link HalfScanParams#chunkCandidates} not applied), so that rows in an order that
+   * gathers neighbours cost one FP32 search, not one per query.
+   */
+  private volatile boolean chunkLimited;
 
   private FlatHalfCopy(GpuDevice device, DeviceBuffer halves, float unscale, CandidateBound bound) {
     this.device = device;
@@ -108,8 +114,8 @@ final class FlatHalfCopy implements AutoCloseable {
    * Enqueues the search of {@code nq} queries for k over {@code index} (its FP32 vectors and norms at the given
    * addresses; the other arguments as {@link GpuFlatIndex#enqueueSearch}, plus {@code stats}: the device address of 4
    * floats per query for the certificate, {@link #uncertified}): k' candidates per query from the copy (one scan
-   * launch, a BlockSelect merge of its chunks), their exact FP32 keys and the k best of them into the output (one
-   * re-rank launch that selects too), and the certificate's inputs. Caller holds the lock; the results are final
+   * launch whose chunks keep {@link #chunkCandidates} each, a BlockSelect merge of them), their exact FP32 keys and
+   * the k best of them into the output (one re-rank launch that selects too), and the certificate's inputs. Caller holds the lock; the results are final
    * only for the queries the certificate then accepts.
    */
   void enqueueSearch(GpuFlatIndex index, long vectors, long normsAddress, long queries, int nq, int k,
@@ -124,8 +130,11 @@ final class FlatHalfCopy implements AutoCloseable {
         p.outIdx = candI.address();
         p.outRowStride = kc;
         p.enqueue(device);
+        enqueueRerank(device, index.metric(), index.dims(), vectors, queries, null, candV, candI, null, nq, kc, k,
+            outV.address() + 4L * outElement, outI.address() + 4L * outElement, stats);
       } else {
-        long width = (long) p.chunks * kc;
+        p.k = chunkCandidates(kc, p.n, p.chunks, p.chunkLen);
+        long width = (long) p.chunks * p.k;
         try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
           p.outK = tv.address();
           p.outIdx = ti.address();
@@ -133,23 +142,40 @@ final class FlatHalfCopy implements AutoCloseable {
           p.enqueue(device);
           KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(kc)
               .output(candV, candI, kc, 0));
+          ChunkKeys chunkKeys = p.k < kc ? new ChunkKeys(tv.address(), width, p.k, p.chunks) : null;
+          enqueueRerank(device, index.metric(), index.dims(), vectors, queries, null, candV, candI, chunkKeys, nq, kc,
+              k, outV.address() + 4L * outElement, outI.address() + 4L * outElement, stats);
         }
       }
-      enqueueRerank(device, index.metric(), index.dims(), vectors, queries, null, candV, candI, nq, kc, k,
-          outV.address() + 4L * outElement, outI.address() + 4L * outElement, stats);
     }
   }
+
+  /**
+   * Candidates each chunk of the scan keeps ({@link HalfScanParams#chunkCandidates}), k' once a query was rejected
+   * for a chunk's sake ({@link #uncertified}).
+   */
+  int chunkCandidates(int kc, long n, int chunks, long chunkLen) {
+    return chunkLimited ? kc : HalfScanParams.chunkCandidates(kc, n, chunks, chunkLen);
+  }
+
+  /**
+   * The scan's keys by chunk before their merge, where the chunks kept fewer than k' candidates: rows {@code
+   * rowStride} keys apart from {@code address}, each of {@code chunks} chunks of {@code perChunk} keys (one index;
+   * a table's re-rank takes both from its entries and ignores them here).
+   */
+  record ChunkKeys(long address, long rowStride, int perChunk, int chunks) {}
 
   /**
    * Enqueues the FP32 re-rank of {@code rows} rows of {@code kc} candidates ({@code candV} / {@code candI}, rows kc
    * apart, keys ascending as the half scan writes them): their exact keys, the k best of each row into {@code outK}
    * / {@code outIdx} (device addresses, rows k apart; inner product and cosine as x.q) and the certificate's inputs
    * into {@code stats} (4 floats a row). The rows are one index's ({@code vectors}, {@code queries}) or, with a
-   * {@code table}, each row its entry's ({@link FlatScanTable}'s members). Caller holds the lock.
+   * {@code table}, each row its entry's ({@link FlatScanTable}'s members). With {@code chunkKeys} (or null), the
+   * certificate's inputs take the least of the chunks' last keys too. Caller holds the lock.
    */
   static void enqueueRerank(GpuDevice device, Metric metric, int dims, long vectors, long queries, RerankTable table,
-                            DeviceBuffer candV, DeviceBuffer candI, int rows, int kc, int k, long outK, long outIdx,
-                            long stats) {
+                            DeviceBuffer candV, DeviceBuffer candI, ChunkKeys chunkKeys, int rows, int kc, int k,
+                            long outK, long outIdx, long stats) {
     boolean ip = metric != Metric.L2;
     try (DeviceBuffer exact = device.allocate(4L * rows * kc); DeviceBuffer done = device.allocate(4L * rows)) {
       device.clear(done);
@@ -163,6 +189,12 @@ final class FlatHalfCopy implements AutoCloseable {
       r.outK = outK;
       r.outIdx = outIdx;
       r.rowsDone = done.address(); // k' <= 256: the re-rank selects each row's k best itself
+      if (chunkKeys != null) {
+        r.chunkKeys = chunkKeys.address();
+        r.chunkRowStride = chunkKeys.rowStride();
+        r.chunkK = chunkKeys.perChunk();
+        r.chunks = chunkKeys.chunks();
+      }
       r.dims = dims;
       r.numQueries = rows;
       r.candidates = kc;
@@ -189,7 +221,18 @@ final class FlatHalfCopy implements AutoCloseable {
     queries.addAndGet(nq);
     rejected.addAndGet(out.length);
     device.countHalfScan(nq, out.length);
+    for (int q : out) {
+      chunkLimited |= bound.chunkLimited(own, q);
+    }
     return out;
+  }
+
+  /**
+   * Whether a query was rejected for a chunk's sake: then this copy's chunks keep k' ({@link #chunkCandidates}), and
+   * the passes captured before must be evicted (they bake the smaller count in).
+   */
+  boolean chunkLimited() {
+    return chunkLimited;
   }
 
   /** Queries whose certificates were checked, and those rejected, since the copy was made. */

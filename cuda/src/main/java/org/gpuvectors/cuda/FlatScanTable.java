@@ -224,38 +224,55 @@ final class FlatScanTable {
   }
 
   /**
-   * The {@link #half} table's enqueue: the members' k' candidates from their FP16 copies (one table launch), each
-   * row's k' best of its chunks (one merge, unless every member is one chunk), the rows' FP32 re-rank into the
-   * results and the certificate inputs (one re-rank launch over the members' vectors, FlatHalfCopy.enqueueRerank).
+   * The {@link #half} table's enqueue: the members' candidates from their FP16 copies (one table launch; each
+   * member's chunks keep {@link FlatHalfCopy#chunkCandidates} of k'), each row's k' best of its chunks (one merge,
+   * unless every member is one chunk), the rows' FP32 re-rank into the results and the certificate inputs (one re-rank
+   * launch over the members' vectors, FlatHalfCopy.enqueueRerank, which also takes the last key of every chunk that
+   * kept fewer than k').
    */
   private void enqueueHalf(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept,
                            long[] acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, long[] statsAt) {
     int kc = CandidateBound.candidates(k); // every member keeps the largest k's candidates: certified for it
     List<HalfScanParams> entries = new ArrayList<>();
-    RerankTable vectors = new RerankTable();
+    List<GpuFlatIndex> flats = new ArrayList<>();
+    List<Integer> firstRows = new ArrayList<>();
     long work = 0;
     for (int g = 0; g < firstRow.length; g++) {
       if (member(g)) {
         SearchGroup group = groups.get(g);
         GpuFlatIndex flat = (GpuFlatIndex) group.index();
         entries.add(flat.halfScanParams(queries[g], group.numQueries(), kc, accept[g], acceptRowWords[g]));
-        vectors.add(firstRow[g], flat.vectorsAddress(), queries[g]);
+        flats.add(flat);
+        firstRows.add(firstRow[g]);
         work += (long) flat.size()
             * ((group.numQueries() + HalfScanParams.QUERIES_PER_BLOCK - 1) / HalfScanParams.QUERIES_PER_BLOCK);
       }
     }
     long chunkRows = chunkRows(device.multiprocessorCount(), work);
+    long width = 0; // the widest member's chunks x kept
     int mostChunks = 0;
-    boolean gaps = false;
-    for (HalfScanParams p : entries) {
+    int mostKept = 0;
+    boolean fewer = false; // some member's chunks keep fewer than k'
+    RerankTable vectors = new RerankTable();
+    for (int e = 0; e < entries.size(); e++) {
+      HalfScanParams p = entries.get(e);
       p.chunks = chunks(p.n, chunkRows);
       p.chunkLen = (int) (((p.n + p.chunks - 1) / p.chunks + HalfScanParams.ROWS - 1) / HalfScanParams.ROWS
           * HalfScanParams.ROWS); // whole tiles
       p.chunks = (int) ((p.n + p.chunkLen - 1) / p.chunkLen);
-      gaps |= mostChunks > 0 && p.chunks != mostChunks;
+      p.k = flats.get(e).halfChunkCandidates(kc, p.chunks, p.chunkLen);
+      fewer |= p.k < kc;
+      width = Math.max(width, (long) p.chunks * p.k);
       mostChunks = Math.max(mostChunks, p.chunks);
+      mostKept = Math.max(mostKept, p.k);
+      // a member whose chunks keep k' is certified by its merged k'-th key alone: no chunk keys for it
+      vectors.add(firstRows.get(e), flats.get(e).vectorsAddress(), entries.get(e).queries, p.k < kc ? p.k : 0,
+          p.k < kc ? p.chunks : 0);
     }
-    long width = (long) mostChunks * kc;
+    boolean gaps = false;
+    for (HalfScanParams p : entries) {
+      gaps |= (long) p.chunks * p.k != width;
+    }
     try (DeviceBuffer candV = device.allocate(4L * rows * kc); DeviceBuffer candI = device.allocate(4L * rows * kc);
          DeviceBuffer tv = mostChunks > 1 ? device.allocate(4L * rows * width) : null;
          DeviceBuffer ti = mostChunks > 1 ? device.allocate(4L * rows * width) : null) {
@@ -278,7 +295,7 @@ final class FlatScanTable {
         encoded.add(p.encode());
       }
       HalfScanParams lead = entries.get(0);
-      String kernel = lead.tableKernel(); // every member's k' is kc
+      String kernel = HalfScanParams.tableKernel(mostKept); // every member's queue holds the most kept
       int shared = lead.sharedBytes();
       device.module().allowDynamicShared(kernel, shared);
       device.module().launch3d(kernel, gridX, mostChunks, entries.size(), HalfScanParams.THREADS, shared,
@@ -289,7 +306,8 @@ final class FlatScanTable {
       }
       long out = BatchSearch.membersOut(firstRow, outAt, k);
       long stats = BatchSearch.membersOut(firstRow, statsAt, 4);
-      FlatHalfCopy.enqueueRerank(device, metric, lead.dims, 0, 0, vectors, candV, candI, rows, kc, k,
+      FlatHalfCopy.ChunkKeys chunkKeys = fewer ? new FlatHalfCopy.ChunkKeys(tv.address(), width, 0, 0) : null;
+      FlatHalfCopy.enqueueRerank(device, metric, lead.dims, 0, 0, vectors, candV, candI, chunkKeys, rows, kc, k,
           outV.address() + 4L * out, outI.address() + 4L * out, outV.address() + 4L * stats);
     }
   }

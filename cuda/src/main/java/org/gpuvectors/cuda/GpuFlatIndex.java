@@ -510,6 +510,11 @@ public final class GpuFlatIndex extends ResidentIndex {
         acceptRowWords, outV, outI, outElement, stats);
   }
 
+  /** Candidates each of {@code chunks} chunks of a half scan of this index keeps ({@link FlatHalfCopy#chunkCandidates}). */
+  int halfChunkCandidates(int kc, int chunks, long chunkLen) {
+    return half.chunkCandidates(kc, size(), chunks, chunkLen);
+  }
+
   /**
    * The half scan's parameters for {@code nq} queries and {@code kc} candidates (arguments as {@link #enqueueSearch}),
    * without the chunks and the output, which the caller plans ({@link FlatScanTable}; benchmarks time the scan
@@ -525,7 +530,14 @@ public final class GpuFlatIndex extends ResidentIndex {
    * FP32 path.
    */
   int[] uncertifiedHalf(float[] stats, int from, int nq) {
-    return half.uncertified(stats, from, nq);
+    boolean chunkLimited = half.chunkLimited();
+    int[] out = half.uncertified(stats, from, nq);
+    if (!chunkLimited && half.chunkLimited()) { // the captured passes keep the chunks' smaller count: retired
+      try (GpuDevice.Scope s = device.lock()) {
+        device.passGraphs().evict(this);
+      }
+    }
+    return out;
   }
 
   /** {@link Strategy#HALF_SCAN} of a direct search: the half search, its certificate, the FP32 scan for the rest. */

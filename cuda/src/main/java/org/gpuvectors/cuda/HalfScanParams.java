@@ -26,9 +26,22 @@ final class HalfScanParams {
   static final int TOP = 14;
   /** A scale is at most 2^(TOP + MIN_EXP): kHalfScanMinExp. */
   static final int MIN_EXP = 100;
-  /** The smallest and largest candidates k' (the kernels' k buckets: 64 to 256; k' > 32 always). */
+  /** The smallest and largest candidates k' (k' > 32 always). */
   static final int MIN_K = 33;
   static final int MAX_K = 256;
+  /**
+   * The fewest candidates a chunk keeps ({@link #chunkCandidates}; the kernels' k buckets are 32 to 256: a chunk
+   * keeps {@link #k} of them).
+   */
+  static final int MIN_CHUNK_K = 32;
+  /** How many times its expected share of the k' best a chunk keeps ({@link #chunkCandidates}). */
+  static final int CHUNK_HEADROOM = 8;
+  /**
+   * Whether chunks may keep fewer than k' candidates ({@code -Dgpuvectors.flat.half_chunk_candidates}, default true;
+   * tests and benchmarks switch it): {@link #chunkCandidates}.
+   */
+  static volatile boolean fewerPerChunk =
+      Boolean.parseBoolean(System.getProperty("gpuvectors.flat.half_chunk_candidates", "true"));
   /** The most dimensions (as the FP32 scan's). */
   static final int MAX_DIMS = FlatScanParams.MAX_DIMS;
 
@@ -69,6 +82,25 @@ final class HalfScanParams {
     return (dims + DIM_STEP - 1) / DIM_STEP * DIM_STEP;
   }
 
+  /**
+   * Candidates each chunk keeps so that their merge still yields k' = {@code candidates}, for {@code chunks} chunks
+   * of {@code chunkLen} rows out of {@code n}: k' for one chunk (no merge); else {@link #CHUNK_HEADROOM} times a
+   * chunk's expected share of the k' best when rows come in no particular order (k' chunkLen / n), at least {@link
+   * #MIN_CHUNK_K} and enough for k' in all (chunks x kept &gt;= k'), at most k'. A chunk's queue and the merge then
+   * cost less: 1M rows, k = 100 (k' = 200), one query: 261 chunks of 32 keys, a merge of 8,352 keys in one launch,
+   * against 52,200 keys in two. Exactness does not depend on it: a chunk that holds more of the k' best than it kept
+   * (rows in an order that gathers neighbours) lowers the certificate's T to its last kept key (CandidateBound), its
+   * queries are searched again in FP32, and the copy then keeps k' a chunk ({@link FlatHalfCopy#chunkLimited}).
+   */
+  static int chunkCandidates(int candidates, long n, int chunks, long chunkLen) {
+    if (chunks <= 1 || !fewerPerChunk) {
+      return candidates;
+    }
+    long share = (long) Math.ceil((double) CHUNK_HEADROOM * candidates * chunkLen / Math.max(1, n));
+    long enough = (candidates + chunks - 1) / chunks;
+    return (int) Math.min(candidates, Math.max(MIN_CHUNK_K, Math.max(share, enough)));
+  }
+
   /** Whether the scan takes k' = {@code candidates} of {@code dims}-dimensional vectors. */
   static boolean supports(int candidates, int dims) {
     return candidates >= MIN_K && candidates <= MAX_K && dims >= 1 && dims <= MAX_DIMS;
@@ -96,22 +128,26 @@ final class HalfScanParams {
     return 2 * QUERIES_PER_BLOCK * queryPitch(dimsPad) + 4 * 2 * QUERIES_PER_BLOCK * ROWS;
   }
 
-  /** The kernel of k' = {@link #k}'s bucket. */
+  /** The kernel of {@link #k}'s bucket. */
   String kernel() {
     return "gv_half_scan_k" + KSelect.bucket(k);
   }
 
-  /** The table launch's kernel of k' = {@link #k}'s bucket ({@link FlatScanTable}: every member's k' is the same). */
-  String tableKernel() {
-    return "gv_half_scan_table_k" + KSelect.bucket(k);
+  /** The table launch's kernel whose queues hold {@code maxK} (the members' largest {@link #k}). */
+  static String tableKernel(int maxK) {
+    return "gv_half_scan_table_k" + KSelect.bucket(maxK);
   }
 
-  /** Throws unless the scan takes these parameters: its k' and dims, rows padded, chunks of whole tiles. */
+  /**
+   * Throws unless the scan takes these parameters: the candidates a chunk keeps, dims, rows padded, chunks of whole
+   * tiles.
+   */
   void check() {
-    if (!supports(k, dims) || dimsPad != paddedDims(dims) || chunkLen % ROWS != 0) {
-      throw new IllegalArgumentException("the half scan takes " + MIN_K + " <= k' <= " + MAX_K + ", dims <= " + MAX_DIMS
-          + ", rows padded to " + DIM_STEP + " and chunks of whole tiles: k'=" + k + " dims=" + dims + " dimsPad="
-          + dimsPad + " chunkLen=" + chunkLen);
+    if (k < MIN_CHUNK_K || k > MAX_K || dims < 1 || dims > MAX_DIMS || dimsPad != paddedDims(dims)
+        || chunkLen % ROWS != 0) {
+      throw new IllegalArgumentException("the half scan takes " + MIN_CHUNK_K + " <= k <= " + MAX_K + " a chunk, dims <= "
+          + MAX_DIMS + ", rows padded to " + DIM_STEP + " and chunks of whole tiles: k=" + k + " dims=" + dims
+          + " dimsPad=" + dimsPad + " chunkLen=" + chunkLen);
     }
   }
 

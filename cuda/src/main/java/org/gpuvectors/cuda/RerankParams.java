@@ -6,20 +6,23 @@ import jcuda.Pointer;
 
 /**
  * Parameters of the TF32 candidate pass's exact re-rank ({@code gv_rerank_exact}, {@code gv_rerank_stats}); mirrors
- * {@code gv::RerankParams} in common.cuh (96 bytes, little-endian; member by member checked by ParamLayoutTest).
+ * {@code gv::RerankParams} in common.cuh (120 bytes, little-endian; member by member checked by ParamLayoutTest).
  * Device addresses are longs. Keys: smaller = better (squared L2, or -x.q for inner product and cosine).
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class RerankParams {
-  static final int BYTES = 96;
+  static final int BYTES = 120;
 
   long vectors;
   long queries;
   long candIdx;
   long candKeys;
   long exactKeys;
-  /** Per query 4 floats: k-th exact key, last candidate's TF32 key, ||q||^2 rounded up, 0. */
+  /**
+   * Per query 4 floats: k-th exact key, last candidate's candidate key, ||q||^2 rounded up, and the least of the
+   * chunks' last keys ({@link #chunkKeys}; +inf without).
+   */
   long stats;
   /** The final k values per query: read by {@code gv_rerank_stats}; written by the re-rank when {@link #rowsDone}. */
   long outK;
@@ -30,6 +33,12 @@ final class RerankParams {
    * at most {@link #SELECT_MAX_CANDIDATES} candidates a row) into {@link #outK} / {@link #outIdx}.
    */
   long rowsDone;
+  /**
+   * 0, or the candidate pass's keys by chunk before their merge: row q at {@code chunkKeys + 4 q chunkRowStride},
+   * {@link #chunkK} keys a chunk ({@link FlatHalfCopy}'s chunks that keep fewer than k' candidates each).
+   */
+  long chunkKeys;
+  long chunkRowStride;
   int dims;
   int numQueries;
   int candidates;
@@ -38,6 +47,10 @@ final class RerankParams {
   int metric;
   /** outK holds outScale * key. */
   float outScale = 1f;
+  /** With {@link #chunkKeys} (a re-rank of one index; a table's entries say their own): keys a chunk kept. */
+  int chunkK;
+  /** With {@link #chunkKeys}: chunks a row. */
+  int chunks;
 
   /** The most candidates per row that the re-rank selects from itself (rerank_kernels.cu's kRerankSelectMax). */
   static final int SELECT_MAX_CANDIDATES = 512;
@@ -87,8 +100,9 @@ final class RerankParams {
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(vectors).putLong(queries).putLong(candIdx).putLong(candKeys).putLong(exactKeys).putLong(stats)
-        .putLong(outK).putLong(outIdx).putLong(rowsDone);
-    b.putInt(dims).putInt(numQueries).putInt(candidates).putInt(k).putInt(metric).putFloat(outScale);
+        .putLong(outK).putLong(outIdx).putLong(rowsDone).putLong(chunkKeys).putLong(chunkRowStride);
+    b.putInt(dims).putInt(numQueries).putInt(candidates).putInt(k).putInt(metric).putFloat(outScale).putInt(chunkK)
+        .putInt(chunks);
     return b.array();
   }
 }

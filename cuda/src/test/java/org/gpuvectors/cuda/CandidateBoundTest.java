@@ -368,8 +368,88 @@ class CandidateBoundTest {
     CandidateBound ip = CandidateBound.tf32(Metric.INNER_PRODUCT, 16, 1f);
     assertTrue(ip.certified(-0.9f, -0.5f, 1f));
     assertFalse(ip.certified(-0.9f, -0.899f, 1f));
-    float[] stats = {kth, above, q2, 0, kth, below, q2, 0, kth, Float.POSITIVE_INFINITY, q2, 0};
+    float inf = Float.POSITIVE_INFINITY;
+    float[] stats = {kth, above, q2, inf, kth, below, q2, inf, kth, inf, q2, inf};
     assertEquals(List.of(1), Arrays.stream(b.uncertified(stats, 3)).boxed().toList());
+    // the least of the chunks' last keys bounds T too: a chunk that kept fewer than it held
+    float[] chunked = {kth, above, q2, below, kth, above, q2, above, kth, inf, q2, below, kth, below, q2, above};
+    assertEquals(List.of(0, 2, 3), Arrays.stream(b.uncertified(chunked, 4)).boxed().toList());
+    assertTrue(b.chunkLimited(chunked, 0), "certified by the merged k' alone: rejected for a chunk's sake");
+    assertTrue(b.chunkLimited(chunked, 2), "fewer than k' merged (all of them candidates): only the chunk failed it");
+    assertFalse(b.chunkLimited(chunked, 3), "the merged k'-th key itself fails");
+    assertEquals(below, CandidateBound.threshold(chunked, 0));
+    assertTrue(Float.isNaN(CandidateBound.threshold(new float[] {kth, Float.NaN, q2, 1f}, 0)), "NaN stays NaN");
+  }
+
+  /**
+   * As {@link #certifiedCandidatesHoldTheExactKBest}, with the candidates taken chunk by chunk the way the half scan
+   * takes them when each chunk keeps fewer than k' ({@link HalfScanParams#chunkCandidates}): every chunk's best few
+   * by candidate key, the k' best of those merged, T the least of the merged k'-th key and every chunk's last kept
+   * key ({@link CandidateBound#threshold}). Some queries' neighbours lie one after another in one chunk, so that
+   * chunks keep too few and T comes from a chunk. Whenever the certificate holds, k candidates are strictly better
+   * (exact keys) than every vector left out; rejections for a chunk's sake are seen.
+   */
+  @Test
+  void chunkedCandidatesCertifiedHoldTheExactKBest() {
+    Random r = new Random(19);
+    int d = 24, n = 480, chunkLen = 40, chunks = n / chunkLen, kept = 6;
+    int[] outcomes = new int[3]; // rejected, certified, rejected for a chunk's sake
+    for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
+      float[] q = gaussian(12 * d, r, 1, 0);
+      float[] x = gaussian(n * d, r, 1, 0);
+      for (int qi = 0; qi < 12; qi += 3) { // every third query's 30 near neighbours lie in rows 100 .. 129
+        for (int j = 0; j < 30; j++) {
+          for (int t = 0; t < d; t++) {
+            x[(100 + j) * d + t] = q[qi * d + t] * (m == Metric.L2 ? 1f : 3f) + 0.02f * (j + 1) * (t == j % d ? 1 : 0);
+          }
+        }
+      }
+      CandidateBound b = CandidateBound.tf32(m, d, maxNorm2(x, n, d)); // the keys below are TF32's
+      for (int k : new int[] {1, 5, 10}) {
+        int kc = CandidateBound.candidates(k);
+        for (int qi = 0; qi < 12; qi++) {
+          int qo = qi * d;
+          float[] tk = new float[n];
+          for (int i = 0; i < n; i++) {
+            tk[i] = tf32Key(m, x, i * d, q, qo, d, true, Order.TRUNCATING);
+          }
+          List<Integer> union = new ArrayList<>();
+          float chunkLast = Float.POSITIVE_INFINITY;
+          for (int c = 0; c < chunks; c++) {
+            Integer[] byKey = IntStream.range(c * chunkLen, (c + 1) * chunkLen).boxed()
+                .sorted(Comparator.comparingDouble(i -> tk[i])).toArray(Integer[]::new);
+            union.addAll(Arrays.asList(byKey).subList(0, kept));
+            chunkLast = Math.min(chunkLast, tk[byKey[kept - 1]]);
+          }
+          union.sort(Comparator.comparingDouble(i -> tk[i]));
+          List<Integer> cand = new ArrayList<>(union.subList(0, kc));
+          float[] rk = new float[n];
+          for (int i : cand) {
+            rk[i] = rerankKey(m, x, i * d, q, qo, d);
+          }
+          cand.sort(Comparator.comparingDouble(i -> rk[i]));
+          float[] stats = {rk[cand.get(k - 1)], tk[union.get(kc - 1)], qNorm2Up(q, qo, d), chunkLast};
+          boolean ok = b.uncertified(stats, 1).length == 0;
+          outcomes[ok ? 1 : b.chunkLimited(stats, 0) ? 2 : 0]++;
+          if (!ok) {
+            continue;
+          }
+          double[] exact = new double[kc];
+          for (int c = 0; c < kc; c++) {
+            exact[c] = exactKey(m, x, cand.get(c) * d, q, qo, d);
+          }
+          Arrays.sort(exact);
+          for (int j = 0; j < n; j++) {
+            if (!cand.contains(j)) {
+              double left = exactKey(m, x, j * d, q, qo, d);
+              assertTrue(exact[k - 1] < left, m + " k=" + k + " query " + qi + ": vector " + j
+                  + " left out at exact key " + left + ", k-th candidate " + exact[k - 1]);
+            }
+          }
+        }
+      }
+    }
+    assertTrue(outcomes[1] > 0 && outcomes[2] > 0, "certified and chunk-limited both seen: " + Arrays.toString(outcomes));
   }
 
   /**

@@ -16,6 +16,7 @@ import java.util.Set;
  *
  * <p>{@code ExactSearchBench tf32 [fmnist-dir] [n] [dims]}: {@link #tf32} (FP32 vs TF32_RERANK).
  * <p>{@code ExactSearchBench small [n]}: {@link #small} (the scan against the GEMM path at small batches).
+ * <p>{@code ExactSearchBench passes [n]}: {@link #passes} (the FP16 path's passes, chunks keeping k' or fewer).
  */
 public final class ExactSearchBench {
   public static void main(String[] args) throws Exception {
@@ -25,6 +26,10 @@ public final class ExactSearchBench {
     }
     if (args.length > 0 && args[0].equals("small")) {
       small(args);
+      return;
+    }
+    if (args.length > 0 && args[0].equals("passes")) {
+      passes(args);
       return;
     }
     int n = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
@@ -241,6 +246,70 @@ public final class ExactSearchBench {
     }
   }
 
+  /**
+   * The FP16 path's passes at the small batches a search service gathers (1 to 16 queries, k = 10 and 100, uniform
+   * random n x 128 and n x 768, default n = 1M), with the chunks keeping k' candidates each and keeping fewer ({@link
+   * HalfScanParams#chunkCandidates}), in the same run: device ms (CUDA events around the enqueued search, queries on
+   * the device), of it the scan kernel, and the pass every caller takes ({@link BatchSearch}, captured as a CUDA graph
+   * after its second sighting, as a service's repeated shapes are): its wall ms, of it the host enqueue; medians of
+   * 30 after warm-up; rejected: the certificates that failed (their queries searched again in FP32, in the wall time).
+   * Writes $OUT/half_passes.csv.
+   */
+  static void passes(String[] args) throws Exception {
+    int n = args.length > 1 ? Integer.parseInt(args[1]) : 1_000_000;
+    boolean savedFewer = HalfScanParams.fewerPerChunk;
+    boolean savedGraphs = PassGraphs.enabled;
+    try (GpuDevice d = GpuDevice.open(0);
+         PrintWriter csv = BenchUtil.csv("half_passes.csv",
+             "n,dims,batch,k,chunks_keep,device_ms,kernel_ms,pass_wall_ms,pass_enqueue_ms,rejected")) {
+      System.out.printf("GPU %s%n", d.name());
+      System.out.printf("%-9s %6s %4s %-11s %10s %10s %12s %12s %9s%n", "n x dims", "batch", "k", "chunks keep",
+          "device ms", "kernel ms", "pass wall ms", "enqueue ms", "rejected");
+      PassGraphs.enabled = true;
+      for (int dims : new int[] {128, 768}) {
+        float[] x = BenchUtil.randomFloats((long) n * dims, 11);
+        try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2)) {
+          x = null;
+          index.addHalfCopy();
+          float[] queries = BenchUtil.randomFloats(16L * dims, 12);
+          for (int batch : new int[] {1, 2, 4, 8, 16}) {
+            for (int k : new int[] {10, 100}) {
+              for (boolean fewer : new boolean[] {false, true}) {
+                HalfScanParams.fewerPerChunk = fewer;
+                try (GpuDevice.Scope s = d.lock()) { // the passes captured under the other setting bake it in
+                  d.passGraphs().evict(index);
+                }
+                double deviceMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, false));
+                double kernelMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true));
+                GpuFlatIndex.RerankStats before = index.halfStats();
+                double[] wall = new double[30];
+                double[] enqueue = new double[wall.length];
+                for (int r = -3; r < wall.length; r++) {
+                  long[] timing = new long[2];
+                  long t0 = System.nanoTime();
+                  BatchSearch.run(d, List.of(new SearchGroup(index, queries, batch, k, null, null)), timing);
+                  if (r >= 0) {
+                    wall[r] = (System.nanoTime() - t0) / 1e6;
+                    enqueue[r] = timing[0] / 1e6;
+                  }
+                }
+                long rejected = index.halfStats().fallbacks() - before.fallbacks();
+                String keep = fewer ? "fewer" : "k'";
+                csv.printf("%d,%d,%d,%d,%s,%.4f,%.4f,%.4f,%.4f,%d%n", n, dims, batch, k, keep, deviceMs, kernelMs,
+                    BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
+                System.out.printf("%-9s %6d %4d %-11s %10.3f %10.3f %12.3f %12.3f %9d%n", (n / 1000) + "kx" + dims,
+                    batch, k, keep, deviceMs, kernelMs, BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      HalfScanParams.fewerPerChunk = savedFewer;
+      PassGraphs.enabled = savedGraphs;
+    }
+  }
+
   private static double[] deviceTimes(GpuDevice d, GpuFlatIndex index, float[] queries, int nq, int dims, int k,
                                       int reps) {
     try (GpuDevice.Scope s = d.lock();
@@ -270,11 +339,12 @@ public final class ExactSearchBench {
          DeviceBuffer stats = d.allocate(16L * nq)) {
       d.upload(queries, 0, nq * dims, dq, 0);
       HalfScanParams p = index.halfScanParams(dq.address(), nq, kc, 0, 0).planChunks(d.multiprocessorCount());
-      DeviceBuffer chunkV = d.allocate(4L * nq * kc * p.chunks);
-      DeviceBuffer chunkI = d.allocate(4L * nq * kc * p.chunks);
+      p.k = p.chunks == 1 ? kc : index.halfChunkCandidates(kc, p.chunks, p.chunkLen); // as the search's scan keeps
+      DeviceBuffer chunkV = d.allocate(4L * nq * p.k * p.chunks);
+      DeviceBuffer chunkI = d.allocate(4L * nq * p.k * p.chunks);
       p.outK = chunkV.address();
       p.outIdx = chunkI.address();
-      p.outRowStride = (long) p.chunks * kc;
+      p.outRowStride = (long) p.chunks * p.k;
       Runnable search = scanOnly ? () -> p.enqueue(d)
           : () -> index.enqueueHalfSearch(dq.address(), nq, k, 0, 0, outV, outI, 0, stats.address());
       search.run();

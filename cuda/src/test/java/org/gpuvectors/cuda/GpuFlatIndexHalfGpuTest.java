@@ -164,48 +164,55 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
 
   /**
    * Passes of one shape captured and replayed as CUDA graphs keep the certificate's inputs and stay exact: one
-   * segment (a lone half scan) and two (a half scan table).
+   * segment (a lone half scan) of 2 queries and of 16 (a lone group's most, PassGraphs.LONE_GROUP_QUERIES), and two
+   * segments (a half scan table); chunks that keep fewer than k' ({@link HalfScanParams#chunkCandidates}).
    */
   @Test
   void capturedPassesStayExact() {
-    int n = 8000, dims = 64;
+    int n = 40_000, dims = 64;
     Random r = new Random(29);
     float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
     float[] second = GpuFlatIndexGpuTest.random(3000 * dims, r);
+    assertTrue(HalfScanParams.chunkCandidates(CandidateBound.candidates(10), n, 40, 1024) < CandidateBound.candidates(10),
+        "the lone scans' chunks keep fewer than k'");
     boolean saved = PassGraphs.enabled;
     PassGraphs.enabled = true;
     List<String> failures = new ArrayList<>();
     try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2);
          GpuFlatIndex other = halfIndex(second, 3000, dims, Metric.L2)) {
-      for (int segments = 1; segments <= 2; segments++) {
+      for (int variant = 0; variant < 3; variant++) { // 1 segment 2 queries, 2 segments, 1 segment 16 queries k 100
+        int segments = variant == 1 ? 2 : 1;
+        int nq = variant == 2 ? PassGraphs.LONE_GROUP_QUERIES : 2;
         long launchesBefore = graphLaunches();
         long tablesBefore = device.flatScanTables();
         for (int round = 0; round < 6; round++) {
-          float[] queries = GpuFlatIndexGpuTest.random(2 * dims, r);
-          List<SearchGroup> groups = new ArrayList<>(List.of(new SearchGroup(index, queries, 2, 10, null, null)));
+          float[] queries = GpuFlatIndexGpuTest.random(nq * dims, r);
+          List<SearchGroup> groups = new ArrayList<>(List.of(
+              new SearchGroup(index, queries, nq, variant == 2 ? 100 : 10, null, null)));
           if (segments == 2) {
-            groups.add(new SearchGroup(other, queries, 2, 7, null, null));
+            groups.add(new SearchGroup(other, queries, nq, 7, null, null));
           }
           SearchResult[] res = BatchSearch.run(device, groups);
           for (int g = 0; g < segments; g++) {
             float[] v = g == 0 ? vectors : second;
             int size = g == 0 ? n : 3000, k = groups.get(g).k();
-            for (int q = 0; q < 2; q++) {
+            for (int q = 0; q < nq; q++) {
               List<CpuOracle.Entry> exp = CpuOracle.search(v, size, dims, Metric.L2, queries, q, k, null);
               String f = GpuFlatIndexTf32GpuTest.check(res[g], q, k, exp, v, size, dims, Metric.L2, queries, null);
               if (f != null) {
-                failures.add(segments + " segments, round " + round + " group " + g + " query " + q + ": " + f);
+                failures.add("variant " + variant + ", round " + round + " group " + g + " query " + q + ": " + f);
               }
             }
           }
         }
-        assertTrue(graphLaunches() > launchesBefore, segments + " segments: later passes replayed a captured graph");
+        assertTrue(graphLaunches() > launchesBefore, "variant " + variant + ": later passes replayed a captured graph");
         if (segments == 2) {
           assertEquals(6, device.flatScanTables() - tablesBefore, "every two-segment pass a half scan table");
         }
       }
-      assertEquals(24, index.halfStats().queries());
+      assertEquals(6 * (2 + 2 + PassGraphs.LONE_GROUP_QUERIES), index.halfStats().queries());
       assertEquals(12, other.halfStats().queries());
+      assertEquals(0, index.halfStats().fallbacks(), "random data: every query certified from chunks keeping fewer");
     } finally {
       PassGraphs.enabled = saved;
     }
@@ -302,6 +309,55 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
             failures.add("alone query " + q + ": " + f);
           }
         }
+      }
+    }
+    assertNoFailures(failures);
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /**
+   * Chunks that keep fewer than k' candidates ({@link HalfScanParams#chunkCandidates}) and rows in an order that
+   * gathers a query's neighbours: 300 rows close to query 0 lie one after another, so the chunk that holds most of
+   * them keeps 41 of its 224. Alone and as a member of a half scan table, the query's first search must be rejected
+   * (counted) for that chunk's sake and answered exactly in FP32; the copy then keeps k' a chunk, and the same
+   * search is certified (no rejection) and exact. Other queries are certified from the start.
+   */
+  @Test
+  void chunksThatKeptTooFewAreRejectedThenWidened() {
+    int n = 40_000, dims = 32, k = 100, near = 300, at = 10_000;
+    Random r = new Random(53);
+    float[] vectors = GpuFlatIndexGpuTest.random(n * dims, r);
+    float[] queries = GpuFlatIndexGpuTest.random(3 * dims, r);
+    for (int i = 0; i < near; i++) { // row at + i: query 0 moved by a distinct small offset along dimension i % dims
+      System.arraycopy(queries, 0, vectors, (at + i) * dims, dims);
+      vectors[(at + i) * dims + i % dims] += 0.01f * (1 + i);
+    }
+    float[] other = GpuFlatIndexGpuTest.random(5000 * dims, r);
+    assertTrue(HalfScanParams.chunkCandidates(200, n, 40, 1024) < 200, "this index's chunks keep fewer than k'");
+    List<String> failures = new ArrayList<>();
+    for (boolean table : new boolean[] {false, true}) {
+      try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2);
+           GpuFlatIndex second = halfIndex(other, 5000, dims, Metric.L2)) {
+        long[] rejectedPerRound = new long[2];
+        for (int round = 0; round < 2; round++) {
+          long before = index.halfStats().fallbacks();
+          long beforeAll = index.halfStats().queries();
+          List<SearchGroup> groups = table
+              ? List.of(new SearchGroup(index, queries, 3, k, null, null), new SearchGroup(second, queries, 3, k, null, null))
+              : List.of(new SearchGroup(index, queries, 3, k, null, null));
+          SearchResult res = BatchSearch.run(device, groups)[0];
+          assertEquals(3, index.halfStats().queries() - beforeAll, "table " + table + ": the half scan answered");
+          rejectedPerRound[round] = index.halfStats().fallbacks() - before;
+          for (int q = 0; q < 3; q++) {
+            List<CpuOracle.Entry> exp = CpuOracle.search(vectors, n, dims, Metric.L2, queries, q, k, null);
+            String f = GpuFlatIndexTf32GpuTest.check(res, q, k, exp, vectors, n, dims, Metric.L2, queries, null);
+            if (f != null) {
+              failures.add("table " + table + " round " + round + " query " + q + ": " + f);
+            }
+          }
+        }
+        assertEquals(1, rejectedPerRound[0], "table " + table + ": query 0 rejected for its chunk's sake, alone");
+        assertEquals(0, rejectedPerRound[1], "table " + table + ": k' a chunk from then on certifies it");
       }
     }
     assertNoFailures(failures);

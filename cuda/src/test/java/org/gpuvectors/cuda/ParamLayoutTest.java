@@ -151,8 +151,8 @@ class ParamLayoutTest {
   void rerankTableMatchesRerankKernels() throws IOException {
     String kernels = Files.readString(Path.of("src/main/cuda/rerank_kernels.cu"));
     assertEquals(RerankTable.MAX_ENTRIES, constant(kernels, "kRerankTableEntries"));
-    assertTrue(kernels.contains("static_assert(sizeof(RerankTable) == 8 + kRerankTableEntries * 20,"), "size asserted");
-    assertEquals(8 + RerankTable.MAX_ENTRIES * 20, RerankTable.BYTES);
+    assertTrue(kernels.contains("static_assert(sizeof(RerankTable) == 8 + kRerankTableEntries * 28,"), "size asserted");
+    assertEquals(8 + RerankTable.MAX_ENTRIES * 28, RerankTable.BYTES);
     assertEquals(RerankTable.BYTES, new RerankTable().encode().length);
     assertTrue(RerankTable.BYTES + RerankParams.BYTES <= 4096, "the launch's parameters fit 4 KB");
   }
@@ -299,11 +299,12 @@ class ParamLayoutTest {
     assertEquals(HalfScanParams.TOP, constant(kernels, "kHalfScanTop"));
     assertEquals(HalfScanParams.MIN_EXP, constant(kernels, "kHalfScanMinExp"));
     assertEquals(HalfScanParams.ROWS, constant(kernels, "kHalfScanWarpRows") * HalfScanParams.THREADS / 32);
-    for (int k = HalfScanParams.MIN_K; k <= HalfScanParams.MAX_K; k++) {
+    for (int k = HalfScanParams.MIN_CHUNK_K; k <= HalfScanParams.MAX_K; k++) {
       HalfScanParams p = new HalfScanParams();
       p.k = k;
       assertTrue(kernels.contains("GV_HALF_SCAN(" + KSelect.bucket(k) + ")"), p.kernel() + " is built");
-      assertTrue(kernels.contains("GV_HALF_SCAN_TABLE(" + KSelect.bucket(k) + ")"), p.tableKernel() + " is built");
+      assertTrue(kernels.contains("GV_HALF_SCAN_TABLE(" + KSelect.bucket(k) + ")"),
+          HalfScanParams.tableKernel(k) + " is built");
     }
     assertEquals(FlatScanTable.MAX_ENTRIES, constant(kernels, "kHalfScanTableEntries"));
     assertTrue(kernels.contains("static_assert(sizeof(HalfScanTable) == 8 + kHalfScanTableEntries * sizeof(HalfScanParams),"),
