@@ -2,6 +2,7 @@ package org.gpuvectors.codec.gpu;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -223,10 +224,22 @@ public final class SearchBatcher {
   /** The searches that go into one group: one device index, exact or not (device indexes compare by identity). */
   private record GroupKey(DeviceIndex index, boolean exact) {}
 
+  /**
+   * The groups of a pass in an order that does not depend on which search came first: a pass's shape (its groups'
+   * indexes, query counts and k, in order) is what the device captures and launches again as a CUDA graph, and a
+   * query's searches over a field's segments arrive led by whichever segment Lucene asked first (Elasticsearch, 7
+   * segments, 16 clients: 567-2,246 captures against 617-1,749 launches a point, docs/BENCHMARKS.md section 31b). By
+   * the indexes' identity hash codes (stable while they live; two equal ones keep their order of appearance, a sort
+   * being stable), walks before exact searches.
+   */
+  private static final Comparator<GroupKey> GROUP_ORDER = Comparator
+      .comparingInt((GroupKey k) -> System.identityHashCode(k.index()))
+      .thenComparing(GroupKey::exact);
+
   private void runPass(List<Search> batch, long[] timing) {
     long start = System.nanoTime();
-    // one group per device index, in order of first appearance; a graph's exact searches (selective
-    // filters) apart from its walks, which would otherwise all run at the group's largest effort: exact
+    // one group per device index; a graph's exact searches (selective filters) apart from its walks, which would
+    // otherwise all run at the group's largest effort: exact
     Map<GroupKey, List<Search>> byKey = new HashMap<>();
     List<GroupKey> order = new ArrayList<>();
     for (Search s : batch) {
@@ -235,6 +248,7 @@ public final class SearchBatcher {
         return new ArrayList<>();
       }).add(s);
     }
+    order.sort(GROUP_ORDER);
     List<SearchGroup> groups = new ArrayList<>(order.size());
     for (GroupKey key : order) {
       groups.add(group(key.index(), byKey.get(key)));

@@ -1,6 +1,7 @@
 package org.gpuvectors.codec.gpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -47,12 +48,9 @@ class SearchBatcherGroupingTests {
     };
   }
 
-  @Test
-  void exactGraphSearchesRunApartFromTheWalksOfTheSameIndex() {
-    DeviceIndex graph = index(1000, 2);
-    DeviceIndex other = index(50, 2);
-    List<SearchGroup> seen = new ArrayList<>();
-    SearchBatcher batcher = new SearchBatcher((groups, timing) -> {
+  /** A batcher whose passes record their groups and answer each query with its group's position as every id. */
+  private static SearchBatcher recording(List<SearchGroup> seen) {
+    return new SearchBatcher((groups, timing) -> {
       seen.addAll(groups);
       SearchResult[] out = new SearchResult[groups.size()];
       for (int g = 0; g < out.length; g++) {
@@ -65,6 +63,14 @@ class SearchBatcherGroupingTests {
       }
       return out;
     }, 1 << 20, 1, new GpuSearchStats());
+  }
+
+  @Test
+  void exactGraphSearchesRunApartFromTheWalksOfTheSameIndex() {
+    DeviceIndex graph = index(1000, 2);
+    DeviceIndex other = index(50, 2);
+    List<SearchGroup> seen = new ArrayList<>();
+    SearchBatcher batcher = recording(seen);
     float[][] one = {{1, 2}};
     SearchBatcher.Search walk64 = new SearchBatcher.Search(graph, one, 1, 10, null, 64);
     SearchBatcher.Search exact = new SearchBatcher.Search(graph, one, 1, 10, new long[16], GpuGraphIndex.EXACT);
@@ -73,13 +79,59 @@ class SearchBatcherGroupingTests {
     batcher.run(List.of(walk64, exact, walk32, flat));
 
     assertEquals(3, seen.size(), "walks, exact searches and the other index: " + seen);
-    assertEquals(64, seen.get(0).nprobe(), "the walks run at their widest");
-    assertEquals(2, seen.get(0).numQueries());
-    assertEquals(GpuGraphIndex.EXACT, seen.get(1).nprobe());
-    assertEquals(1, seen.get(1).numQueries());
-    assertEquals(0, walk64.result().id(0, 0));
-    assertEquals(0, walk32.result().id(0, 0));
-    assertEquals(1, exact.result().id(0, 0));
-    assertEquals(2, flat.result().id(0, 0));
+    int walks = -1;
+    int exacts = -1;
+    int others = -1;
+    for (int g = 0; g < seen.size(); g++) {
+      SearchGroup group = seen.get(g);
+      if (group.index() == other) {
+        others = g;
+      } else if (group.nprobe() == GpuGraphIndex.EXACT) {
+        exacts = g;
+      } else {
+        walks = g;
+      }
+    }
+    assertEquals(64, seen.get(walks).nprobe(), "the walks run at their widest");
+    assertEquals(2, seen.get(walks).numQueries());
+    assertEquals(1, seen.get(exacts).numQueries());
+    assertTrue(walks < exacts, "an index's walks before its exact searches");
+    assertEquals(walks, walk64.result().id(0, 0));
+    assertEquals(walks, walk32.result().id(0, 0));
+    assertEquals(exacts, exact.result().id(0, 0));
+    assertEquals(others, flat.result().id(0, 0));
+  }
+
+  /**
+   * A pass's groups come in one order whichever of its searches arrived first (the order a captured pass's shape
+   * depends on): a query's searches over eight segments led by each segment in turn, every pass the same order of
+   * indexes; each search still gets its own group's results.
+   */
+  @Test
+  void groupsComeInOneOrderWhicheverSearchLeads() {
+    List<DeviceIndex> segments = new ArrayList<>();
+    for (int s = 0; s < 8; s++) {
+      segments.add(index(1000 + s, 2));
+    }
+    float[][] one = {{1, 2}};
+    List<DeviceIndex> first = null;
+    for (int lead = 0; lead < segments.size(); lead++) {
+      List<SearchGroup> seen = new ArrayList<>();
+      SearchBatcher batcher = recording(seen);
+      List<SearchBatcher.Search> searches = new ArrayList<>();
+      for (int i = 0; i < segments.size(); i++) {
+        searches.add(new SearchBatcher.Search(segments.get((lead + i) % segments.size()), one, 1, 10, null));
+      }
+      batcher.run(searches);
+      List<DeviceIndex> order = seen.stream().map(SearchGroup::index).toList();
+      assertEquals(segments.size(), order.size());
+      if (first == null) {
+        first = order;
+      }
+      assertEquals(first, order, "lead " + lead + ": the same order of groups");
+      for (SearchBatcher.Search search : searches) {
+        assertTrue(order.get(search.result().id(0, 0)) == search.index, "its own group's result");
+      }
+    }
   }
 }
