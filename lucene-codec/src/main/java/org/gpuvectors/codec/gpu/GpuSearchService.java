@@ -474,12 +474,16 @@ public final class GpuSearchService implements Closeable {
       List<SearchBatcher.Search> searches = new ArrayList<>(keys.size());
       for (int i = 0; i < keys.size(); i++) {
         DeviceIndex index = handles.get(i).index();
-        // this segment's k as the caller chose it; a peer's as it would ask for the parked k (ivf_pq: candidates),
-        // or for Lucene's first ask of it when that is more (a peer larger than this segment)
+        // this segment's k as the caller chose it (or the query's, when more); a peer's for what Lucene asks of it,
+        // first (leafK: more than the query's k for a peer larger than a third of the documents) or again (the query's
+        // k), in the peer's device terms (ivf_pq: candidates); with peers, rounded up (passK)
         int wanted = parkK;
         if (i > 0) {
-          int peerK = Math.min(MAX_GPU_K, Math.max(parkK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
+          int peerK = Math.min(MAX_GPU_K, Math.max(queryK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
           wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK));
+        }
+        if (keys.size() > 1) {
+          wanted = passK(wanted);
         }
         int searchK = Math.max(1, Math.min(wanted, index.size()));
         // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
@@ -510,6 +514,20 @@ public final class GpuSearchService implements Closeable {
    * max(1, k p + 16 sqrt(k p (1 - p)))} first ({@link #leafK}), and the segments it must revisit for the
    * full k. Solving x + 16 sqrt(x (1 - p)) = leafK + 1 for x = k p gives that k (rounded up).
    */
+  /**
+   * The k a speculative pass searches a segment for, {@code k} rounded up to a multiple of {@link #PASS_K_STEP} (at
+   * most {@link #MAX_GPU_K}): a segment's k then does not depend on which segment of the query asked first (its own
+   * ask, its Lucene k from the query's k recovered by {@link #fullK}, which may differ by one), so that the passes over
+   * a field's segments repeat their shapes and run as captured CUDA graphs. A few more results than asked for cost
+   * little; a multiple of 16 never crosses the k of 128 up to which the FP16 scan answers.
+   */
+  static int passK(int k) {
+    return Math.min(MAX_GPU_K, (k + PASS_K_STEP - 1) / PASS_K_STEP * PASS_K_STEP);
+  }
+
+  /** See {@link #passK}. */
+  static final int PASS_K_STEP = 16;
+
   static int fullK(int leafK, double share) {
     if (share >= 1 || share <= 0) {
       return leafK;

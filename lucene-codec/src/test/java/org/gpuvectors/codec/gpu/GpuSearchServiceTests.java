@@ -327,6 +327,23 @@ class GpuSearchServiceTests {
     assertEquals(50L * DIMS * Float.BYTES, service.residentBytes(), "the segment's bytes are accounted");
   }
 
+  /**
+   * A speculative pass's k per segment is rounded up to a multiple of 16 (passes then repeat their shapes): never
+   * less than asked, at most 15 more, never past 128 from at most 128 (the FP16 scan's largest k), capped at the
+   * GPU's largest k.
+   */
+  @Test
+  void passKRoundsUpToSixteens() {
+    for (int k = 1; k <= GpuSearchService.MAX_GPU_K; k++) {
+      int p = GpuSearchService.passK(k);
+      assertTrue(p >= k && p - k < 16 && p % 16 == 0, k + " -> " + p);
+      assertTrue(k > 128 || p <= 128, k + " -> " + p);
+    }
+    assertEquals(112, GpuSearchService.passK(101));
+    assertEquals(112, GpuSearchService.passK(105));
+    assertEquals(GpuSearchService.MAX_GPU_K, GpuSearchService.passK(GpuSearchService.MAX_GPU_K + 5));
+  }
+
   /** The k parked for a query's segments covers the largest k Lucene's optimistic search may ask. */
   @Test
   void fullKCoversEveryKThatGivesThisLeafK() {
