@@ -85,12 +85,13 @@ final class PassGraphs {
   /**
    * Whether a pass may be captured: capture is on, its inputs went up in the one staged copy (no group's queries
    * copied from its own array), and every group holds at most {@link #GROUP_QUERIES} queries (a pass of one group:
-   * {@link #LONE_GROUP_QUERIES}): a query or a few per segment, the passes whose launches outlast their kernels.
-   * Passes of more queries are bound by their kernels, and under concurrent searches the shapes of passes over
-   * several segments (queries per segment) vary from pass to pass: Elasticsearch at 16 and 64 clients captured one
-   * pass in ten with groups of up to 64 queries eligible (docs/BENCHMARKS.md section 21). A pass over one segment has
-   * one shape per query count: at 16 clients its passes of 4-5 searches spent 70-95 us enqueuing while the device
-   * idled (section 31b).
+   * {@link #LONE_GROUP_QUERIES}): a few queries per segment, the passes whose launches outlast their kernels. Passes
+   * of more queries are bound by their kernels, and under concurrent searches their shapes vary more: Elasticsearch
+   * at 16 and 64 clients captured one pass in ten with groups of up to 64 queries eligible (docs/BENCHMARKS.md section
+   * 21). A pass over one segment has one shape per query count: at 16 clients its passes of 4-5 searches spent 70-95
+   * us enqueuing while the device idled (section 31b). A pass over a field's segments has one per query count too
+   * since its groups come in a fixed order with a k that does not depend on the segment that led (SearchBatcher,
+   * GpuSearchService.passK).
    */
   static boolean eligible(List<SearchGroup> groups, PassLayout layout) {
     if (!enabled || !layout.staged || layout.anyDirect || groups.isEmpty()) {
@@ -105,8 +106,11 @@ final class PassGraphs {
     return true;
   }
 
-  /** The most queries of a group in a pass of several groups that is captured ({@link #eligible}). */
-  static final int GROUP_QUERIES = 4;
+  /**
+   * The most queries of a group in a pass of several groups that is captured ({@link #eligible}): a block of the flat
+   * scans' queries. Elasticsearch at 64 clients over 8 segments gathered 7.5 queries a segment a pass (section 32).
+   */
+  static final int GROUP_QUERIES = 8;
   /** The most queries of the group of a one-group pass that is captured ({@link #eligible}). */
   static final int LONE_GROUP_QUERIES = 16;
   /**
