@@ -19,6 +19,12 @@
   queries/s (transfers included) of the FP32 scan, the FP16 scan with its re-rank and the GEMM path next to PyTorch
   FP32 / TF32 (wall too), 1M x 128 and 1M x 768, k = 10; right, Elasticsearch 1M x 768 q/s against clients: `flat`
   with and without the FP16 copy, `dense_vector` HNSW (natural segments) and the knn ceiling.
+- half-table.png: Elasticsearch 1M x 128 `flat`, natural and one segment (section 31): the FP32 table, the FP16 half
+  table, two passes pipelined, each with its paired knn ceiling.
+- chunk-candidates.png: the FP16 path's chunks keeping their share of the candidates (section 32): left and middle,
+  the captured pass (wall) and the device time at 1 to 16 queries, k = 100, before and after, next to PyTorch FP32 /
+  TF32 (wall, same run), 1M x 128 and 1M x 768; right, Elasticsearch 1M x 128 q/s against clients, one and natural
+  segments, with each run's paired knn ceiling.
 - ivfpq-scale.png: recall@10 against queries/s, `ivf_pq` at scale (section 23: 10M x 128 and 2M x 768, nprobe 8,
   one point per num_candidates), batch 10k and one query at a time, next to the exact GPU search of the same JVM and
   PyTorch FP32 / TF32 on the same data (session 17, section 22b / 22c: the peer of another run, as marked).
@@ -287,6 +293,62 @@ def half_table():
     print("wrote", out)
 
 
+def torch_log(name):
+    """The `n x dims batch k prec median_ms ...` rows of a torch_exact.py log: {(dims, batch, k, prec): ms}."""
+    out = {}
+    with open(os.path.join(results, name)) as f:
+        for line in f:
+            m = re.match(r"\d+kx(\d+)\s+(\d+)\s+(\d+)\s+(fp32|tf32)\s+([\d.]+)", line)
+            if m:
+                out[(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))] = float(m.group(5))
+    return out
+
+
+def chunk_candidates():
+    """Section 32: the FP16 path's chunks keeping their share of the candidates; Elasticsearch 1M x 128 with it."""
+    base = "chunk-candidates-s25"
+    ours = rows(os.path.join(base, "final", "half_passes.csv"))
+    peer = torch_log(os.path.join(base, "final", "torch_exact_passes.log"))
+    fig, axes = plt.subplots(1, 3, figsize=(18, 4.8))
+    for ax, dims in zip(axes[:2], (128, 768)):
+        for keep, color, label in (("k'", "tab:green", "chunks keep k' (before)"),
+                                   ("fewer", "tab:blue", "chunks keep their share (now)")):
+            pts = [r for r in ours if int(r["dims"]) == dims and r["k"] == "100" and r["chunks_keep"] == keep]
+            batches = [int(r["batch"]) for r in pts]
+            ax.plot(batches, [float(r["pass_wall_ms"]) for r in pts], marker="o", color=color,
+                    label=label + ": captured pass, wall")
+            ax.plot(batches, [float(r["device_ms"]) for r in pts], marker=".", linestyle=":", color=color,
+                    label=label + ": device")
+        for prec, color in (("fp32", "tab:orange"), ("tf32", "tab:red")):
+            batches = [b for b in (1, 2, 4, 8, 16) if (dims, b, 100, prec) in peer]
+            ax.plot(batches, [peer[(dims, b, 100, prec)] for b in batches], marker="s", color=color,
+                    label=f"PyTorch {prec.upper()} matmul + topk, wall (same run)")
+        ax.set_xscale("log", base=2); ax.set_ylim(bottom=0)
+        ax.set_xlabel("queries in the pass"); ax.set_ylabel("ms (exact, k = 100, recall 1.0)")
+        ax.set_title(f"FP16 path, 1M x {dims}, H200"); ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[2]
+    runs = (("es-ab-kprime", "tab:green", "chunks keep k' (machine A)"),
+            ("es-ab-fewer", "tab:blue", "chunks keep their share (machine A)"),
+            ("es-stable-shapes", "tab:purple", "+ passes of stable shapes (machine B)"))
+    for run, color, label in runs:
+        for segments, style in (("one", "-"), ("natural", "--")):
+            gpu = es_concurrent(os.path.join(base, run), "gpu", segments)
+            ax.plot([p["clients"] for p in gpu], [p["qps"] for p in gpu], marker="o", linestyle=style, color=color,
+                    label=f"{label}, {segments} segment(s)")
+        ceiling = es_concurrent(os.path.join(base, run), "gpu", "one")
+        ax.plot([p["clients"] for p in ceiling], [p["ceiling_qps"] for p in ceiling], marker="x", linestyle=":",
+                color=color, alpha=0.6, label="its paired knn ceiling")
+    ax.set_xscale("log", base=2); ax.set_yscale("log")
+    ax.set_xlabel("concurrent clients"); ax.set_ylabel("queries/s (exact knn, k = 10, recall 1.0)")
+    ax.set_title("Elasticsearch, gpu_vector flat 1M x 128, H200"); ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    out = os.path.join(here, "chunk-candidates.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 def ivfpq_scale():
     sets = (("10M x 128", "ivfpq-s18/typical-row/m10-p8/ivfpq-scale-10000000-128.csv",
              "ivfpq-s17/scale-10m-torch/torch-scale-10000000-128.csv"),
@@ -399,6 +461,8 @@ if __name__ == "__main__":
     natural_segments()
     exact_small()
     half_scan()
+    half_table()
+    chunk_candidates()
     ivfpq_scale()
     ivf_build()
     index_build()
