@@ -86,7 +86,9 @@ __device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query,
       const float* last = p.chunkKeys + (long long)query * p.chunkRowStride + chunkK - 1;
       for (int c = lane; c < chunks; c += kWarpSize) chunkLast = fminf(chunkLast, last[(long long)c * chunkK]);
 #pragma unroll
-      for (int o = kWarpSize / 2; o > 0; o >>= 1) chunkLast = fminf(chunkLast, __shfl_xor_sync(kFullMask, chunkLast, o));
+      for (int o = kWarpSize / 2; o > 0; o >>= 1) {
+        chunkLast = fminf(chunkLast, __shfl_xor_sync(kFullMask, chunkLast, o));
+      }
     }
     if (lane == 0) {
       float* st = p.stats + 4LL * query;

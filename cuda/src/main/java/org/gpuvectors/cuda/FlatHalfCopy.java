@@ -115,8 +115,8 @@ final class FlatHalfCopy implements AutoCloseable {
    * addresses; the other arguments as {@link GpuFlatIndex#enqueueSearch}, plus {@code stats}: the device address of 4
    * floats per query for the certificate, {@link #uncertified}): k' candidates per query from the copy (one scan
    * launch whose chunks keep {@link #chunkCandidates} each, a BlockSelect merge of them), their exact FP32 keys and
-   * the k best of them into the output (one re-rank launch that selects too), and the certificate's inputs. Caller holds the lock; the results are final
-   * only for the queries the certificate then accepts.
+   * the k best of them into the output (one re-rank launch that selects too), and the certificate's inputs. Caller
+   * holds the lock; the results are final only for the queries the certificate then accepts.
    */
   void enqueueSearch(GpuFlatIndex index, long vectors, long normsAddress, long queries, int nq, int k,
                      long acceptAddress, long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement,

@@ -510,7 +510,10 @@ public final class GpuFlatIndex extends ResidentIndex {
         acceptRowWords, outV, outI, outElement, stats);
   }
 
-  /** Candidates each of {@code chunks} chunks of a half scan of this index keeps ({@link FlatHalfCopy#chunkCandidates}). */
+  /**
+   * Candidates each of {@code chunks} chunks of a half scan of this index keeps ({@link
+   * FlatHalfCopy#chunkCandidates}).
+   */
   int halfChunkCandidates(int kc, int chunks, long chunkLen) {
     return half.chunkCandidates(kc, size(), chunks, chunkLen);
   }

@@ -145,9 +145,9 @@ final class HalfScanParams {
   void check() {
     if (k < MIN_CHUNK_K || k > MAX_K || dims < 1 || dims > MAX_DIMS || dimsPad != paddedDims(dims)
         || chunkLen % ROWS != 0) {
-      throw new IllegalArgumentException("the half scan takes " + MIN_CHUNK_K + " <= k <= " + MAX_K + " a chunk, dims <= "
-          + MAX_DIMS + ", rows padded to " + DIM_STEP + " and chunks of whole tiles: k=" + k + " dims=" + dims
-          + " dimsPad=" + dimsPad + " chunkLen=" + chunkLen);
+      throw new IllegalArgumentException("the half scan takes " + MIN_CHUNK_K + " <= k <= " + MAX_K
+          + " a chunk, dims <= " + MAX_DIMS + ", rows padded to " + DIM_STEP + " and chunks of whole tiles: k=" + k
+          + " dims=" + dims + " dimsPad=" + dimsPad + " chunkLen=" + chunkLen);
     }
   }
 

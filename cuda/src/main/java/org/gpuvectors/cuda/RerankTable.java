@@ -30,7 +30,9 @@ final class RerankTable {
     add(first, vectorsAddress, queriesAddress, 0, 0);
   }
 
-  /** As {@link #add(int, long, long)}, the entry's rows holding {@code entryChunks} chunks of {@code entryChunkK} keys. */
+  /**
+   * As {@link #add(int, long, long)}, the entry's rows holding {@code entryChunks} chunks of {@code entryChunkK} keys.
+   */
   void add(int first, long vectorsAddress, long queriesAddress, int entryChunkK, int entryChunks) {
     if (entries == MAX_ENTRIES) {
       throw new IllegalStateException("a re-rank table holds at most " + MAX_ENTRIES + " entries");
