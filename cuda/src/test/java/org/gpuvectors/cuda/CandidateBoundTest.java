@@ -423,33 +423,45 @@ class CandidateBoundTest {
           }
           union.sort(Comparator.comparingDouble(i -> tk[i]));
           List<Integer> cand = new ArrayList<>(union.subList(0, kc));
-          float[] rk = new float[n];
-          for (int i : cand) {
-            rk[i] = rerankKey(m, x, i * d, q, qo, d);
-          }
-          cand.sort(Comparator.comparingDouble(i -> rk[i]));
+          float[] rk = rerankSorted(m, x, q, qo, d, cand, n);
           float[] stats = {rk[cand.get(k - 1)], tk[union.get(kc - 1)], qNorm2Up(q, qo, d), chunkLast};
           boolean ok = b.uncertified(stats, 1).length == 0;
           outcomes[ok ? 1 : b.chunkLimited(stats, 0) ? 2 : 0]++;
-          if (!ok) {
-            continue;
-          }
-          double[] exact = new double[kc];
-          for (int c = 0; c < kc; c++) {
-            exact[c] = exactKey(m, x, cand.get(c) * d, q, qo, d);
-          }
-          Arrays.sort(exact);
-          for (int j = 0; j < n; j++) {
-            if (!cand.contains(j)) {
-              double left = exactKey(m, x, j * d, q, qo, d);
-              assertTrue(exact[k - 1] < left, m + " k=" + k + " query " + qi + ": vector " + j
-                  + " left out at exact key " + left + ", k-th candidate " + exact[k - 1]);
-            }
+          if (ok) {
+            assertCandidatesBeatTheRest(m, x, q, qo, d, cand, k, n, m + " k=" + k + " query " + qi);
           }
         }
       }
     }
     assertTrue(outcomes[1] > 0 && outcomes[2] > 0, "certified and chunk-limited both seen: " + Arrays.toString(outcomes));
+  }
+
+  /** The candidates' FP32 re-rank keys (indexed by vector), the candidates sorted by them. */
+  private static float[] rerankSorted(Metric m, float[] x, float[] q, int qo, int d, List<Integer> cand, int n) {
+    float[] rk = new float[n];
+    for (int i : cand) {
+      rk[i] = rerankKey(m, x, i * d, q, qo, d);
+    }
+    cand.sort(Comparator.comparingDouble(i -> rk[i]));
+    return rk;
+  }
+
+  /** Asserts that k candidates are strictly better (exact keys) than every vector of the n left out of them. */
+  private static void assertCandidatesBeatTheRest(Metric m, float[] x, float[] q, int qo, int d, List<Integer> cand,
+                                                  int k, int n, String what) {
+    double[] exact = new double[cand.size()];
+    for (int c = 0; c < exact.length; c++) {
+      exact[c] = exactKey(m, x, cand.get(c) * d, q, qo, d);
+    }
+    Arrays.sort(exact);
+    java.util.Set<Integer> in = new java.util.HashSet<>(cand);
+    for (int j = 0; j < n; j++) {
+      if (!in.contains(j)) {
+        double left = exactKey(m, x, j * d, q, qo, d);
+        assertTrue(exact[k - 1] < left, what + ": vector " + j + " left out at exact key " + left
+            + ", k-th candidate " + exact[k - 1]);
+      }
+    }
   }
 
   /**
@@ -478,25 +490,12 @@ class CandidateBoundTest {
             Integer[] byTf32 = IntStream.range(0, n).boxed().sorted(Comparator.comparingDouble(i -> tk[i]))
                 .toArray(Integer[]::new);
             List<Integer> cand = new ArrayList<>(Arrays.asList(byTf32).subList(0, kc));
-            float[] rk = new float[n];
-            for (int i : cand) {
-              rk[i] = rerankKey(m, x, i * d, q, qo, d);
-            }
-            cand.sort(Comparator.comparingDouble(i -> rk[i]));
+            float[] rk = rerankSorted(m, x, q, qo, d, cand, n);
             boolean ok = b.certified(rk[cand.get(k - 1)], tk[byTf32[kc - 1]], qNorm2Up(q, qo, d));
             certified[ok ? 1 : 0]++;
-            if (!ok) {
-              continue;
-            }
-            double[] exact = new double[kc];
-            for (int c = 0; c < kc; c++) {
-              exact[c] = exactKey(m, x, cand.get(c) * d, q, qo, d);
-            }
-            Arrays.sort(exact);
-            for (int j = kc; j < n; j++) {
-              double left = exactKey(m, x, byTf32[j] * d, q, qo, d);
-              assertTrue(exact[k - 1] < left, m + " offset " + offset + " k=" + k + " query " + qi + ": vector "
-                  + byTf32[j] + " left out at exact key " + left + ", k-th candidate " + exact[k - 1]);
+            if (ok) {
+              assertCandidatesBeatTheRest(m, x, q, qo, d, cand, k, n,
+                  m + " offset " + offset + " k=" + k + " query " + qi);
             }
           }
         }
