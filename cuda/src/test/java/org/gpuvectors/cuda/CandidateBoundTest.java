@@ -409,10 +409,7 @@ class CandidateBoundTest {
         int kc = CandidateBound.candidates(k);
         for (int qi = 0; qi < 12; qi++) {
           int qo = qi * d;
-          float[] tk = new float[n];
-          for (int i = 0; i < n; i++) {
-            tk[i] = tf32Key(m, x, i * d, q, qo, d, true, Order.TRUNCATING);
-          }
+          float[] tk = tf32Keys(m, x, q, qo, d, n);
           List<Integer> union = new ArrayList<>();
           float chunkLast = Float.POSITIVE_INFINITY;
           for (int c = 0; c < chunks; c++) {
@@ -434,6 +431,15 @@ class CandidateBoundTest {
       }
     }
     assertTrue(outcomes[1] > 0 && outcomes[2] > 0, "certified and chunk-limited both seen: " + Arrays.toString(outcomes));
+  }
+
+  /** The TF32 candidate keys (truncated inputs, truncating sums) of the n vectors against query row qo. */
+  private static float[] tf32Keys(Metric m, float[] x, float[] q, int qo, int d, int n) {
+    float[] tk = new float[n];
+    for (int i = 0; i < n; i++) {
+      tk[i] = tf32Key(m, x, i * d, q, qo, d, true, Order.TRUNCATING);
+    }
+    return tk;
   }
 
   /** The candidates' FP32 re-rank keys (indexed by vector), the candidates sorted by them. */
@@ -483,10 +489,7 @@ class CandidateBoundTest {
           int kc = CandidateBound.candidates(k);
           for (int qi = 0; qi < 12; qi++) {
             int qo = qi * d;
-            float[] tk = new float[n];
-            for (int i = 0; i < n; i++) {
-              tk[i] = tf32Key(m, x, i * d, q, qo, d, true, Order.TRUNCATING);
-            }
+            float[] tk = tf32Keys(m, x, q, qo, d, n);
             Integer[] byTf32 = IntStream.range(0, n).boxed().sorted(Comparator.comparingDouble(i -> tk[i]))
                 .toArray(Integer[]::new);
             List<Integer> cand = new ArrayList<>(Arrays.asList(byTf32).subList(0, kc));
