@@ -509,17 +509,11 @@ public final class GpuSearchService implements Closeable {
   }
 
   /**
-   * The largest k of a query whose per-segment k, for a segment holding {@code share} of the index's
-   * documents, is {@code leafK}: Lucene's optimistic knn search asks each segment for {@code
-   * max(1, k p + 16 sqrt(k p (1 - p)))} first ({@link #leafK}), and the segments it must revisit for the
-   * full k. Solving x + 16 sqrt(x (1 - p)) = leafK + 1 for x = k p gives that k (rounded up).
-   */
-  /**
    * The k a speculative pass searches a segment for, {@code k} rounded up to a multiple of {@link #PASS_K_STEP} (at
-   * most {@link #MAX_GPU_K}): a segment's k then does not depend on which segment of the query asked first (its own
-   * ask, its Lucene k from the query's k recovered by {@link #fullK}, which may differ by one), so that the passes over
-   * a field's segments repeat their shapes and run as captured CUDA graphs. A few more results than asked for cost
-   * little; a multiple of 16 never crosses the k of 128 up to which the FP16 scan answers.
+   * most {@link #MAX_GPU_K}): a segment's k then does not depend on which segment of the query asked first (the
+   * query's k that {@link #fullK} recovers from the leading segment's ask may differ by a few), so that the passes
+   * over a field's segments repeat their shapes and run as captured CUDA graphs. A few more results than asked for
+   * cost little; a multiple of 16 never crosses the k of 128 up to which the FP16 scan answers.
    */
   static int passK(int k) {
     return Math.min(MAX_GPU_K, (k + PASS_K_STEP - 1) / PASS_K_STEP * PASS_K_STEP);
@@ -528,6 +522,12 @@ public final class GpuSearchService implements Closeable {
   /** See {@link #passK}. */
   static final int PASS_K_STEP = 16;
 
+  /**
+   * The largest k of a query whose per-segment k, for a segment holding {@code share} of the index's
+   * documents, is {@code leafK}: Lucene's optimistic knn search asks each segment for {@code
+   * max(1, k p + 16 sqrt(k p (1 - p)))} first ({@link #leafK}), and the segments it must revisit for the
+   * full k. Solving x + 16 sqrt(x (1 - p)) = leafK + 1 for x = k p gives that k (rounded up).
+   */
   static int fullK(int leafK, double share) {
     if (share >= 1 || share <= 0) {
       return leafK;
