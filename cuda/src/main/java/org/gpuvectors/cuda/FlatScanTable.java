@@ -266,7 +266,7 @@ final class FlatScanTable {
       mostChunks = Math.max(mostChunks, p.chunks);
       mostKept = Math.max(mostKept, p.k);
       // a member whose chunks keep k' is certified by its merged k'-th key alone: no chunk keys for it
-      vectors.add(firstRows.get(e), flats.get(e).vectorsAddress(), entries.get(e).queries, p.k < kc ? p.k : 0,
+      vectors.add(firstRows.get(e), flats.get(e).vectorsAddress(), p.queries, p.k < kc ? p.k : 0,
           p.k < kc ? p.chunks : 0);
     }
     boolean gaps = false;

@@ -339,7 +339,7 @@ public final class ExactSearchBench {
          DeviceBuffer stats = d.allocate(16L * nq)) {
       d.upload(queries, 0, nq * dims, dq, 0);
       HalfScanParams p = index.halfScanParams(dq.address(), nq, kc, 0, 0).planChunks(d.multiprocessorCount());
-      p.k = p.chunks == 1 ? kc : index.halfChunkCandidates(kc, p.chunks, p.chunkLen); // as the search's scan keeps
+      p.k = index.halfChunkCandidates(kc, p.chunks, p.chunkLen); // as the search's scan keeps (k' for one chunk)
       DeviceBuffer chunkV = d.allocate(4L * nq * p.k * p.chunks);
       DeviceBuffer chunkI = d.allocate(4L * nq * p.k * p.chunks);
       p.outK = chunkV.address();
