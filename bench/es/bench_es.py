@@ -50,6 +50,10 @@ def parse_args(argv=None):
     p.add_argument("--procs", type=int, default=0, help="load generator processes (default: min(clients, cores/2)); "
                    "each runs clients/procs threads with one keep-alive connection each")
     p.add_argument("--bulk-procs", type=int, default=0, help="bulk load processes (default: min(8, cores))")
+    p.add_argument("--tiny-segments", type=int, default=1,
+                   help="load the 2,000-vector indices (ceiling, gpuceiling) in this many refreshed parts; above 1 they "
+                        "are measured at those segments (layout natural), then force-merged (one): what Elasticsearch's "
+                        "own per-segment work costs a knn search when the vector search costs nothing")
     p.add_argument("--shards", type=int, default=1)
     p.add_argument("--keep", action="store_true", help="keep the indices (default: delete each after its run)")
     p.add_argument("--paired", action="store_true",
@@ -317,6 +321,9 @@ def create_and_load(system, index, n):
         req("PUT", "/%s/_doc/0?refresh=true" % index, {"f": 0})
         return
     t0 = time.time()
+    if n <= 2000 and A.tiny_segments > 1:
+        load_in_parts(system, index, n, A.tiny_segments)
+        return
     procs = min(A.bulk_procs or min(8, os.cpu_count() or 1), max(1, n // 1000))
     batch = max(100, min(2000, 1_000_000 // (A.dims * 8)))
     done, err = mp.Value("q", 0), mp.Queue()
@@ -348,6 +355,22 @@ def create_and_load(system, index, n):
     st, cnt = req("GET", "/%s/_count" % index)
     log(step="load", system=system, index=index, n=n, bulk_s=round(t_bulk, 1), docs_per_s=round(n / t_bulk),
         refresh_s=round(time.time() - t1, 1), count=cnt.get("count"), segments=segment_count(index))
+
+
+def load_in_parts(system, index, n, parts):
+    """A small index in `parts` segments: each part bulk-loaded, then refreshed (refresh_interval is -1)."""
+    t0 = time.time()
+    done, err = mp.Value("q", 0), mp.Queue()
+    step = (n + parts - 1) // parts
+    for lo in range(0, n, step):
+        _bulk_worker(index, lo, min(n, lo + step), step, done, err)
+        if not err.empty():
+            raise SystemExit(err.get())
+        req("POST", "/%s/_refresh" % index)
+    st, cnt = req("GET", "/%s/_count" % index)
+    bulk_s = time.time() - t0
+    log(step="load", system=system, index=index, n=n, parts=parts, bulk_s=round(bulk_s, 1),
+        docs_per_s=round(n / bulk_s), count=cnt.get("count"), segments=segment_count(index))
 
 
 def segment_count(index):
@@ -676,7 +699,10 @@ def run_system(system):
     t0 = time.time()
     say("%s: loading %d docs into %s" % (system, 0 if system == "noop" else n, index))
     create_and_load(system, index, n)
-    layouts = ["one"] if tiny or system == "noop" else (["natural", "one"] if A.segments == "both" else [A.segments])
+    if system == "noop" or (tiny and A.tiny_segments == 1):
+        layouts = ["one"]
+    else:
+        layouts = ["natural", "one"] if A.segments == "both" else [A.segments]
     for layout in layouts:
         if layout == "one" and system != "noop":
             force_merge(system, index)
