@@ -317,11 +317,44 @@ public final class KSelect {
   static final int SINGLE_LAUNCH_MERGE = 16384;
 
   /**
+   * Rows of candidate lists from this many values are merged by the one-block radix selection ({@link
+   * #RADIX_BLOCK_KERNEL}) rather than by one BlockSelect block, when the rows fit one wave ({@link #mergeCandidates}).
+   * One BlockSelect block's sorted queues cost more the longer the row: one row of 2,000 values at k 80 took 18.0 us
+   * against the radix block's 10.6, one of 8,000 at k 160 50.3 against 13.9 (H100, ShortRowBench,
+   * docs/results/ivfpq-s17/short-rows/final-ranked.log), and the merge of the FP16 scan's 261 chunks of 32 candidates
+   * (8,352 values, k' 200) was 65-95 us of a one-query pass's ~196 (H200, ncu, docs/BENCHMARKS.md section 33).
+   */
+  static final int RADIX_MERGE_MIN_LEN = 1024;
+
+  /**
+   * Whether {@link #mergeCandidates} may take the one-block radix selection ({@code
+   * -Dgpuvectors.gpu.radix_merges=false}: BlockSelect always, as before; benchmarks compare both, tests flip it).
+   */
+  static volatile boolean radixMerges = !"false".equals(System.getProperty("gpuvectors.gpu.radix_merges"));
+
+  /** Merges run by the one-block radix selection since the class loaded (tests: the path they meant to check). */
+  static long radixMergeLaunches; // written under a device's lock
+
+  /**
    * Merges per-row candidate lists (values with their ids, {@link SelectParams#inputIds}) into the k
-   * best per row, as {@code merge} says: rows up to {@link #SINGLE_LAUNCH_MERGE} values in one
-   * BlockSelect launch, longer ones by {@link #select}. Asynchronous.
+   * best per row, as {@code merge} says: rows of at least {@link #RADIX_MERGE_MIN_LEN} values, no more rows than
+   * multiprocessors (the radix block takes a whole one), by the one-block radix selection; other rows up to {@link
+   * #SINGLE_LAUNCH_MERGE} values in one BlockSelect launch, longer ones by {@link #select}. Both select the same
+   * sets (which of several values equal to the k-th: either), best first. Asynchronous.
    */
   static void mergeCandidates(GpuDevice device, SelectParams merge) {
+    if (radixMerges && merge.len >= RADIX_MERGE_MIN_LEN && merge.rows <= device.multiprocessorCount()
+        && merge.colNorms == 0 && merge.rowNorms == 0 && merge.acceptBits == 0 && !merge.clampZero
+        && merge.chunksPerRow == 1) {
+      merge.chunkLen = merge.len;
+      merge.validate();
+      try (GpuDevice.Scope s = device.lock()) {
+        if (merge.rows == 0 || radixBlock(device, merge)) {
+          radixMergeLaunches += merge.rows == 0 ? 0 : 1;
+          return;
+        }
+      }
+    }
     if (merge.len <= SINGLE_LAUNCH_MERGE) {
       runBlockSelect(device, merge.chunks(1, merge.len));
     } else {

@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** WarpSelect / BlockSelect / Tang and the radix selection on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class KSelectGpuTest extends GpuTestCase {
@@ -217,6 +219,101 @@ class KSelectGpuTest extends GpuTestCase {
       if (f != null) {
         return "radix " + s + " rows=" + rows + " len=" + len + (lens == null ? "" : " (row length " + rowLen + ")")
             + " k=" + k + (largest ? " largest" : " smallest") + " row " + row + ": " + f;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Candidate lists merged ({@link KSelect#mergeCandidates}: values with their own ids, as a scan's chunks leave them)
+   * against the oracle, by the one-block radix selection (rows of at least {@link KSelect#RADIX_MERGE_MIN_LEN} values,
+   * no more rows than multiprocessors) and by BlockSelect (shorter rows, more rows, or radix merges off): the shapes
+   * of {@link #matchesOracle}, padded lists (+inf, id -1, as a chunk with fewer candidates leaves its slots), k from
+   * 1 to past the row's values. Each path must have taken exactly the cases meant for it.
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {true, false})
+  void mergesMatchOracle(boolean radixMerges) {
+    boolean before = KSelect.radixMerges;
+    KSelect.radixMerges = radixMerges;
+    long launches = KSelect.radixMergeLaunches;
+    Random r = new Random(7);
+    int sms = device.multiprocessorCount();
+    int[][] shapes = {{1, 300}, {3, 1023}, {1, 1024}, {4, 8352}, {2, 16_384}, {1, 20_000}, {sms + 1, 2048}};
+    int[] ks = {1, 10, 42, 200, 256, 1000};
+    List<String> failures = new ArrayList<>();
+    int cases = 0;
+    int byRadix = 0;
+    try {
+      for (int[] sh : shapes) {
+        for (int k : ks) {
+          for (Shape s : new Shape[] {Shape.RANDOM, Shape.TIES, Shape.CLUSTERED, Shape.INFS, Shape.ALL_EQUAL}) {
+            for (boolean padded : new boolean[] {false, true}) {
+              cases++;
+              byRadix += radixMerges && sh[1] >= KSelect.RADIX_MERGE_MIN_LEN && sh[0] <= sms ? 1 : 0;
+              String f = checkMerge(s, sh[0], sh[1], k, padded, r);
+              if (f != null) {
+                failures.add(f);
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      KSelect.radixMerges = before;
+    }
+    System.out.println("[gpu-vectors] merges (radix " + (radixMerges ? "on" : "off") + "): " + cases + " cases, "
+        + byRadix + " by the radix block, " + failures.size() + " failures");
+    assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
+        Math.min(5, failures.size())));
+    assertTrue(!radixMerges || byRadix > 0, "no case was meant for the radix block");
+    assertEquals(byRadix, KSelect.radixMergeLaunches - launches, "merges by the radix block");
+    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+  }
+
+  /**
+   * One merge case: rows of {@code len} values, each with its own id (a permutation of 0 .. len - 1 per row; with
+   * {@code padded}, a quarter of the slots +inf with id -1), merged to k, against the oracle over the values by id.
+   */
+  private static String checkMerge(Shape s, int rows, int len, int k, boolean padded, Random r) {
+    float[] d = data(s, rows, len, r);
+    int[] inIds = new int[rows * len];
+    float[] byId = new float[rows * len]; // row by row, the value of each id (+inf for ids no slot holds)
+    Arrays.fill(byId, Float.POSITIVE_INFINITY);
+    for (int row = 0; row < rows; row++) {
+      int[] perm = r.ints(0, len).distinct().limit(len).toArray();
+      for (int c = 0; c < len; c++) {
+        int i = row * len + c;
+        if (padded && r.nextInt(4) == 0) {
+          d[i] = Float.POSITIVE_INFINITY;
+          inIds[i] = -1;
+        } else {
+          inIds[i] = perm[c];
+          byId[row * len + perm[c]] = d[i];
+        }
+      }
+    }
+    float[] values = new float[rows * k];
+    int[] ids = new int[rows * k];
+    try (GpuDevice.Scope scope = device.lock();
+         DeviceBuffer in = device.allocate(4L * rows * len);
+         DeviceBuffer idBuf = device.allocate(4L * rows * len);
+         DeviceBuffer outV = device.allocate(4L * rows * k);
+         DeviceBuffer outI = device.allocate(4L * rows * k)) {
+      device.upload(d, 0, rows * len, in, 0);
+      device.upload(inIds, idBuf);
+      KSelect.mergeCandidates(device, new SelectParams().input(in, rows, len, len).inputIds(idBuf).k(k)
+          .output(outV, outI, k));
+      device.download(outV, 0, values, 0, values.length);
+      device.download(outI, 0, ids, 0, ids.length);
+    }
+    for (int row = 0; row < rows; row++) {
+      List<CpuOracle.Entry> exp = CpuOracle.select(byId, (long) row * len, len, k, false);
+      String f = CpuOracle.compare(exp, ids, values, row * k, k, CpuOracle.rowTruth(byId, (long) row * len, len,
+          false));
+      if (f != null) {
+        return "merge " + s + (padded ? " padded" : "") + " rows=" + rows + " len=" + len + " k=" + k + " row " + row
+            + ": " + f;
       }
     }
     return null;
