@@ -349,6 +349,66 @@ def chunk_candidates():
     print("wrote", out)
 
 
+def half_passes_log(name):
+    """The rows of an ExactSearchBench passes log: {(dims, batch, k, chunks_keep): (device_ms, pass_wall_ms)}."""
+    out = {}
+    with open(os.path.join(results, name)) as f:
+        for line in f:
+            m = re.match(r"\d+kx(\d+)\s+(\d+)\s+(\d+)\s+(k'|fewer)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)", line)
+            if m:
+                out[(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))] = (float(m.group(5)),
+                                                                                       float(m.group(6)))
+    return out
+
+
+def radix_merges():
+    """Section 33: the chunks' candidates merged by the one-block radix selection; Elasticsearch's natural segments."""
+    base = "radix-merges-s26"
+    runs = (("passes-blockselect", "tab:green", "BlockSelect merge (before), A/B call"),
+            ("passes-radix-ab", "tab:blue", "radix merge (now), A/B call"),
+            ("passes-radix", "tab:purple", "radix merge (now), another machine"))
+    peer = torch_log(os.path.join(base, "passes-radix", "torch_exact_passes.log"))
+    fig, axes = plt.subplots(1, 3, figsize=(18, 4.8))
+    for ax, dims in zip(axes[:2], (128, 768)):
+        for run, color, label in runs:
+            ours = half_passes_log(os.path.join(base, run, "half_passes.log"))
+            batches = [b for b in (1, 2, 4, 8, 16) if (dims, b, 100, "fewer") in ours]
+            ax.plot(batches, [ours[(dims, b, 100, "fewer")][1] for b in batches], marker="o", color=color,
+                    label=label + ": captured pass, wall")
+            ax.plot(batches, [ours[(dims, b, 100, "fewer")][0] for b in batches], marker=".", linestyle=":",
+                    color=color, label=label + ": device")
+        for prec, color in (("fp32", "tab:orange"), ("tf32", "tab:red")):
+            batches = [b for b in (1, 2, 4, 8, 16) if (dims, b, 100, prec) in peer]
+            ax.plot(batches, [peer[(dims, b, 100, prec)] for b in batches], marker="s", color=color,
+                    label=f"PyTorch {prec.upper()} matmul + topk, wall (run of the purple line)")
+        ax.set_xscale("log", base=2); ax.set_ylim(bottom=0)
+        ax.set_xlabel("queries in the pass"); ax.set_ylabel("ms (exact, k = 100, recall 1.0)")
+        ax.set_title(f"FP16 path, 1M x {dims}, H200"); ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    ax = axes[2]
+    for run, color, label in (("es-ab-blockselect", "tab:green", "BlockSelect merge"),
+                              ("es-ab-radix", "tab:blue", "radix merge")):
+        for segments, style in (("one", "-"), ("natural", "--")):
+            gpu = es_concurrent(os.path.join(base, run), "gpu", segments)
+            ax.plot([p["clients"] for p in gpu], [p["qps"] for p in gpu], marker="o", linestyle=style, color=color,
+                    label=f"gpu_vector flat, {label}, {segments} segment(s)")
+        ceiling = es_concurrent(os.path.join(base, run), "gpu", "one")
+        ax.plot([p["clients"] for p in ceiling], [p["ceiling_qps"] for p in ceiling], marker="x", linestyle=":",
+                color=color, alpha=0.6, label="its paired knn ceiling (one segment)")
+    for segments, style in (("one", ":"), ("natural", "-.")):
+        ceiling = es_concurrent(os.path.join(base, "ceiling-natural-profile"), "ceiling", segments)
+        ax.plot([p["clients"] for p in ceiling], [p["qps"] for p in ceiling], marker="^", linestyle=style,
+                color="grey", label=f"knn ceiling at {'8 segments' if segments == 'natural' else 'one'} (another node)")
+    ax.set_xscale("log", base=2); ax.set_yscale("log")
+    ax.set_xlabel("concurrent clients"); ax.set_ylabel("queries/s (exact knn, k = 10, recall 1.0)")
+    ax.set_title("Elasticsearch 1M x 128, H200 (one machine; grey: another)"); ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    out = os.path.join(here, "radix-merges.png")
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
 def ivfpq_scale():
     sets = (("10M x 128", "ivfpq-s18/typical-row/m10-p8/ivfpq-scale-10000000-128.csv",
              "ivfpq-s17/scale-10m-torch/torch-scale-10000000-128.csv"),
@@ -463,6 +523,7 @@ if __name__ == "__main__":
     half_scan()
     half_table()
     chunk_candidates()
+    radix_merges()
     ivfpq_scale()
     ivf_build()
     index_build()
