@@ -337,10 +337,10 @@ public final class KSelect {
 
   /**
    * Merges per-row candidate lists (values with their ids, {@link SelectParams#inputIds}) into the k
-   * best per row, as {@code merge} says: rows of at least {@link #RADIX_MERGE_MIN_LEN} values, no more rows than
-   * multiprocessors (the radix block takes a whole one), by the one-block radix selection; other rows up to {@link
-   * #SINGLE_LAUNCH_MERGE} values in one BlockSelect launch, longer ones by {@link #select}. Both select the same
-   * sets (which of several values equal to the k-th: either), best first. Asynchronous.
+   * best per row, as {@code merge} says: rows of {@link #RADIX_MERGE_MIN_LEN} to {@link #radixBlockMaxLen} values,
+   * no more rows than multiprocessors (the radix block takes a whole one), by the one-block radix selection; other
+   * rows up to {@link #SINGLE_LAUNCH_MERGE} values in one BlockSelect launch, longer ones by {@link #select}. Both
+   * select the same sets (which of several values equal to the k-th: either), best first. Asynchronous.
    */
   static void mergeCandidates(GpuDevice device, SelectParams merge) {
     if (radixMerges && merge.len >= RADIX_MERGE_MIN_LEN && merge.rows <= device.multiprocessorCount()
@@ -348,9 +348,12 @@ public final class KSelect {
         && merge.chunksPerRow == 1) {
       merge.chunkLen = merge.len;
       merge.validate();
+      if (merge.rows == 0) {
+        return;
+      }
       try (GpuDevice.Scope s = device.lock()) {
-        if (merge.rows == 0 || radixBlock(device, merge)) {
-          radixMergeLaunches += merge.rows == 0 ? 0 : 1;
+        if (radixBlock(device, merge)) {
+          radixMergeLaunches++;
           return;
         }
       }
