@@ -141,15 +141,58 @@ final class FlatScanTable {
   }
 
   /**
-   * Rows a block scans: the members' work (rows x blocks of queries, summed) over about {@link
-   * FlatScanParams#BLOCKS_PER_SM} blocks per multiprocessor (one wave), at least a tile. Every member's chunks are
-   * about this long, so that the blocks of a large segment do not outlast the others' (a pass over segments of
-   * different sizes takes as long as its longest block).
+   * Rows a block scans, for members of {@code rows[i]} rows and {@code queryBlocks[i]} blocks of queries each: whole
+   * tiles, about the members' work (rows x blocks of queries, summed) over {@link FlatScanParams#BLOCKS_PER_SM} blocks
+   * per multiprocessor, and the fewest tiles for which the members' blocks (each member's {@link #chunks} times its
+   * blocks of queries) fit that one wave, when any length does. Every member's chunks are about this long, so that
+   * the blocks of a large segment do not outlast the others' (a pass over segments of different sizes takes as long
+   * as its longest block). Each member rounding its chunks up could overflow the wave by a block or two, which then
+   * ran as a second wave as long as the first: 7 members of 125k rows took 38 chunks each, 266 blocks for 264 slots,
+   * and their scan 142 us where 8 such members in 264 blocks took 122 (ncu, docs/BENCHMARKS.md section 33f);
+   * Elasticsearch's 7 natural segments of ~143k rows made 266 blocks too. With {@link #oneWave} off, the length from
+   * the work alone, as before.
    */
-  static long chunkRows(int sms, long work) {
-    long blocks = (long) FlatScanParams.BLOCKS_PER_SM * sms;
-    return Math.max(FlatScanParams.ROWS, (work + blocks - 1) / blocks);
+  static long chunkRows(int sms, long[] rows, int[] queryBlocks) {
+    long slots = (long) FlatScanParams.BLOCKS_PER_SM * sms;
+    long work = 0;
+    long longest = 0;
+    for (int i = 0; i < rows.length; i++) {
+      work += rows[i] * queryBlocks[i];
+      longest = Math.max(longest, rows[i]);
+    }
+    long tile = FlatScanParams.ROWS;
+    if (!oneWave) {
+      return Math.max(tile, (work + slots - 1) / slots);
+    }
+    long lo = Math.max(1, ((work + slots - 1) / slots + tile - 1) / tile); // in tiles
+    if (blocks(rows, queryBlocks, lo * tile) <= slots) {
+      return lo * tile;
+    }
+    long hi = Math.max(lo, (longest + tile - 1) / tile); // one chunk a member: the fewest blocks there are
+    while (lo < hi) { // the fewest tiles whose blocks fit (blocks only fall as chunks lengthen)
+      long mid = (lo + hi) >>> 1;
+      if (blocks(rows, queryBlocks, mid * tile) <= slots) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo * tile;
   }
+
+  /** The blocks of members of {@code rows[i]} rows and {@code queryBlocks[i]} blocks of queries, chunks of chunkRows. */
+  static long blocks(long[] rows, int[] queryBlocks, long chunkRows) {
+    long blocks = 0;
+    for (int i = 0; i < rows.length; i++) {
+      blocks += (long) queryBlocks[i] * chunks(rows[i], chunkRows);
+    }
+    return blocks;
+  }
+
+  /** System property: {@code false} sizes a table's chunks by the work alone, as before ({@link #chunkRows}). */
+  public static final String ONE_WAVE_PROPERTY = "gpuvectors.flat.scan_table_one_wave";
+  /** {@link #ONE_WAVE_PROPERTY} (package-private and volatile so tests and benchmarks can turn it). */
+  static volatile boolean oneWave = Boolean.parseBoolean(System.getProperty(ONE_WAVE_PROPERTY, "true"));
 
   /** Chunks of a member of {@code n} rows for chunks of about {@code chunkRows} rows: at least one. */
   static int chunks(long n, long chunkRows) {
@@ -175,18 +218,20 @@ final class FlatScanTable {
   private void enqueueFp32(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept,
                            long[] acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long[] outAt) {
     List<FlatScanParams> entries = new ArrayList<>();
-    long work = 0; // rows x blocks of queries, over the members
+    long[] memberRows = new long[members];
+    int[] queryBlocks = new int[members];
     long out = BatchSearch.membersOut(firstRow, outAt, k);
     for (int g = 0; g < firstRow.length; g++) {
       if (member(g)) {
         SearchGroup group = groups.get(g);
         GpuFlatIndex flat = (GpuFlatIndex) group.index();
+        memberRows[entries.size()] = flat.size();
+        queryBlocks[entries.size()] =
+            (group.numQueries() + FlatScanParams.QUERIES_PER_BLOCK - 1) / FlatScanParams.QUERIES_PER_BLOCK;
         entries.add(flat.scanParams(queries[g], group.numQueries(), group.k(), accept[g], acceptRowWords[g]));
-        work += (long) flat.size()
-            * ((group.numQueries() + FlatScanParams.QUERIES_PER_BLOCK - 1) / FlatScanParams.QUERIES_PER_BLOCK);
       }
     }
-    long chunkRows = chunkRows(device.multiprocessorCount(), work);
+    long chunkRows = chunkRows(device.multiprocessorCount(), memberRows, queryBlocks);
     int mostChunks = 0;
     boolean gaps = mixedK;
     for (FlatScanParams p : entries) {
@@ -236,19 +281,21 @@ final class FlatScanTable {
     List<HalfScanParams> entries = new ArrayList<>();
     List<GpuFlatIndex> flats = new ArrayList<>();
     List<Integer> firstRows = new ArrayList<>();
-    long work = 0;
+    long[] memberRows = new long[members];
+    int[] queryBlocks = new int[members];
     for (int g = 0; g < firstRow.length; g++) {
       if (member(g)) {
         SearchGroup group = groups.get(g);
         GpuFlatIndex flat = (GpuFlatIndex) group.index();
+        memberRows[entries.size()] = flat.size();
+        queryBlocks[entries.size()] =
+            (group.numQueries() + HalfScanParams.QUERIES_PER_BLOCK - 1) / HalfScanParams.QUERIES_PER_BLOCK;
         entries.add(flat.halfScanParams(queries[g], group.numQueries(), kc, accept[g], acceptRowWords[g]));
         flats.add(flat);
         firstRows.add(firstRow[g]);
-        work += (long) flat.size()
-            * ((group.numQueries() + HalfScanParams.QUERIES_PER_BLOCK - 1) / HalfScanParams.QUERIES_PER_BLOCK);
       }
     }
-    long chunkRows = chunkRows(device.multiprocessorCount(), work);
+    long chunkRows = chunkRows(device.multiprocessorCount(), memberRows, queryBlocks);
     long width = 0; // the widest member's chunks x kept
     int mostChunks = 0;
     int mostKept = 0;

@@ -45,13 +45,60 @@ class FlatScanParamsTest {
 
   @Test
   void tableChunksAreAboutOneLength() {
-    // 7 segments of 1M rows in all, a query each: 264 blocks of ~3,788 rows
-    long rows = FlatScanTable.chunkRows(132, 1_000_000);
-    assertEquals(3788, rows);
-    assertEquals(93, FlatScanTable.chunks(350_000, rows), "a large segment: many chunks");
+    // segments of 1M rows in all, a query each: 264 blocks of ~3,788 rows, whole tiles: 3,840
+    long rows = FlatScanTable.chunkRows(132, new long[] {350_000, 30_000, 620_000}, new int[] {1, 1, 1});
+    assertEquals(3840, rows);
+    assertEquals(92, FlatScanTable.chunks(350_000, rows), "a large segment: many chunks");
     assertEquals(8, FlatScanTable.chunks(30_000, rows), "a small one: few");
     assertEquals(1, FlatScanTable.chunks(2, rows), "at least one");
-    assertEquals(FlatScanParams.ROWS, FlatScanTable.chunkRows(132, 5000), "a tile at least");
+    assertEquals(FlatScanParams.ROWS, FlatScanTable.chunkRows(132, new long[] {5000}, new int[] {1}), "a tile at least");
+  }
+
+  /**
+   * Members that each round their chunks up must not overflow the wave of 2 blocks per multiprocessor: 7 segments of
+   * ~143k rows took 38 chunks of 3,840 rows each, 266 blocks for 264 slots, and the 2 blocks past them ran as a
+   * second wave. The chunks lengthen by whole tiles until the blocks fit, and no further.
+   */
+  @Test
+  void tableBlocksFitOneWave() {
+    int sms = 132;
+    long slots = (long) FlatScanParams.BLOCKS_PER_SM * sms;
+    long[][] layouts = {
+        {142_858, 142_857, 142_857, 142_857, 142_857, 142_857, 142_857}, // a bulk load's 7 segments
+        {472_000, 75_500, 75_500, 75_500, 75_500, 75_500, 75_500, 75_000}, // one large and 7 small
+        {300, 20_000, 999_999, 4096, 4097}, // uneven
+    };
+    for (long[] rows : layouts) {
+      for (int q : new int[] {1, 2, 4}) {
+        int[] blocksOfQueries = new int[rows.length];
+        java.util.Arrays.fill(blocksOfQueries, q);
+        long chunkRows = FlatScanTable.chunkRows(sms, rows, blocksOfQueries);
+        String what = java.util.Arrays.toString(rows) + " x " + q + " query blocks: chunks of " + chunkRows;
+        assertEquals(0, chunkRows % FlatScanParams.ROWS, what + ": whole tiles");
+        assertTrue(FlatScanTable.blocks(rows, blocksOfQueries, chunkRows) <= slots, what + ": one wave");
+        if (chunkRows > FlatScanParams.ROWS) {
+          long shorter = chunkRows - FlatScanParams.ROWS;
+          long work = 0;
+          for (long r : rows) {
+            work += r * q;
+          }
+          assertTrue(FlatScanTable.blocks(rows, blocksOfQueries, shorter) > slots || shorter * slots < work,
+              what + ": a tile shorter would fit too");
+        }
+      }
+    }
+    // the bulk load's 7 segments: 3,840 rows a chunk gave 7 x 38 = 266 blocks; 4,096 gives 7 x 35 = 245
+    long[] seven = layouts[0];
+    int[] one = {1, 1, 1, 1, 1, 1, 1};
+    assertEquals(266, FlatScanTable.blocks(seven, one, 3840));
+    assertEquals(4096, FlatScanTable.chunkRows(sms, seven, one));
+    boolean before = FlatScanTable.oneWave;
+    FlatScanTable.oneWave = false;
+    try {
+      assertEquals(3788, FlatScanTable.chunkRows(sms, seven, one), "the work alone, as before");
+    } finally {
+      FlatScanTable.oneWave = before;
+    }
   }
 
   @Test
