@@ -293,15 +293,33 @@ def half_table():
     print("wrote", out)
 
 
-def torch_log(name):
-    """The `n x dims batch k prec median_ms ...` rows of a torch_exact.py log: {(dims, batch, k, prec): ms}."""
+def log_rows(name, pattern, value):
+    """The lines of a results log that start `NkxDIMS batch k label` and match `pattern` (those four its first groups):
+    {(dims, batch, k, label): value(match)}."""
     out = {}
     with open(os.path.join(results, name)) as f:
         for line in f:
-            m = re.match(r"\d+kx(\d+)\s+(\d+)\s+(\d+)\s+(fp32|tf32)\s+([\d.]+)", line)
+            m = re.match(pattern, line)
             if m:
-                out[(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))] = float(m.group(5))
+                out[(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))] = value(m)
     return out
+
+
+def torch_log(name):
+    """The `n x dims batch k prec median_ms ...` rows of a torch_exact.py log: {(dims, batch, k, prec): ms}."""
+    return log_rows(name, r"\d+kx(\d+)\s+(\d+)\s+(\d+)\s+(fp32|tf32)\s+([\d.]+)", lambda m: float(m.group(5)))
+
+
+def half_passes_axes(ax, peer, dims, peer_run, legend_size):
+    """An FP16-passes panel's PyTorch peer at k = 100 ({(dims, batch, k, prec): ms}, run `peer_run`), scales, labels."""
+    for prec, color in (("fp32", "tab:orange"), ("tf32", "tab:red")):
+        batches = [b for b in (1, 2, 4, 8, 16) if (dims, b, 100, prec) in peer]
+        ax.plot(batches, [peer[(dims, b, 100, prec)] for b in batches], marker="s", color=color,
+                label=f"PyTorch {prec.upper()} matmul + topk, wall ({peer_run})")
+    ax.set_xscale("log", base=2); ax.set_ylim(bottom=0)
+    ax.set_xlabel("queries in the pass"); ax.set_ylabel("ms (exact, k = 100, recall 1.0)")
+    ax.set_title(f"FP16 path, 1M x {dims}, H200"); ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size)
 
 
 def chunk_candidates():
@@ -319,46 +337,48 @@ def chunk_candidates():
                     label=label + ": captured pass, wall")
             ax.plot(batches, [float(r["device_ms"]) for r in pts], marker=".", linestyle=":", color=color,
                     label=label + ": device")
-        for prec, color in (("fp32", "tab:orange"), ("tf32", "tab:red")):
-            batches = [b for b in (1, 2, 4, 8, 16) if (dims, b, 100, prec) in peer]
-            ax.plot(batches, [peer[(dims, b, 100, prec)] for b in batches], marker="s", color=color,
-                    label=f"PyTorch {prec.upper()} matmul + topk, wall (same run)")
-        ax.set_xscale("log", base=2); ax.set_ylim(bottom=0)
-        ax.set_xlabel("queries in the pass"); ax.set_ylabel("ms (exact, k = 100, recall 1.0)")
-        ax.set_title(f"FP16 path, 1M x {dims}, H200"); ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        half_passes_axes(ax, peer, dims, "same run", 7)
     ax = axes[2]
     runs = (("es-ab-kprime", "tab:green", "chunks keep k' (machine A)"),
             ("es-ab-fewer", "tab:blue", "chunks keep their share (machine A)"),
             ("es-stable-shapes", "tab:purple", "+ passes of stable shapes (machine B)"))
     for run, color, label in runs:
-        for segments, style in (("one", "-"), ("natural", "--")):
-            gpu = es_concurrent(os.path.join(base, run), "gpu", segments)
-            ax.plot([p["clients"] for p in gpu], [p["qps"] for p in gpu], marker="o", linestyle=style, color=color,
-                    label=f"{label}, {segments} segment(s)")
-        ceiling = es_concurrent(os.path.join(base, run), "gpu", "one")
-        ax.plot([p["clients"] for p in ceiling], [p["ceiling_qps"] for p in ceiling], marker="x", linestyle=":",
-                color=color, alpha=0.6, label="its paired knn ceiling")
+        es_gpu_lines(ax, os.path.join(base, run), color, label, "its paired knn ceiling")
+    es_clients_axes(ax, "Elasticsearch, gpu_vector flat 1M x 128, H200")
+    save(fig, "chunk-candidates.png")
+
+
+def es_gpu_lines(ax, run, color, label, ceiling_label):
+    """A bench_es.py run's gpu_vector q/s against clients, one segment and natural, and its paired knn ceiling."""
+    for segments, style in (("one", "-"), ("natural", "--")):
+        gpu = es_concurrent(run, "gpu", segments)
+        ax.plot([p["clients"] for p in gpu], [p["qps"] for p in gpu], marker="o", linestyle=style, color=color,
+                label=f"{label}, {segments} segment(s)")
+    ceiling = es_concurrent(run, "gpu", "one")
+    ax.plot([p["clients"] for p in ceiling], [p["ceiling_qps"] for p in ceiling], marker="x", linestyle=":",
+            color=color, alpha=0.6, label=ceiling_label)
+
+
+def es_clients_axes(ax, title):
+    """Log-log q/s against concurrent clients, titled, with a small legend."""
     ax.set_xscale("log", base=2); ax.set_yscale("log")
     ax.set_xlabel("concurrent clients"); ax.set_ylabel("queries/s (exact knn, k = 10, recall 1.0)")
-    ax.set_title("Elasticsearch, gpu_vector flat 1M x 128, H200"); ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(title); ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6)
+
+
+def save(fig, name):
+    """Lays out and writes a figure next to this script."""
     fig.tight_layout()
-    out = os.path.join(here, "chunk-candidates.png")
+    out = os.path.join(here, name)
     fig.savefig(out, dpi=110)
     print("wrote", out)
 
 
 def half_passes_log(name):
     """The rows of an ExactSearchBench passes log: {(dims, batch, k, chunks_keep): (device_ms, pass_wall_ms)}."""
-    out = {}
-    with open(os.path.join(results, name)) as f:
-        for line in f:
-            m = re.match(r"\d+kx(\d+)\s+(\d+)\s+(\d+)\s+(k'|fewer)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)", line)
-            if m:
-                out[(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))] = (float(m.group(5)),
-                                                                                       float(m.group(6)))
-    return out
+    return log_rows(name, r"\d+kx(\d+)\s+(\d+)\s+(\d+)\s+(k'|fewer)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)",
+                    lambda m: (float(m.group(5)), float(m.group(6))))
 
 
 def radix_merges():
@@ -377,36 +397,18 @@ def radix_merges():
                     label=label + ": captured pass, wall")
             ax.plot(batches, [ours[(dims, b, 100, "fewer")][0] for b in batches], marker=".", linestyle=":",
                     color=color, label=label + ": device")
-        for prec, color in (("fp32", "tab:orange"), ("tf32", "tab:red")):
-            batches = [b for b in (1, 2, 4, 8, 16) if (dims, b, 100, prec) in peer]
-            ax.plot(batches, [peer[(dims, b, 100, prec)] for b in batches], marker="s", color=color,
-                    label=f"PyTorch {prec.upper()} matmul + topk, wall (run of the purple line)")
-        ax.set_xscale("log", base=2); ax.set_ylim(bottom=0)
-        ax.set_xlabel("queries in the pass"); ax.set_ylabel("ms (exact, k = 100, recall 1.0)")
-        ax.set_title(f"FP16 path, 1M x {dims}, H200"); ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6)
+        half_passes_axes(ax, peer, dims, "run of the purple line", 6)
     ax = axes[2]
     for run, color, label in (("es-ab-blockselect", "tab:green", "BlockSelect merge"),
                               ("es-ab-radix", "tab:blue", "radix merge")):
-        for segments, style in (("one", "-"), ("natural", "--")):
-            gpu = es_concurrent(os.path.join(base, run), "gpu", segments)
-            ax.plot([p["clients"] for p in gpu], [p["qps"] for p in gpu], marker="o", linestyle=style, color=color,
-                    label=f"gpu_vector flat, {label}, {segments} segment(s)")
-        ceiling = es_concurrent(os.path.join(base, run), "gpu", "one")
-        ax.plot([p["clients"] for p in ceiling], [p["ceiling_qps"] for p in ceiling], marker="x", linestyle=":",
-                color=color, alpha=0.6, label="its paired knn ceiling (one segment)")
+        es_gpu_lines(ax, os.path.join(base, run), color, "gpu_vector flat, " + label,
+                     "its paired knn ceiling (one segment)")
     for segments, style in (("one", ":"), ("natural", "-.")):
         ceiling = es_concurrent(os.path.join(base, "ceiling-natural-profile"), "ceiling", segments)
         ax.plot([p["clients"] for p in ceiling], [p["qps"] for p in ceiling], marker="^", linestyle=style,
                 color="grey", label=f"knn ceiling at {'8 segments' if segments == 'natural' else 'one'} (another node)")
-    ax.set_xscale("log", base=2); ax.set_yscale("log")
-    ax.set_xlabel("concurrent clients"); ax.set_ylabel("queries/s (exact knn, k = 10, recall 1.0)")
-    ax.set_title("Elasticsearch 1M x 128, H200 (one machine; grey: another)"); ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    out = os.path.join(here, "radix-merges.png")
-    fig.savefig(out, dpi=110)
-    print("wrote", out)
+    es_clients_axes(ax, "Elasticsearch 1M x 128, H200 (one machine; grey: another)")
+    save(fig, "radix-merges.png")
 
 
 def ivfpq_scale():
