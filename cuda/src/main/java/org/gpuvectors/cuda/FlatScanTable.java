@@ -180,6 +180,21 @@ final class FlatScanTable {
     return lo * tile;
   }
 
+  /** {@link #chunkRows} for this table's members among the pass's {@code groups}, blocks of {@code queriesPerBlock}. */
+  private long membersChunkRows(GpuDevice device, List<SearchGroup> groups, int queriesPerBlock) {
+    long[] memberRows = new long[members];
+    int[] queryBlocks = new int[members];
+    int m = 0;
+    for (int g = 0; g < firstRow.length; g++) {
+      if (member(g)) {
+        SearchGroup group = groups.get(g);
+        memberRows[m] = group.index().size();
+        queryBlocks[m++] = (group.numQueries() + queriesPerBlock - 1) / queriesPerBlock;
+      }
+    }
+    return chunkRows(device.multiprocessorCount(), memberRows, queryBlocks);
+  }
+
   /** The blocks of members of {@code rows[i]} rows and {@code queryBlocks[i]} blocks of queries, chunks of chunkRows. */
   static long blocks(long[] rows, int[] queryBlocks, long chunkRows) {
     long blocks = 0;
@@ -218,20 +233,15 @@ final class FlatScanTable {
   private void enqueueFp32(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept,
                            long[] acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long[] outAt) {
     List<FlatScanParams> entries = new ArrayList<>();
-    long[] memberRows = new long[members];
-    int[] queryBlocks = new int[members];
     long out = BatchSearch.membersOut(firstRow, outAt, k);
     for (int g = 0; g < firstRow.length; g++) {
       if (member(g)) {
         SearchGroup group = groups.get(g);
         GpuFlatIndex flat = (GpuFlatIndex) group.index();
-        memberRows[entries.size()] = flat.size();
-        queryBlocks[entries.size()] =
-            (group.numQueries() + FlatScanParams.QUERIES_PER_BLOCK - 1) / FlatScanParams.QUERIES_PER_BLOCK;
         entries.add(flat.scanParams(queries[g], group.numQueries(), group.k(), accept[g], acceptRowWords[g]));
       }
     }
-    long chunkRows = chunkRows(device.multiprocessorCount(), memberRows, queryBlocks);
+    long chunkRows = membersChunkRows(device, groups, FlatScanParams.QUERIES_PER_BLOCK);
     int mostChunks = 0;
     boolean gaps = mixedK;
     for (FlatScanParams p : entries) {
@@ -281,21 +291,16 @@ final class FlatScanTable {
     List<HalfScanParams> entries = new ArrayList<>();
     List<GpuFlatIndex> flats = new ArrayList<>();
     List<Integer> firstRows = new ArrayList<>();
-    long[] memberRows = new long[members];
-    int[] queryBlocks = new int[members];
     for (int g = 0; g < firstRow.length; g++) {
       if (member(g)) {
         SearchGroup group = groups.get(g);
         GpuFlatIndex flat = (GpuFlatIndex) group.index();
-        memberRows[entries.size()] = flat.size();
-        queryBlocks[entries.size()] =
-            (group.numQueries() + HalfScanParams.QUERIES_PER_BLOCK - 1) / HalfScanParams.QUERIES_PER_BLOCK;
         entries.add(flat.halfScanParams(queries[g], group.numQueries(), kc, accept[g], acceptRowWords[g]));
         flats.add(flat);
         firstRows.add(firstRow[g]);
       }
     }
-    long chunkRows = chunkRows(device.multiprocessorCount(), memberRows, queryBlocks);
+    long chunkRows = membersChunkRows(device, groups, HalfScanParams.QUERIES_PER_BLOCK);
     long width = 0; // the widest member's chunks x kept
     int mostChunks = 0;
     int mostKept = 0;
