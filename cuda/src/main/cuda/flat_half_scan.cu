@@ -115,6 +115,27 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
       const long long r = warpRow + g + 8 * i;
       rows[i] = r < end ? reinterpret_cast<const uint4*>(p.vectors + r * p.dimsPad) + t : nullptr;
     }
+    // The keys' other inputs, loaded with the rows: loaded after the products, each waited a memory latency of its
+    // own, tile after tile (docs/BENCHMARKS.md 34). The warp's 32 rows lie in one 64-bit word of a mask (warpRow is a
+    // multiple of 32).
+    float xn[2][2];  // ||x||^2 of rows warpRow + 16m + g + 8h
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const long long r = warpRow + 16 * m + g + 8 * h;
+        xn[m][h] = l2 && r < end ? __ldg(p.norms + r) : 0.f;
+      }
+    }
+    unsigned long long maskWord[2] = {~0ull, ~0ull};  // queries 2t + c
+    if (p.acceptBits != nullptr && warpRow < end) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        if (2 * t + c < queries) {
+          maskWord[c] = __ldg(p.acceptBits + (long long)(query0 + 2 * t + c) * p.acceptRowWords + (warpRow >> 6));
+        }
+      }
+    }
     float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll 4
     for (int s = 0; s < steps; ++s) {
@@ -143,15 +164,14 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
       for (int h = 0; h < 2; ++h) {
         const int local = warp * kHalfScanWarpRows + 16 * m + g + 8 * h;  // row in the tile
         const long long row = row0 + local;
-        const float xn = l2 && row < end ? p.norms[row] : 0.f;
+        const int bit = (int)(warpRow & 63) + 16 * m + g + 8 * h;
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int qi = 2 * t + c;
           float key = GV_INF;
-          if (qi < queries && row < end &&
-              (p.acceptBits == nullptr || accepted(p.acceptBits + (long long)(query0 + qi) * p.acceptRowWords, row))) {
+          if (qi < queries && row < end && ((maskWord[c] >> bit) & 1ull)) {
             const float dot = acc[m][h * 2 + c] * queryUnscale[qi];
-            key = l2 ? fmaxf(0.f, fmaf(-2.f, dot, xn) + queryNorms[qi]) : -dot;
+            key = l2 ? fmaxf(0.f, fmaf(-2.f, dot, xn[m][h]) + queryNorms[qi]) : -dot;
           }
           tk[qi * kHalfScanRows + local] = key;
         }
