@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end knn benchmark of a real Elasticsearch node: gpu_vector (flat, GPU) vs dense_vector HNSW and
-int8_hnsw on the same node, with the same data and queries, plus the node's own ceilings (noop query, and knn on a
-tiny 2,000-vector HNSW index).
+int8_hnsw on the same node, with the same data and queries, plus the node's own ceilings (noop query, knn on a
+tiny 2,000-vector HNSW index, and bigceiling: the same 2,000 vectors spread over an index of --n documents, which
+costs Elasticsearch what any index of that size costs outside the vector search: its fetch phase, its segments).
 
 Needs only the standard library and numpy; the exact ground truth uses torch on the GPU when it can (else numpy,
 fine for small n); the plot uses matplotlib when it is importable (else it is skipped, saying so).
@@ -23,7 +24,7 @@ import argparse, gzip, json, multiprocessing as mp, os, socket, sys, threading, 
 
 import numpy as np
 
-SYSTEMS = ("noop", "ceiling", "gpuceiling", "gpu", "ivf", "ivfpq", "graph", "hnsw", "int8")
+SYSTEMS = ("noop", "ceiling", "bigceiling", "gpuceiling", "gpu", "ivf", "ivfpq", "graph", "hnsw", "int8")
 
 
 def parse_args(argv=None):
@@ -35,7 +36,9 @@ def parse_args(argv=None):
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--systems", default="noop,ceiling,gpu,hnsw,int8",
                    help="comma list of: noop (size:0 match_all, the node + load generator ceiling), ceiling "
-                        "(dense_vector HNSW on 2,000 vectors), gpuceiling (gpu_vector on the same 2,000), gpu "
+                        "(dense_vector HNSW on 2,000 vectors), bigceiling (the same 2,000 vectors spread over --n "
+                        "documents, the others without one: the knn ceiling of an index of that size), gpuceiling "
+                        "(gpu_vector on the same 2,000), gpu "
                         "(gpu_vector flat), ivf (gpu_vector ivf_flat, default nlist/nprobe), ivfpq (gpu_vector ivf_pq, defaults), graph (gpu_vector graph, defaults), hnsw (dense_vector hnsw m16 efc100), int8 (dense_vector int8_hnsw)")
     p.add_argument("--segments", choices=("one", "natural", "both"), default="one",
                    help="natural: the segments of the bulk load; one: force-merged; both: natural, then merged")
@@ -58,7 +61,8 @@ def parse_args(argv=None):
     p.add_argument("--keep", action="store_true", help="keep the indices (default: delete each after its run)")
     p.add_argument("--paired", action="store_true",
                    help="keep the knn ceiling's index and measure it again right before each knn point of the other "
-                        "systems, at the same clients: each point gets its own ceiling (of_ceiling), robust to drift")
+                        "systems, at the same clients (its _msearch too, before each _msearch point): each point gets its "
+                        "own ceiling (of_ceiling), robust to drift")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=9200)
     p.add_argument("--fashion-dir", default=os.environ.get("GV_FASHION_DIR", "/usr/share/datasets/fashion-mnist"))
@@ -264,8 +268,9 @@ def ground_truth():
     f = np.arange(A.n) % 100
     for p in A.filters:
         GT[("all", p)] = exact_topk(X, Q, A.k, keep=f < p)[0]
-    if any(s in A.systems for s in ("ceiling", "gpuceiling")):
+    if any(s in A.systems for s in ("ceiling", "gpuceiling", "bigceiling")):
         GT[("tiny", 0)] = exact_topk(X[:2000], Q, A.k)[0]
+        GT[("big", 0)] = GT[("tiny", 0)] * big_stride()  # document j * stride carries vector j
     log(step="ground_truth", dataset=A.dataset, n=A.n, dims=A.dims, queries=A.queries, k=A.k, filters=A.filters,
         how=how, s=round(time.time() - t0, 2))
 
@@ -285,19 +290,33 @@ MAPPINGS = {
                        "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100}},
     "ceiling": lambda d: {"type": "dense_vector", "dims": d, "similarity": "l2_norm", "index": True,
                           "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100}},
+    "bigceiling": lambda d: {"type": "dense_vector", "dims": d, "similarity": "l2_norm", "index": True,
+                             "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100}},
     "int8": lambda d: {"type": "dense_vector", "dims": d, "similarity": "l2_norm", "index": True,
                        "index_options": {"type": "int8_hnsw", "m": 16, "ef_construction": 100}},
 }
 
 
-def _bulk_worker(index, lo, hi, batch, done, err):
+def big_stride():
+    """bigceiling: every big_stride()-th of the --n documents carries one of the knn ceiling's 2,000 vectors."""
+    return max(1, A.n // 2000)
+
+
+def _bulk_worker(index, lo, hi, batch, done, err, stride=0):
+    """Documents lo..hi: document i carries vector i, or (stride > 0) vector i / stride when stride divides i and
+    nothing otherwise."""
     c = Conn(A.host, A.port)
     for s in range(lo, hi, batch):
         e = min(hi, s + batch)
         lines = []
         for i in range(s, e):
             lines.append('{"index":{"_id":"%d"}}' % i)
-            lines.append('{"v":%s,"f":%d}' % (json.dumps(XS[i].tolist()), i % 100))
+            if stride == 0:
+                lines.append('{"v":%s,"f":%d}' % (json.dumps(XS[i].tolist()), i % 100))
+            elif i % stride == 0 and i // stride < 2000:
+                lines.append('{"v":%s,"f":%d}' % (json.dumps(XS[i // stride].tolist()), i % 100))
+            else:
+                lines.append('{"f":%d}' % (i % 100))
         st, body = c.call(Conn.build("POST", "/%s/_bulk?filter_path=errors,items.*.error" % index,
                                      "\n".join(lines) + "\n", "application/x-ndjson"))
         if st != 200 or b'"errors":true' in body:
@@ -329,7 +348,9 @@ def create_and_load(system, index, n):
     done, err = mp.Value("q", 0), mp.Queue()
     step = (n + procs - 1) // procs
     ctx = mp.get_context("fork")
-    ps = [ctx.Process(target=_bulk_worker, args=(index, i * step, min(n, (i + 1) * step), batch, done, err)) for i in range(procs)]
+    stride = big_stride() if system == "bigceiling" else 0
+    ps = [ctx.Process(target=_bulk_worker, args=(index, i * step, min(n, (i + 1) * step), batch, done, err, stride))
+          for i in range(procs)]
     for p in ps:
         p.start()
     last = time.time()
@@ -600,6 +621,29 @@ def paired_ceiling(system, clients):
     return r
 
 
+def paired_ceiling_msearch(system, clients):
+    """With --paired, the knn ceiling's _msearch measured right now at `clients` (step paired_ceiling_msearch)."""
+    if not PAIRED or system in ("noop", "ceiling", "gpuceiling"):
+        return None
+    r = run_load(PAIRED["msearch_reqs"], PAIRED["gts"], "msearch", clients)
+    log(step="paired_ceiling_msearch", for_system=system, num_candidates=PAIRED["nc"], batch=A.msearch_size, **r)
+    return r
+
+
+def msearch_requests(index, nc):
+    """_msearch requests of --msearch-size knn searches each on `index` (num_candidates nc), the queries in turn."""
+    m = A.msearch_size
+    reqs = []
+    for b in range(max(1, A.queries // m)):
+        lines = []
+        for j in range(m):
+            lines.append(json.dumps({"index": index}))
+            lines.append(json.dumps(knn_body(index, (b * m + j) % A.queries, nc, 0)))
+        reqs.append(Conn.build("POST", "/_msearch?filter_path=responses.hits.hits._id,responses.error",
+                               "\n".join(lines) + "\n", "application/x-ndjson"))
+    return reqs
+
+
 def warm_up(reqs, gts, kind):
     """Unmeasured load at the most clients for max(2 s, --warmup), so the node's path for these requests is compiled
     (JIT) before the first measured point."""
@@ -615,14 +659,15 @@ def knn_requests(index, nc, filter_pct):
 
 
 def truth_sets(gtkey, filter_pct):
-    """Each query's exact neighbour ids as a set, for recall: ground truth `gtkey` ("all", "tiny") at filter_pct."""
+    """Each query's exact neighbour ids as a set, for recall: ground truth `gtkey` ("all", "tiny", "big") at
+    filter_pct."""
     return [set(int(x) for x in row) for row in GT[(gtkey, filter_pct)]]
 
 
 def bench(system, index, layout, gtkey):
     is_gpu = system in ("gpu", "gpuceiling", "ivf", "ivfpq", "graph")
     ncs = [max(A.k, A.nc[0])] if is_gpu else A.nc
-    base = dict(system=system, index=index, segments=layout, dataset=A.dataset, n=A.n if gtkey == "all" else 2000, dims=A.dims)
+    base = dict(system=system, index=index, segments=layout, dataset=A.dataset, n=A.n if gtkey != "tiny" else 2000, dims=A.dims)
     if system == "noop":
         reqs = [Conn.build("POST", "/%s/_search?filter_path=took" % index, json.dumps({"query": {"match_all": {}}, "size": 0}))]
         warm_up(reqs, None, "noop")  # the node has just started: its search path is compiled (JIT) first
@@ -668,18 +713,18 @@ def bench(system, index, layout, gtkey):
             say("%s %s filter %d%%, %d clients: %.0f q/s p50 %s ms recall %s" % (system, layout, p, A.filter_clients, r["qps"], r["p50_ms"], r.get("recall")))
     # _msearch on every index, the knn ceiling's included: issue 7 compares ours with the same _msearch there
     m = A.msearch_size
-    reqs = []
-    for b in range(max(1, A.queries // m)):
-        lines = []
-        for j in range(m):
-            lines.append(json.dumps({"index": index}))
-            lines.append(json.dumps(knn_body(index, (b * m + j) % A.queries, nc, 0)))
-        reqs.append(Conn.build("POST", "/_msearch?filter_path=responses.hits.hits._id,responses.error",
-                               "\n".join(lines) + "\n", "application/x-ndjson"))
+    reqs = msearch_requests(index, nc)
     for cl in A.msearch_clients:
+        paired = paired_ceiling_msearch(system, cl)
         r = measured(is_gpu, lambda: run_load(reqs, gts, "msearch", cl))
+        if paired:
+            r["ceiling_searches_per_s"] = paired["searches_per_s"]
+            r["of_ceiling"] = round(r["searches_per_s"] / paired["searches_per_s"], 3) if paired["searches_per_s"] else None
         log(step="msearch", num_candidates=nc, batch=m, **base, **r)
-        say("%s %s _msearch x%d, %d clients: %.0f searches/s, request p50 %s ms, recall %s" % (system, layout, m, cl, r["searches_per_s"], r["p50_ms"], r.get("recall")))
+        say("%s %s _msearch x%d, %d clients: %.0f searches/s, request p50 %s ms, recall %s%s" % (
+            system, layout, m, cl, r["searches_per_s"], r["p50_ms"], r.get("recall"),
+            " (%.0f %% of the paired ceiling's %.0f)" % (100 * r["of_ceiling"], paired["searches_per_s"])
+            if paired and r.get("of_ceiling") else ""))
     if is_gpu:
         s1 = gpu_stats()
         d = stats_delta(s0, s1)
@@ -706,10 +751,11 @@ def run_system(system):
     for layout in layouts:
         if layout == "one" and system != "noop":
             force_merge(system, index)
-        bench(system, index, layout, "tiny" if tiny else "all")
+        bench(system, index, layout, "tiny" if tiny else "big" if system == "bigceiling" else "all")
     if A.paired and system == "ceiling":
         nc = A.nc[0]
-        PAIRED.update(index=index, nc=nc, gts=truth_sets("tiny", 0), reqs=knn_requests(index, nc, 0))
+        PAIRED.update(index=index, nc=nc, gts=truth_sets("tiny", 0), reqs=knn_requests(index, nc, 0),
+                      msearch_reqs=msearch_requests(index, nc))
         say("--paired: %s kept; measured again before each knn point of the other systems" % index)
     elif not A.keep:
         req("DELETE", "/" + index)
@@ -731,6 +777,7 @@ def run_system(system):
 # ---------------------------------------------------------------- summary + plot
 
 LABEL = {"noop": "ES noop (size:0 match_all)", "ceiling": "knn ceiling: dense_vector HNSW, 2,000 vectors",
+         "bigceiling": "knn ceiling, large index: the 2,000 vectors among all n documents",
          "gpuceiling": "gpu_vector flat, 2,000 vectors", "gpu": "gpu_vector flat (GPU)",
          "ivf": "gpu_vector ivf_flat (GPU)", "ivfpq": "gpu_vector ivf_pq (GPU)", "graph": "gpu_vector graph (GPU)",
          "hnsw": "dense_vector HNSW m16 efc100", "int8": "dense_vector int8_hnsw m16 efc100"}
@@ -768,7 +815,8 @@ def summarize(rows, out):
             cells.append("{:,.0f} ({})".format(r["qps"], r.get("recall")) if r else "")
         for c in mcl:
             r = m("msearch", clients=c)
-            cells.append("{:,.0f}".format(r["searches_per_s"]) if r else "")
+            cells.append("{:,.0f}".format(r["searches_per_s"]) + (" (%.0f %%)" % (100 * r["of_ceiling"]) if r.get("of_ceiling") else "")
+                         if r else "")
         if paired:
             ofs = [m("concurrent", clients=c, num_candidates=nc) for c in clients]
             cells.append(" / ".join("%.0f %%" % (100 * r["of_ceiling"]) if r and r.get("of_ceiling") else "-" for r in ofs))
@@ -807,9 +855,9 @@ def summarize(rows, out):
     for key in keys:
         pts = sorted((r["clients"], r["qps"]) for r in conc if (r["system"], r["segments"], r.get("num_candidates")) == key)
         lbl = LABEL.get(key[0], key[0]) + ("" if key[0] == "noop" else ", " + key[1] + (" seg" if key[1] == "one" else " segs"))
-        if key[2] and key[0] in ("hnsw", "int8", "ceiling") and len(A.nc if A else [1]) > 1:
+        if key[2] and key[0] in ("hnsw", "int8", "ceiling", "bigceiling") and len(A.nc if A else [1]) > 1:
             lbl += ", nc %d" % key[2]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=lbl, linestyle="--" if key[0] in ("noop", "ceiling") else "-")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=lbl, linestyle="--" if key[0] in ("noop", "ceiling", "bigceiling") else "-")
     ax.set_xscale("log", base=2)
     ax.set_xticks(clients)
     ax.set_xticklabels([str(c) for c in clients])
