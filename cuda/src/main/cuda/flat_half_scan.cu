@@ -28,7 +28,7 @@ constexpr int kHalfScanWarpRows = 32;  // two m16 tiles a warp
 constexpr int kHalfScanRows = kHalfScanWarpRows * (kHalfScanThreads / kWarpSize);  // rows per tile: 256
 constexpr int kHalfScanDimStep = 32;   // dimensions per step: four lanes x 8 halves (16 bytes) of a row
 constexpr int kHalfScanTop = 14;       // values are scaled below 2^14: FP16's largest finite is 65,504
-constexpr int kHalfScanPrefetchDims = 128;  // rows of at most this many dims prefetch the next tile (halfScan)
+constexpr int kHalfScanPrefetchDims = 128;  // rows of at most this many dims: the _s_ kernels, the next tile prefetched
 static_assert(kHalfScanThreads == kHalfScanQueries * kWarpSize, "one warp queue a query");
 
 // D = A (16 x 16, row) * B (16 x 8, col) + D; FP16 inputs, FP32 accumulation.
@@ -52,7 +52,35 @@ __device__ __forceinline__ float halfScale(float m) {
 // Query pitch in halves: rows g and g + 1 of a quarter warp's 16-byte reads on opposite halves of the banks.
 __device__ __forceinline__ int halfQueryPitch(int dimsPad) { return (dimsPad & 63) == 32 ? dimsPad : dimsPad + 32; }
 
-template <int K>
+// The keys' other inputs for rows warpRow + 16m + g + 8h: their norms (L2) and, per query 2t + c, the mask word that
+// holds the warp's 32 rows (warpRow is a multiple of 32), all loaded at once.
+__device__ __forceinline__ void loadKeyInputs(const HalfScanParams& p, long long warpRow, long long end, int g, int t,
+                                              int query0, int queries, bool l2, float (&xn)[2][2],
+                                              unsigned long long (&maskWord)[2]) {
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const long long r = warpRow + 16 * m + g + 8 * h;
+      xn[m][h] = l2 && r < end ? __ldg(p.norms + r) : 0.f;
+    }
+  }
+  maskWord[0] = maskWord[1] = ~0ull;
+  if (p.acceptBits != nullptr && warpRow < end) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      if (2 * t + c < queries) {
+        maskWord[c] = __ldg(p.acceptBits + (long long)(query0 + 2 * t + c) * p.acceptRowWords + (warpRow >> 6));
+      }
+    }
+  }
+}
+
+// ShortRows (the host's choice for dimsPad <= kHalfScanPrefetchDims): the keys' inputs are loaded with the rows. Loaded
+// after the products, one by one, each waited a memory latency of its own, tile after tile (docs/BENCHMARKS.md 34:
+// the 1M x 128 scan kernel 6-8 % faster). Long rows load them after the products as before: the same early loads
+// made the 768-d scan 12 % slower, for a reason not found (section 34).
+template <int K, bool ShortRows>
 __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
   constexpr int Q = kHalfScanQueries;
   extern __shared__ uint4 hsmem[];
@@ -97,11 +125,11 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
   __syncthreads();
 
   const bool selects = warp < queries;  // warp-uniform
+  const bool prefetch = p.dimsPad <= kHalfScanPrefetchDims;
   // Short rows: a tile's loads take about as long as its keys' selection, during which no load is in flight (1M x
   // 128: the scan read at 54 % of the bandwidth, docs/BENCHMARKS.md 30a). The next tile is prefetched into L2 before
   // the selection; a whole wave's next tiles (256 rows x 256 bytes x 2 blocks x SMs: 17 MB on an H100) fit its L2,
   // which wider rows would not. Measured: 0.105 against 0.113 ms at one query (H200, section 31a).
-  const bool prefetch = p.dimsPad <= kHalfScanPrefetchDims;
   WarpQueue<K, Bucket<K>::T> queue;
   queue.init(p.k);
   const int steps = p.dimsPad / kHalfScanDimStep;
@@ -115,27 +143,9 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
       const long long r = warpRow + g + 8 * i;
       rows[i] = r < end ? reinterpret_cast<const uint4*>(p.vectors + r * p.dimsPad) + t : nullptr;
     }
-    // The keys' other inputs, loaded with the rows: loaded after the products, each waited a memory latency of its
-    // own, tile after tile (docs/BENCHMARKS.md 34). The warp's 32 rows lie in one 64-bit word of a mask (warpRow is a
-    // multiple of 32).
-    float xn[2][2];  // ||x||^2 of rows warpRow + 16m + g + 8h
-#pragma unroll
-    for (int m = 0; m < 2; ++m) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const long long r = warpRow + 16 * m + g + 8 * h;
-        xn[m][h] = l2 && r < end ? __ldg(p.norms + r) : 0.f;
-      }
-    }
-    unsigned long long maskWord[2] = {~0ull, ~0ull};  // queries 2t + c
-    if (p.acceptBits != nullptr && warpRow < end) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        if (2 * t + c < queries) {
-          maskWord[c] = __ldg(p.acceptBits + (long long)(query0 + 2 * t + c) * p.acceptRowWords + (warpRow >> 6));
-        }
-      }
-    }
+    float xn[2][2];
+    unsigned long long maskWord[2];
+    if constexpr (ShortRows) loadKeyInputs(p, warpRow, end, g, t, query0, queries, l2, xn, maskWord);
     float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll 4
     for (int s = 0; s < steps; ++s) {
@@ -165,13 +175,17 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
         const int local = warp * kHalfScanWarpRows + 16 * m + g + 8 * h;  // row in the tile
         const long long row = row0 + local;
         const int bit = (int)(warpRow & 63) + 16 * m + g + 8 * h;
+        const float rowNorm = ShortRows ? xn[m][h] : l2 && row < end ? p.norms[row] : 0.f;
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int qi = 2 * t + c;
           float key = GV_INF;
-          if (qi < queries && row < end && ((maskWord[c] >> bit) & 1ull)) {
+          if (qi < queries && row < end &&
+              (ShortRows ? ((maskWord[c] >> bit) & 1ull) != 0
+                         : p.acceptBits == nullptr ||
+                               accepted(p.acceptBits + (long long)(query0 + qi) * p.acceptRowWords, row))) {
             const float dot = acc[m][h * 2 + c] * queryUnscale[qi];
-            key = l2 ? fmaxf(0.f, fmaf(-2.f, dot, xn[m][h]) + queryNorms[qi]) : -dot;
+            key = l2 ? fmaxf(0.f, fmaf(-2.f, dot, rowNorm) + queryNorms[qi]) : -dot;
           }
           tk[qi * kHalfScanRows + local] = key;
         }
@@ -203,14 +217,14 @@ using HalfScanTable = ParamTable<HalfScanParams, kHalfScanTableEntries>;
 static_assert(sizeof(HalfScanTable) == 8 + kHalfScanTableEntries * sizeof(HalfScanParams),
               "HalfScanTable's layout is FlatScanTable.java's");
 
-template <int K>
+template <int K, bool ShortRows>
 __device__ __forceinline__ void halfScanTable(const HalfScanTable& t) {
   const HalfScanParams* entry = blockEntry(t);
   if (entry == nullptr || (int)blockIdx.x * kHalfScanQueries >= entry->numQueries || (int)blockIdx.y >= entry->chunks) {
     return;
   }
   const HalfScanParams p = *entry;  // in registers, as flat_scan.cu's table (docs/BENCHMARKS.md 18d)
-  halfScan<K>(p);
+  halfScan<K, ShortRows>(p);
 }
 
 // The FP16 copy of rows x (n x dims FP32): out row r = round(x_r * scale) to FP16, dimsPad halves, zeros past dims.
@@ -246,14 +260,22 @@ extern "C" {
 // Dynamic shared memory: 2 * kHalfScanQueries * pitch + 4 * 2 * kHalfScanQueries * kHalfScanRows bytes
 // (HalfScanParams.sharedBytes). A chunk keeps k' = max(2k, k + 32) candidates, or fewer but at least 32
 // (HalfScanParams.chunkCandidates): buckets 32 to 256.
+// _s_: rows of at most kHalfScanPrefetchDims dims (HalfScanParams.shortRows).
 #define GV_HALF_SCAN(K)                                                                                              \
   __global__ void __launch_bounds__(gv::kHalfScanThreads, 2) gv_half_scan_k##K(HalfScanParams p) {                  \
-    gv::halfScan<K>(p);                                                                                              \
+    gv::halfScan<K, false>(p);                                                                                       \
+  }                                                                                                                  \
+  __global__ void __launch_bounds__(gv::kHalfScanThreads, 2) gv_half_scan_s_k##K(HalfScanParams p) {                \
+    gv::halfScan<K, true>(p);                                                                                        \
   }
 #define GV_HALF_SCAN_TABLE(K)                                                                                        \
   __global__ void __launch_bounds__(gv::kHalfScanThreads, 2)                                                         \
       gv_half_scan_table_k##K(const __grid_constant__ gv::HalfScanTable t) {                                         \
-    gv::halfScanTable<K>(t);                                                                                         \
+    gv::halfScanTable<K, false>(t);                                                                                  \
+  }                                                                                                                  \
+  __global__ void __launch_bounds__(gv::kHalfScanThreads, 2)                                                         \
+      gv_half_scan_table_s_k##K(const __grid_constant__ gv::HalfScanTable t) {                                       \
+    gv::halfScanTable<K, true>(t);                                                                                   \
   }
 GV_HALF_SCAN(32)
 GV_HALF_SCAN(64)

@@ -21,12 +21,12 @@ import jcuda.Pointer;
  *
  * <p>When every member's index has its FP16 copy and its k is one the half scan takes ({@link
  * GpuFlatIndex#halfTakes}), the table is a {@linkplain #half() half scan table}: one launch of {@code
- * gv_half_scan_table_kK} (flat_half_scan.cu) takes k' = {@link CandidateBound#candidates} of the largest k for every
- * member's rows from the copies, one merge keeps each row's k' best, and one re-rank launch over a {@link RerankTable}
- * of the members' FP32 vectors selects each row's largest-k best and the certificate's inputs (4 floats a row, the
- * rows one after another from the first member's {@code statsAt}, PassLayout). A member's query whose candidates are
- * not certified is searched again in FP32 after the pass, as a lone half-scanned group's (BatchSearch). It reads half
- * the bytes: a one-query pass over 7 natural segments of 1M x 128 through Elasticsearch took 333 instead of 486 us
+ * gv_half_scan_table_kK} (flat_half_scan.cu; {@code _s_} for short rows) takes k' = {@link
+ * CandidateBound#candidates} of the largest k for every member's rows from the copies, one merge keeps each row's k'
+ * best, and one re-rank launch over a {@link RerankTable} of the members' FP32 vectors selects each row's largest-k
+ * best and the certificate's inputs (4 floats a row, the rows one after another from the first member's {@code
+ * statsAt}, PassLayout). A member's query whose candidates are not certified is searched again in FP32 after the pass,
+ * as a lone half-scanned group's (BatchSearch). It reads half the bytes: a one-query pass over 7 natural segments of 1M x 128 through Elasticsearch took 333 instead of 486 us
  * (docs/BENCHMARKS.md 31b). Used under the device lock, within one pass.
  */
 final class FlatScanTable {
@@ -347,7 +347,8 @@ final class FlatScanTable {
         encoded.add(p.encode());
       }
       HalfScanParams lead = entries.get(0);
-      String kernel = HalfScanParams.tableKernel(mostKept); // every member's queue holds the most kept
+      // every member's queue holds the most kept; the members share dims
+      String kernel = HalfScanParams.tableKernel(mostKept, lead.dimsPad);
       int shared = lead.sharedBytes();
       device.module().allowDynamicShared(kernel, shared);
       device.module().launch3d(kernel, gridX, mostChunks, entries.size(), HalfScanParams.THREADS, shared,

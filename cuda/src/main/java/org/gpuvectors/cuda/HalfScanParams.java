@@ -42,6 +42,11 @@ final class HalfScanParams {
    */
   static volatile boolean fewerPerChunk =
       Boolean.parseBoolean(System.getProperty("gpuvectors.flat.half_chunk_candidates", "true"));
+  /**
+   * Rows of at most this many padded dims take the short-row kernels ({@code gv_half_scan_s_kK}: the keys' inputs
+   * loaded with the rows, the next tile prefetched): kHalfScanPrefetchDims.
+   */
+  static final int SHORT_ROW_DIMS = 128;
   /** The most dimensions (as the FP32 scan's). */
   static final int MAX_DIMS = FlatScanParams.MAX_DIMS;
 
@@ -128,14 +133,22 @@ final class HalfScanParams {
     return 2 * QUERIES_PER_BLOCK * queryPitch(dimsPad) + 4 * 2 * QUERIES_PER_BLOCK * ROWS;
   }
 
-  /** The kernel of {@link #k}'s bucket. */
-  String kernel() {
-    return "gv_half_scan_k" + KSelect.bucket(k);
+  /** Whether rows of {@code dimsPad} padded dims take the short-row kernels ({@link #SHORT_ROW_DIMS}). */
+  static boolean shortRows(int dimsPad) {
+    return dimsPad <= SHORT_ROW_DIMS;
   }
 
-  /** The table launch's kernel whose queues hold {@code maxK} (the members' largest {@link #k}). */
-  static String tableKernel(int maxK) {
-    return "gv_half_scan_table_k" + KSelect.bucket(maxK);
+  /** The kernel of {@link #k}'s bucket for rows of {@link #dimsPad}. */
+  String kernel() {
+    return (shortRows(dimsPad) ? "gv_half_scan_s_k" : "gv_half_scan_k") + KSelect.bucket(k);
+  }
+
+  /**
+   * The table launch's kernel whose queues hold {@code maxK} (the members' largest {@link #k}), for rows of {@code
+   * dimsPad} padded dims (the members share dims).
+   */
+  static String tableKernel(int maxK, int dimsPad) {
+    return (shortRows(dimsPad) ? "gv_half_scan_table_s_k" : "gv_half_scan_table_k") + KSelect.bucket(maxK);
   }
 
   /**

@@ -37,6 +37,21 @@ class HalfScanParamsTest {
     }
   }
 
+  /** Rows of up to 128 padded dims take the short-row kernels (the keys' inputs loaded with the rows), wider the others. */
+  @Test
+  void shortRowsTakeTheirOwnKernels() {
+    HalfScanParams p = new HalfScanParams();
+    p.k = 42;
+    p.dimsPad = HalfScanParams.paddedDims(128);
+    assertEquals("gv_half_scan_s_k64", p.kernel());
+    assertEquals("gv_half_scan_table_s_k64", HalfScanParams.tableKernel(42, p.dimsPad));
+    p.dimsPad = HalfScanParams.paddedDims(129);
+    assertEquals("gv_half_scan_k64", p.kernel());
+    assertEquals("gv_half_scan_table_k256", HalfScanParams.tableKernel(200, p.dimsPad));
+    p.dimsPad = HalfScanParams.paddedDims(3);
+    assertEquals("gv_half_scan_s_k64", p.kernel());
+  }
+
   @Test
   void checkNamesWhatTheScanDoesNotTake() {
     HalfScanParams p = new HalfScanParams();

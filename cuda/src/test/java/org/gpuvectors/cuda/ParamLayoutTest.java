@@ -299,12 +299,13 @@ class ParamLayoutTest {
     assertEquals(HalfScanParams.TOP, constant(kernels, "kHalfScanTop"));
     assertEquals(HalfScanParams.MIN_EXP, constant(kernels, "kHalfScanMinExp"));
     assertEquals(HalfScanParams.ROWS, constant(kernels, "kHalfScanWarpRows") * HalfScanParams.THREADS / 32);
+    assertEquals(HalfScanParams.SHORT_ROW_DIMS, constant(kernels, "kHalfScanPrefetchDims"));
     for (int k = HalfScanParams.MIN_CHUNK_K; k <= HalfScanParams.MAX_K; k++) {
       HalfScanParams p = new HalfScanParams();
       p.k = k;
       assertTrue(kernels.contains("GV_HALF_SCAN(" + KSelect.bucket(k) + ")"), p.kernel() + " is built");
       assertTrue(kernels.contains("GV_HALF_SCAN_TABLE(" + KSelect.bucket(k) + ")"),
-          HalfScanParams.tableKernel(k) + " is built");
+          HalfScanParams.tableKernel(k, HalfScanParams.SHORT_ROW_DIMS) + " is built");
     }
     assertEquals(FlatScanTable.MAX_ENTRIES, constant(kernels, "kHalfScanTableEntries"));
     assertTrue(kernels.contains("static_assert(sizeof(HalfScanTable) == 8 + kHalfScanTableEntries * sizeof(HalfScanParams),"),
