@@ -37,6 +37,7 @@ import csv
 import json
 import os
 import re
+import statistics
 
 import matplotlib
 
@@ -411,6 +412,36 @@ def radix_merges():
     save(fig, "radix-merges.png")
 
 
+def scan_loads():
+    """Section 34: the half scan's norms loaded with its rows (A/B); Elasticsearch's own knn ceiling on a 1M-doc index."""
+    base = "scan-loads-s27"
+    fig, axes = plt.subplots(1, 3, figsize=(18, 4.8))
+    ax = axes[0]
+    for arm, color, label in (("old", "tab:green", "norms loaded after the products (before)"),
+                              ("new", "tab:blue", "norms loaded with the rows (now)")):
+        runs = [half_passes_log(os.path.join(base, "ab-norms-hoisted", f"passes-{arm}-{i}.log"))
+                for i in ((1, 3, 5) if arm == "old" else (2, 4, 6))]
+        for k, style in ((10, "-"), (100, "--")):
+            batches = [b for b in (1, 2, 4, 8, 16) if (128, b, k, "fewer") in runs[0]]
+            ax.plot(batches, [statistics.median(r[(128, b, k, "fewer")][0] for r in runs) for b in batches],
+                    marker="o", linestyle=style, color=color, label=f"{label}, k = {k}: device ms, median of 3")
+    ax.set_xscale("log", base=2); ax.set_xlabel("queries in the pass"); ax.set_ylabel("ms")
+    ax.set_title("FP16 pass over 1M x 128, one H200, interleaved A/B"); ax.grid(True, alpha=0.3); ax.legend(fontsize=6)
+    for ax, run in zip(axes[1:], ("es-bigceiling-run1", "es-bigceiling-run2")):
+        path = os.path.join(base, run)
+        for system, color, label in (("bigceiling", "grey", "knn ceiling of the 1M-doc index (2,000 vectors)"),
+                                     ("gpu", "tab:blue", "gpu_vector flat, exact")):
+            for segments, style in (("one", "-"), ("natural", "--")):
+                pts = es_concurrent(path, system, segments)
+                ax.plot([p["clients"] for p in pts], [p["qps"] for p in pts], marker="o", linestyle=style,
+                        color=color, label=f"{label}, {segments} segment(s)")
+        tiny = es_concurrent(path, "gpu", "one")
+        ax.plot([p["clients"] for p in tiny], [p["ceiling_qps"] for p in tiny], marker="x", linestyle=":",
+                color="black", alpha=0.6, label="knn ceiling, 2,000-doc index (paired)")
+        es_clients_axes(ax, f"Elasticsearch 1M x 128, H200, {run[-4:]}")
+    save(fig, "scan-loads.png")
+
+
 def ivfpq_scale():
     sets = (("10M x 128", "ivfpq-s18/typical-row/m10-p8/ivfpq-scale-10000000-128.csv",
              "ivfpq-s17/scale-10m-torch/torch-scale-10000000-128.csv"),
@@ -526,6 +557,7 @@ if __name__ == "__main__":
     half_table()
     chunk_candidates()
     radix_merges()
+    scan_loads()
     ivfpq_scale()
     ivf_build()
     index_build()
