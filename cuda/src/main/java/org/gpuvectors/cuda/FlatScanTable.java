@@ -26,8 +26,9 @@ import jcuda.Pointer;
  * best, and one re-rank launch over a {@link RerankTable} of the members' FP32 vectors selects each row's largest-k
  * best and the certificate's inputs (4 floats a row, the rows one after another from the first member's {@code
  * statsAt}, PassLayout). A member's query whose candidates are not certified is searched again in FP32 after the pass,
- * as a lone half-scanned group's (BatchSearch). It reads half the bytes: a one-query pass over 7 natural segments of 1M x 128 through Elasticsearch took 333 instead of 486 us
- * (docs/BENCHMARKS.md 31b). Used under the device lock, within one pass.
+ * as a lone half-scanned group's (BatchSearch). It reads half the bytes: a one-query pass over 7 natural segments of
+ * 1M x 128 through Elasticsearch took 333 instead of 486 us (docs/BENCHMARKS.md 31b). Used under the device lock,
+ * within one pass.
  */
 final class FlatScanTable {
   /** System property: {@code false} searches each flat group alone (for measurements; the table is on by default). */

@@ -37,7 +37,7 @@ class HalfScanParamsTest {
     }
   }
 
-  /** Rows of up to 128 padded dims take the short-row kernels (the keys' inputs loaded with the rows), wider the others. */
+  /** Rows of up to 128 padded dims take the short-row kernels (keys' inputs loaded with the rows); wider, the others. */
   @Test
   void shortRowsTakeTheirOwnKernels() {
     HalfScanParams p = new HalfScanParams();
