@@ -174,7 +174,7 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
       for (int h = 0; h < 2; ++h) {
         const int local = warp * kHalfScanWarpRows + 16 * m + g + 8 * h;  // row in the tile
         const long long row = row0 + local;
-        const int bit = (int)(warpRow & 63) + 16 * m + g + 8 * h;
+        const int bit = (int)(warpRow & 63) + 16 * m + g + 8 * h;  // ShortRows: the row in its mask word
         const float rowNorm = ShortRows ? xn[m][h] : l2 && row < end ? p.norms[row] : 0.f;
 #pragma unroll
         for (int c = 0; c < 2; ++c) {

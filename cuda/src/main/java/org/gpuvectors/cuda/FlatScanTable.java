@@ -348,8 +348,7 @@ final class FlatScanTable {
         encoded.add(p.encode());
       }
       HalfScanParams lead = entries.get(0);
-      // every member's queue holds the most kept; the members share dims
-      String kernel = HalfScanParams.tableKernel(mostKept, lead.dimsPad);
+      String kernel = lead.kernel("gv_half_scan_table_", mostKept); // every member's queue holds the most kept
       int shared = lead.sharedBytes();
       device.module().allowDynamicShared(kernel, shared);
       device.module().launch3d(kernel, gridX, mostChunks, entries.size(), HalfScanParams.THREADS, shared,

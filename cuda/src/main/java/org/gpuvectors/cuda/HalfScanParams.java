@@ -140,15 +140,15 @@ final class HalfScanParams {
 
   /** The kernel of {@link #k}'s bucket for rows of {@link #dimsPad}. */
   String kernel() {
-    return (shortRows(dimsPad) ? "gv_half_scan_s_k" : "gv_half_scan_k") + KSelect.bucket(k);
+    return kernel("gv_half_scan_", k);
   }
 
   /**
-   * The table launch's kernel whose queues hold {@code maxK} (the members' largest {@link #k}), for rows of {@code
-   * dimsPad} padded dims (the members share dims).
+   * The kernel of the family {@code prefix} (the single launch, or FlatScanTable's table launch, whose members share
+   * dims) for rows of {@link #dimsPad}, whose queues hold {@code maxK}: as {@link FlatScanParams#kernel(String, int)}.
    */
-  static String tableKernel(int maxK, int dimsPad) {
-    return (shortRows(dimsPad) ? "gv_half_scan_table_s_k" : "gv_half_scan_table_k") + KSelect.bucket(maxK);
+  String kernel(String prefix, int maxK) {
+    return prefix + (shortRows(dimsPad) ? "s_" : "") + "k" + KSelect.bucket(maxK);
   }
 
   /**

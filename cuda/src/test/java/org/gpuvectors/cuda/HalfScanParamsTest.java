@@ -44,10 +44,10 @@ class HalfScanParamsTest {
     p.k = 42;
     p.dimsPad = HalfScanParams.paddedDims(128);
     assertEquals("gv_half_scan_s_k64", p.kernel());
-    assertEquals("gv_half_scan_table_s_k64", HalfScanParams.tableKernel(42, p.dimsPad));
+    assertEquals("gv_half_scan_table_s_k64", p.kernel("gv_half_scan_table_", 42));
     p.dimsPad = HalfScanParams.paddedDims(129);
     assertEquals("gv_half_scan_k64", p.kernel());
-    assertEquals("gv_half_scan_table_k256", HalfScanParams.tableKernel(200, p.dimsPad));
+    assertEquals("gv_half_scan_table_k256", p.kernel("gv_half_scan_table_", 200));
     p.dimsPad = HalfScanParams.paddedDims(3);
     assertEquals("gv_half_scan_s_k64", p.kernel());
   }

@@ -305,7 +305,7 @@ class ParamLayoutTest {
       p.k = k;
       assertTrue(kernels.contains("GV_HALF_SCAN(" + KSelect.bucket(k) + ")"), p.kernel() + " is built");
       assertTrue(kernels.contains("GV_HALF_SCAN_TABLE(" + KSelect.bucket(k) + ")"),
-          HalfScanParams.tableKernel(k, HalfScanParams.SHORT_ROW_DIMS) + " is built");
+          p.kernel("gv_half_scan_table_", k) + " is built");
     }
     assertEquals(FlatScanTable.MAX_ENTRIES, constant(kernels, "kHalfScanTableEntries"));
     assertTrue(kernels.contains("static_assert(sizeof(HalfScanTable) == 8 + kHalfScanTableEntries * sizeof(HalfScanParams),"),
