@@ -70,7 +70,7 @@ rc=0
 if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
   # capture of passes off for the cuda suite (its tests switch knobs between passes of one shape), on in
   # PassGraphsGpuTest and in the codec suite (the default)
-  "${java[@]}" -Dgpuvectors.gpu.pass_graphs=false org.junit.platform.console.ConsoleLauncher execute --disable-banner \
+  "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner \
     --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.CpuOnlyTest --select-class org.gpuvectors.cuda.CpuOracleTest \
     --select-class org.gpuvectors.cuda.KSelectGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest \
     --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.CandidateBoundTest \
@@ -90,7 +90,7 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
 fi
 if [ "$mode" = flat-tests ]; then
   # the flat index's GPU tests alone (exact search: FP32 scan, FP16 candidates, TF32 candidates, captured passes)
-  "${java[@]}" -Dgpuvectors.gpu.pass_graphs=false org.junit.platform.console.ConsoleLauncher execute --disable-banner \
+  "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner \
     --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.GpuFlatIndexHalfGpuTest \
     --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest \
     --select-class org.gpuvectors.cuda.PassGraphsGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \

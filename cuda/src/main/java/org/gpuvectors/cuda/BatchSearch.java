@@ -15,7 +15,7 @@ import java.util.List;
  * captured from it ({@link PassGraphs}): the host's launches had outlasted the GPU work of a query or a few.
  *
  * <p>Threading: takes the device lock while it enqueues the pass, in a slot of its own ({@link
- * GpuDevice#beginPass}), and waits for the device without it: up to {@link GpuDevice#PASSES} passes are in flight
+ * GpuDevice#beginPass}), and waits for the device without it: up to {@link PassConfig#passesInFlight} passes are in flight
  * at once, each on its own streams.
  */
 public final class BatchSearch {
@@ -33,6 +33,18 @@ public final class BatchSearch {
    * waiting for the device and the downloads: which of host and GPU bounds a pass.
    */
   public static SearchResult[] run(GpuDevice device, List<SearchGroup> groups, long[] timing) {
+    return run(device, groups, timing, true);
+  }
+
+  /**
+   * The pass enqueued launch by launch even where a captured graph of its shape exists or would be captured: the
+   * reference that tests hold a captured pass against.
+   */
+  static SearchResult[] runUncaptured(GpuDevice device, List<SearchGroup> groups) {
+    return run(device, groups, new long[2], false);
+  }
+
+  private static SearchResult[] run(GpuDevice device, List<SearchGroup> groups, long[] timing, boolean capture) {
     int count = groups.size();
     PassLayout layout = new PassLayout(groups);
     long outElements = layout.outElements;
@@ -40,8 +52,8 @@ public final class BatchSearch {
     int[] ids = new int[(int) outElements];
     Arrays.fill(ids, -1);
     // the packed queries and masks go up, the results come down, through the slot's pinned buffers and on its
-    // stream when they fit them: then the pass waits for the device without the lock (see GpuDevice.PASSES)
-    PassGraphs.Key key = PassGraphs.eligible(groups, layout) ? PassGraphs.key(groups, maxLanes) : null;
+    // stream when they fit them: then the pass waits for the device without the lock (see PassConfig.passesInFlight)
+    PassGraphs.Key key = capture && PassGraphs.eligible(groups, layout) ? PassGraphs.key(groups, device.config().pass().lanes()) : null;
     PassSlot slot = null;
     boolean any;
     try {
@@ -287,6 +299,7 @@ public final class BatchSearch {
         - (flats != null ? flats.members() : 0);
     int chains = alone + (walked != null ? 1 : 0) + (flats != null ? 1 : 0);
     boolean any = false;
+    int maxLanes = device.config().pass().lanes();
     try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? device.lanes(Math.min(chains, maxLanes)) : null) {
       int chain = 0;
       if (flats != null) {
@@ -408,9 +421,6 @@ public final class BatchSearch {
 
   /** The largest group whose launches go to a lane of their own ({@link #laneGroups}). */
   static final int LANE_GROUP_QUERIES = 64;
-
-  /** The most lanes a pass is spread over (tests compare 1 with the device's {@link GpuDevice#LANES}). */
-  static int maxLanes = GpuDevice.LANES;
 
   /**
    * The graph walks of a pass that run as one launch ({@link GpuGraphIndex#enqueueWalks}), or null to launch each

@@ -6,7 +6,6 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
-import jcuda.driver.CUctx_flags;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
@@ -30,20 +29,20 @@ public final class GpuDevice implements AutoCloseable {
   private final CUdevice device = new CUdevice();
   private final CUcontext context = new CUcontext();
   /** Lane 0 is created with the device; the others on the first pass that spreads groups over lanes. */
-  private final Lane[] lanes = new Lane[LANES];
+  private final Lane[] lanes;
   private Lane current; // where enqueued work goes: lane 0 outside a Lanes pass
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition slotFreed = lock.newCondition();
   /** The slots of the passes that may be in flight at once, created on first use ({@link #beginPass}). */
-  private final PassSlot[] slots = new PassSlot[MAX_PASSES];
+  private final PassSlot[] slots;
   private final boolean cooperativeLaunch;
-  private int concurrentPasses = PASSES; // slots in use: PASSES, or what a test set
   private PassSlot enqueuing; // the slot whose pass holds the lock and enqueues, or null
   private final DeviceMemoryPool pool;
   private final KernelModule module;
   private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
   private final PinnedHostBuffer stagingBack = new PinnedHostBuffer(); // the other half of a double-buffered upload
-  private final PassGraphs passGraphs = new PassGraphs(this);
+  private final GpuConfig config;
+  private final PassGraphs passGraphs;
   private boolean closed;
   private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
   private long sharedSelections; // passes whose small ivf_pq groups shared one selection (SharedKeySelection)
@@ -59,33 +58,11 @@ public final class GpuDevice implements AutoCloseable {
    */
   private static final ThreadLocal<GpuDevice> CONTEXT_OF_THREAD = new ThreadLocal<>();
 
-  /**
-   * Streams that the small groups of one pass are spread over ({@code -Dgpuvectors.gpu.lanes}, 1 = one stream):
-   * a query's search of one small segment is a chain of short launches that fills a few multiprocessors, so the
-   * segments of a pass run side by side instead of one after another.
-   */
-  static final int LANES = Math.max(1, Math.min(16, Integer.getInteger("gpuvectors.gpu.lanes", 4)));
-
-  /**
-   * Search passes that may be in flight at once ({@code -Dgpuvectors.gpu.passes}, 1 = one at a time): a pass
-   * holds the lock only while it enqueues its copies and kernels, then waits for its end without it, so that the
-   * next pass is enqueued and runs while the last one still runs. A pass of a few queries fills few
-   * multiprocessors and its wait is mostly latency: under Elasticsearch each search thread waited for the pass in
-   * flight before its own began.
-   */
-  static final int PASSES = Math.max(1, Math.min(8, Integer.getInteger("gpuvectors.gpu.passes", 1)));
-
-  /** The most slots a device has ({@link #PASSES} at most 8). */
-  private static final int MAX_PASSES = 8;
-
-  /**
-   * Whether a thread that waits for the device sleeps ({@code -Dgpuvectors.gpu.blocking_sync=true}: the context's
-   * {@code CU_CTX_SCHED_BLOCKING_SYNC}) instead of spinning on a core (CUDA's automatic choice with fewer contexts
-   * than cores): under Elasticsearch the search threads need the cores a spinning wait takes.
-   */
-  static final boolean BLOCKING_SYNC = Boolean.getBoolean("gpuvectors.gpu.blocking_sync");
-
-  private GpuDevice(int ordinal) {
+  private GpuDevice(int ordinal, GpuConfig config) {
+    this.config = java.util.Objects.requireNonNull(config, "config");
+    this.lanes = new Lane[config.pass().lanes()];
+    this.slots = new PassSlot[config.pass().passesInFlight()];
+    this.passGraphs = new PassGraphs(this);
     GpuAvailability a = GpuAvailability.get();
     if (!a.available()) {
       throw new IllegalStateException("GPU not usable: " + a.reason());
@@ -95,10 +72,6 @@ public final class GpuDevice implements AutoCloseable {
     Driver.check("cuDeviceGet", JCudaDriver.cuDeviceGet(device, ordinal));
     this.cooperativeLaunch = GpuAvailability.attribute(device,
         jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH) != 0;
-    if (BLOCKING_SYNC) {
-      Driver.check("cuDevicePrimaryCtxSetFlags",
-          JCudaDriver.cuDevicePrimaryCtxSetFlags(device, CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC));
-    }
     Driver.check("cuDevicePrimaryCtxRetain", JCudaDriver.cuDevicePrimaryCtxRetain(context, device));
     boolean ok = false;
     DeviceMemoryPool p = null;
@@ -126,9 +99,22 @@ public final class GpuDevice implements AutoCloseable {
     this.module = m;
   }
 
-  /** Opens device {@code ordinal}; throws IllegalStateException with the reason when the GPU is unusable. */
+  /** Opens device {@code ordinal} with the default configuration ({@link #open(int, GpuConfig)}). */
   public static GpuDevice open(int ordinal) {
-    return new GpuDevice(ordinal);
+    return open(ordinal, GpuConfig.defaults());
+  }
+
+  /**
+   * Opens device {@code ordinal}, searching as {@code config} says; throws IllegalStateException with the reason
+   * when the GPU is unusable.
+   */
+  public static GpuDevice open(int ordinal, GpuConfig config) {
+    return new GpuDevice(ordinal, config);
+  }
+
+  /** How this device searches (fixed when it was opened). */
+  public GpuConfig config() {
+    return config;
   }
 
   /** Holds the device lock with the context current on this thread. */
@@ -549,7 +535,7 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /**
-   * Spreads the groups of one pass over up to {@code wanted} lanes (at most {@link #LANES}); caller holds the lock.
+   * Spreads the groups of one pass over up to {@code wanted} lanes (at most the configured {@link PassConfig#lanes}); caller holds the lock.
    * Inside a pass slot ({@link #beginPass}) they are the slot's lanes, else the device's. The lanes start after
    * everything enqueued so far on the first of them (an index uploaded just before the pass), and {@link
    * Lanes#close()} orders the first one's later work after all of theirs. Device buffers closed during the pass
@@ -559,7 +545,7 @@ public final class GpuDevice implements AutoCloseable {
   Lanes lanes(int wanted) {
     checkLocked();
     Lane[] base = enqueuing != null ? enqueuing.lanes : lanes;
-    int count = Math.max(1, Math.min(wanted, LANES));
+    int count = Math.max(1, Math.min(wanted, lanes.length));
     for (int i = 1; i < count; i++) {
       if (base[i] == null) {
         base[i] = new Lane();
@@ -585,21 +571,9 @@ public final class GpuDevice implements AutoCloseable {
     }
   }
 
-  /** How many search passes may be in flight at once ({@link #PASSES}). */
+  /** How many search passes may be in flight at once ({@link PassConfig#passesInFlight}). */
   public int concurrentPasses() {
-    try (Scope s = lock()) {
-      return concurrentPasses;
-    }
-  }
-
-  /** Sets how many search passes may be in flight at once (tests: from 1 to 8; passes in flight keep their slots). */
-  void concurrentPasses(int passes) {
-    if (passes < 1 || passes > MAX_PASSES) {
-      throw new IllegalArgumentException("passes must be in [1, " + MAX_PASSES + "]: " + passes);
-    }
-    try (Scope s = lock()) {
-      concurrentPasses = passes;
-    }
+    return slots.length;
   }
 
   /** Passes begun while another pass was in flight, since the device opened. */
@@ -753,8 +727,8 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /**
-   * Starts a search pass in a slot of its own (caller holds the lock; waits, without it, while {@link #PASSES}
-   * passes are in flight): until {@link #endEnqueue}, work goes to the slot's first lane, which starts after
+   * Starts a search pass in a slot of its own (caller holds the lock; waits, without it, while {@link
+   * PassConfig#passesInFlight} passes are in flight): until {@link #endEnqueue}, work goes to the slot's first lane, which starts after
    * everything enqueued on lane 0 so far (an index uploaded just before), and device blocks returned stay out of
    * the pool until {@link #endPass}. Then: {@link #endEnqueue} under the lock, {@link #awaitPass} without it,
    * {@link #endPass}.
@@ -767,9 +741,9 @@ public final class GpuDevice implements AutoCloseable {
     PassSlot slot = null;
     while (slot == null) {
       ensureOpen();
-      for (int i = 0; i < concurrentPasses && slot == null; i++) {
+      for (int i = 0; i < slots.length && slot == null; i++) {
         if (slots[i] == null) {
-          slots[i] = new PassSlot();
+          slots[i] = new PassSlot(lanes.length);
         }
         if (!slots[i].busy) {
           slot = slots[i];

@@ -17,14 +17,11 @@ import java.util.Map;
  * <p>Bounds: a pass is captured when it is small ({@link #eligible}) and its graph keeps at most {@link
  * #GRAPH_BYTES} of device memory; the graphs together keep at most {@link #TOTAL_BYTES} (the least recently
  * launched idle ones are closed first) and {@link #MAX_GRAPHS}. A shape whose capture failed (a pass with a
- * synchronous step) is not captured again. {@code -Dgpuvectors.gpu.pass_graphs=false} turns capture off.
+ * synchronous step) is not captured again.
  *
  * <p>Owned by its {@link GpuDevice}; every method runs under the device lock.
  */
 final class PassGraphs {
-  /** Whether passes are captured ({@code -Dgpuvectors.gpu.pass_graphs}, default true; tests switch it). */
-  static volatile boolean enabled =
-      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.pass_graphs", "true"));
 
   static final int MAX_GRAPHS = 64;
   static final int PER_KEY = 4;
@@ -94,7 +91,7 @@ final class PassGraphs {
    * GpuSearchService.passK).
    */
   static boolean eligible(List<SearchGroup> groups, PassLayout layout) {
-    if (!enabled || !layout.staged || layout.anyDirect || groups.isEmpty()) {
+    if (!layout.staged || layout.anyDirect || groups.isEmpty()) {
       return false;
     }
     int most = groups.size() == 1 ? LONE_GROUP_QUERIES : GROUP_QUERIES;

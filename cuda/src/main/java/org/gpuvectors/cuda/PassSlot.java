@@ -16,7 +16,7 @@ import jcuda.driver.JCudaDriver;
  * <p>Owned and closed by its device; used under the device's lock, except {@link GpuDevice#awaitPass}.
  */
 final class PassSlot implements AutoCloseable {
-  final Lane[] lanes = new Lane[GpuDevice.LANES]; // [0] at once, the others on the first pass that spreads groups
+  final Lane[] lanes; // [0] at once, the others on the first pass that spreads groups
   final PinnedHostBuffer upload = new PinnedHostBuffer();
   final PinnedHostBuffer download = new PinnedHostBuffer();
   final PinnedHostBuffer queries = new PinnedHostBuffer(); // large groups' queries, staged for the copy stream
@@ -26,7 +26,8 @@ final class PassSlot implements AutoCloseable {
   boolean busy; // guarded by the device lock
   PassGraph graph; // the captured pass this slot's pass launched, released when it ends; guarded by the device lock
 
-  PassSlot() {
+  PassSlot(int laneCount) {
+    lanes = new Lane[laneCount];
     lanes[0] = new Lane();
     boolean ok = false;
     try {

@@ -258,14 +258,12 @@ public final class ExactSearchBench {
   static void passes(String[] args) throws Exception {
     int n = args.length > 1 ? Integer.parseInt(args[1]) : 1_000_000;
     boolean savedFewer = HalfScanParams.fewerPerChunk;
-    boolean savedGraphs = PassGraphs.enabled;
     try (GpuDevice d = GpuDevice.open(0);
          PrintWriter csv = BenchUtil.csv("half_passes.csv",
              "n,dims,batch,k,chunks_keep,device_ms,kernel_ms,pass_wall_ms,pass_enqueue_ms,rejected")) {
       System.out.printf("GPU %s%n", d.name());
       System.out.printf("%-9s %6s %4s %-11s %10s %10s %12s %12s %9s%n", "n x dims", "batch", "k", "chunks keep",
           "device ms", "kernel ms", "pass wall ms", "enqueue ms", "rejected");
-      PassGraphs.enabled = true;
       for (int dims : new int[] {128, 768}) {
         float[] x = BenchUtil.randomFloats((long) n * dims, 11);
         try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2)) {
@@ -306,7 +304,6 @@ public final class ExactSearchBench {
       }
     } finally {
       HalfScanParams.fewerPerChunk = savedFewer;
-      PassGraphs.enabled = savedGraphs;
     }
   }
 

@@ -175,8 +175,6 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
     float[] second = GpuFlatIndexGpuTest.random(3000 * dims, r);
     assertTrue(HalfScanParams.chunkCandidates(CandidateBound.candidates(10), n, 40, 1024) < CandidateBound.candidates(10),
         "the lone scans' chunks keep fewer than k'");
-    boolean saved = PassGraphs.enabled;
-    PassGraphs.enabled = true;
     List<String> failures = new ArrayList<>();
     try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2);
          GpuFlatIndex other = halfIndex(second, 3000, dims, Metric.L2)) {
@@ -213,8 +211,6 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
       assertEquals(6 * (2 + 2 + PassGraphs.LONE_GROUP_QUERIES), index.halfStats().queries());
       assertEquals(12, other.halfStats().queries());
       assertEquals(0, index.halfStats().fallbacks(), "random data: every query certified from chunks keeping fewer");
-    } finally {
-      PassGraphs.enabled = saved;
     }
     assertNoFailures(failures);
   }

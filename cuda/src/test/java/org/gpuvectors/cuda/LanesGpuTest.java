@@ -4,11 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -17,11 +17,6 @@ import org.junit.jupiter.api.Test;
  * no device block reused by one lane while another may still read it.
  */
 class LanesGpuTest extends GpuTestCase {
-
-  @AfterEach
-  void restoreLanes() {
-    BatchSearch.maxLanes = GpuDevice.LANES;
-  }
 
   /**
    * Ten small groups over seven segments (flat and IVF-Flat, L2 and inner product, k 1 to 100, shared and
@@ -37,21 +32,14 @@ class LanesGpuTest extends GpuTestCase {
     try {
       int[] sizes = {3_000, 12_000, 7_500, 20_000, 1_000};
       float[][] vectors = new float[sizes.length][];
-      GpuFlatIndex[] flats = new GpuFlatIndex[sizes.length];
+      Metric[] metrics = new Metric[sizes.length];
       for (int s = 0; s < sizes.length; s++) {
         vectors[s] = GpuIvfFlatIndexGpuTest.clustered(sizes[s], dims, r);
-        Metric m = s % 2 == 0 ? Metric.L2 : Metric.INNER_PRODUCT;
-        flats[s] = GpuFlatIndex.upload(device, vectors[s], sizes[s], dims, m);
-        open.add(flats[s]);
+        metrics[s] = s % 2 == 0 ? Metric.L2 : Metric.INNER_PRODUCT;
       }
       float[] ivfVectors = GpuIvfFlatIndexGpuTest.clustered(20_000, dims, r);
       GpuIvfFlatIndexGpuTest.Data l2 = GpuIvfFlatIndexGpuTest.lists(ivfVectors, 20_000, dims, Metric.L2, r);
       GpuIvfFlatIndexGpuTest.Data ip = GpuIvfFlatIndexGpuTest.lists(ivfVectors, 20_000, dims, Metric.INNER_PRODUCT, r);
-      GpuIvfFlatIndex ivfL2 = GpuIvfFlatIndex.upload(device, l2.lists(), dims, Metric.L2, l2.rowsInListOrder());
-      open.add(ivfL2);
-      GpuIvfFlatIndex ivfIp = GpuIvfFlatIndex.upload(device, ip.lists(), dims, Metric.INNER_PRODUCT,
-          ip.rowsInListOrder());
-      open.add(ivfIp);
       float[] queries = GpuIvfFlatIndexGpuTest.queries(l2, 40, r);
       long[] half = GraphReference.mask(sizes[1], 0.5, r);
       long[][] perQuery = new long[7][];
@@ -59,26 +47,43 @@ class LanesGpuTest extends GpuTestCase {
         perQuery[q] = GraphReference.mask(sizes[3], 0.1, r);
       }
       long[] ivfMask = GraphReference.mask(20_000, 0.3, r);
-      List<SearchGroup> groups = List.of(
-          new SearchGroup(flats[0], queries, 1, 10, null, null),
-          new SearchGroup(flats[1], queries, 12, 100, half, null),
-          new SearchGroup(flats[2], queries, 40, 1, null, null),
-          new SearchGroup(flats[3], queries, 7, 20, null, perQuery),
-          new SearchGroup(flats[4], queries, 3, 10, null, null),
-          new SearchGroup(ivfL2, queries, 30, 10, 8, null, null),
-          new SearchGroup(ivfIp, queries, 16, 50, 4, ivfMask, null),
-          new SearchGroup(flats[0], queries, 5, 100, null, null),
-          new SearchGroup(ivfL2, queries, 2, 100, 64, ivfMask, null),
-          new SearchGroup(flats[3], queries, 40, 10, null, null));
+      // the same indexes on a device of one lane (the reference) and on the test's device (the default lanes)
+      GpuDevice oneLane = GpuDevice.open(0, GpuConfig.builder().pass(PassConfig.defaults().withLanes(1)).build());
+      open.add(oneLane);
+      List<List<SearchGroup>> passes = new ArrayList<>();
+      for (GpuDevice d : List.of(oneLane, device)) {
+        GpuFlatIndex[] flats = new GpuFlatIndex[sizes.length];
+        for (int s = 0; s < sizes.length; s++) {
+          flats[s] = GpuFlatIndex.upload(d, vectors[s], sizes[s], dims, metrics[s]);
+          open.add(flats[s]);
+        }
+        GpuIvfFlatIndex ivfL2 = GpuIvfFlatIndex.upload(d, l2.lists(), dims, Metric.L2, l2.rowsInListOrder());
+        open.add(ivfL2);
+        GpuIvfFlatIndex ivfIp = GpuIvfFlatIndex.upload(d, ip.lists(), dims, Metric.INNER_PRODUCT,
+            ip.rowsInListOrder());
+        open.add(ivfIp);
+        passes.add(List.of(
+            new SearchGroup(flats[0], queries, 1, 10, null, null),
+            new SearchGroup(flats[1], queries, 12, 100, half, null),
+            new SearchGroup(flats[2], queries, 40, 1, null, null),
+            new SearchGroup(flats[3], queries, 7, 20, null, perQuery),
+            new SearchGroup(flats[4], queries, 3, 10, null, null),
+            new SearchGroup(ivfL2, queries, 30, 10, 8, null, null),
+            new SearchGroup(ivfIp, queries, 16, 50, 4, ivfMask, null),
+            new SearchGroup(flats[0], queries, 5, 100, null, null),
+            new SearchGroup(ivfL2, queries, 2, 100, 64, ivfMask, null),
+            new SearchGroup(flats[3], queries, 40, 10, null, null)));
+      }
+      List<SearchGroup> groups = passes.get(1);
       assertEquals(groups.size(), BatchSearch.laneGroups(groups, null), "every group is small");
+      int lanes = device.config().pass().lanes();
+      assertTrue(lanes > 1, "the default configuration spreads passes over lanes: " + lanes);
 
-      BatchSearch.maxLanes = 1;
+      SearchResult[] oneStream = BatchSearch.run(oneLane, passes.get(0));
+      assertEquals(0, oneLane.lanePasses(), "one stream: no lanes");
       long before = device.lanePasses();
-      SearchResult[] oneStream = BatchSearch.run(device, groups);
-      assertEquals(before, device.lanePasses(), "one stream: no lanes");
-      BatchSearch.maxLanes = GpuDevice.LANES;
       SearchResult[] onLanes = BatchSearch.run(device, groups);
-      assertEquals(GpuDevice.LANES > 1 ? before + 1 : before, device.lanePasses(), "the pass ran on lanes");
+      assertEquals(before + 1, device.lanePasses(), "the pass ran on lanes");
 
       for (int g = 0; g < groups.size(); g++) {
         assertArrayEquals(GpuGraphIndexGpuTest.ids(oneStream[g]), GpuGraphIndexGpuTest.ids(onLanes[g]),
@@ -93,9 +98,9 @@ class LanesGpuTest extends GpuTestCase {
             queries, group.numQueries(), group.k(), group.sharedMask()), "flat group " + g + " against the oracle");
       }
       System.out.printf("[gpu-vectors] %d small groups on %d lanes: the same ids and values as on one stream%n",
-          groups.size(), GpuDevice.LANES);
+          groups.size(), lanes);
     } finally {
-      for (AutoCloseable c : open) {
+      for (AutoCloseable c : open.reversed()) { // indexes before the device they live on
         try {
           c.close();
         } catch (Exception e) {

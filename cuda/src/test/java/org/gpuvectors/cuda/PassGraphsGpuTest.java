@@ -11,8 +11,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.IntFunction;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,21 +21,10 @@ import org.junit.jupiter.api.Test;
  * whose passes silently ran uncaptured fails), and what a pass counts (shared selections, lanes) is counted by its
  * graph's launches too. Closing an index closes the graphs that read it and returns their device memory.
  *
- * <p>The cuda suite runs with capture off ({@code -Dgpuvectors.gpu.pass_graphs=false}: its tests switch the
- * package's knobs between passes of one shape, which a kept graph would not see); this class switches it on.
+ * <p>The reference of each comparison is the same pass enqueued launch by launch ({@link BatchSearch#runUncaptured}).
  */
 class PassGraphsGpuTest extends GpuTestCase {
   private static final int RUNS = 5;
-
-  @BeforeEach
-  void captureOn() {
-    PassGraphs.enabled = true;
-  }
-
-  @AfterEach
-  void captureAsConfigured() {
-    PassGraphs.enabled = Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.pass_graphs", "true"));
-  }
 
   /**
    * Runs {@link #RUNS} passes of one shape ({@code pass} builds run i's groups, new queries and masks each run)
@@ -49,9 +36,7 @@ class PassGraphsGpuTest extends GpuTestCase {
     for (int run = 0; run < RUNS; run++) {
       List<SearchGroup> groups = pass.apply(run);
       sightings = PassGraphs.sightingsToCapture(groups.size());
-      PassGraphs.enabled = false;
-      SearchResult[] expected = BatchSearch.run(device, groups);
-      PassGraphs.enabled = true;
+      SearchResult[] expected = BatchSearch.runUncaptured(device, groups);
       SearchResult[] got = BatchSearch.run(device, groups);
       for (int g = 0; g < groups.size(); g++) {
         assertArrayEquals(GpuGraphIndexGpuTest.ids(expected[g]), GpuGraphIndexGpuTest.ids(got[g]),
@@ -198,13 +183,15 @@ class PassGraphsGpuTest extends GpuTestCase {
     int n = 20_000;
     GpuIvfFlatIndexGpuTest.Data data = GpuIvfFlatIndexGpuTest.lists(GpuIvfFlatIndexGpuTest.clustered(n, dims, r), n,
         dims, Metric.L2, r);
-    try (GpuFlatIndex flat = GpuFlatIndex.upload(device, data.vectors(), n, dims, Metric.INNER_PRODUCT);
+    // four passes in flight on a device of its own
+    try (GpuDevice device = GpuDevice.open(0, GpuConfig.builder().pass(PassConfig.defaults().withPassesInFlight(4))
+             .build());
+         GpuFlatIndex flat = GpuFlatIndex.upload(device, data.vectors(), n, dims, Metric.INNER_PRODUCT);
          GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, data.lists(), dims, Metric.L2, data.rowsInListOrder())) {
       int threads = 8;
       int perThread = 30;
       List<List<SearchGroup>> work = new ArrayList<>();
       List<SearchResult[]> expected = new ArrayList<>();
-      PassGraphs.enabled = false;
       for (int p = 0; p < threads * perThread; p++) {
         float[] q = GpuIvfFlatIndexGpuTest.queries(data, 3, r);
         List<SearchGroup> groups = switch (p % 3) {
@@ -214,10 +201,8 @@ class PassGraphsGpuTest extends GpuTestCase {
               new SearchGroup(ivf, q, 1, 20, 16, null, null));
         };
         work.add(groups);
-        expected.add(BatchSearch.run(device, groups));
+        expected.add(BatchSearch.runUncaptured(device, groups));
       }
-      PassGraphs.enabled = true;
-      device.concurrentPasses(4);
       PassGraphStats before = device.passGraphStats();
       ExecutorService pool = Executors.newFixedThreadPool(threads);
       try {
@@ -236,7 +221,6 @@ class PassGraphsGpuTest extends GpuTestCase {
         }
       } finally {
         pool.shutdownNow();
-        device.concurrentPasses(GpuDevice.PASSES);
       }
       PassGraphStats after = device.passGraphStats();
       assertTrue(after.launches() - before.launches() >= work.size() / 2,

@@ -14,8 +14,7 @@ import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 
 /**
- * Search passes in flight at once ({@link GpuDevice#beginPass}; three slots here, whatever {@link GpuDevice#PASSES}
- * is): passes run from many threads give the results of the same passes run one at a time, they do overlap, and a
+ * Search passes in flight at once ({@link GpuDevice#beginPass}; a device of three slots here): passes run from many threads give the results of the same passes run one at a time, they do overlap, and a
  * device block returned by a pass is lent again only once that pass has ended.
  */
 class PassSlotsGpuTest extends GpuTestCase {
@@ -62,6 +61,9 @@ class PassSlotsGpuTest extends GpuTestCase {
     int dims = 32;
     List<AutoCloseable> open = new ArrayList<>();
     ExecutorService threads = Executors.newFixedThreadPool(8);
+    // more threads than slots: passes also wait for a free slot
+    GpuDevice device = GpuDevice.open(0, GpuConfig.builder().pass(PassConfig.defaults().withPassesInFlight(3)).build());
+    open.add(device);
     try {
       int[] sizes = {5_000, 30_000, 12_000};
       List<DeviceIndex> indexes = new ArrayList<>();
@@ -105,7 +107,6 @@ class PassSlotsGpuTest extends GpuTestCase {
       }
       long overlappedBefore = device.overlappedPasses();
       List<Future<SearchResult[]>> together = new ArrayList<>();
-      device.concurrentPasses(3); // more threads than slots: passes also wait for a free slot
       for (List<SearchGroup> groups : work) {
         together.add(threads.submit(() -> BatchSearch.run(device, groups)));
       }
@@ -126,9 +127,8 @@ class PassSlotsGpuTest extends GpuTestCase {
       System.out.printf("[gpu-vectors] %d passes from 8 threads, %d begun while another was in flight (3 slots):"
           + " the results of the passes run alone%n", passes, overlapped);
     } finally {
-      device.concurrentPasses(GpuDevice.PASSES);
       threads.shutdownNow();
-      for (AutoCloseable c : open) {
+      for (AutoCloseable c : open.reversed()) { // indexes before their device
         c.close();
       }
     }
