@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import java.nio.file.Path;
 import java.util.Objects;
 
 /**
@@ -11,12 +12,17 @@ import java.util.Objects;
  * that flips a global leaks into every other test of the JVM, and an Elasticsearch node wants its choices in its own
  * settings. Tests open a device with the configuration they need; production opens one with the node's settings.
  * Only choices that remain real choices live here: where a newer path won its measurements the older one is gone.
+ *
+ * @param kernelFile a single fatbin file loaded instead of the kernels built into the jar, or null (the default): for
+ *     kernel experiments on a GPU machine, variants compiled there with nvcc (cuda/bench/kselect-variants.sh); never
+ *     for production use
  */
-public record GpuConfig(PassConfig pass, FlatConfig flat, IvfConfig ivf, GraphConfig graph, SelectConfig select) {
+public record GpuConfig(PassConfig pass, FlatConfig flat, IvfConfig ivf, GraphConfig graph, SelectConfig select,
+                        Path kernelFile) {
 
   private static final GpuConfig DEFAULTS =
       new GpuConfig(PassConfig.defaults(), FlatConfig.defaults(), IvfConfig.defaults(), GraphConfig.defaults(),
-          SelectConfig.defaults());
+          SelectConfig.defaults(), null);
 
   public GpuConfig {
     Objects.requireNonNull(pass, "pass");
@@ -47,6 +53,7 @@ public record GpuConfig(PassConfig pass, FlatConfig flat, IvfConfig ivf, GraphCo
     private IvfConfig ivf;
     private GraphConfig graph;
     private SelectConfig select;
+    private Path kernelFile;
 
     private Builder(GpuConfig from) {
       this.pass = from.pass;
@@ -54,6 +61,7 @@ public record GpuConfig(PassConfig pass, FlatConfig flat, IvfConfig ivf, GraphCo
       this.ivf = from.ivf;
       this.graph = from.graph;
       this.select = from.select;
+      this.kernelFile = from.kernelFile;
     }
 
     public Builder pass(PassConfig value) {
@@ -81,8 +89,13 @@ public record GpuConfig(PassConfig pass, FlatConfig flat, IvfConfig ivf, GraphCo
       return this;
     }
 
+    public Builder kernelFile(Path value) {
+      this.kernelFile = value;
+      return this;
+    }
+
     public GpuConfig build() {
-      return new GpuConfig(pass, flat, ivf, graph, select);
+      return new GpuConfig(pass, flat, ivf, graph, select, kernelFile);
     }
   }
 }

@@ -82,7 +82,7 @@ public final class GpuDevice implements AutoCloseable {
       lanes[0] = new Lane();
       current = lanes[0];
       p = new DeviceMemoryPool();
-      m = new KernelModule();
+      m = new KernelModule(config.kernelFile());
       ok = true;
     } finally {
       if (!ok) {
@@ -221,61 +221,17 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /**
-   * Whether query rows ({@link SearchGroup#queryRows()}) go to the device through the pinned
-   * staging buffer (default) or through a Java array per pass that the driver stages itself
-   * ({@code -Dgpuvectors.gpu.pinned_staging=false}, to compare both).
-   */
-  static final boolean PINNED_STAGING =
-      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.pinned_staging", "true"));
-
-  /**
-   * Whether staged uploads of several slabs are double buffered ({@link #uploadThroughStaging}; default) or staged and
-   * copied one slab after the other ({@code -Dgpuvectors.gpu.double_buffered_uploads=false}, to compare both).
-   */
-  static final boolean DOUBLE_BUFFERED_UPLOADS =
-      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.double_buffered_uploads", "true"));
-
-  /**
-   * Copies a group's queries to the device, row-major (synchronous): row-major queries straight from
-   * their array; query rows through the pinned staging buffer, so that the caller's rows need no
-   * copy into one Java array and the copy to the device runs at full bus speed. A pass copies its large groups'
-   * queries with {@link QueryUploads} instead, unless {@code -Dgpuvectors.gpu.pipelined_upload=false}.
-   */
-  public void uploadQueries(SearchGroup group, DeviceBuffer dst, long dstByteOffset) {
-    uploadQueries(group, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
-  }
-
-  /** As {@link #uploadQueries(SearchGroup, DeviceBuffer, long)}, staging at most {@code bytesPerCopy} at a time. */
-  void uploadQueries(SearchGroup group, DeviceBuffer dst, long dstByteOffset, long bytesPerCopy) {
-    checkLocked();
-    int dims = group.index().dims();
-    int numQueries = group.numQueries();
-    check(dst, dstByteOffset, 4L * numQueries * dims);
-    if (group.queryRows() == null) {
-      upload(group.queries(), 0, numQueries * dims, dst, dstByteOffset);
-      return;
-    }
-    if (PINNED_STAGING == false) {
-      float[] packed = new float[numQueries * dims];
-      group.copyQueries(0, numQueries, packed, 0);
-      upload(packed, 0, packed.length, dst, dstByteOffset);
-      return;
-    }
-    uploadThroughStaging(null, group.queryRows(), numQueries, dims, dst, dstByteOffset, bytesPerCopy);
-  }
-
-  /**
    * Copies {@code count} rows of {@code dims} floats to the device (synchronous) through the pinned staging buffer, at
    * most {@code bytesPerCopy} a copy: from {@code flat} (row-major) when not null, else from {@code rowArrays}, each
    * row copied once on the host ({@link QueryUploads#stageRows}). Pinned memory goes to the device by DMA at the bus's
-   * speed; the driver's pageable path ran at ~2.3 GB/s on the H100 machine. Copies of several slabs are double
+   * speed, several times the driver's pageable path. Copies of several slabs are double
    * buffered: the host stages the next slab into one pinned buffer while the device copies the last from the other
-   * (Fashion-MNIST's 188 MB went up in 21.7 ms, staging and copy one after the other).
+   * rather than staging and copying one after the other.
    */
   private void uploadThroughStaging(float[] flat, float[][] rowArrays, int count, int dims, DeviceBuffer dst,
                                     long dstByteOffset, long bytesPerCopy) {
     int rowsPerCopy = (int) Math.max(1, Math.min(bytesPerCopy, PinnedHostBuffer.MAX_BYTES) / (4L * dims));
-    if (count <= rowsPerCopy || !DOUBLE_BUFFERED_UPLOADS) {
+    if (count <= rowsPerCopy) {
       for (int from = 0; from < count; from += rowsPerCopy) {
         int rows = Math.min(rowsPerCopy, count - from);
         long bytes = 4L * rows * dims;
@@ -340,16 +296,11 @@ public final class GpuDevice implements AutoCloseable {
 
   /**
    * Copies the first {@code rows} rows of {@code dims} floats of {@code src} (row-major) to the device (synchronous),
-   * through the pinned staging buffer (pageable when {@code -Dgpuvectors.gpu.pinned_staging=false}): index and
-   * k-means uploads of hundreds of MB.
+   * through the pinned staging buffer: index and k-means uploads of hundreds of MB.
    */
   public void uploadStaged(float[] src, int rows, int dims, DeviceBuffer dst, long dstByteOffset) {
     checkLocked();
     check(dst, dstByteOffset, 4L * rows * dims);
-    if (PINNED_STAGING == false) {
-      upload(src, 0, rows * dims, dst, dstByteOffset);
-      return;
-    }
     uploadThroughStaging(src, null, rows, dims, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
   }
 
@@ -359,6 +310,11 @@ public final class GpuDevice implements AutoCloseable {
    * common pool for large copies.
    */
   public void uploadRows(float[][] rows, int count, int dims, DeviceBuffer dst, long dstByteOffset) {
+    uploadRows(rows, count, dims, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
+  }
+
+  /** As {@link #uploadRows(float[][], int, int, DeviceBuffer, long)}, at most {@code bytesPerCopy} a copy. */
+  void uploadRows(float[][] rows, int count, int dims, DeviceBuffer dst, long dstByteOffset, long bytesPerCopy) {
     checkLocked();
     check(dst, dstByteOffset, 4L * count * dims);
     for (int r = 0; r < count; r++) {
@@ -366,7 +322,7 @@ public final class GpuDevice implements AutoCloseable {
         throw new IllegalArgumentException("row " + r + " has " + rows[r].length + " floats, not " + dims);
       }
     }
-    uploadThroughStaging(null, rows, count, dims, dst, dstByteOffset, PinnedHostBuffer.MAX_BYTES);
+    uploadThroughStaging(null, rows, count, dims, dst, dstByteOffset, bytesPerCopy);
   }
 
   public void upload(int[] src, DeviceBuffer dst) {
@@ -405,10 +361,6 @@ public final class GpuDevice implements AutoCloseable {
   public void downloadStaged(DeviceBuffer src, long srcByteOffset, int[] dst, int dstOffset, int count) {
     checkLocked();
     check(src, srcByteOffset, 4L * count);
-    if (PINNED_STAGING == false) {
-      download(src, srcByteOffset, dst, dstOffset, count);
-      return;
-    }
     int perCopy = (int) (PinnedHostBuffer.MAX_BYTES / 4);
     for (int done = 0; done < count; done += perCopy) {
       int n = Math.min(perCopy, count - done);

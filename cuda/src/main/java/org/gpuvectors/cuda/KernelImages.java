@@ -15,9 +15,9 @@ import java.util.List;
  * resource; without nvcc at build time, {@code kernels/index.missing} holds the reason instead
  * (build-tools/build-fatbin.sh writes them).
  *
- * <p>System property {@code gv.cuda.fatbin}: a single fatbin file used instead of the units, for kernel
- * experiments on a GPU machine (variants compiled there with nvcc, all .cu files in one translation unit;
- * see cuda/bench/NOTES-kselect.md). Not for production use.
+ * <p>{@link GpuConfig#kernelFile}: a single fatbin file used instead of the units, for kernel experiments on a GPU
+ * machine (variants compiled there with nvcc, all .cu files in one translation unit; see cuda/bench/NOTES-kselect.md).
+ * Not for production use.
  */
 final class KernelImages {
   /** The unit fatbins' classpath folder, relative to this package. */
@@ -26,7 +26,6 @@ final class KernelImages {
   static final String INDEX = FOLDER + "index";
   /** The resource that replaces the index when the kernels were not built: the reason, one line. */
   static final String MISSING = INDEX + ".missing";
-  static final String OVERRIDE_PROPERTY = "gv.cuda.fatbin";
 
   /** One fatbin: its name (for messages) and its bytes (for cuModuleLoadData). */
   record Image(String name, byte[] bytes) {}
@@ -76,16 +75,15 @@ final class KernelImages {
   }
 
   /**
-   * The fatbins to load: the {@code gv.cuda.fatbin} file when that property is set, else every unit the
-   * index lists. Throws IllegalStateException with {@link #missingReason()} when there are none.
+   * The fatbins to load: {@code kernelFile} alone when not null, else every unit the index lists. Throws
+   * IllegalStateException with {@link #missingReason()} when there are none.
    */
-  static List<Image> load() {
-    String override = System.getProperty(OVERRIDE_PROPERTY);
-    if (override != null) {
+  static List<Image> load(Path kernelFile) {
+    if (kernelFile != null) {
       try {
-        return List.of(new Image(override, Files.readAllBytes(Path.of(override))));
+        return List.of(new Image(kernelFile.toString(), Files.readAllBytes(kernelFile)));
       } catch (IOException e) {
-        throw new IllegalStateException("cannot read " + OVERRIDE_PROPERTY + " " + override, e);
+        throw new IllegalStateException("cannot read the kernel file " + kernelFile, e);
       }
     }
     String missing = missingReason();

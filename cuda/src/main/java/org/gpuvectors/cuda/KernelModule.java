@@ -15,7 +15,7 @@ import jcuda.driver.JCudaDriver;
 /**
  * The gpu-vectors kernels loaded once into a device's context: one CUmodule per compile unit's fatbin
  * ({@link KernelImages}: cuModuleLoadData from the classpath resource bytes, or the single
- * {@code gv.cuda.fatbin} file), all loaded when the device opens (a GPU the fatbins have no code for
+ * {@code GpuConfig.kernelFile} file), all loaded when the device opens (a GPU the fatbins have no code for
  * fails there, not at its first search) and all unloaded by {@link #close()}. Kernels are found by stable
  * extern "C" name in whichever module exports them (build-fatbin.sh fails the build when two units
  * export one name).
@@ -34,9 +34,9 @@ final class KernelModule implements AutoCloseable {
   private final Map<String, Integer> staticShared = new HashMap<>();
   private boolean closed;
 
-  KernelModule() {
+  KernelModule(java.nio.file.Path kernelFile) {
     try {
-      for (KernelImages.Image image : KernelImages.load()) {
+      for (KernelImages.Image image : KernelImages.load(kernelFile)) {
         CUmodule module = new CUmodule();
         Driver.check("cuModuleLoadData(" + image.name() + ")", JCudaDriver.cuModuleLoadData(module, image.bytes()));
         units.add(new Unit(image.name(), module));
@@ -51,7 +51,7 @@ final class KernelModule implements AutoCloseable {
     }
   }
 
-  /** The loaded fatbins' names, in load order (the index's units, or the gv.cuda.fatbin file). */
+  /** The loaded fatbins' names, in load order (the index's units, or the GpuConfig.kernelFile file). */
   List<String> unitNames() {
     return units.stream().map(Unit::name).toList();
   }

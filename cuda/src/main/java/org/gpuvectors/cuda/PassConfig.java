@@ -10,12 +10,15 @@ package org.gpuvectors.cuda;
  *     only while it enqueues, then waits for its end without it, so that with more than one the next pass is
  *     enqueued while the last one runs. One at a time gathers the most searches per pass; two helped loads of many
  *     small segments at moderate concurrency. 1..{@value #MAX_PASSES_IN_FLIGHT}.
+ * @param queryStagingBytes bytes of a pass's pinned buffer that its large groups' queries are staged into before the
+ *     host waits for the copies that still read it ({@link QueryUploads}): the buffer's largest size by default, so
+ *     that a batch goes up without the host waiting; tests make it a few rows to reach the reuse. At least 4.
  */
-public record PassConfig(int lanes, int passesInFlight) {
+public record PassConfig(int lanes, int passesInFlight, long queryStagingBytes) {
   public static final int MAX_LANES = 16;
   public static final int MAX_PASSES_IN_FLIGHT = 8;
 
-  private static final PassConfig DEFAULTS = new PassConfig(4, 1);
+  private static final PassConfig DEFAULTS = new PassConfig(4, 1, PinnedHostBuffer.MAX_BYTES);
 
   public PassConfig {
     if (lanes < 1 || lanes > MAX_LANES) {
@@ -25,6 +28,9 @@ public record PassConfig(int lanes, int passesInFlight) {
       throw new IllegalArgumentException(
           "passes in flight must be in [1, " + MAX_PASSES_IN_FLIGHT + "] but was [" + passesInFlight + "]");
     }
+    if (queryStagingBytes < 4) {
+      throw new IllegalArgumentException("query staging bytes must be >= 4 but was [" + queryStagingBytes + "]");
+    }
   }
 
   public static PassConfig defaults() {
@@ -32,10 +38,14 @@ public record PassConfig(int lanes, int passesInFlight) {
   }
 
   public PassConfig withLanes(int value) {
-    return new PassConfig(value, passesInFlight);
+    return new PassConfig(value, passesInFlight, queryStagingBytes);
   }
 
   public PassConfig withPassesInFlight(int value) {
-    return new PassConfig(lanes, value);
+    return new PassConfig(lanes, value, queryStagingBytes);
+  }
+
+  public PassConfig withQueryStagingBytes(long value) {
+    return new PassConfig(lanes, passesInFlight, value);
   }
 }

@@ -12,30 +12,18 @@ import jcuda.driver.JCudaDriver;
  * queries block by block ({@link GpuFlatIndex}'s GEMM path: {@link GpuFlatIndex#queryBlocks}; {@link GpuIvfPqIndex}:
  * {@link GpuIvfPqIndex#queryBlocks}) asks for each block just before it enqueues it ({@link Feed#await}), so that the
  * next block is staged and copied while the GPU searches this one; the other searches ask for all their queries at
- * once. Before this, a batch of 10k x 784 queries (31 MB) went up in one synchronous copy from pageable memory (~4 ms
- * on the H100 box) before the first kernel ran.
- *
- * <p>{@code -Dgpuvectors.gpu.pipelined_upload=false} copies every group's queries synchronously before its first
- * kernel instead ({@link GpuDevice#uploadQueries}), as before: to compare both.
+ * once. A batch's queries copied in one synchronous copy before the first kernel would leave the GPU idle for the
+ * whole copy (tens of MB for a batch of 10k queries).
  *
  * <p>One per pass, made and used under the device lock while the pass is enqueued.
  */
 final class QueryUploads {
-
-  static final String PIPELINED_PROPERTY = "gpuvectors.gpu.pipelined_upload";
-
-  /** Whether large groups' queries are copied on the copy stream block by block (package-private for the A/B). */
-  static volatile boolean pipelined = Boolean.parseBoolean(System.getProperty(PIPELINED_PROPERTY, "true"));
-
-  /** The most bytes of the pinned buffer a pass stages into before reusing it (tests make it small). */
-  static volatile long stagingBytes = PinnedHostBuffer.MAX_BYTES;
 
   /** Rows staged on the common pool rather than on the calling thread from this many on. */
   static final int PARALLEL_STAGING_ROWS = 1024;
 
   private final GpuDevice device;
   private final PassSlot slot;
-  private final boolean pipelines;
   private long capacity; // bytes of the slot's pinned buffer this pass stages into (sized once, never grown)
   private long filled; // bytes staged since the copy stream was last waited for: the copies still reading them
   private boolean copied; // whether anything went on the copy stream
@@ -48,9 +36,8 @@ final class QueryUploads {
   QueryUploads(GpuDevice device, PassSlot slot, long bytes) {
     this.device = device;
     this.slot = slot;
-    this.pipelines = pipelined;
-    if (pipelines && bytes > 0) {
-      capacity = Math.min(slot.queries.bytes(bytes).capacity(), stagingBytes);
+    if (bytes > 0) {
+      capacity = Math.min(slot.queries.bytes(bytes).capacity(), device.config().pass().queryStagingBytes());
     }
   }
 
@@ -87,13 +74,6 @@ final class QueryUploads {
     void await(int upTo) {
       device.checkLocked();
       int rows = Math.min(upTo, group.numQueries());
-      if (!pipelines) {
-        if (uploaded == 0 && group.numQueries() > 0) {
-          device.uploadQueries(group, dst, dstByteOffset); // synchronous, all of them
-          uploaded = group.numQueries();
-        }
-        return;
-      }
       if (rows <= uploaded) {
         if (uploaded > 0) {
           device.currentLane().waitFor(slot.copies()); // another lane may ask for rows sent before

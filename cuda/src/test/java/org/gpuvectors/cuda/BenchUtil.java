@@ -54,4 +54,13 @@ final class BenchUtil {
     w.println(header);
     return w;
   }
+
+  /**
+   * Device 0 for a benchmark program, loading the fatbin that {@code -Dgv.cuda.fatbin=FILE} names instead of the
+   * jar's kernels when given (kernel variants compiled on the GPU machine: bench/kselect-variants.sh).
+   */
+  static GpuDevice openDevice() {
+    String file = System.getProperty("gv.cuda.fatbin");
+    return GpuDevice.open(0, GpuConfig.builder().kernelFile(file == null ? null : Path.of(file)).build());
+  }
 }

@@ -90,9 +90,6 @@ public final class ExactSearchBench {
    * t10k-images-idx3-ubyte.gz: the 10k queries), else {@link FashionLike} synthetic images of n x dims (default
    * 60000 x 784; clusters for other dims). Per row, medians after warm-up:
    * <ul>
-   *   <li>code: {@code now}, or {@code before}: every query copied before the first kernel ({@code
-   *       -Dgpuvectors.gpu.pipelined_upload=false}) instead of block by block while the blocks before are searched
-   *       ({@link QueryUploads});
    *   <li>device ms (5 searches): CUDA events around the enqueued search, queries already on the device, results
    *       left there (the TF32 path's one wait for its certificates, and its FP32 re-runs, included);
    *   <li>wall ms (7 searches): the synchronous pass every caller takes ({@link BatchSearch}: query upload, kernels,
@@ -128,17 +125,16 @@ public final class ExactSearchBench {
                "data,n,dims,batch,k,precision,code,device_ms,wall_ms,enqueue_ms,queries_per_s_wall,fallbacks,agree")) {
         System.out.printf("%-13s %6s %4s %-12s %-10s %10s %10s %10s %12s %9s %7s%n", "data", "batch", "k",
             "precision", "code", "device ms", "wall ms", "enqueue ms", "queries/s", "fallbacks", "agree");
-        boolean savedPipelined = QueryUploads.pipelined;
-        try {
+        {
           for (int k : new int[] {1, 10, 100}) {
             SearchResult fp32 = null;
             for (GpuFlatIndex.Precision precision : new GpuFlatIndex.Precision[] {GpuFlatIndex.Precision.FP32,
                 GpuFlatIndex.Precision.TF32_RERANK}) {
               index.setPrecision(precision);
-              // the pass every caller takes (BatchSearch), two ways: as now (queries copied block by block while
-              // the blocks before are searched) and as before (every query copied before the first kernel)
-              for (String variant : new String[] {"now", "before"}) {
-                QueryUploads.pipelined = variant.equals("now");
+              // the pass every caller takes (BatchSearch): queries copied block by block while the blocks before
+              // are searched (QueryUploads)
+              {
+                String variant = "now";
                 double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, k, 5));
                 GpuFlatIndex.RerankStats before = index.rerankStats();
                 double[] wall = new double[7];
@@ -168,8 +164,6 @@ public final class ExactSearchBench {
               }
             }
           }
-        } finally {
-          QueryUploads.pipelined = savedPipelined;
         }
       }
     }

@@ -565,9 +565,14 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
 
   /** The raw vectors by ordinal, for an index that re-ranks on the device. */
   static GpuIvfPqIndex uploadWithRawVectors(Pq pq, Data data, int rerankFactor) {
+    return uploadWithRawVectors(device, pq, data, rerankFactor);
+  }
+
+  /** As {@link #uploadWithRawVectors(Pq, Data, int)}, on device {@code d}. */
+  static GpuIvfPqIndex uploadWithRawVectors(GpuDevice d, Pq pq, Data data, int rerankFactor) {
     int dims = data.dims();
     try {
-      return GpuIvfPqIndex.upload(device, pq.lists(), pq.book(), pq.codes(), dims, data.metric(),
+      return GpuIvfPqIndex.upload(d, pq.lists(), pq.book(), pq.codes(), dims, data.metric(),
           (first, count, dst) -> System.arraycopy(data.vectors(), first * dims, dst, 0, count * dims), rerankFactor);
     } catch (java.io.IOException e) {
       throw new AssertionError("copying from an array does no I/O", e);

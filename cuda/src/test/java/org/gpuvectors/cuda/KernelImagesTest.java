@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The build's kernel output on the test classpath (target/classes) against the sources: with nvcc at build
  * time, kernels/index lists exactly one fatbin per src/main/cuda/*.cu and each is a fatbin; without, the
- * missing marker gives the reason and no unit fatbin is there. And the gv.cuda.fatbin override.
+ * missing marker gives the reason and no unit fatbin is there. And the GpuConfig.kernelFile override.
  */
 class KernelImagesTest {
   /** A fatbin's first four bytes: its magic 0xBA55ED50, little-endian. */
@@ -58,14 +58,14 @@ class KernelImagesTest {
       for (String unit : units) {
         assertNull(KernelImages.class.getResource(KernelImages.FOLDER + unit + ".fatbin"), unit + ".fatbin without index");
       }
-      IllegalStateException e = assertThrows(IllegalStateException.class, KernelImages::load);
+      IllegalStateException e = assertThrows(IllegalStateException.class, () -> KernelImages.load(null));
       assertEquals(reason, e.getMessage());
       return;
     }
     assertEquals(units.stream().map(u -> u + ".fatbin").toList(), listed, "one fatbin per .cu, in name order");
     assertNull(resource(KernelImages.MISSING), "a missing marker next to built kernels");
     assertNull(KernelImages.missingReason());
-    List<KernelImages.Image> images = KernelImages.load();
+    List<KernelImages.Image> images = KernelImages.load(null);
     assertEquals(listed, images.stream().map(KernelImages.Image::name).toList());
     for (KernelImages.Image image : images) {
       byte[] bytes = image.bytes();
@@ -80,24 +80,13 @@ class KernelImagesTest {
     Path fatbin = dir.resolve("variant.fatbin");
     byte[] bytes = {0x50, (byte) 0xED, 0x55, (byte) 0xBA, 1, 2, 3};
     Files.write(fatbin, bytes);
-    String before = System.getProperty(KernelImages.OVERRIDE_PROPERTY);
-    try {
-      System.setProperty(KernelImages.OVERRIDE_PROPERTY, fatbin.toString());
-      List<KernelImages.Image> images = KernelImages.load();
-      assertEquals(1, images.size());
-      assertEquals(fatbin.toString(), images.get(0).name());
-      assertArrayEquals(bytes, images.get(0).bytes());
+    List<KernelImages.Image> images = KernelImages.load(fatbin);
+    assertEquals(1, images.size());
+    assertEquals(fatbin.toString(), images.get(0).name());
+    assertArrayEquals(bytes, images.get(0).bytes());
 
-      Path absent = dir.resolve("absent.fatbin");
-      System.setProperty(KernelImages.OVERRIDE_PROPERTY, absent.toString());
-      IllegalStateException e = assertThrows(IllegalStateException.class, KernelImages::load);
-      assertTrue(e.getMessage().contains("gv.cuda.fatbin " + absent), e.getMessage());
-    } finally {
-      if (before == null) {
-        System.clearProperty(KernelImages.OVERRIDE_PROPERTY);
-      } else {
-        System.setProperty(KernelImages.OVERRIDE_PROPERTY, before);
-      }
-    }
+    Path absent = dir.resolve("absent.fatbin");
+    IllegalStateException e = assertThrows(IllegalStateException.class, () -> KernelImages.load(absent));
+    assertTrue(e.getMessage().contains("kernel file " + absent), e.getMessage());
   }
 }

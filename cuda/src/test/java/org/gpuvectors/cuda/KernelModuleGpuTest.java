@@ -15,7 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The kernels as one module per compile unit on a GPU: the device loads every unit the index lists, a kernel
- * of each unit is found by name, an unknown name fails naming the units searched, and the gv.cuda.fatbin
+ * of each unit is found by name, an unknown name fails naming the units searched, and the GpuConfig.kernelFile
  * override loads that one file alone.
  */
 class KernelModuleGpuTest extends GpuTestCase {
@@ -47,19 +47,11 @@ class KernelModuleGpuTest extends GpuTestCase {
     try (InputStream in = KernelImages.class.getResourceAsStream(KernelImages.FOLDER + "select_kernels.fatbin")) {
       Files.write(fatbin, in.readAllBytes());
     }
-    String before = System.getProperty(KernelImages.OVERRIDE_PROPERTY);
-    System.setProperty(KernelImages.OVERRIDE_PROPERTY, fatbin.toString());
-    try (GpuDevice.Scope s = device.lock(); KernelModule module = new KernelModule()) {
+    try (GpuDevice.Scope s = device.lock(); KernelModule module = new KernelModule(fatbin)) {
       assertEquals(List.of(fatbin.toString()), module.unitNames());
       assertNotNull(module.function("gv_block_select_k2048"));
       CudaException e = assertThrows(CudaException.class, () -> module.function("gv_fused_search_k32"));
       assertTrue(e.getMessage().contains("CUDA_ERROR_NOT_FOUND"), e.getMessage());
-    } finally {
-      if (before == null) {
-        System.clearProperty(KernelImages.OVERRIDE_PROPERTY);
-      } else {
-        System.setProperty(KernelImages.OVERRIDE_PROPERTY, before);
-      }
     }
   }
 }

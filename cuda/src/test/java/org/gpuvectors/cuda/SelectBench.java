@@ -25,7 +25,7 @@ public final class SelectBench {
       levels(maxFloats);
       return;
     }
-    try (GpuDevice d = GpuDevice.open(0)) {
+    try (GpuDevice d = BenchUtil.openDevice()) {
       double copy = BenchUtil.copyBandwidth(d, 2L << 30);
       System.out.printf("GPU %s, %d SMs; device-to-device copy %.0f GB/s (read+write)%n", d.name(),
           d.multiprocessorCount(), copy);
@@ -77,7 +77,7 @@ public final class SelectBench {
 
   /** One selection, 5 times, times printed: the shape to put under a profiler. */
   static void one(int rows, int len, int k, KSelect.Algorithm a) {
-    try (GpuDevice d = GpuDevice.open(0)) {
+    try (GpuDevice d = BenchUtil.openDevice()) {
       float[] host = BenchUtil.randomFloats((long) rows * len, 1);
       try (GpuDevice.Scope s = d.lock();
            DeviceBuffer in = d.allocate(4L * rows * len);
@@ -98,7 +98,7 @@ public final class SelectBench {
    */
   static void levels(long maxFloats) {
     long[][] shapes = {{1, 10_000_000}, {1, 100_000_000}, {100, 100_000}, {1000, 100_000}, {10_000, 10_000}};
-    try (GpuDevice d = GpuDevice.open(0)) {
+    try (GpuDevice d = BenchUtil.openDevice()) {
       float[] host = BenchUtil.randomFloats(maxFloats, 1);
       try (GpuDevice.Scope s = d.lock(); DeviceBuffer in = d.allocate(4L * maxFloats)) {
         d.upload(host, 0, host.length, in, 0);
