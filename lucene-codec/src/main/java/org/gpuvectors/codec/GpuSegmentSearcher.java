@@ -35,8 +35,8 @@ import org.gpuvectors.cuda.SearchResult;
  * runs its own exact search). {@code ivf_pq} fields: the {@link IvfPqField#rerankDepth} best
  * candidates per query by approximate (PQ) distance are re-ranked with the raw vectors (exact scores,
  * as the CPU path does): on the device when the raw vectors go up with the codes ({@link
- * #DEVICE_RERANK}; the device then returns the k best with exact distances), else here on the host
- * from the candidates the device returns.
+ * GpuSearchService.Settings#ivfPqRerankOnGpu}; the device then returns the k best with exact distances), else here
+ * on the host from the candidates the device returns.
  */
 final class GpuSegmentSearcher {
 
@@ -57,7 +57,8 @@ final class GpuSegmentSearcher {
       AcceptMasks.Mask accepted,
       ApproximateIndex index,
       int effort,
-      FlatVectorsScorer scorers) {
+      FlatVectorsScorer scorers,
+      boolean rerankOnGpu) {
 
     int numQueries() {
       return queries.length;
@@ -66,7 +67,8 @@ final class GpuSegmentSearcher {
     /** The service's request for this share (the batch API sends several segments' in one pass). */
     GpuSearchService.Request request() {
       return new GpuSearchService.Request(
-          segment, field, vectors, similarity, gpuStructure(index), effort, queries, queries.length, k, accepted.bits());
+          segment, field, vectors, similarity, gpuStructure(index, rerankOnGpu), effort, queries, queries.length, k,
+          accepted.bits());
     }
 
     long visited() {
@@ -80,10 +82,10 @@ final class GpuSegmentSearcher {
   }
 
   /**
-   * The lists (and for ivf_pq the codebooks and codes) or the graph as the service uploads them; null
-   * for flat.
+   * The lists (and for ivf_pq the codebooks and codes, and the raw vectors when {@code rerankOnGpu}) or the graph
+   * as the service uploads them; null for flat.
    */
-  static GpuStructure gpuStructure(ApproximateIndex index) {
+  static GpuStructure gpuStructure(ApproximateIndex index, boolean rerankOnGpu) {
     return switch (index) {
       case null -> null;
       case IvfField lists -> new GpuIvf(lists.nlist(), lists::toLists);
@@ -91,7 +93,7 @@ final class GpuSegmentSearcher {
           pq.nlist(),
           pq.lists()::toLists,
           new GpuIvf.Pq(pq.pq().m(), pq.pq()::toCodebook, pq::codesInListOrder,
-              DEVICE_RERANK ? pq.rerankFactor() : 0));
+              rerankOnGpu ? pq.rerankFactor() : 0));
       case GraphField graph -> new GpuGraph(graph.degree(), graph::toAdjacency, graph.seeds());
       default -> throw new IllegalArgumentException("no GPU form for " + index.getClass().getName());
     };
@@ -106,27 +108,14 @@ final class GpuSegmentSearcher {
     return index == null ? 1 : index.effort(k, accepted);
   }
 
-  /**
-   * Whether ivf_pq fields upload their raw vectors with the codes, so that the device re-ranks the
-   * candidates exactly (the {@link IvfPqField#rerankDepth} best by approximate distance: the same
-   * candidates and, up to float rounding, the same scores as the host re-rank) and a batch never waits
-   * on random host reads of raw vectors (Fashion-MNIST, batch 10k: 13 ms of host re-rank against
-   * 4 ms of device time). Costs the raw vectors' device memory (4 x dims bytes a vector beside the m
-   * bytes of its code; counted by the residency service's estimate). System property {@code
-   * gpuvectors.ivfpq.device_rerank=false} keeps the raw vectors on the host (the host re-rank).
-   * Tests flip it.
-   */
-  static volatile boolean DEVICE_RERANK =
-      Boolean.parseBoolean(System.getProperty("gpuvectors.ivfpq.device_rerank", "true"));
-
-  /** Whether the device re-ranks this field's candidates (ivf_pq with {@link #DEVICE_RERANK}). */
-  static boolean reranksOnDevice(ApproximateIndex index) {
-    return index instanceof IvfPqField && DEVICE_RERANK;
+  /** Whether the device re-ranks this field's candidates (ivf_pq whose raw vectors go up with the codes). */
+  static boolean reranksOnDevice(ApproximateIndex index, boolean rerankOnGpu) {
+    return index instanceof IvfPqField && rerankOnGpu;
   }
 
   /** Whether the candidates the device returns for this field are re-ranked here (ivf_pq, host re-rank). */
-  static boolean reranksOnHost(ApproximateIndex index) {
-    return index instanceof IvfPqField && DEVICE_RERANK == false;
+  static boolean reranksOnHost(ApproximateIndex index, boolean rerankOnGpu) {
+    return index instanceof IvfPqField && rerankOnGpu == false;
   }
 
   /**
@@ -134,8 +123,8 @@ final class GpuSegmentSearcher {
    * candidates to re-rank (at most the GPU's k), else k (the device re-rank scans the candidates
    * itself: {@link IvfPqField#rerankDepth} of them).
    */
-  static int deviceK(ApproximateIndex index, int k, long accepted) {
-    if (reranksOnHost(index)) {
+  static int deviceK(ApproximateIndex index, int k, long accepted, boolean rerankOnGpu) {
+    if (reranksOnHost(index, rerankOnGpu)) {
       return ((IvfPqField) index).rerankDepth(k, accepted); // at most the GPU's k
     }
     return k;
@@ -174,7 +163,7 @@ final class GpuSegmentSearcher {
     boolean speculative = p.accepted().standing();
     SearchResult result =
         service.search(
-            segment, field, vectors, similarity, gpuStructure(index), p.effort(), queries, 1, p.k(),
+            segment, field, vectors, similarity, gpuStructure(index, p.rerankOnGpu()), p.effort(), queries, 1, p.k(),
             p.accepted().bits(), speculative, p.accepted().token(), p.requestedK());
     if (result == null) {
       return false;
@@ -213,7 +202,8 @@ final class GpuSegmentSearcher {
       service.countFallback(FallbackReason.VISIT_LIMIT);
       return null;
     }
-    k = deviceK(index, Math.min(k, accepted.count()), accepted.count());
+    boolean rerankOnGpu = service.settings().ivfPqRerankOnGpu();
+    k = deviceK(index, Math.min(k, accepted.count()), accepted.count(), rerankOnGpu);
     int dims = vectors.dimension();
     for (int q = 0; q < queries.length; q++) {
       if (queries[q].length != dims) {
@@ -222,7 +212,7 @@ final class GpuSegmentSearcher {
       }
     }
     return new Prepared(
-        segment, field, vectors, similarity, queries, k, requestedK, accepted, index, effort, scorers);
+        segment, field, vectors, similarity, queries, k, requestedK, accepted, index, effort, scorers, rerankOnGpu);
   }
 
   /**
@@ -239,7 +229,7 @@ final class GpuSegmentSearcher {
       service.stats().recordGraphExactSearch(); // the filter made this an exact search, on the GPU
     }
     if (p.index() instanceof IvfPqField) {
-      service.stats().recordIvfPqRerank(p.numQueries(), reranksOnDevice(p.index()));
+      service.stats().recordIvfPqRerank(p.numQueries(), reranksOnDevice(p.index(), p.rerankOnGpu()));
     }
   }
 
@@ -286,13 +276,13 @@ final class GpuSegmentSearcher {
         hits.add(q, doc, score);
       }
     };
-    if (reranksOnHost(p.index())
+    if (reranksOnHost(p.index(), p.rerankOnGpu())
         && p.numQueries() >= ORDINAL_ORDER_RERANK_QUERIES
         && p.vectors().size() >= ORDINAL_ORDER_VECTORS_PER_QUERY * (long) p.numQueries()) {
       OrdinalOrderRerank.rerank(p, result, hits, visited);
       return hits;
     }
-    int parallelFrom = reranksOnHost(p.index()) ? PARALLEL_RERANK_QUERIES : PARALLEL_CONVERT_QUERIES;
+    int parallelFrom = reranksOnHost(p.index(), p.rerankOnGpu()) ? PARALLEL_RERANK_QUERIES : PARALLEL_CONVERT_QUERIES;
     convert(p, result, sink, p.numQueries() >= parallelFrom);
     return hits;
   }
@@ -304,9 +294,9 @@ final class GpuSegmentSearcher {
    * vector that is a candidate of several queries is read once. Measured on Fashion-MNIST batches of
    * 10k (2-core box, process CPU per batch): 60k vectors in one segment 112-120 ms vs 162-167 query
    * by query; 2 segments of 30k 211-213 vs 246-266; 4 segments of 15k 412-431 vs 361-392 (there the
-   * queries are the larger set). -Dgpuvectors.rerank.ordinal_order_queries sets the first (to compare).
+   * queries are the larger set).
    */
-  static final int ORDINAL_ORDER_RERANK_QUERIES = Integer.getInteger("gpuvectors.rerank.ordinal_order_queries", 1024);
+  static final int ORDINAL_ORDER_RERANK_QUERIES = 1024;
 
   /** See {@link #ORDINAL_ORDER_RERANK_QUERIES}: between the 1.5 (loses) and 3 (wins) vectors a query measured. */
   static final int ORDINAL_ORDER_VECTORS_PER_QUERY = 2;
@@ -358,7 +348,7 @@ final class GpuSegmentSearcher {
   /** Queries {@code [from, to)} of a result into the sink, on one thread (its own copy of the vectors). */
   private static void convert(Prepared p, SearchResult result, HitSink sink, int from, int to) throws IOException {
     FloatVectorValues vectors = p.vectors().copy(); // ordToDoc and raw reads: one reader per thread
-    if (reranksOnHost(p.index())) {
+    if (reranksOnHost(p.index(), p.rerankOnGpu())) {
       // ivf_pq: each query's candidates get their exact scores from the raw vectors; the sink keeps the best k
       for (int q = from; q < to; q++) {
         sink.start(q);

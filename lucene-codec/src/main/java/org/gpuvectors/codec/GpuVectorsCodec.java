@@ -27,12 +27,12 @@ public final class GpuVectorsCodec extends FilterCodec {
   /** The standalone codec over Lucene's default codec; instantiated by SPI. */
   public GpuVectorsCodec() {
     // not Codec.getDefault(): that may be set to this very codec
-    this(NAME, new Lucene104Codec());
+    this(NAME, new Lucene104Codec(), new GpuVectorsFormat());
   }
 
-  private GpuVectorsCodec(String name, Codec delegate) {
+  private GpuVectorsCodec(String name, Codec delegate, GpuVectorsFormat format) {
     super(name, delegate);
-    this.knnVectorsFormat = GpuVectorsRoutingFormat.routing(delegate.knnVectorsFormat());
+    this.knnVectorsFormat = GpuVectorsRoutingFormat.routing(delegate.knnVectorsFormat(), format);
   }
 
   /**
@@ -41,11 +41,16 @@ public final class GpuVectorsCodec extends FilterCodec {
    * Returns {@code delegate} itself if it already is a {@link GpuVectorsCodec}.
    */
   public static Codec wrap(Codec delegate) {
+    return wrap(delegate, new GpuVectorsFormat());
+  }
+
+  /** As {@link #wrap(Codec)}, with tagged vector fields written by {@code format}. */
+  public static Codec wrap(Codec delegate, GpuVectorsFormat format) {
     Objects.requireNonNull(delegate, "delegate");
     if (delegate instanceof GpuVectorsCodec) {
       return delegate;
     }
-    return new GpuVectorsCodec(delegate.getName(), delegate);
+    return new GpuVectorsCodec(delegate.getName(), delegate, format);
   }
 
   /** The wrapped codec. */

@@ -27,8 +27,8 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  * #markField(FieldType, IndexParams)} to tag a vector field type. {@code flat} (exact search),
  * {@code ivf_flat}, {@code ivf_pq} and {@code graph} are implemented; writing any other type fails
  * with an {@link IllegalArgumentException}. An {@code ivf_flat}, {@code ivf_pq} or {@code graph}
- * segment field with fewer vectors than the format's threshold ({@link #IVF_MIN_VECTORS_PROPERTY})
- * is written as flat: each segment's meta entry says which structure it holds.
+ * segment field with fewer vectors than the format's threshold ({@code ivfMinVectors}, a constructor
+ * argument, {@value #DEFAULT_IVF_MIN_VECTORS} by default) is written as flat: each segment's meta entry says which structure it holds.
  *
  * <p>The raw vectors live in the files of {@link Lucene99FlatVectorsFormat} ({@code .vec}, {@code
  * .vemf}). This format adds two files per segment:
@@ -151,13 +151,10 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
       List.of(VectorEncoding.BYTE, VectorEncoding.FLOAT32);
 
   /**
-   * System property: the fewest vectors a segment field needs for its IVF lists or its graph to be
-   * built (smaller segments stay flat: exact search over a few thousand vectors costs less than
-   * probing lists or walking a graph, and needs no build).
+   * The fewest vectors a segment field needs by default for its IVF lists or its graph to be built (smaller
+   * segments stay flat: exact search over a few thousand vectors costs less than probing lists or walking a
+   * graph, and needs no build).
    */
-  public static final String IVF_MIN_VECTORS_PROPERTY = "gpuvectors.ivf.min_vectors";
-
-  /** Default of {@link #IVF_MIN_VECTORS_PROPERTY}. */
   public static final int DEFAULT_IVF_MIN_VECTORS = 10_000;
 
   private final FlatVectorsFormat flatVectorsFormat;
@@ -165,11 +162,11 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
   private final int ivfMinVectors;
 
   /**
-   * The format as readers find it by its SPI name; writes IVF lists for segment fields of at least
-   * {@link #IVF_MIN_VECTORS_PROPERTY} vectors.
+   * The format as readers find it by its SPI name; writes IVF lists and graphs for segment fields of at least
+   * {@value #DEFAULT_IVF_MIN_VECTORS} vectors.
    */
   public GpuVectorsFormat() {
-    this(Integer.getInteger(IVF_MIN_VECTORS_PROPERTY, DEFAULT_IVF_MIN_VECTORS));
+    this(DEFAULT_IVF_MIN_VECTORS);
   }
 
   /** A format that builds IVF lists for segment fields of at least {@code ivfMinVectors} vectors. */

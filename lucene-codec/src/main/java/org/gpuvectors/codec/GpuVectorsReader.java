@@ -214,9 +214,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   }
 
   @Override
-  public int deviceK(String field, int k) {
+  public int deviceK(String field, int k, boolean rerankOnGpu) {
     FieldEntry entry = fields.get(field);
-    return entry == null ? k : GpuSegmentSearcher.deviceK(approximate(field), k, standingCount(field, entry));
+    return entry == null
+        ? k
+        : GpuSegmentSearcher.deviceK(approximate(field), k, standingCount(field, entry), rerankOnGpu);
   }
 
   /**
@@ -351,7 +353,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        GpuSegmentSearcher.gpuStructure(approximate(field)));
+        GpuSegmentSearcher.gpuStructure(approximate(field), service.settings().ivfPqRerankOnGpu()));
   }
 
   @Override

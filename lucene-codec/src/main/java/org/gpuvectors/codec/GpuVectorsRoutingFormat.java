@@ -63,11 +63,16 @@ public final class GpuVectorsRoutingFormat extends PerFieldKnnVectorsFormat {
    * per-field format, else {@code delegate} itself.
    */
   public static GpuVectorsRoutingFormat routing(KnnVectorsFormat delegate) {
+    return routing(delegate, new GpuVectorsFormat());
+  }
+
+  /** As {@link #routing(KnnVectorsFormat)}, with tagged fields written by {@code gpuVectorsFormat}. */
+  public static GpuVectorsRoutingFormat routing(KnnVectorsFormat delegate, GpuVectorsFormat gpuVectorsFormat) {
     Objects.requireNonNull(delegate, "delegate");
     if (delegate instanceof PerFieldKnnVectorsFormat perField) {
-      return new GpuVectorsRoutingFormat(perField::getKnnVectorsFormatForField);
+      return new GpuVectorsRoutingFormat(gpuVectorsFormat, perField::getKnnVectorsFormatForField);
     }
-    return new GpuVectorsRoutingFormat(field -> delegate);
+    return new GpuVectorsRoutingFormat(gpuVectorsFormat, field -> delegate);
   }
 
   @Override

@@ -271,7 +271,7 @@ class GraphMergeTests {
     VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
     List<float[]> vectors = data.points(3000, sim);
     FakeBackend device = new FakeBackend(1L << 30);
-    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults());
     GpuSearchServices.install(service);
     try (Directory dir = FSDirectory.open(tempDir)) {
       indexAndMerge(dir, config(0, 1000), vectors, graphType(sim), id -> false);

@@ -543,7 +543,7 @@ class GraphTests {
     VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
     List<float[]> vectors = data.points(8000, sim);
     FakeBackend device = new FakeBackend(1L << 30);
-    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults());
     GpuSearchServices.install(service);
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, config(0, 10_000), vectors, graphType(sim, Map.of(IndexParams.SEARCH_WIDTH, 16)));
@@ -594,7 +594,7 @@ class GraphTests {
       GpuSearchServices.current().setEnabled(true);
     }
     FakeBackend device = new FakeBackend(1L << 30);
-    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults());
     GpuSearchServices.install(service);
     try {
       try (Directory dir = FSDirectory.open(tempDir.resolve("device"))) {

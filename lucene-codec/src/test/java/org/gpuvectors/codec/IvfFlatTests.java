@@ -379,7 +379,7 @@ class IvfFlatTests {
   void listsTrainOnTheDeviceAndSearchesProbeTheSameListsThere() throws IOException {
     usedDefaultService = false; // a fake device of its own
     FakeBackend device = new FakeBackend(1L << 30);
-    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults());
     GpuSearchServices.install(service);
     try {
       VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;

@@ -378,7 +378,7 @@ public final class IvfPqScaleBenchmark {
   private void build(Path path, int count, String label, GpuSearchService service) throws IOException {
     FieldType type =
         GpuVectorsFormat.markField(KnnFloatVectorField.createFieldType(dims, VectorSimilarityFunction.EUCLIDEAN), params);
-    int minVectors = Integer.getInteger(GpuVectorsFormat.IVF_MIN_VECTORS_PROPERTY, GpuVectorsFormat.DEFAULT_IVF_MIN_VECTORS);
+    int minVectors = Integer.getInteger("gv.scale.ivfMinVectors", GpuVectorsFormat.DEFAULT_IVF_MIN_VECTORS);
     long assignedGpu = service.stats().gpuAssignedVectors();
     long assignedCpu = service.stats().cpuAssignedVectors();
     int segmentDocs = Math.max(1000, (count + 15) / 16); // several segments even from one thread

@@ -460,7 +460,7 @@ class IvfPqTests {
     usedDefaultService = false; // a fake device of its own
     FakeBackend device = new FakeBackend(1L << 30);
     device.assignFailsFrom = 5;
-    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults());
     GpuSearchServices.install(service);
     try {
       VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
@@ -496,7 +496,7 @@ class IvfPqTests {
   void trainsAndSearchesOnTheDevice() throws IOException {
     usedDefaultService = false; // a fake device of its own
     FakeBackend device = new FakeBackend(1L << 30);
-    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults());
     GpuSearchServices.install(service);
     try {
       VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
@@ -571,19 +571,18 @@ class IvfPqTests {
     for (int q = 0; q < queries.length; q++) {
       queries[q] = data.point(sim);
     }
-    boolean saved = GpuSegmentSearcher.DEVICE_RERANK;
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, config(0, 5000), vectors, pqType(sim, Map.of(IndexParams.NLIST, 40, IndexParams.NPROBE, 6)));
       for (boolean onDevice : new boolean[] {false, true}) {
-        GpuSegmentSearcher.DEVICE_RERANK = onDevice;
         FakeBackend device = new FakeBackend(1L << 30);
-        GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties());
+        GpuSearchService service = GpuSearchService.withBackend(
+            device, GpuSearchService.Settings.builder().ivfPqRerankOnGpu(onDevice).build());
         GpuSearchServices.install(service);
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           IndexSearcher searcher = new IndexSearcher(reader);
           String mode = onDevice ? "device re-rank" : "host re-rank";
           IvfPqField field = pq(reader.leaves().get(0).reader());
-          assertEquals(onDevice ? 10 : 40, GpuSegmentSearcher.deviceK(field, 10, vectors.size()), mode + ": device k");
+          assertEquals(onDevice ? 10 : 40, GpuSegmentSearcher.deviceK(field, 10, vectors.size(), onDevice), mode + ": device k");
           for (org.apache.lucene.search.Query filter : new org.apache.lucene.search.Query[] {
               null, new TermQuery(new Term("rare", "no"))}) {
             List<List<Hit>> gpu = new java.util.ArrayList<>();
@@ -615,8 +614,6 @@ class IvfPqTests {
           service.close();
         }
       }
-    } finally {
-      GpuSegmentSearcher.DEVICE_RERANK = saved;
     }
   }
 }

@@ -3,6 +3,7 @@ package org.gpuvectors.plugin;
 import org.apache.lucene.codecs.Codec;
 import org.elasticsearch.index.codec.CodecProvider;
 import org.gpuvectors.codec.GpuVectorsCodec;
+import org.gpuvectors.codec.GpuVectorsFormat;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -15,15 +16,18 @@ import java.util.concurrent.ConcurrentHashMap;
 final class GpuVectorsCodecProvider implements CodecProvider {
 
     private final CodecProvider delegate;
+    private final GpuVectorsFormat format;
     private final Map<String, Codec> wrapped = new ConcurrentHashMap<>();
 
-    GpuVectorsCodecProvider(CodecProvider delegate) {
+    /** Wraps {@code delegate}'s codecs so that {@code gpu_vector} fields are written by {@code format}. */
+    GpuVectorsCodecProvider(CodecProvider delegate, GpuVectorsFormat format) {
         this.delegate = delegate;
+        this.format = format;
     }
 
     @Override
     public Codec codec(String name) {
-        return wrapped.computeIfAbsent(name, n -> GpuVectorsCodec.wrap(delegate.codec(n)));
+        return wrapped.computeIfAbsent(name, n -> GpuVectorsCodec.wrap(delegate.codec(n), format));
     }
 
     @Override

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
 
+import org.gpuvectors.codec.GpuVectorsFormat;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 
 /**
@@ -34,7 +35,8 @@ final class GpuVectorsEngineFactory implements EngineFactory {
         List<ReferenceManager.RefreshListener> external = new ArrayList<>(config.getExternalRefreshListener());
         external.add(warmup);
         EngineConfig wrapped = EngineConfig.builder(config)
-            .codecProvider(new GpuVectorsCodecProvider(config.getCodecProvider()))
+            .codecProvider(new GpuVectorsCodecProvider(config.getCodecProvider(), new GpuVectorsFormat(
+                GpuVectorsSettings.INDEX_APPROXIMATE_MIN_VECTORS.get(config.getIndexSettings().getSettings()))))
             .externalRefreshListener(external)
             .build();
         InternalEngine engine = new InternalEngine(wrapped);

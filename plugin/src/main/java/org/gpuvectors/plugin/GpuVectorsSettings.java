@@ -3,7 +3,10 @@ package org.gpuvectors.plugin;
 import org.elasticsearch.common.settings.Setting;
 import org.elasticsearch.common.settings.Settings;
 import org.elasticsearch.common.util.concurrent.EsExecutors;
+import org.gpuvectors.codec.GpuVectorsFormat;
 import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.PassConfig;
 
 import java.util.List;
 import java.util.Set;
@@ -60,6 +63,57 @@ public final class GpuVectorsSettings {
     );
 
     /**
+     * Node setting: CUDA streams the small groups of one GPU pass are spread over (1 = one stream). A query's search
+     * of one small segment is a chain of short launches that fills a few multiprocessors; on several streams the
+     * segments of a pass run side by side.
+     */
+    public static final Setting<Integer> GPU_LANES = Setting.intSetting(
+        "gpu_vectors.gpu.lanes",
+        PassConfig.defaults().lanes(),
+        1,
+        PassConfig.MAX_LANES,
+        Setting.Property.NodeScope
+    );
+
+    /**
+     * Node setting: GPU search passes that may be in flight at once. One at a time gathers the most concurrent
+     * searches per pass; two can help an index of many small segments at moderate concurrency, where a pass's host
+     * work is a large share of its time.
+     */
+    public static final Setting<Integer> GPU_PASSES_IN_FLIGHT = Setting.intSetting(
+        "gpu_vectors.gpu.passes_in_flight",
+        PassConfig.defaults().passesInFlight(),
+        1,
+        PassConfig.MAX_PASSES_IN_FLIGHT,
+        Setting.Property.NodeScope
+    );
+
+    /**
+     * Node setting: whether {@code ivf_pq} fields keep their raw vectors in GPU memory beside the codes, so that the
+     * GPU re-ranks their candidates (default), or on the host, which then re-ranks the candidates the GPU returns:
+     * the same results, 4 x dims bytes a vector less GPU memory, slower batches.
+     */
+    public static final Setting<Boolean> GPU_IVF_PQ_RERANK_ON_GPU = Setting.boolSetting(
+        "gpu_vectors.gpu.ivf_pq_rerank_on_gpu",
+        true,
+        Setting.Property.NodeScope
+    );
+
+    /**
+     * Index setting: the fewest vectors a segment needs for its {@code ivf_flat} / {@code ivf_pq} lists or its
+     * {@code graph} to be built; smaller segments of such fields stay flat (exact search), which is faster than
+     * probing lists or walking a graph over a few thousand vectors and needs no build. Applies to segments written
+     * from then on; fixed for the life of the index.
+     */
+    public static final Setting<Integer> INDEX_APPROXIMATE_MIN_VECTORS = Setting.intSetting(
+        "index.gpu_vectors.approximate_min_vectors",
+        GpuVectorsFormat.DEFAULT_IVF_MIN_VECTORS,
+        0,
+        Setting.Property.IndexScope,
+        Setting.Property.Final
+    );
+
+    /**
      * Index setting: make the index's {@code gpu_vector} segments resident on the GPU as soon as a refresh (or the
      * shard's opening) makes them searchable, instead of on their first query. Dynamic.
      */
@@ -74,9 +128,8 @@ public final class GpuVectorsSettings {
      * Threads of the node's {@code search} pool per allocated processor that the plugin proposes
      * ({@link #additionalNodeSettings}). Elasticsearch sizes that pool for searches that keep a core busy ({@code (3 x
      * processors) / 2 + 1}: 25 on 16 cores); a {@code gpu_vector} search holds its thread while it waits for its GPU
-     * pass, so with 25 threads a node's search rate is bound by threads, not cores. Measured on the H100 node (16 cores,
-     * 1M x 128, one segment, 64 clients, docs/BENCHMARKS.md section 11): {@code ivf_pq} at 69 % of Elasticsearch's knn
-     * ceiling with 25 threads, 90 % with 100 (ceiling measured with the same pool); 6 per processor is that 100.
+     * pass, so with 25 threads a node's search rate is bound by threads, not cores: on a 16-core node {@code ivf_pq}
+     * reached 69 % of Elasticsearch's knn ceiling with 25 threads and 90 % with 100; 6 per processor is that 100.
      */
     static final int SEARCH_THREADS_PER_PROCESSOR = 6;
 
@@ -97,17 +150,33 @@ public final class GpuVectorsSettings {
     }
 
     static List<Setting<?>> all() {
-        return List.of(INDEX_ENABLED, INDEX_WARMUP_ON_REFRESH, GPU_MODE, GPU_DEVICE, GPU_MEMORY_BUDGET, GPU_MAX_BATCH_QUERIES);
+        return List.of(
+            INDEX_ENABLED,
+            INDEX_WARMUP_ON_REFRESH,
+            INDEX_APPROXIMATE_MIN_VECTORS,
+            GPU_MODE,
+            GPU_DEVICE,
+            GPU_MEMORY_BUDGET,
+            GPU_MAX_BATCH_QUERIES,
+            GPU_LANES,
+            GPU_PASSES_IN_FLIGHT,
+            GPU_IVF_PQ_RERANK_ON_GPU
+        );
     }
 
     /** The GPU search service's settings from the node's settings. */
     static GpuSearchService.Settings gpuSettings(Settings nodeSettings) {
-        return new GpuSearchService.Settings(
-            GpuSearchService.Mode.parse(GPU_MODE.get(nodeSettings)),
-            GPU_DEVICE.get(nodeSettings),
-            GPU_MEMORY_BUDGET.get(nodeSettings),
-            GPU_MAX_BATCH_QUERIES.get(nodeSettings)
-        );
+        PassConfig pass = PassConfig.defaults()
+            .withLanes(GPU_LANES.get(nodeSettings))
+            .withPassesInFlight(GPU_PASSES_IN_FLIGHT.get(nodeSettings));
+        return GpuSearchService.Settings.builder()
+            .mode(GpuSearchService.Mode.parse(GPU_MODE.get(nodeSettings)))
+            .deviceOrdinal(GPU_DEVICE.get(nodeSettings))
+            .memoryBudget(GPU_MEMORY_BUDGET.get(nodeSettings))
+            .maxBatchQueries(GPU_MAX_BATCH_QUERIES.get(nodeSettings))
+            .ivfPqRerankOnGpu(GPU_IVF_PQ_RERANK_ON_GPU.get(nodeSettings))
+            .gpu(GpuConfig.builder().pass(pass).build())
+            .build();
     }
 
     private GpuVectorsSettings() {}

@@ -2,7 +2,9 @@ package org.gpuvectors.plugin;
 
 import org.elasticsearch.common.logging.LogConfigurator;
 import org.elasticsearch.common.settings.Settings;
+import org.gpuvectors.codec.GpuVectorsFormat;
 import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.cuda.GpuConfig;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -27,6 +29,9 @@ class GpuVectorsSettingsTests {
         assertEquals(0, settings.deviceOrdinal());
         assertEquals(0.8, settings.memoryBudget());
         assertEquals(GpuSearchService.Settings.DEFAULT_MAX_BATCH_QUERIES, settings.maxBatchQueries());
+        assertTrue(settings.ivfPqRerankOnGpu());
+        assertEquals(GpuConfig.defaults(), settings.gpu(), "the node's GPU runs the production defaults");
+        assertEquals(GpuSearchService.Settings.defaults(), settings, "the same settings as plain Lucene's defaults");
     }
 
     @Test
@@ -36,11 +41,29 @@ class GpuVectorsSettingsTests {
             .put("gpu_vectors.gpu.device", 1)
             .put("gpu_vectors.gpu.memory_budget", 0.25)
             .put("gpu_vectors.gpu.max_batch_queries", 64)
+            .put("gpu_vectors.gpu.lanes", 2)
+            .put("gpu_vectors.gpu.passes_in_flight", 3)
+            .put("gpu_vectors.gpu.ivf_pq_rerank_on_gpu", false)
             .build());
         assertEquals(GpuSearchService.Mode.FALSE, settings.mode());
         assertEquals(1, settings.deviceOrdinal());
         assertEquals(0.25, settings.memoryBudget());
         assertEquals(64, settings.maxBatchQueries());
+        assertEquals(2, settings.gpu().pass().lanes());
+        assertEquals(3, settings.gpu().pass().passesInFlight());
+        assertEquals(false, settings.ivfPqRerankOnGpu());
+        assertEquals(GpuConfig.defaults().flat(), settings.gpu().flat(), "what the node does not set keeps its default");
+    }
+
+    @Test
+    void approximateMinVectorsIsAFinalIndexSetting() {
+        assertEquals(GpuVectorsFormat.DEFAULT_IVF_MIN_VECTORS, GpuVectorsSettings.INDEX_APPROXIMATE_MIN_VECTORS.get(Settings.EMPTY));
+        assertEquals(0, GpuVectorsSettings.INDEX_APPROXIMATE_MIN_VECTORS.get(
+            Settings.builder().put("index.gpu_vectors.approximate_min_vectors", 0).build()));
+        assertTrue(GpuVectorsSettings.INDEX_APPROXIMATE_MIN_VECTORS.isFinal());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> GpuVectorsSettings
+            .INDEX_APPROXIMATE_MIN_VECTORS.get(Settings.builder().put("index.gpu_vectors.approximate_min_vectors", -1).build()));
+        assertTrue(e.getMessage().contains("[index.gpu_vectors.approximate_min_vectors] must be >= 0"), e.getMessage());
     }
 
     @Test
@@ -64,6 +87,8 @@ class GpuVectorsSettingsTests {
         assertMessage("[gpu_vectors.gpu.max_batch_queries] must be >= 1", "gpu_vectors.gpu.max_batch_queries", "0");
         assertMessage("[gpu_vectors.gpu.memory_budget] must be <= 1.0", "gpu_vectors.gpu.memory_budget", "1.5");
         assertMessage("[gpu_vectors.gpu.device] must be >= 0", "gpu_vectors.gpu.device", "-1");
+        assertMessage("[gpu_vectors.gpu.lanes] must be <= 16", "gpu_vectors.gpu.lanes", "17");
+        assertMessage("[gpu_vectors.gpu.passes_in_flight] must be >= 1", "gpu_vectors.gpu.passes_in_flight", "0");
     }
 
     @Test

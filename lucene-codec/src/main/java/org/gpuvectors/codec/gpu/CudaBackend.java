@@ -195,7 +195,8 @@ final class CudaBackend implements GpuBackend {
     GpuFlatIndex flat = GpuFlatIndex.upload(device, vectors.size(), dims, metric, rowsInOrder(vectors));
     boolean ok = false;
     try {
-      flat.setPrecision(FLAT_PRECISION);
+      // large batches: TF32 candidates and an exact FP32 re-rank, the same results as FP32
+      flat.setPrecision(GpuFlatIndex.Precision.AUTO);
       flat.addHalfCopy();
       ok = true;
       return flat;
@@ -215,15 +216,6 @@ final class CudaBackend implements GpuBackend {
       }
     };
   }
-
-  /**
-   * Exact search of large batches through TF32 candidates and an exact re-rank (the same results; see
-   * {@link GpuFlatIndex.Precision#AUTO}); system property {@code gpuvectors.gpu.tf32=false} keeps FP32.
-   */
-  private static final GpuFlatIndex.Precision FLAT_PRECISION =
-      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.tf32", "true"))
-          ? GpuFlatIndex.Precision.AUTO
-          : GpuFlatIndex.Precision.FP32;
 
   @Override
   public void profilerRange(boolean on) {

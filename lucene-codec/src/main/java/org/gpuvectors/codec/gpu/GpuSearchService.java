@@ -14,6 +14,7 @@ import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.KSelect;
@@ -63,19 +64,29 @@ public final class GpuSearchService implements Closeable {
   }
 
   /**
-   * How the service is set up.
+   * How the service is set up: immutable, made by {@link #builder()} (plain Lucene) or from the node's settings (the
+   * Elasticsearch plugin). {@link #defaults()}: a GPU when one is usable, device 0, 80 % of its memory, batches of up
+   * to {@value #DEFAULT_MAX_BATCH_QUERIES} queries.
    *
+   * @param mode whether to use a GPU
+   * @param deviceOrdinal the CUDA device searched
    * @param memoryBudget fraction of the device's memory that resident segment fields may take
    * @param maxBatchQueries queries one GPU pass takes at most (a search with more runs alone)
+   * @param ivfPqRerankOnGpu whether ivf_pq fields upload their raw vectors with the codes, so that the device
+   *     re-ranks their candidates exactly and a batch never waits on random host reads of raw vectors (the default);
+   *     false keeps the raw vectors on the host (4 x dims bytes a vector less GPU memory), which re-ranks the
+   *     candidates the device returns: the same results
+   * @param gpu how the device searches ({@link GpuConfig}: lanes, passes in flight, per-index tuning)
    */
-  public record Settings(Mode mode, int deviceOrdinal, double memoryBudget, int maxBatchQueries) {
-    public static final String MODE_PROPERTY = "gpuvectors.gpu";
-    public static final String DEVICE_PROPERTY = "gpuvectors.gpu.device";
-    public static final String BUDGET_PROPERTY = "gpuvectors.gpu.memory_budget";
-    public static final String MAX_BATCH_PROPERTY = "gpuvectors.gpu.max_batch_queries";
+  public record Settings(
+      Mode mode, int deviceOrdinal, double memoryBudget, int maxBatchQueries, boolean ivfPqRerankOnGpu,
+      GpuConfig gpu) {
     public static final int DEFAULT_MAX_BATCH_QUERIES = 1024;
+    public static final double DEFAULT_MEMORY_BUDGET = 0.8;
 
     public Settings {
+      java.util.Objects.requireNonNull(mode, "mode");
+      java.util.Objects.requireNonNull(gpu, "gpu");
       if (deviceOrdinal < 0) {
         throw new IllegalArgumentException("GPU device ordinal must be >= 0 but was [" + deviceOrdinal + "]");
       }
@@ -87,16 +98,78 @@ public final class GpuSearchService implements Closeable {
       }
     }
 
-    /** Settings from the system properties (plain Lucene): see the constants. */
-    public static Settings fromSystemProperties() {
-      return new Settings(
-          Mode.parse(System.getProperty(MODE_PROPERTY, "auto")),
-          Integer.getInteger(DEVICE_PROPERTY, 0),
-          Double.parseDouble(System.getProperty(BUDGET_PROPERTY, "0.8")),
-          Integer.getInteger(MAX_BATCH_PROPERTY, DEFAULT_MAX_BATCH_QUERIES));
+    /** The four choices tests and benchmarks vary most, the rest as {@link #defaults()}. */
+    public Settings(Mode mode, int deviceOrdinal, double memoryBudget, int maxBatchQueries) {
+      this(mode, deviceOrdinal, memoryBudget, maxBatchQueries, true, GpuConfig.defaults());
+    }
+
+    public static Settings defaults() {
+      return builder().build();
+    }
+
+    public static Builder builder() {
+      return new Builder();
+    }
+
+    /** A builder that starts from these settings. */
+    public Builder toBuilder() {
+      return new Builder()
+          .mode(mode)
+          .deviceOrdinal(deviceOrdinal)
+          .memoryBudget(memoryBudget)
+          .maxBatchQueries(maxBatchQueries)
+          .ivfPqRerankOnGpu(ivfPqRerankOnGpu)
+          .gpu(gpu);
+    }
+
+    /** Builds {@link Settings}; what is not set keeps its default. */
+    public static final class Builder {
+      private Mode mode = Mode.AUTO;
+      private int deviceOrdinal;
+      private double memoryBudget = DEFAULT_MEMORY_BUDGET;
+      private int maxBatchQueries = DEFAULT_MAX_BATCH_QUERIES;
+      private boolean ivfPqRerankOnGpu = true;
+      private GpuConfig gpu = GpuConfig.defaults();
+
+      private Builder() {}
+
+      public Builder mode(Mode value) {
+        this.mode = value;
+        return this;
+      }
+
+      public Builder deviceOrdinal(int value) {
+        this.deviceOrdinal = value;
+        return this;
+      }
+
+      public Builder memoryBudget(double value) {
+        this.memoryBudget = value;
+        return this;
+      }
+
+      public Builder maxBatchQueries(int value) {
+        this.maxBatchQueries = value;
+        return this;
+      }
+
+      public Builder ivfPqRerankOnGpu(boolean value) {
+        this.ivfPqRerankOnGpu = value;
+        return this;
+      }
+
+      public Builder gpu(GpuConfig value) {
+        this.gpu = value;
+        return this;
+      }
+
+      public Settings build() {
+        return new Settings(mode, deviceOrdinal, memoryBudget, maxBatchQueries, ivfPqRerankOnGpu, gpu);
+      }
     }
   }
 
+  private final Settings settings;
   private final GpuSearchStats stats = new GpuSearchStats();
   private final GpuBackend backend; // null when no GPU is usable
   private final String unusableReason; // why backend is null
@@ -109,6 +182,7 @@ public final class GpuSearchService implements Closeable {
   private volatile boolean closed;
 
   private GpuSearchService(GpuBackend backend, String unusableReason, Settings settings) {
+    this.settings = settings;
     this.backend = backend;
     this.unusableReason = unusableReason;
     long budget = backend == null ? 0 : (long) (backend.totalMemoryBytes() * settings.memoryBudget());
@@ -132,7 +206,7 @@ public final class GpuSearchService implements Closeable {
     int ordinal = settings.deviceOrdinal();
     GpuDevice device;
     try {
-      device = GpuDevice.open(ordinal);
+      device = GpuDevice.open(ordinal, settings.gpu());
     } catch (RuntimeException e) {
       return new GpuSearchService(
           null, "no usable GPU: GPU " + ordinal + " could not be opened: " + e.getMessage(), settings);
@@ -150,6 +224,11 @@ public final class GpuSearchService implements Closeable {
   /** A service on a given backend (tests: doubles that inject faults). */
   public static GpuSearchService withBackend(GpuBackend backend, Settings settings) {
     return new GpuSearchService(backend, null, settings);
+  }
+
+  /** How this service was set up. */
+  public Settings settings() {
+    return settings;
   }
 
   /** Counters of GPU searches, batches, fallbacks and residency. */
@@ -480,7 +559,7 @@ public final class GpuSearchService implements Closeable {
         int wanted = parkK;
         if (i > 0) {
           int peerK = Math.min(MAX_GPU_K, Math.max(queryK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
-          wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK));
+          wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK, settings.ivfPqRerankOnGpu()));
         }
         if (keys.size() > 1) {
           wanted = passK(wanted);

@@ -7,8 +7,9 @@ package org.gpuvectors.codec.gpu;
  * from the per-field format attribute, under the segment's own codec name), so no constructor
  * argument can reach them. The host installs the service it owns: the Elasticsearch plugin makes one
  * per node in {@code createComponents}, installs it, and closes it with the node. Plain Lucene users
- * install their own, or get a default made on first use from the system properties ({@link
- * GpuSearchService.Settings#fromSystemProperties()}), closed by {@link #closeDefault()}.
+ * install their own ({@link GpuSearchService#create} with {@link GpuSearchService.Settings#builder()}), or get one
+ * with the default settings made on first use ({@link GpuSearchService.Settings#defaults()}), closed by {@link
+ * #closeDefault()}.
  */
 public final class GpuSearchServices {
 
@@ -23,7 +24,7 @@ public final class GpuSearchServices {
       return installed;
     }
     if (fallbackDefault == null) {
-      fallbackDefault = GpuSearchService.create(GpuSearchService.Settings.fromSystemProperties());
+      fallbackDefault = GpuSearchService.create(GpuSearchService.Settings.defaults());
     }
     return fallbackDefault;
   }

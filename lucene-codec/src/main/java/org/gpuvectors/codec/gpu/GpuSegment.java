@@ -27,9 +27,9 @@ public interface GpuSegment {
   /**
    * Results to ask the device for when an unfiltered search of {@code field} wants k: ivf_pq fields
    * whose candidates the host re-ranks ask for more than k; the others (ivf_pq re-ranked on the
-   * device too) k.
+   * device too: {@code rerankOnGpu}) k.
    */
-  int deviceK(String field, int k);
+  int deviceK(String field, int k, boolean rerankOnGpu);
 
   /**
    * The accept mask of unfiltered searches: {@code token} is the live-docs instance it was built

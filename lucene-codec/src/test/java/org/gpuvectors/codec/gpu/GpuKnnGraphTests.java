@@ -35,7 +35,7 @@ class GpuKnnGraphTests {
   @Test
   void fakeDeviceMatchesTheCpuInOneChunkAndInMany() throws IOException {
     FakeBackend device = new FakeBackend(1L << 30);
-    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
       checkAgainstCpu(service, 600, 12, 16);
       assertTrue(device.nearestKCalls.get() > 0);
     }
@@ -55,7 +55,7 @@ class GpuKnnGraphTests {
   @Test
   void fakeDevicePrunesAndTheCpuTakesOverOnAFailure() throws IOException {
     FakeBackend device = new FakeBackend(1L << 30);
-    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
       int[] knn = knnOf(400, 8, 24, 3);
       int[] host = GraphPruner.prune(knn, 400, 24, 12);
       assertArrayEquals(host, service.knnFinder().prune(knn, 400, 24, 12));
@@ -77,7 +77,7 @@ class GpuKnnGraphTests {
   @Test
   void fakeDeviceLinksAndTheCpuTakesOverOnAFailure() throws IOException {
     FakeBackend device = new FakeBackend(1L << 30);
-    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
       int[] pruned = GraphPruner.prune(knnOf(400, 8, 24, 3), 400, 24, 12);
       int[] host = GraphPruner.addReverseLinks(pruned, 400, 12);
       assertArrayEquals(host, service.knnFinder().reverseLinks(pruned, 400, 12));
@@ -151,7 +151,7 @@ class GpuKnnGraphTests {
   @Test
   void aDeviceWithoutEntryPointStepsLeavesThemToTheHost() throws IOException {
     FakeBackend device = new FakeBackend(1L << 30);
-    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
       Random random = new Random(4);
       List<float[]> rows = new ArrayList<>();
       for (int i = 0; i < 50; i++) {

@@ -98,7 +98,7 @@ class IvfKnnGraphTests {
     FloatVectorValues vectors = clustered(3000, 12, 20, 11);
     int k = 8;
     FakeBackend device = new FakeBackend(1L << 30);
-    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.fromSystemProperties())) {
+    try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
       int[] found = service.knnFinder().knn(vectors, k, Metric.COSINE);
       assertEquals(3000, service.stats().gpuKnnGraphVectors(), service.stats().toString());
       assertTrue(device.uploads.get() == 1 && device.passes.get() > 1, "searched an IVF index on the device");
