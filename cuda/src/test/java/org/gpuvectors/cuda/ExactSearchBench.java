@@ -16,7 +16,7 @@ import java.util.Set;
  *
  * <p>{@code ExactSearchBench tf32 [fmnist-dir] [n] [dims]}: {@link #tf32} (FP32 vs TF32_RERANK).
  * <p>{@code ExactSearchBench small [n]}: {@link #small} (the scan against the GEMM path at small batches).
- * <p>{@code ExactSearchBench passes [n]}: {@link #passes} (the FP16 path's passes, chunks keeping k' or fewer).
+ * <p>{@code ExactSearchBench passes [n]}: {@link #passes} (the FP16 path's passes).
  */
 public final class ExactSearchBench {
   public static void main(String[] args) throws Exception {
@@ -139,7 +139,8 @@ public final class ExactSearchBench {
               // the blocks before are searched) and as before (every query copied before the first kernel)
               for (String variant : new String[] {"now", "before"}) {
                 QueryUploads.pipelined = variant.equals("now");
-                double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, k, 5));
+                double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, k, 5,
+                    GpuFlatIndex.Strategy.AUTO));
                 GpuFlatIndex.RerankStats before = index.rerankStats();
                 double[] wall = new double[7];
                 double[] enqueue = new double[wall.length];
@@ -175,7 +176,6 @@ public final class ExactSearchBench {
     }
   }
 
-  /** CUDA-event times of {@code reps} enqueued searches (after one warm-up), queries and results on the device. */
   /**
    * Small batches, the scan ({@link GpuFlatIndex.Strategy#SCAN}) and, up to 16 queries, the FP16 candidate scan with
    * its re-rank ({@link GpuFlatIndex.Strategy#HALF_SCAN}) against the GEMM path, squared L2 on uniform random
@@ -187,7 +187,6 @@ public final class ExactSearchBench {
    */
   static void small(String[] args) throws Exception {
     int n = args.length > 1 ? Integer.parseInt(args[1]) : 1_000_000;
-    int saved = GpuFlatIndex.scanMaxQueries;
     try (GpuDevice d = GpuDevice.open(0);
          PrintWriter csv = BenchUtil.csv("exact_small.csv",
              "n,dims,batch,k,strategy,device_ms,wall_ms,queries_per_s_device,read_bound_ms,agree")) {
@@ -220,15 +219,13 @@ public final class ExactSearchBench {
                     wall[r] = (System.nanoTime() - t0) / 1e6;
                   }
                 }
-                GpuFlatIndex.scanMaxQueries = st == GpuFlatIndex.Strategy.SCAN ? Integer.MAX_VALUE : 0;
                 double deviceMs = BenchUtil.median(st == GpuFlatIndex.Strategy.HALF_SCAN
                     ? halfDeviceTimes(d, index, queries, batch, dims, k, 30, false)
-                    : deviceTimes(d, index, queries, batch, dims, k, 30));
+                    : deviceTimes(d, index, queries, batch, dims, k, 30, st));
                 if (st == GpuFlatIndex.Strategy.HALF_SCAN) { // of which the scan kernel alone
                   System.out.printf("%-9s %6d %4d %-9s %10.3f%n", "", batch, k, "half scan kernel",
                       BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true)));
                 }
-                GpuFlatIndex.scanMaxQueries = saved;
                 gemm = st == GpuFlatIndex.Strategy.GEMM ? res : gemm;
                 double agree = agreement(res, gemm, batch, k);
                 double wallMs = BenchUtil.median(wall);
@@ -241,15 +238,13 @@ public final class ExactSearchBench {
           }
         }
       }
-    } finally {
-      GpuFlatIndex.scanMaxQueries = saved;
     }
   }
 
   /**
    * The FP16 path's passes at the small batches a search service gathers (1 to 16 queries, k = 10 and 100, uniform
-   * random n x 128 and n x 768, default n = 1M), with the chunks keeping k' candidates each and keeping fewer ({@link
-   * HalfScanParams#chunkCandidates}), in the same run: device ms (CUDA events around the enqueued search, queries on
+   * random n x 128 and n x 768, default n = 1M), the chunks keeping their share of k' ({@link
+   * HalfScanParams#chunkCandidates}): device ms (CUDA events around the enqueued search, queries on
    * the device), of it the scan kernel, and the pass every caller takes ({@link BatchSearch}, captured as a CUDA graph
    * after its second sighting, as a service's repeated shapes are): its wall ms, of it the host enqueue; medians of
    * 30 after warm-up; rejected: the certificates that failed (their queries searched again in FP32, in the wall time).
@@ -257,13 +252,12 @@ public final class ExactSearchBench {
    */
   static void passes(String[] args) throws Exception {
     int n = args.length > 1 ? Integer.parseInt(args[1]) : 1_000_000;
-    boolean savedFewer = HalfScanParams.fewerPerChunk;
     try (GpuDevice d = GpuDevice.open(0);
          PrintWriter csv = BenchUtil.csv("half_passes.csv",
-             "n,dims,batch,k,chunks_keep,device_ms,kernel_ms,pass_wall_ms,pass_enqueue_ms,rejected")) {
+             "n,dims,batch,k,device_ms,kernel_ms,pass_wall_ms,pass_enqueue_ms,rejected")) {
       System.out.printf("GPU %s%n", d.name());
-      System.out.printf("%-9s %6s %4s %-11s %10s %10s %12s %12s %9s%n", "n x dims", "batch", "k", "chunks keep",
-          "device ms", "kernel ms", "pass wall ms", "enqueue ms", "rejected");
+      System.out.printf("%-9s %6s %4s %10s %10s %12s %12s %9s%n", "n x dims", "batch", "k", "device ms", "kernel ms",
+          "pass wall ms", "enqueue ms", "rejected");
       for (int dims : new int[] {128, 768}) {
         float[] x = BenchUtil.randomFloats((long) n * dims, 11);
         try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2)) {
@@ -272,49 +266,46 @@ public final class ExactSearchBench {
           float[] queries = BenchUtil.randomFloats(16L * dims, 12);
           for (int batch : new int[] {1, 2, 4, 8, 16}) {
             for (int k : new int[] {10, 100}) {
-              for (boolean fewer : new boolean[] {false, true}) {
-                HalfScanParams.fewerPerChunk = fewer;
-                try (GpuDevice.Scope s = d.lock()) { // the passes captured under the other setting bake it in
-                  d.passGraphs().evict(index);
+              double deviceMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, false));
+              double kernelMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true));
+              GpuFlatIndex.RerankStats before = index.halfStats();
+              double[] wall = new double[30];
+              double[] enqueue = new double[wall.length];
+              for (int r = -3; r < wall.length; r++) {
+                long[] timing = new long[2];
+                long t0 = System.nanoTime();
+                BatchSearch.run(d, List.of(new SearchGroup(index, queries, batch, k, null, null)), timing);
+                if (r >= 0) {
+                  wall[r] = (System.nanoTime() - t0) / 1e6;
+                  enqueue[r] = timing[0] / 1e6;
                 }
-                double deviceMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, false));
-                double kernelMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true));
-                GpuFlatIndex.RerankStats before = index.halfStats();
-                double[] wall = new double[30];
-                double[] enqueue = new double[wall.length];
-                for (int r = -3; r < wall.length; r++) {
-                  long[] timing = new long[2];
-                  long t0 = System.nanoTime();
-                  BatchSearch.run(d, List.of(new SearchGroup(index, queries, batch, k, null, null)), timing);
-                  if (r >= 0) {
-                    wall[r] = (System.nanoTime() - t0) / 1e6;
-                    enqueue[r] = timing[0] / 1e6;
-                  }
-                }
-                long rejected = index.halfStats().fallbacks() - before.fallbacks();
-                String keep = fewer ? "fewer" : "k'";
-                csv.printf("%d,%d,%d,%d,%s,%.4f,%.4f,%.4f,%.4f,%d%n", n, dims, batch, k, keep, deviceMs, kernelMs,
-                    BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
-                System.out.printf("%-9s %6d %4d %-11s %10.3f %10.3f %12.3f %12.3f %9d%n", (n / 1000) + "kx" + dims,
-                    batch, k, keep, deviceMs, kernelMs, BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
               }
+              long rejected = index.halfStats().fallbacks() - before.fallbacks();
+              csv.printf("%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%d%n", n, dims, batch, k, deviceMs, kernelMs,
+                  BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
+              System.out.printf("%-9s %6d %4d %10.3f %10.3f %12.3f %12.3f %9d%n", (n / 1000) + "kx" + dims, batch, k,
+                  deviceMs, kernelMs, BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
             }
           }
         }
       }
-    } finally {
-      HalfScanParams.fewerPerChunk = savedFewer;
     }
   }
 
+  /**
+   * CUDA-event times of {@code reps} enqueued searches (after one warm-up) by {@code strategy} (AUTO: as a search
+   * chooses, {@link GpuFlatIndex#enqueueSearch}), queries and results on the device.
+   */
   private static double[] deviceTimes(GpuDevice d, GpuFlatIndex index, float[] queries, int nq, int dims, int k,
-                                      int reps) {
+                                      int reps, GpuFlatIndex.Strategy strategy) {
     try (GpuDevice.Scope s = d.lock();
          DeviceBuffer dq = d.allocate(4L * nq * dims);
          DeviceBuffer outV = d.allocate(4L * nq * k);
          DeviceBuffer outI = d.allocate(4L * nq * k)) {
       d.upload(queries, 0, nq * dims, dq, 0);
-      Runnable search = () -> index.enqueueSearch(dq.address(), 0, nq, k, 0, 0, outV, outI, 0);
+      Runnable search = strategy == GpuFlatIndex.Strategy.AUTO
+          ? () -> index.enqueueSearch(dq.address(), 0, nq, k, 0, 0, outV, outI, 0)
+          : () -> index.enqueueStrategy(strategy, dq.address(), nq, k, 0, outV, outI);
       search.run();
       d.synchronize();
       double[] t = new double[reps];
