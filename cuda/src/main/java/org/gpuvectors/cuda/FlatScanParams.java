@@ -34,8 +34,7 @@ final class FlatScanParams {
   static final int MIN_CHUNK_ROWS = 4 * ROWS;
   /**
    * Blocks per multiprocessor the grid aims at: the two that are resident (launch bounds, shared memory), in one wave
-   * (measured on the H100 against four in two waves: ~10 % more for a one-query pass of 1M x 128, the chunks'
-   * merge twice as long).
+   * (four, in two waves, gave the merge twice as many chunk lists and made a one-query pass slower).
    */
   static final int BLOCKS_PER_SM = 2;
 

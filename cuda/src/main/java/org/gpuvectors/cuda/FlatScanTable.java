@@ -9,7 +9,7 @@ import jcuda.Pointer;
  * The small flat searches of a pass ({@link GpuFlatIndex} groups that take the scan: a query or a few over a field's
  * segments) as one scan launch over a table of segments ({@code gv_flat_scan_table_*}, flat_scan.cu) and one
  * BlockSelect merge of all their rows, instead of a scan and a merge per segment: the host's launches, not the
- * kernels, bound a pass over many segments (docs/BENCHMARKS.md sections 14 and 17).
+ * kernels, bound a pass over many segments.
  *
  * <p>Members share dims and metric (the first eligible group's), at most {@link #MAX_ENTRIES}; their k may differ
  * (Lucene asks each segment for its own share of a query's k): the kernel takes the largest k's bucket, each member
@@ -26,20 +26,16 @@ import jcuda.Pointer;
  * best, and one re-rank launch over a {@link RerankTable} of the members' FP32 vectors selects each row's largest-k
  * best and the certificate's inputs (4 floats a row, the rows one after another from the first member's {@code
  * statsAt}, PassLayout). A member's query whose candidates are not certified is searched again in FP32 after the pass,
- * as a lone half-scanned group's (BatchSearch). It reads half the bytes: a one-query pass over 7 natural segments of
- * 1M x 128 through Elasticsearch took 333 instead of 486 us (docs/BENCHMARKS.md 31b). Used under the device lock,
- * within one pass.
+ * as a lone half-scanned group's (BatchSearch). It reads half the bytes, and a pass over many segments costs about
+ * the bytes it reads. When some member has no FP16 copy or a k the half scan does not take, the table scans the FP32
+ * vectors ({@code gv_flat_scan_table_*}). Used under the device lock, within one pass.
  */
 final class FlatScanTable {
-  /** System property: {@code false} searches each flat group alone (for measurements; the table is on by default). */
-  public static final String ENABLED_PROPERTY = "gpuvectors.flat.scan_table";
-  /** Whether passes plan the table ({@link #ENABLED_PROPERTY}; package-private and volatile so tests can turn it). */
-  static volatile boolean enabled = Boolean.parseBoolean(System.getProperty(ENABLED_PROPERTY, "true"));
   /**
-   * The largest group in the table: past {@link GpuFlatIndex#scanMaxQueries} a group alone would take the GEMM path,
-   * which reads a segment once for many queries but costs a dozen host launches; in a pass over many segments
-   * (Lucene, 8 segments of 1M x 128, 16 clients: ~7 queries a segment) those launches bound the pass, so a table
-   * member may hold up to four blocks of the scan's queries (each block reads its segment again).
+   * The largest group in the table: past {@link FlatConfig#scanMaxQueries} a group alone would take the GEMM path,
+   * which reads a segment once for many queries but costs a dozen host launches; in a pass over many segments (a
+   * service's concurrent searches over a field's segments: several queries a segment) those launches bound the pass,
+   * so a table member may hold up to four blocks of the scan's queries (each block reads its segment again).
    */
   static final int MAX_GROUP_QUERIES = 4 * FlatScanParams.QUERIES_PER_BLOCK;
   /** Entries of a {@code gv::FlatScanTable} (flat_scan.cu's kFlatScanTableEntries). */
@@ -73,9 +69,6 @@ final class FlatScanTable {
    * not walked in the graph table launch, with the first eligible group's dims and metric.
    */
   static FlatScanTable plan(List<SearchGroup> groups, boolean[] walked) {
-    if (!enabled) {
-      return null;
-    }
     int[] firstRow = new int[groups.size()];
     Arrays.fill(firstRow, -1);
     int members = 0;
@@ -103,13 +96,8 @@ final class FlatScanTable {
       half &= flat.halfTakes(group.k());
     }
     return members < 2 ? null
-        : new FlatScanTable(firstRow, members, rows, maxK, minK < maxK, first.index().metric(), half && halfEnabled);
+        : new FlatScanTable(firstRow, members, rows, maxK, minK < maxK, first.index().metric(), half);
   }
-
-  /** System property: {@code false} keeps the table on the FP32 scan when its members have FP16 copies. */
-  public static final String HALF_PROPERTY = "gpuvectors.flat.scan_table_half";
-  /** {@link #HALF_PROPERTY} (package-private and volatile so tests can turn it). */
-  static volatile boolean halfEnabled = Boolean.parseBoolean(System.getProperty(HALF_PROPERTY, "true"));
 
   /** Whether the members' candidates come from their FP16 copies and carry certificates (the class comment). */
   boolean half() {
@@ -147,11 +135,10 @@ final class FlatScanTable {
    * per multiprocessor, and the fewest tiles for which the members' blocks (each member's {@link #chunks} times its
    * blocks of queries) fit that one wave, when any length does. Every member's chunks are about this long, so that
    * the blocks of a large segment do not outlast the others' (a pass over segments of different sizes takes as long
-   * as its longest block). Each member rounding its chunks up could overflow the wave by a block or two, which then
-   * ran as a second wave as long as the first: 7 members of 125k rows took 38 chunks each, 266 blocks for 264 slots,
-   * and their scan 142 us where 8 such members in 264 blocks took 122 (ncu, docs/BENCHMARKS.md section 33f);
-   * Elasticsearch's 7 natural segments of ~143k rows made 266 blocks too. With {@link #oneWave} off, the length from
-   * the work alone, as before.
+   * as its longest block). The length from the work alone, each member rounding its chunks up, could overflow the
+   * wave by a block or two, which then ran as a second wave as long as the first (7 members of 125k rows: 38 chunks
+   * each, 266 blocks for 264 slots, a slower scan than 8 such members in 264 blocks). When no length fits one wave
+   * (more blocks of queries than slots), one chunk a member: the fewest blocks there are.
    */
   static long chunkRows(int sms, long[] rows, int[] queryBlocks) {
     long slots = (long) FlatScanParams.BLOCKS_PER_SM * sms;
@@ -162,9 +149,6 @@ final class FlatScanTable {
       longest = Math.max(longest, rows[i]);
     }
     long tile = FlatScanParams.ROWS;
-    if (!oneWave) {
-      return Math.max(tile, (work + slots - 1) / slots);
-    }
     long lo = Math.max(1, ((work + slots - 1) / slots + tile - 1) / tile); // in tiles
     if (blocks(rows, queryBlocks, lo * tile) <= slots) {
       return lo * tile;
@@ -204,11 +188,6 @@ final class FlatScanTable {
     }
     return blocks;
   }
-
-  /** System property: {@code false} sizes a table's chunks by the work alone, as before ({@link #chunkRows}). */
-  public static final String ONE_WAVE_PROPERTY = "gpuvectors.flat.scan_table_one_wave";
-  /** {@link #ONE_WAVE_PROPERTY} (package-private and volatile so tests and benchmarks can turn it). */
-  static volatile boolean oneWave = Boolean.parseBoolean(System.getProperty(ONE_WAVE_PROPERTY, "true"));
 
   /** Chunks of a member of {@code n} rows for chunks of about {@code chunkRows} rows: at least one. */
   static int chunks(long n, long chunkRows) {

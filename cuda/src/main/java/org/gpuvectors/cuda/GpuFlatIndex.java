@@ -13,7 +13,7 @@ import jcuda.Pointer;
  *
  * <p>Two strategies, chosen by batch size ({@link Strategy#AUTO}):
  * <ul>
- *   <li>{@link Strategy#SCAN} (small batches, up to {@link #scanMaxQueries} queries, k <= 256): one kernel
+ *   <li>{@link Strategy#SCAN} (small batches, up to {@link FlatConfig#scanMaxQueries} queries, k <= 256): one kernel
  *       (flat_scan.cu) reads the vectors once per block of 8 queries, coalesced through shared memory, and keeps a
  *       WarpSelect queue per (query, chunk of vectors); the chunks' k-lists are merged after. No distance matrix.
  *   <li>{@link Strategy#GEMM} (large batches): cuBLAS SGEMM on tiles of vectors (never the whole
@@ -62,8 +62,8 @@ public final class GpuFlatIndex extends ResidentIndex {
     /**
      * TF32_RERANK for batches of at least {@link #TF32_AUTO_MIN_QUERIES} queries whose candidates are at
      * most 1/50 of the vectors, FP32 otherwise: the re-rank and its certificate cost an extra device wait
-     * per search, which a large batch amortises (Fashion-MNIST, batch 10k, k = 10: 9.6 vs 24.6 ms on an
-     * H100) and a small one does not. FP32 too once the certificate has rejected most of this index's queries
+     * per search, which a large batch amortises (its GEMMs then dominate, and run several times faster on tensor
+     * cores) and a small one does not. FP32 too once the certificate has rejected most of this index's queries
      * ({@link #autoTakesTf32}).
      */
     AUTO
@@ -76,29 +76,12 @@ public final class GpuFlatIndex extends ResidentIndex {
   public record RerankStats(long queries, long fallbacks) {}
 
   /**
-   * Batches up to this many queries use the fused kernel under {@link Strategy#AUTO}: none. Measured on an
-   * H100 (docs/BENCHMARKS.md), tiled GEMM + select was as fast at batch 1 (1M x 128: 0.40 vs 0.46
-   * ms) and 3-7x faster from batch 16; small batches take {@link Strategy#SCAN}, which reads the vectors
-   * coalesced and shares them across queries.
+   * Batches up to this many queries use the fused kernel under {@link Strategy#AUTO}: none. Each of its lanes reads
+   * its own rows, so the tiled GEMM + select is as fast from one query and several times faster from 16 queries;
+   * small batches take {@link Strategy#SCAN}, which reads the vectors coalesced and shares them across queries.
    */
   public static final int FUSED_MAX_QUERIES = 0;
 
-  /**
-   * System property: batches up to this many queries take {@link Strategy#SCAN} under {@link Strategy#AUTO} (k <= 256,
-   * dims <= 2048, FP32 precision); 0 turns the scan off. See {@link #DEFAULT_SCAN_MAX_QUERIES}.
-   */
-  public static final String SCAN_MAX_QUERIES_PROPERTY = "gpuvectors.flat.scan_max_queries";
-  /**
-   * Without {@link #SCAN_MAX_QUERIES_PROPERTY}: one block of the scan's queries. Measured on the H100 (ExactSearchBench
-   * small, docs/BENCHMARKS.md section 17a): 1M x 128, 1 to 8 queries 0.24-0.25 ms of GPU time against the GEMM
-   * path's 0.27-0.41 (k = 10), level at 16 and slower past it; 1M x 768 level at 4 queries, 1.15 against 1.85 ms at
-   * 8, 10 % slower at 1 and 2 (cuBLAS's matrix-vector product reads 768-float rows well).
-   */
-  static final int DEFAULT_SCAN_MAX_QUERIES = 8;
-  /** The batch bound of {@link Strategy#SCAN} under AUTO (package-private and volatile so tests can move it). */
-  static volatile int scanMaxQueries = Integer.getInteger(SCAN_MAX_QUERIES_PROPERTY, DEFAULT_SCAN_MAX_QUERIES);
-  /** Bytes of one tile of the GEMM distance matrix (package-private so tests can force many tiles). */
-  static volatile long tileBudgetBytes = 256L << 20;
   /** Queries a GEMM path's block holds (package-private for tests of several blocks). */
   static final int MAX_QUERY_BLOCK = 4096;
   private static final long UPLOAD_SLAB_FLOATS = 4L << 20;
@@ -107,6 +90,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   private final DeviceBuffer norms; // L2 only
   private volatile Precision precision = Precision.FP32;
   private final AtomicLong scanQueries = new AtomicLong();
+  private final AtomicLong smallScoredSearches = new AtomicLong();
   private final AtomicLong rerankQueries = new AtomicLong();
   private final AtomicLong rerankFallbacks = new AtomicLong();
   private CandidateBound bound; // made on the first TF32 search, under the device lock
@@ -353,13 +337,7 @@ public final class GpuFlatIndex extends ResidentIndex {
           if (n == 0) {
             java.util.Arrays.fill(ids, -1);
           } else {
-            long accept = bits == null ? 0 : bits.address();
-            switch (strategy) {
-              case SCAN -> enqueueScan(q.address(), numQueries, k, accept, 0, outV, outI, 0);
-              case HALF_SCAN -> searchHalf(q.address(), numQueries, k, accept, 0, outV, outI);
-              case GEMM -> enqueueGemm(q.address(), 0, numQueries, k, accept, 0, outV, outI, 0, null);
-              default -> searchFused(q, numQueries, k, bits, outV, outI);
-            }
+            enqueueStrategy(strategy, q.address(), numQueries, k, bits == null ? 0 : bits.address(), outV, outI);
             device.download(outV, 0, dist, 0, numQueries * k);
             device.download(outI, 0, ids, 0, numQueries * k);
           }
@@ -371,6 +349,26 @@ public final class GpuFlatIndex extends ResidentIndex {
       }
     }
     return new SearchResult(numQueries, k, ids, dist);
+  }
+
+  /**
+   * Enqueues {@code strategy} (not {@link Strategy#AUTO}) for {@code nq} queries at device address {@code queries}
+   * (row-major, already normalised for cosine) and the accept mask shared by them at {@code accept} (0: none), results
+   * from element 0 as {@link #enqueueSearch} writes them: the direct searches of {@link #search(float[], int, int,
+   * long[], Strategy)}, and benchmarks that time one path against another on the same index. Asynchronous, but for
+   * {@link Strategy#HALF_SCAN}, which waits for its certificates and searches the queries they reject again. Caller
+   * holds the device lock.
+   */
+  void enqueueStrategy(Strategy strategy, long queries, int nq, int k, long accept, DeviceBuffer outV,
+                       DeviceBuffer outI) {
+    ensureOpen();
+    switch (strategy) {
+      case SCAN -> enqueueScan(queries, nq, k, accept, 0, outV, outI, 0);
+      case HALF_SCAN -> searchHalf(queries, nq, k, accept, 0, outV, outI);
+      case GEMM -> enqueueGemm(queries, 0, nq, k, accept, 0, outV, outI, 0, null);
+      case FUSED -> searchFused(queries, nq, k, accept, outV, outI);
+      case AUTO -> throw new IllegalArgumentException("AUTO chooses per search: enqueueSearch");
+    }
   }
 
   /**
@@ -424,37 +422,28 @@ public final class GpuFlatIndex extends ResidentIndex {
     return ids;
   }
 
-  /**
-   * System property: {@code false} gives flat indexes no FP16 copy ({@link #addHalfCopy} does nothing): small batches
-   * then take the FP32 scan. On by default.
-   */
-  public static final String HALF_SCAN_PROPERTY = "gpuvectors.flat.half_scan";
-  /** {@link #HALF_SCAN_PROPERTY} (package-private and volatile so tests can turn it). */
-  static volatile boolean halfEnabled = Boolean.parseBoolean(System.getProperty(HALF_SCAN_PROPERTY, "true"));
-  /**
-   * System property: batches up to this many queries take the half scan when the index has its FP16 copy (default
-   * {@link #DEFAULT_HALF_MAX_QUERIES}); each block of 8 queries reads the copy once.
-   */
-  public static final String HALF_MAX_QUERIES_PROPERTY = "gpuvectors.flat.half_max_queries";
-  static final int DEFAULT_HALF_MAX_QUERIES = 16;
-  static volatile int halfMaxQueries = Integer.getInteger(HALF_MAX_QUERIES_PROPERTY, DEFAULT_HALF_MAX_QUERIES);
   /** The largest k of the half scan: its k' = {@link CandidateBound#candidates}(k) must fit the 256 bucket. */
   static final int HALF_MAX_K = 128;
 
-  /** Device bytes of the FP16 copy that {@link #addHalfCopy} would add to an index of n vectors (0: none). */
-  public static long halfCopyBytes(long n, int dims) {
-    return halfEnabled && n > 0 && dims <= HalfScanParams.MAX_DIMS ? FlatHalfCopy.bytes(n, dims) : 0;
+  /**
+   * Device bytes of the FP16 copy that {@link #addHalfCopy} would add to an index of n vectors on {@code device} (0:
+   * none, {@link FlatConfig#halfCopy} off or too many dimensions).
+   */
+  public static long halfCopyBytes(GpuDevice device, long n, int dims) {
+    return device.config().flat().halfCopy() && n > 0 && dims <= HalfScanParams.MAX_DIMS ? FlatHalfCopy.bytes(n, dims)
+        : 0;
   }
 
   /**
    * Adds the FP16 copy that the small batches' candidate scan reads ({@link Strategy#HALF_SCAN}): the vectors times
    * one power of two (their largest magnitude below 2^14), rounded to FP16, rows padded to {@link
    * HalfScanParams#DIM_STEP} dimensions: {@link #halfCopyBytes} more device memory, half the bytes a scan reads. Does
-   * nothing when turned off ({@link #HALF_SCAN_PROPERTY}), for more than {@link HalfScanParams#MAX_DIMS} dimensions or
-   * vectors with an infinite component. Waits for the device (two reads of a few bytes).
+   * nothing when the device's configuration has no FP16 copies ({@link FlatConfig#halfCopy}), for more than {@link
+   * HalfScanParams#MAX_DIMS} dimensions or vectors with an infinite component. Waits for the device (two reads of a few
+   * bytes).
    */
   public void addHalfCopy() {
-    if (halfCopyBytes(n, dims) == 0) {
+    if (halfCopyBytes(device, n, dims) == 0) {
       return;
     }
     try (GpuDevice.Scope s = device.lock()) {
@@ -477,11 +466,11 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /**
    * Whether {@link Strategy#AUTO} answers {@code nq} queries for k results by the half scan: small batches (at most
-   * {@link #halfMaxQueries}) of an index with its FP16 copy. Depends on nothing that changes after {@link
+   * {@link FlatConfig#halfMaxQueries}) of an index with its FP16 copy. Depends on nothing that changes after {@link
    * #addHalfCopy}, so that a pass's layout (which reserves the certificate's inputs) and its enqueue agree.
    */
   boolean halfScans(int nq, int k) {
-    return nq >= 1 && nq <= halfMaxQueries && halfTakes(k) && !usesTf32(nq, k);
+    return nq >= 1 && nq <= device.config().flat().halfMaxQueries() && halfTakes(k) && !usesTf32(nq, k);
   }
 
   /**
@@ -576,7 +565,7 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /** Whether {@link Strategy#AUTO} searches {@code nq} queries for k results with the scan: small FP32 batches. */
   boolean scans(int nq, int k) {
-    return nq <= scanMaxQueries && scanTakes(nq, k);
+    return nq <= device.config().flat().scanMaxQueries() && scanTakes(nq, k);
   }
 
   /** Whether the scan may answer {@code nq} queries for k results at all (FP32, its k and dims), whatever the batch. */
@@ -672,9 +661,9 @@ public final class GpuFlatIndex extends ResidentIndex {
    * pass's certificate checked {@code checked} queries of this index and rejected {@code rejected}: TF32 for large
    * batches whose candidates are at most 1/50 of the vectors, unless the certificate has rejected more than {@link
    * #TF32_AUTO_MAX_REJECTED} of at least {@link #TF32_AUTO_MIN_QUERIES} queries. Each rejected query is searched again
-   * in FP32: on 2M x 768 clustered vectors it rejected 79,400 of 80,000 and the TF32 path ran at 12,065 q/s against
-   * FP32's 14,690; on 10M x 128 it rejected 36 % and still won, 13,575 against 10,890 (H100, batch 10k, BENCHMARKS
-   * 22c). TF32 would break even at 56 % and 77 % rejected on those two sets.
+   * in FP32, so past some share of rejections the TF32 pass costs more than it saves: on clustered sets where the
+   * certificate rejected nearly every query it lost to FP32, where it rejected about a third it still won, and the
+   * break-even lay between a half and three quarters rejected.
    */
   static boolean autoTakesTf32(int nq, int k, long n, long checked, long rejected) {
     boolean failing = checked >= TF32_AUTO_MIN_QUERIES && rejected > TF32_AUTO_MAX_REJECTED * checked;
@@ -864,9 +853,9 @@ public final class GpuFlatIndex extends ResidentIndex {
       return false;
     }
     boolean ip = metric != Metric.L2;
-    if (scoredSmall && nq <= SCORED_QUERIES && n <= KSelect.radixBlockMaxLen) {
+    if (nq <= SCORED_QUERIES && n <= KSelect.radixBlockMaxLen) {
       enqueueSmallScored(queries, nq, k, outV, outI, outElement);
-      smallScoredSearches++;
+      smallScoredSearches.incrementAndGet();
       return true;
     }
     int chunks = smallChunks(nq, k);
@@ -890,10 +879,10 @@ public final class GpuFlatIndex extends ResidentIndex {
    * {@link #enqueueSmall} for at most {@link #SCORED_QUERIES} queries over at most {@link KSelect#radixBlockMaxLen}
    * vectors: every vector's exact key ({@code gv_rerank_exact} over all rows: a warp per vector, the lanes over the
    * dimensions, the rows spread over about four blocks a multiprocessor) into a row per query, then one radix
-   * selection of the rows (a block per row, the row in shared memory). The fused kernel's chunks and their merge
-   * took 20 us for one query over 3,162 centroids x 128 and 37 us over 1,414 x 768 (H100, a 10M and a 2M x 768
-   * ivf_pq segment's coarse step): each block walked its vectors a lane per vector, then a BlockSelect merged the
-   * chunks. This way: 13 us over 4,096 x 128, 14 us over 1,414 x 768 (ShortRowBench). Same keys as the fused
+   * selection of the rows (a block per row, the row in shared memory). The fused kernel's chunks walk their vectors a
+   * lane per vector (a lane reads a whole row alone) and need a BlockSelect merge after; here a warp reads each row
+   * coalesced and one selection ends the search: less device time for a one-query coarse step over a few thousand
+   * centroids, less than half for rows of hundreds of floats (ShortRowBench times both). Same keys as the fused
    * kernel's (squared L2 or -x.q, summed in another order), same output.
    */
   private void enqueueSmallScored(long queries, int nq, int k, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
@@ -916,39 +905,39 @@ public final class GpuFlatIndex extends ResidentIndex {
 
   /** The most queries {@link #enqueueSmallScored} takes: a one-query pass, the few queries of concurrent searches. */
   static final int SCORED_QUERIES = 4;
+
   /**
-   * Whether {@link #enqueueSmall} takes {@link #enqueueSmallScored} where it may ({@code
-   * -Dgpuvectors.gpu.scored_coarse=false} turns it off; tests flip it to check both).
+   * Searches of this index that {@link #enqueueSmall} answered by {@link #enqueueSmallScored} (tests: the path they
+   * checked).
    */
-  static volatile boolean scoredSmall =
-      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.scored_coarse", "true"));
-  /** Searches {@link #enqueueSmallScored} ran since the class loaded (tests: the path they checked). */
-  static long smallScoredSearches; // written under a device's lock
+  long smallScoredSearches() {
+    return smallScoredSearches.get();
+  }
 
   /**
    * Floats a block of {@link #enqueueSmall} reads at least when the index is split over several blocks: 128 vectors
-   * at 128 dimensions, 22 at 768 ({@code -Dgv.flat.smallChunkFloats}; benchmarks vary it). Counted in floats, not
-   * vectors: 128 centroids of 768 floats a block left a one-query coarse step over 1,414 centroids on 11 blocks,
-   * ~52 us of device time (H100, ShortRowBench).
+   * at 128 dimensions, 22 at 768. Counted in floats, not vectors: a bound in vectors gave long rows few blocks (128
+   * centroids of 768 floats a block left a one-query coarse step over 1,414 centroids on 11 blocks of a GPU of over a
+   * hundred multiprocessors).
    */
-  static volatile int smallChunkFloats = Integer.getInteger("gv.flat.smallChunkFloats", 128 * 128);
+  static final int SMALL_CHUNK_FLOATS = 128 * 128;
 
   /**
-   * Blocks per query of {@link #enqueueSmall}: one query alone on one block took ~63 us for 1,000 centroids x 128
-   * (ncu, H100: a 1M-vector ivf_pq pass's coarse step), the GPU otherwise idle; so a few queries split the index
-   * into chunks of at least max({@link #smallChunkFloats} / dims, 2k) vectors, about four blocks per multiprocessor
-   * in all (when that makes 4 chunks or more), and one BlockSelect launch merges the chunks' k-lists.
+   * Blocks per query of {@link #enqueueSmall}: one query alone on one block leaves the other multiprocessors idle
+   * while that block walks the whole index; so a few queries split the index into chunks of at least max({@link
+   * #SMALL_CHUNK_FLOATS} / dims, 2k) vectors, about four blocks per multiprocessor in all (when that makes 4 chunks or
+   * more), and one BlockSelect launch merges the chunks' k-lists.
    */
   int smallChunks(int nq, int k) {
     long wanted = (4L * device.multiprocessorCount() + nq - 1) / nq;
-    long minChunk = Math.max((smallChunkFloats + dims - 1) / dims, 2L * k);
+    long minChunk = Math.max((SMALL_CHUNK_FLOATS + dims - 1) / dims, 2L * k);
     long byLen = n / Math.max(1, minChunk);
     long chunks = Math.min(wanted, byLen);
     // below 4 chunks the merge's launch (host time on a pass over many small segments) buys too little
     return chunks < 4 ? 1 : (int) chunks;
   }
 
-  private void searchFused(DeviceBuffer q, int nq, int k, DeviceBuffer bits, DeviceBuffer outV, DeviceBuffer outI) {
+  private void searchFused(long q, int nq, int k, long bits, DeviceBuffer outV, DeviceBuffer outI) {
     int kb = KSelect.bucket(k);
     long target = 4L * device.multiprocessorCount();
     long maxByLen = Math.max(1, n / Math.max(1024, 4L * kb));
@@ -957,14 +946,12 @@ public final class GpuFlatIndex extends ResidentIndex {
     chunks = (int) ((n + (long) chunkLen - 1) / chunkLen);
     boolean ip = metric != Metric.L2;
     if (chunks == 1) {
-      launchFused(q.address(), nq, k, bits == null ? 0 : bits.address(), outV.address(), outI.address(), k, 1, chunkLen,
-          ip);
+      launchFused(q, nq, k, bits, outV.address(), outI.address(), k, 1, chunkLen, ip);
       return;
     }
     long width = (long) chunks * k;
     try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
-      launchFused(q.address(), nq, k, bits == null ? 0 : bits.address(), tv.address(), ti.address(), width, chunks,
-          chunkLen, ip);
+      launchFused(q, nq, k, bits, tv.address(), ti.address(), width, chunks, chunkLen, ip);
       KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, new SelectParams().input(tv, nq, (int) width, width)
           .inputIds(ti).k(k).largest(ip).output(outV, outI, k));
     }
@@ -1039,15 +1026,14 @@ public final class GpuFlatIndex extends ResidentIndex {
   private void searchGemm(long q, long hostNorms, int nq, int k, long accept, long acceptRowWords, DeviceBuffer outV,
                           DeviceBuffer outI, long outElement, boolean tf32) {
     boolean l2 = metric == Metric.L2;
-    long tileN = Math.min(n, Math.max(1024, tileBudgetBytes / (4L * nq)));
+    long tileN = Math.min(n, Math.max(1024, device.config().flat().tileBudgetBytes() / (4L * nq)));
     if (tileN < n) {
       tileN = tileN / 128 * 128;
     }
     int tiles = (int) ((n + tileN - 1) / tileN);
     // Per tile: WarpSelect once the queries alone fill a wave of warps (one warp keeps one queue over
-    // a whole tile row, where BlockSelect's four warps each pay a queue's start-up on a quarter: H100,
-    // 1M x 128, batch 10k, k = 100: 70k -> 91k q/s), BlockSelect below that (its shared threshold did
-    // better on the codec benchmark's clustered data at batches 16 and 1024); NOTES-kselect.md round 3
+    // a whole tile row, where BlockSelect's four warps each pay a queue's start-up on a quarter), BlockSelect
+    // below that (its queue's threshold, shared by the block, filters more of clustered data's keys)
     KSelect.Algorithm tileSelect = KSelect.warpsFillGpu(device, nq, k) ? KSelect.Algorithm.WARP_SELECT
         : KSelect.Algorithm.BLOCK_SELECT;
     int chunksPerTile = KSelect.chunksFor(device, tileSelect, nq, (int) tileN, k);

@@ -37,12 +37,6 @@ final class HalfScanParams {
   /** How many times its expected share of the k' best a chunk keeps ({@link #chunkCandidates}). */
   static final int CHUNK_HEADROOM = 8;
   /**
-   * Whether chunks may keep fewer than k' candidates ({@code -Dgpuvectors.flat.half_chunk_candidates}, default true;
-   * tests and benchmarks switch it): {@link #chunkCandidates}.
-   */
-  static volatile boolean fewerPerChunk =
-      Boolean.parseBoolean(System.getProperty("gpuvectors.flat.half_chunk_candidates", "true"));
-  /**
    * Rows of at most this many padded dims take the short-row kernels ({@code gv_half_scan_s_kK}: the keys' inputs
    * loaded with the rows, the next tile prefetched): kHalfScanPrefetchDims.
    */
@@ -98,7 +92,7 @@ final class HalfScanParams {
    * queries are searched again in FP32, and the copy then keeps k' a chunk ({@link FlatHalfCopy#chunkLimited}).
    */
   static int chunkCandidates(int candidates, long n, int chunks, long chunkLen) {
-    if (chunks <= 1 || !fewerPerChunk) {
+    if (chunks <= 1) {
       return candidates;
     }
     long share = (long) Math.ceil((double) CHUNK_HEADROOM * candidates * chunkLen / Math.max(1, n));

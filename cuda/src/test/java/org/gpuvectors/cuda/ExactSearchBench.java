@@ -16,7 +16,7 @@ import java.util.Set;
  *
  * <p>{@code ExactSearchBench tf32 [fmnist-dir] [n] [dims]}: {@link #tf32} (FP32 vs TF32_RERANK).
  * <p>{@code ExactSearchBench small [n]}: {@link #small} (the scan against the GEMM path at small batches).
- * <p>{@code ExactSearchBench passes [n]}: {@link #passes} (the FP16 path's passes, chunks keeping k' or fewer).
+ * <p>{@code ExactSearchBench passes [n]}: {@link #passes} (the FP16 path's passes).
  */
 public final class ExactSearchBench {
   public static void main(String[] args) throws Exception {
@@ -122,54 +122,49 @@ public final class ExactSearchBench {
           d.name(), sgemmTflops(d, 8192, false), sgemmTflops(d, 8192, true), data, n, dims, nq);
       try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2);
            PrintWriter csv = BenchUtil.csv("exact_tf32.csv",
-               "data,n,dims,batch,k,precision,code,device_ms,wall_ms,enqueue_ms,queries_per_s_wall,fallbacks,agree")) {
-        System.out.printf("%-13s %6s %4s %-12s %-10s %10s %10s %10s %12s %9s %7s%n", "data", "batch", "k",
-            "precision", "code", "device ms", "wall ms", "enqueue ms", "queries/s", "fallbacks", "agree");
-        {
-          for (int k : new int[] {1, 10, 100}) {
-            SearchResult fp32 = null;
-            for (GpuFlatIndex.Precision precision : new GpuFlatIndex.Precision[] {GpuFlatIndex.Precision.FP32,
-                GpuFlatIndex.Precision.TF32_RERANK}) {
-              index.setPrecision(precision);
-              // the pass every caller takes (BatchSearch): queries copied block by block while the blocks before
-              // are searched (QueryUploads)
-              {
-                String variant = "now";
-                double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, k, 5));
-                GpuFlatIndex.RerankStats before = index.rerankStats();
-                double[] wall = new double[7];
-                double[] enqueue = new double[wall.length];
-                SearchResult res = null;
-                for (int r = -2; r < wall.length; r++) {
-                  long[] timing = new long[2]; // the pass's enqueue (copies included) and its wait for the device
-                  long t0 = System.nanoTime();
-                  res = BatchSearch.run(d, List.of(new SearchGroup(index, queries, nq, k, null, null)), timing)[0];
-                  if (r >= 0) {
-                    wall[r] = (System.nanoTime() - t0) / 1e6;
-                    enqueue[r] = timing[0] / 1e6;
-                  }
-                }
-                GpuFlatIndex.RerankStats after = index.rerankStats();
-                double fallbacks = (double) (after.fallbacks() - before.fallbacks()) / (wall.length + 2);
-                if (precision == GpuFlatIndex.Precision.FP32 && fp32 == null) {
-                  fp32 = res;
-                }
-                double agree = agreement(res, fp32, nq, k);
-                double wallMs = BenchUtil.median(wall);
-                double enqueueMs = BenchUtil.median(enqueue);
-                csv.printf("%s,%d,%d,%d,%d,%s,%s,%.4f,%.4f,%.4f,%.1f,%.2f,%.6f%n", data, n, dims, nq, k, precision,
-                    variant, deviceMs, wallMs, enqueueMs, nq / (wallMs * 1e-3), fallbacks, agree);
-                System.out.printf("%-13s %6d %4d %-12s %-10s %10.3f %10.3f %10.3f %12.0f %9.1f %7.5f%n", data, nq, k,
-                    precision, variant, deviceMs, wallMs, enqueueMs, nq / (wallMs * 1e-3), fallbacks, agree);
+               "data,n,dims,batch,k,precision,device_ms,wall_ms,enqueue_ms,queries_per_s_wall,fallbacks,agree")) {
+        System.out.printf("%-13s %6s %4s %-12s %10s %10s %10s %12s %9s %7s%n", "data", "batch", "k",
+            "precision", "device ms", "wall ms", "enqueue ms", "queries/s", "fallbacks", "agree");
+        for (int k : new int[] {1, 10, 100}) {
+          SearchResult fp32 = null;
+          for (GpuFlatIndex.Precision precision : new GpuFlatIndex.Precision[] {GpuFlatIndex.Precision.FP32,
+              GpuFlatIndex.Precision.TF32_RERANK}) {
+            index.setPrecision(precision);
+            // the pass every caller takes (BatchSearch): queries copied block by block while the blocks before
+            // are searched (QueryUploads)
+            double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, k, 5,
+                GpuFlatIndex.Strategy.AUTO));
+            GpuFlatIndex.RerankStats before = index.rerankStats();
+            double[] wall = new double[7];
+            double[] enqueue = new double[wall.length];
+            SearchResult res = null;
+            for (int r = -2; r < wall.length; r++) {
+              long[] timing = new long[2]; // the pass's enqueue (copies included) and its wait for the device
+              long t0 = System.nanoTime();
+              res = BatchSearch.run(d, List.of(new SearchGroup(index, queries, nq, k, null, null)), timing)[0];
+              if (r >= 0) {
+                wall[r] = (System.nanoTime() - t0) / 1e6;
+                enqueue[r] = timing[0] / 1e6;
               }
             }
+            GpuFlatIndex.RerankStats after = index.rerankStats();
+            double fallbacks = (double) (after.fallbacks() - before.fallbacks()) / (wall.length + 2);
+            if (precision == GpuFlatIndex.Precision.FP32 && fp32 == null) {
+              fp32 = res;
+            }
+            double agree = agreement(res, fp32, nq, k);
+            double wallMs = BenchUtil.median(wall);
+            double enqueueMs = BenchUtil.median(enqueue);
+            csv.printf("%s,%d,%d,%d,%d,%s,%.4f,%.4f,%.4f,%.1f,%.2f,%.6f%n", data, n, dims, nq, k, precision,
+                deviceMs, wallMs, enqueueMs, nq / (wallMs * 1e-3), fallbacks, agree);
+            System.out.printf("%-13s %6d %4d %-12s %10.3f %10.3f %10.3f %12.0f %9.1f %7.5f%n", data, nq, k,
+                precision, deviceMs, wallMs, enqueueMs, nq / (wallMs * 1e-3), fallbacks, agree);
           }
         }
       }
     }
   }
 
-  /** CUDA-event times of {@code reps} enqueued searches (after one warm-up), queries and results on the device. */
   /**
    * Small batches, the scan ({@link GpuFlatIndex.Strategy#SCAN}) and, up to 16 queries, the FP16 candidate scan with
    * its re-rank ({@link GpuFlatIndex.Strategy#HALF_SCAN}) against the GEMM path, squared L2 on uniform random
@@ -181,7 +176,6 @@ public final class ExactSearchBench {
    */
   static void small(String[] args) throws Exception {
     int n = args.length > 1 ? Integer.parseInt(args[1]) : 1_000_000;
-    int saved = GpuFlatIndex.scanMaxQueries;
     try (GpuDevice d = GpuDevice.open(0);
          PrintWriter csv = BenchUtil.csv("exact_small.csv",
              "n,dims,batch,k,strategy,device_ms,wall_ms,queries_per_s_device,read_bound_ms,agree")) {
@@ -214,15 +208,13 @@ public final class ExactSearchBench {
                     wall[r] = (System.nanoTime() - t0) / 1e6;
                   }
                 }
-                GpuFlatIndex.scanMaxQueries = st == GpuFlatIndex.Strategy.SCAN ? Integer.MAX_VALUE : 0;
                 double deviceMs = BenchUtil.median(st == GpuFlatIndex.Strategy.HALF_SCAN
                     ? halfDeviceTimes(d, index, queries, batch, dims, k, 30, false)
-                    : deviceTimes(d, index, queries, batch, dims, k, 30));
+                    : deviceTimes(d, index, queries, batch, dims, k, 30, st));
                 if (st == GpuFlatIndex.Strategy.HALF_SCAN) { // of which the scan kernel alone
                   System.out.printf("%-9s %6d %4d %-9s %10.3f%n", "", batch, k, "half scan kernel",
                       BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true)));
                 }
-                GpuFlatIndex.scanMaxQueries = saved;
                 gemm = st == GpuFlatIndex.Strategy.GEMM ? res : gemm;
                 double agree = agreement(res, gemm, batch, k);
                 double wallMs = BenchUtil.median(wall);
@@ -235,15 +227,13 @@ public final class ExactSearchBench {
           }
         }
       }
-    } finally {
-      GpuFlatIndex.scanMaxQueries = saved;
     }
   }
 
   /**
    * The FP16 path's passes at the small batches a search service gathers (1 to 16 queries, k = 10 and 100, uniform
-   * random n x 128 and n x 768, default n = 1M), with the chunks keeping k' candidates each and keeping fewer ({@link
-   * HalfScanParams#chunkCandidates}), in the same run: device ms (CUDA events around the enqueued search, queries on
+   * random n x 128 and n x 768, default n = 1M), the chunks keeping their share of k' ({@link
+   * HalfScanParams#chunkCandidates}): device ms (CUDA events around the enqueued search, queries on
    * the device), of it the scan kernel, and the pass every caller takes ({@link BatchSearch}, captured as a CUDA graph
    * after its second sighting, as a service's repeated shapes are): its wall ms, of it the host enqueue; medians of
    * 30 after warm-up; rejected: the certificates that failed (their queries searched again in FP32, in the wall time).
@@ -251,13 +241,12 @@ public final class ExactSearchBench {
    */
   static void passes(String[] args) throws Exception {
     int n = args.length > 1 ? Integer.parseInt(args[1]) : 1_000_000;
-    boolean savedFewer = HalfScanParams.fewerPerChunk;
     try (GpuDevice d = GpuDevice.open(0);
          PrintWriter csv = BenchUtil.csv("half_passes.csv",
-             "n,dims,batch,k,chunks_keep,device_ms,kernel_ms,pass_wall_ms,pass_enqueue_ms,rejected")) {
+             "n,dims,batch,k,device_ms,kernel_ms,pass_wall_ms,pass_enqueue_ms,rejected")) {
       System.out.printf("GPU %s%n", d.name());
-      System.out.printf("%-9s %6s %4s %-11s %10s %10s %12s %12s %9s%n", "n x dims", "batch", "k", "chunks keep",
-          "device ms", "kernel ms", "pass wall ms", "enqueue ms", "rejected");
+      System.out.printf("%-9s %6s %4s %10s %10s %12s %12s %9s%n", "n x dims", "batch", "k", "device ms", "kernel ms",
+          "pass wall ms", "enqueue ms", "rejected");
       for (int dims : new int[] {128, 768}) {
         float[] x = BenchUtil.randomFloats((long) n * dims, 11);
         try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2)) {
@@ -266,49 +255,46 @@ public final class ExactSearchBench {
           float[] queries = BenchUtil.randomFloats(16L * dims, 12);
           for (int batch : new int[] {1, 2, 4, 8, 16}) {
             for (int k : new int[] {10, 100}) {
-              for (boolean fewer : new boolean[] {false, true}) {
-                HalfScanParams.fewerPerChunk = fewer;
-                try (GpuDevice.Scope s = d.lock()) { // the passes captured under the other setting bake it in
-                  d.passGraphs().evict(index);
+              double deviceMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, false));
+              double kernelMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true));
+              GpuFlatIndex.RerankStats before = index.halfStats();
+              double[] wall = new double[30];
+              double[] enqueue = new double[wall.length];
+              for (int r = -3; r < wall.length; r++) {
+                long[] timing = new long[2];
+                long t0 = System.nanoTime();
+                BatchSearch.run(d, List.of(new SearchGroup(index, queries, batch, k, null, null)), timing);
+                if (r >= 0) {
+                  wall[r] = (System.nanoTime() - t0) / 1e6;
+                  enqueue[r] = timing[0] / 1e6;
                 }
-                double deviceMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, false));
-                double kernelMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true));
-                GpuFlatIndex.RerankStats before = index.halfStats();
-                double[] wall = new double[30];
-                double[] enqueue = new double[wall.length];
-                for (int r = -3; r < wall.length; r++) {
-                  long[] timing = new long[2];
-                  long t0 = System.nanoTime();
-                  BatchSearch.run(d, List.of(new SearchGroup(index, queries, batch, k, null, null)), timing);
-                  if (r >= 0) {
-                    wall[r] = (System.nanoTime() - t0) / 1e6;
-                    enqueue[r] = timing[0] / 1e6;
-                  }
-                }
-                long rejected = index.halfStats().fallbacks() - before.fallbacks();
-                String keep = fewer ? "fewer" : "k'";
-                csv.printf("%d,%d,%d,%d,%s,%.4f,%.4f,%.4f,%.4f,%d%n", n, dims, batch, k, keep, deviceMs, kernelMs,
-                    BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
-                System.out.printf("%-9s %6d %4d %-11s %10.3f %10.3f %12.3f %12.3f %9d%n", (n / 1000) + "kx" + dims,
-                    batch, k, keep, deviceMs, kernelMs, BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
               }
+              long rejected = index.halfStats().fallbacks() - before.fallbacks();
+              csv.printf("%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%d%n", n, dims, batch, k, deviceMs, kernelMs,
+                  BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
+              System.out.printf("%-9s %6d %4d %10.3f %10.3f %12.3f %12.3f %9d%n", (n / 1000) + "kx" + dims, batch, k,
+                  deviceMs, kernelMs, BenchUtil.median(wall), BenchUtil.median(enqueue), rejected);
             }
           }
         }
       }
-    } finally {
-      HalfScanParams.fewerPerChunk = savedFewer;
     }
   }
 
+  /**
+   * CUDA-event times of {@code reps} enqueued searches (after one warm-up) by {@code strategy} (AUTO: as a search
+   * chooses, {@link GpuFlatIndex#enqueueSearch}), queries and results on the device.
+   */
   private static double[] deviceTimes(GpuDevice d, GpuFlatIndex index, float[] queries, int nq, int dims, int k,
-                                      int reps) {
+                                      int reps, GpuFlatIndex.Strategy strategy) {
     try (GpuDevice.Scope s = d.lock();
          DeviceBuffer dq = d.allocate(4L * nq * dims);
          DeviceBuffer outV = d.allocate(4L * nq * k);
          DeviceBuffer outI = d.allocate(4L * nq * k)) {
       d.upload(queries, 0, nq * dims, dq, 0);
-      Runnable search = () -> index.enqueueSearch(dq.address(), 0, nq, k, 0, 0, outV, outI, 0);
+      Runnable search = strategy == GpuFlatIndex.Strategy.AUTO
+          ? () -> index.enqueueSearch(dq.address(), 0, nq, k, 0, 0, outV, outI, 0)
+          : () -> index.enqueueStrategy(strategy, dq.address(), nq, k, 0, outV, outI);
       search.run();
       d.synchronize();
       double[] t = new double[reps];

@@ -92,13 +92,12 @@ class FlatScanParamsTest {
     int[] one = {1, 1, 1, 1, 1, 1, 1};
     assertEquals(266, FlatScanTable.blocks(seven, one, 3840));
     assertEquals(4096, FlatScanTable.chunkRows(sms, seven, one));
-    boolean before = FlatScanTable.oneWave;
-    FlatScanTable.oneWave = false;
-    try {
-      assertEquals(3788, FlatScanTable.chunkRows(sms, seven, one), "the work alone, as before");
-    } finally {
-      FlatScanTable.oneWave = before;
-    }
+    // more blocks of queries than slots (4 on 2 multiprocessors): no length fits one wave, so one chunk a member
+    long[] three = {10_000, 5_000, 3_000};
+    int[] two = {2, 2, 2};
+    long fallback = FlatScanTable.chunkRows(2, three, two);
+    assertEquals(40 * FlatScanParams.ROWS, fallback, "the longest member in whole tiles");
+    assertEquals(6, FlatScanTable.blocks(three, two, fallback), "the fewest blocks there are");
   }
 
   @Test

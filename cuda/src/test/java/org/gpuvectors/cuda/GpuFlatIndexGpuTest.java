@@ -12,8 +12,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /** Exact search (every strategy) on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class GpuFlatIndexGpuTest extends GpuTestCase {
@@ -25,18 +23,26 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
     return x;
   }
 
+  /** A device of {@code flat}'s configuration (the rest the defaults), for a test that needs a non-default knob. */
+  static GpuDevice openFlat(FlatConfig flat) {
+    return GpuDevice.open(0, GpuConfig.builder().flat(flat).build());
+  }
+
+  /**
+   * Every strategy against the oracle. The device's GEMM tiles are of 1,024 vectors for the 50-query batches, so that
+   * the tile merge is exercised, and hold every vector for the smaller batches (the tile budget is per device).
+   */
   @Test
   void matchesOracle() {
     Random r = new Random(7);
     List<String> failures = new ArrayList<>();
     int cases = 0;
-    long savedBudget = GpuFlatIndex.tileBudgetBytes;
-    try {
+    try (GpuDevice tiles = openFlat(FlatConfig.defaults().withTileBudgetBytes(4L * 50 * 1024))) {
       for (int[] shape : new int[][] {{5000, 64}, {3001, 37}, {20, 16}}) {
         int n = shape[0], dims = shape[1];
         float[] vectors = random(n * dims, r);
         for (Metric m : Metric.values()) {
-          try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+          try (GpuFlatIndex index = GpuFlatIndex.upload(tiles, vectors, n, dims, m)) {
             assertEquals(4L * n * dims + (m == Metric.L2 ? 4L * n : 0), index.deviceBytes());
             for (int nq : new int[] {1, 7, 50}) {
               float[] queries = random(nq * dims, r);
@@ -50,8 +56,6 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
                     if (st == GpuFlatIndex.Strategy.HALF_SCAN) {
                       continue; // needs the FP16 copy: GpuFlatIndexHalfGpuTest
                     }
-                    // small tiles for the GEMM path so the tile merge is exercised
-                    GpuFlatIndex.tileBudgetBytes = (nq == 50) ? 4L * nq * 1024 : savedBudget;
                     cases++;
                     SearchResult res = index.search(queries, nq, k, bits, st);
                     String f = compare(res, vectors, n, dims, m, queries, nq, k, bits);
@@ -66,13 +70,11 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
           }
         }
       }
-    } finally {
-      GpuFlatIndex.tileBudgetBytes = savedBudget;
+      assertEquals(0, tiles.bytesInUse(), "all device buffers returned to the pool");
     }
     System.out.println("[gpu-vectors] exact search: " + cases + " cases, " + failures.size() + " failures");
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));
-    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 
   /**
@@ -87,14 +89,13 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
     float[] vectors = random(n * dims, r);
     int nq = 8 * device.multiprocessorCount() + 3;
     List<String> failures = new ArrayList<>();
-    long savedBudget = GpuFlatIndex.tileBudgetBytes;
-    try {
-      GpuFlatIndex.tileBudgetBytes = 4L * nq * 1024;  // tiles of 1024 vectors: 3 tiles + a short one
+    // tiles of 1024 vectors: 3 tiles + a short one
+    try (GpuDevice tiles = openFlat(FlatConfig.defaults().withTileBudgetBytes(4L * nq * 1024))) {
       for (Metric m : Metric.values()) {
-        try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+        try (GpuFlatIndex index = GpuFlatIndex.upload(tiles, vectors, n, dims, m)) {
           float[] queries = random(nq * dims, r);
           for (int k : new int[] {1, 10, 100}) {
-            assertTrue(KSelect.warpsFillGpu(device, nq, k), "the batch must take the WarpSelect tile path");
+            assertTrue(KSelect.warpsFillGpu(tiles, nq, k), "the batch must take the WarpSelect tile path");
             for (int filter = 0; filter < 2; filter++) {
               long[] bits = filter == 0 ? null : bits(n, 0.3, r);
               SearchResult res = index.search(queries, nq, k, bits, GpuFlatIndex.Strategy.GEMM);
@@ -106,16 +107,14 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
           }
         }
       }
-    } finally {
-      GpuFlatIndex.tileBudgetBytes = savedBudget;
+      assertEquals(0, tiles.bytesInUse(), "all device buffers returned to the pool");
     }
     assertNull(failures.isEmpty() ? null : failures.toString());
-    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 
   /**
    * The scan as AUTO runs it, through a pass ({@link BatchSearch}): 100k x 128 in many chunks, batches of 1 to
-   * {@link GpuFlatIndex#scanMaxQueries} queries with a mask per query (all, 1 % or half accepted), every metric, k 1
+   * {@link FlatConfig#scanMaxQueries} queries with a mask per query (all, 1 % or half accepted), every metric, k 1
    * to 256; those batches must take the scan (its counter), the next batch size the GEMM path. (Several blocks of
    * queries in one scan: matchesOracle's 50 queries.)
    */
@@ -124,11 +123,12 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
     Random r = new Random(23);
     int n = 100_000, dims = 128;
     float[] vectors = random(n * dims, r);
+    int scanMaxQueries = device.config().flat().scanMaxQueries();
     List<String> failures = new ArrayList<>();
     int cases = 0;
     for (Metric m : Metric.values()) {
       try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
-        for (int nq : new int[] {1, 3, 7, GpuFlatIndex.scanMaxQueries}) {
+        for (int nq : new int[] {1, 3, 7, scanMaxQueries}) {
           float[] queries = random(nq * dims, r);
           long[][] masks = new long[nq][];
           List<List<CpuOracle.Entry>> expected = new ArrayList<>();
@@ -162,7 +162,7 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
             }
           }
         }
-        int over = GpuFlatIndex.scanMaxQueries + 1;
+        int over = scanMaxQueries + 1;
         long before = index.scanQueries();
         index.search(random(over * dims, r), over, 10, null);
         assertEquals(before, index.scanQueries(), "a batch of " + over + " takes the GEMM path");
@@ -323,25 +323,23 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
 
   /**
    * The small-index search of a few queries (an IVF coarse step, {@link GpuFlatIndex#enqueueSmall}) against the
-   * oracle: split over chunks and merged ({@link GpuFlatIndex#smallChunks}; the unsplit launch: the IVF tests'
-   * few-hundred-centroid quantizers), and for at most {@link GpuFlatIndex#SCORED_QUERIES} queries every vector's key
-   * and a radix selection (or, that path off, the chunks for them too).
+   * oracle: at most {@link GpuFlatIndex#SCORED_QUERIES} queries over a few thousand vectors as every vector's key and
+   * a radix selection (counted by {@link GpuFlatIndex#smallScoredSearches}); more queries, and any over more vectors
+   * than one block's radix selection holds (50,000), split over chunks and merged ({@link GpuFlatIndex#smallChunks};
+   * the unsplit launch: the IVF tests' few-hundred-centroid quantizers).
    */
-  @ParameterizedTest
-  @ValueSource(booleans = {true, false})
-  void smallIndexSearchSplitOverChunksMatchesOracle(boolean scored) {
+  @Test
+  void smallIndexSearchMatchesOracle() {
     Random r = new Random(17);
-    int n = 3000, dims = 32;
-    float[] vectors = random(n * dims, r);
     List<String> failures = new ArrayList<>();
     int split = 0;
-    boolean scoredBefore = GpuFlatIndex.scoredSmall;
-    GpuFlatIndex.scoredSmall = scored;
-    long scoredRuns = GpuFlatIndex.smallScoredSearches;
-    int scoredExpected = 0;
-    try {
+    for (int[] shape : new int[][] {{3000, 32}, {50_000, 16}}) {
+      int n = shape[0], dims = shape[1];
+      boolean few = n == 3000; // few enough vectors for the radix selection of a row in one block
+      float[] vectors = random(n * dims, r);
       for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
         try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+          int scoredExpected = 0;
           for (int nq : new int[] {1, 3, 5, 32}) {
             float[] queries = random(nq * dims, r);
             for (int k : new int[] {1, 10, 63, 200}) {
@@ -352,7 +350,7 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
                    DeviceBuffer outV = device.allocate(4L * nq * k);
                    DeviceBuffer outI = device.allocate(4L * nq * k)) {
                 device.upload(queries, 0, nq * dims, q, 0);
-                boolean byScores = scored && nq <= GpuFlatIndex.SCORED_QUERIES;
+                boolean byScores = few && nq <= GpuFlatIndex.SCORED_QUERIES;
                 scoredExpected += byScores ? 1 : 0;
                 split += !byScores && index.smallChunks(nq, k) > 1 ? 1 : 0;
                 assertTrue(index.enqueueSmall(q.address(), nq, k, outV, outI, 0), "small index, few queries");
@@ -361,17 +359,16 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
               }
               String f = compare(new SearchResult(nq, k, ids, values), vectors, n, dims, m, queries, nq, k, null);
               if (f != null) {
-                failures.add(m + " nq=" + nq + " k=" + k + " chunks=" + index.smallChunks(nq, k) + ": " + f);
+                failures.add(m + " n=" + n + " nq=" + nq + " k=" + k + " chunks=" + index.smallChunks(nq, k) + ": "
+                    + f);
               }
             }
           }
+          assertEquals(scoredExpected, index.smallScoredSearches(), m + " n=" + n + ": searches by every vector's key");
         }
       }
-    } finally {
-      GpuFlatIndex.scoredSmall = scoredBefore;
     }
-    assertEquals(scoredExpected, GpuFlatIndex.smallScoredSearches - scoredRuns, "searches by every vector's key");
-    assertTrue(split >= (scored ? 4 : 8), "searches split over chunks: " + split);
+    assertTrue(split >= 12, "searches split over chunks: " + split);
     assertNull(failures.isEmpty() ? null : failures.toString());
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }

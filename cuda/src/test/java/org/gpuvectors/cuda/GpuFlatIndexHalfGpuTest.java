@@ -230,8 +230,8 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
   /**
    * Near ties in a half scan table: two segments of {@link NearTies} data (and a third of pixels) in one pass, with
    * and without masks; every tie query of every segment is rejected, counted, searched again in FP32 and written to
-   * its own row of its member (rows the largest k apart). A member without an FP16 copy makes the table FP32, and the
-   * switch turns the half table off; both stay exact.
+   * its own row of its member (rows the largest k apart). A member without an FP16 copy makes the table FP32, which
+   * stays exact.
    */
   @Test
   void halfScanTableRejectsNearTiesPerMember() {
@@ -245,22 +245,15 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
          GpuFlatIndex ib = halfIndex(b.vectors(), b.n(), dims, Metric.L2);
          GpuFlatIndex plain = GpuFlatIndex.upload(device, a.vectors(), a.n(), dims, Metric.L2)) {
       for (int k : KS) {
-        for (int way = 0; way < 4; way++) { // half table, with masks, a member without a copy, the switch off
+        for (int way = 0; way < 3; way++) { // half table, with masks, a member without a copy
           boolean masked = way == 1;
           GpuFlatIndex first = way == 2 ? plain : ia;
-          boolean saved = FlatScanTable.halfEnabled;
-          FlatScanTable.halfEnabled = way != 3;
           GpuFlatIndex.RerankStats beforeA = ia.halfStats();
           GpuFlatIndex.RerankStats beforeB = ib.halfStats();
           long tables = device.flatScanTables();
-          SearchResult[] res;
-          try {
-            res = BatchSearch.run(device, List.of(
-                new SearchGroup(first, a.queries(), nq, k, null, masked ? a.masks() : null),
-                new SearchGroup(ib, b.queries(), nq, Math.max(1, k / 2), null, masked ? b.masks() : null)));
-          } finally {
-            FlatScanTable.halfEnabled = saved;
-          }
+          SearchResult[] res = BatchSearch.run(device, List.of(
+              new SearchGroup(first, a.queries(), nq, k, null, masked ? a.masks() : null),
+              new SearchGroup(ib, b.queries(), nq, Math.max(1, k / 2), null, masked ? b.masks() : null)));
           assertEquals(tables + 1, device.flatScanTables(), "k=" + k + " way " + way + ": one table launch");
           long fellA = ia.halfStats().fallbacks() - beforeA.fallbacks();
           long fellB = ib.halfStats().fallbacks() - beforeB.fallbacks();
@@ -379,8 +372,8 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
       index.search(queries, 4, 10, null);
       assertEquals(0, index.halfStats().queries(), "without the copy small batches take the FP32 scan");
       index.addHalfCopy();
-      assertEquals(plain + GpuFlatIndex.halfCopyBytes(n, dims), index.deviceBytes(), "the copy is counted");
-      assertEquals(2L * n * 64, GpuFlatIndex.halfCopyBytes(n, dims), "rows padded to 64 halves");
+      assertEquals(plain + GpuFlatIndex.halfCopyBytes(device, n, dims), index.deviceBytes(), "the copy is counted");
+      assertEquals(2L * n * 64, GpuFlatIndex.halfCopyBytes(device, n, dims), "rows padded to 64 halves");
       assertThrows(IllegalArgumentException.class, () -> index.search(queries, 4, GpuFlatIndex.HALF_MAX_K + 1, null,
           GpuFlatIndex.Strategy.HALF_SCAN));
       index.search(queries, 4, GpuFlatIndex.HALF_MAX_K + 1, null);
@@ -390,14 +383,19 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
       assertEquals(4, index.halfStats().queries());
       assertEquals(4, device.halfScanStats().queries() - deviceBefore, "the device's counters sum the indexes'");
     }
-    boolean saved = GpuFlatIndex.halfEnabled;
-    GpuFlatIndex.halfEnabled = false;
-    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
-      index.addHalfCopy();
-      assertFalse(index.hasHalfCopy(), "turned off by gpuvectors.flat.half_scan=false");
-      assertEquals(0, GpuFlatIndex.halfCopyBytes(n, dims));
-    } finally {
-      GpuFlatIndex.halfEnabled = saved;
+    try (GpuDevice noCopies = GpuFlatIndexGpuTest.openFlat(FlatConfig.defaults().withHalfCopy(false))) {
+      try (GpuFlatIndex index = GpuFlatIndex.upload(noCopies, vectors, n, dims, Metric.L2)) {
+        long plain = index.deviceBytes();
+        index.addHalfCopy();
+        assertFalse(index.hasHalfCopy(), "turned off by FlatConfig.halfCopy");
+        assertEquals(plain, index.deviceBytes(), "no copy, no bytes");
+        assertEquals(0, GpuFlatIndex.halfCopyBytes(noCopies, n, dims));
+        long scanned = index.scanQueries();
+        index.search(queries, 4, 10, null);
+        assertEquals(0, index.halfStats().queries(), "no half scan without the copy");
+        assertEquals(scanned + 4, index.scanQueries(), "small batches take the FP32 scan");
+      }
+      assertEquals(0, noCopies.bytesInUse(), "all device buffers returned to the pool");
     }
     float[] infinite = vectors.clone();
     infinite[5] = Float.POSITIVE_INFINITY;

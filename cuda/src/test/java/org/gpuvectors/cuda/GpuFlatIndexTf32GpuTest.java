@@ -41,7 +41,7 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
       for (int k : KS) {
         long before = index.rerankStats().fallbacks();
         SearchResult res = mask == 2
-            ? BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, null, perQuery)))[0]
+            ? BatchSearch.run(index.device, List.of(new SearchGroup(index, queries, nq, k, null, perQuery)))[0]
             : index.search(queries, nq, k, mask == 0 ? null : shared, GpuFlatIndex.Strategy.GEMM);
         fallbacks[0] += index.rerankStats().fallbacks() - before;
         for (int q = 0; q < nq; q++) {
@@ -78,15 +78,15 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
     int n = 8000, nq = 40, dims = FashionLike.DIMS;
     float[] vectors = FashionLike.vectors(n, 11);
     float[] queries = FashionLike.vectors(nq, 12);
-    long saved = GpuFlatIndex.tileBudgetBytes;
     long[] fallbacks = new long[1];
     List<String> failures;
-    try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
-      GpuFlatIndex.tileBudgetBytes = 4L * nq * 3000; // 3 tiles (2944 + 2944 + 2112 vectors)
-      failures = searchAndCompare(index, vectors, n, dims, Metric.L2, queries, nq, fallbacks, new Random(3));
-      assertEquals(9L * nq, index.rerankStats().queries(), "every search took the TF32 path");
-    } finally {
-      GpuFlatIndex.tileBudgetBytes = saved;
+    // 3 tiles (2944 + 2944 + 2112 vectors)
+    try (GpuDevice tiles = GpuFlatIndexGpuTest.openFlat(FlatConfig.defaults().withTileBudgetBytes(4L * nq * 3000))) {
+      try (GpuFlatIndex index = GpuFlatIndex.upload(tiles, vectors, n, dims, Metric.L2)) {
+        failures = searchAndCompare(index, vectors, n, dims, Metric.L2, queries, nq, fallbacks, new Random(3));
+        assertEquals(9L * nq, index.rerankStats().queries(), "every search took the TF32 path");
+      }
+      assertEquals(0, tiles.bytesInUse(), "all device buffers returned to the pool");
     }
     System.out.println("[gpu-vectors] TF32 re-rank, Fashion-like 784-d: " + fallbacks[0] + " of " + 9 * nq
         + " queries fell back to FP32");
@@ -128,11 +128,9 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
     int nq = 8 * device.multiprocessorCount() + 3;
     float[] queries = GpuFlatIndexGpuTest.random(nq * dims, r);
     List<String> failures = new ArrayList<>();
-    long saved = GpuFlatIndex.tileBudgetBytes;
-    try {
-      GpuFlatIndex.tileBudgetBytes = 4L * nq * 1024;
+    try (GpuDevice tiles = GpuFlatIndexGpuTest.openFlat(FlatConfig.defaults().withTileBudgetBytes(4L * nq * 1024))) {
       for (Metric m : new Metric[] {Metric.L2, Metric.INNER_PRODUCT}) {
-        try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, m)) {
+        try (GpuFlatIndex index = GpuFlatIndex.upload(tiles, vectors, n, dims, m)) {
           index.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
           SearchResult res = index.search(queries, nq, 10, null, GpuFlatIndex.Strategy.GEMM);
           for (int q = 0; q < nq; q++) {
@@ -146,8 +144,7 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
               + index.rerankStats());
         }
       }
-    } finally {
-      GpuFlatIndex.tileBudgetBytes = saved;
+      assertEquals(0, tiles.bytesInUse(), "all device buffers returned to the pool");
     }
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));

@@ -26,17 +26,6 @@ class HalfScanParamsTest {
     }
   }
 
-  @Test
-  void theSwitchKeepsKPrimeInEveryChunk() {
-    boolean saved = HalfScanParams.fewerPerChunk;
-    try {
-      HalfScanParams.fewerPerChunk = false;
-      assertEquals(200, HalfScanParams.chunkCandidates(200, 1_000_000, 261, 3840));
-    } finally {
-      HalfScanParams.fewerPerChunk = saved;
-    }
-  }
-
   /** Rows of up to 128 padded dims take the short-row kernels (keys' inputs loaded with the rows); wider, the others. */
   @Test
   void shortRowsTakeTheirOwnKernels() {

@@ -10,8 +10,8 @@ import java.util.Arrays;
  * thousand keys): the radix selection (one block a row up to {@link KSelect#radixBlockMaxLen} values, and the
  * passes in one cooperative launch), one BlockSelect block, and the partitioned BlockSelect and WarpSelect of
  * {@link KSelect#select}; (2) the coarse step of one query over a
- * segment's centroids ({@link GpuFlatIndex#enqueueSmall}): every vector's key and a radix selection, and the fused
- * kernel's chunks at several smallest chunk sizes. Usage: ShortRowBench.
+ * segment's centroids ({@link GpuFlatIndex#enqueueSmall}): for one query every vector's key and a radix selection,
+ * for {@link GpuFlatIndex#SCORED_QUERIES} + 1 queries the fused kernel's chunks and their merge. Usage: ShortRowBench.
  */
 public final class ShortRowBench {
   public static void main(String[] args) {
@@ -80,32 +80,27 @@ public final class ShortRowBench {
   }
 
   private static void coarse(GpuDevice d) {
-    System.out.printf("%n%-6s %5s %5s %s%n", "n", "dims", "k",
-        "enqueueSmall ms: every vector's key + radix selection; the fused chunks at smallest chunk (floats) "
-            + "2048 / 4096 / 8192 / 16384 / 32768");
+    int fusedQueries = GpuFlatIndex.SCORED_QUERIES + 1;
+    System.out.printf("%n%-6s %5s %5s %s%n", "n", "dims", "k", "enqueueSmall ms: 1 query (every vector's key + radix "
+        + "selection); " + fusedQueries + " queries (the fused kernel's chunks + merge)");
     int[][] shapes = {{1_000, 128}, {4_096, 128}, {16_384, 128}, {1_414, 768}, {2_600, 768}};
     for (int[] sh : shapes) {
       int n = sh[0];
       int dims = sh[1];
       float[] x = BenchUtil.randomFloats((long) n * dims, 5);
-      float[] q = BenchUtil.randomFloats(dims, 6);
+      float[] q = BenchUtil.randomFloats((long) fusedQueries * dims, 6);
       try (GpuFlatIndex index = GpuFlatIndex.upload(d, x, n, dims, Metric.L2);
            GpuDevice.Scope s = d.lock();
-           DeviceBuffer dq = d.allocate(4L * dims);
-           DeviceBuffer outV = d.allocate(4L * 128);
-           DeviceBuffer outI = d.allocate(4L * 128)) {
-        d.upload(q, 0, dims, dq, 0);
+           DeviceBuffer dq = d.allocate(4L * fusedQueries * dims);
+           DeviceBuffer outV = d.allocate(4L * fusedQueries * 128);
+           DeviceBuffer outI = d.allocate(4L * fusedQueries * 128)) {
+        d.upload(q, 0, fusedQueries * dims, dq, 0);
         for (int k : new int[] {16, 63}) {
           StringBuilder line = new StringBuilder(String.format("%-6d %5d %5d", n, dims, k));
-          Runnable small = () -> index.enqueueSmall(dq.address(), 1, k, outV, outI, 0);
-          line.append(String.format(" %10.4f", median(d, small)));
-          GpuFlatIndex.scoredSmall = false;
-          for (int chunk : new int[] {2048, 4096, 8192, 16384, 32768}) {
-            GpuFlatIndex.smallChunkFloats = chunk;
+          for (int nq : new int[] {1, fusedQueries}) {
+            Runnable small = () -> index.enqueueSmall(dq.address(), nq, k, outV, outI, 0);
             line.append(String.format(" %10.4f", median(d, small)));
           }
-          GpuFlatIndex.smallChunkFloats = 128 * 128;
-          GpuFlatIndex.scoredSmall = true;
           System.out.println(line);
         }
       }

@@ -46,7 +46,7 @@ final class CudaBackend implements GpuBackend {
     long vectors = 4L * n * dims;
     return switch (structure) {
       // the vectors, their norms (L2) and their FP16 copy for small batches (GpuFlatIndex.addHalfCopy)
-      case null -> vectors + (metric == Metric.L2 ? 4L * n : 0) + GpuFlatIndex.halfCopyBytes(n, dims);
+      case null -> vectors + (metric == Metric.L2 ? 4L * n : 0) + GpuFlatIndex.halfCopyBytes(device, n, dims);
       // the vectors as a flat index (+ norms: the exact search of selective filters), the adjacency, the entry points
       case GpuGraph graph -> vectors + (metric == Metric.L2 ? 4L * n : 0) + 4L * n * graph.degree()
           + 4L * graph.seeds().length;
