@@ -177,7 +177,7 @@ if [ "$mode" = build ] || [ "$mode" = ivfbuild ]; then
 fi
 if [ "$mode" = graphmerge ]; then
   # issue 9's merge: a graph field's segments force-merged by a rebuild (on the GPU here), from their graphs (on the CPU's
-  # cores) and by Lucene HNSW (same documents, all cores); BENCH_ARGS "vectors segments reps refinements deleted hnsw"
+  # cores) and by Lucene HNSW (same documents, all cores); BENCH_ARGS "vectors segments reps deleted hnsw"
   "${java[@]}" ${BENCH_OPTS:-} --add-modules jdk.incubator.vector org.gpuvectors.codec.GraphMergeBenchmark \
     "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" ${BENCH_ARGS:-60000 4 3 0} 2>&1 | grep --line-buffered -v '^WARNING' \
     | tee "$OUT/graph-merge.log" || rc=1

@@ -56,17 +56,6 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   private static final System.Logger LOG = System.getLogger(GpuVectorsWriter.class.getName());
   /** Graph and IVF builds at least this long are logged at INFO, shorter ones at DEBUG (FINE). */
   static final double BUILD_INFO_SECONDS = 1.0;
-  /** See {@link #mergeFromGraphs}. */
-  static final String MERGE_FROM_GRAPHS_PROPERTY = "gpuvectors.graph.merge_from_graphs";
-
-  /**
-   * Whether a merge's graph build on the CPU starts from the merged segments' graphs ({@link MergedGraphs}); the
-   * system property {@code gpuvectors.graph.merge_from_graphs=false} rebuilds from scratch (to measure both).
-   */
-  static boolean mergeFromGraphs() {
-    return Boolean.parseBoolean(System.getProperty(MERGE_FROM_GRAPHS_PROPERTY, "true"));
-  }
-
   private static final long SHALLOW_RAM_BYTES_USED =
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsWriter.class);
 
@@ -217,8 +206,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       phases.end(IvfBuildPhases.Phase.COPY);
       IndexType built = IndexType.FLAT;
       if (buildsIndex(fieldInfo, type, merged.size())) {
-        GraphMerge graphs =
-            type == IndexType.GRAPH && mergeFromGraphs() ? MergedGraphs.of(fieldInfo, mergeState, merged.size()) : null;
+        // null (a rebuild) when the merged segments' graphs hold too few of the merged vectors (GraphMerge#pays)
+        GraphMerge graphs = type == IndexType.GRAPH ? MergedGraphs.of(fieldInfo, mergeState, merged.size()) : null;
         writeIndex(fieldInfo, type, merged.vectors(), null, graphs, graphs == null ? "merge" : "merge from graphs",
             phases);
         built = type;

@@ -30,16 +30,14 @@ import org.apache.lucene.search.TopKnnCollector;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
 import org.apache.lucene.util.IOUtils;
-import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 
 /**
- * The CPU search of a {@code graph} field, one thread, one query at a time, with and without the entry layer
- * ({@link GraphField#ENTRY_LAYER_PROPERTY}: a walk starts from a few heads and the entry points grouped under the
- * best of them, or from every entry point): microseconds a query, vectors scored a query (the collector's visited
- * count) and recall@10 against brute force, on Fashion-MNIST (60k x 784, the first 2,000 test images as queries), one
- * index per search width (built once, on the GPU when there is one), the two starts alternating over {@code reps}
- * rounds; medians. The peer: Lucene HNSW (m 16, beam 100, built from every core) searched the same way in the same
+ * The CPU search of a {@code graph} field, one thread, one query at a time (a walk starts from the entry layer: a few
+ * heads and the entry points grouped under the best of them): microseconds a query, vectors scored a query (the
+ * collector's visited count) and recall@10 against brute force, on Fashion-MNIST (60k x 784, the first 2,000 test
+ * images as queries), one index per search width (built once, on the GPU when there is one), {@code reps} rounds;
+ * medians. The peer: Lucene HNSW (m 16, beam 100, built from every core) searched the same way in the same
  * JVM, its candidates (ef) set to each width.
  *
  * <p>Args: {@code FMNIST_DIR OUT [widths=16,64] [reps=3]}. Output: a table on stdout and {@code
@@ -71,35 +69,27 @@ public final class GraphCpuSearchBenchmark {
         GpuSearchServices.current().setEnabled(false);
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           LeafReader leaf = reader.leaves().get(0).reader();
-          double[][] micros = new double[2][reps];
-          double[] scored = new double[2];
-          double[] recall = new double[2];
+          double[] micros = new double[reps];
+          double scored = 0;
+          double recall = 0;
           for (int r = 0; r < reps; r++) {
-            for (int layered = 1; layered >= 0; layered--) {
-              System.setProperty(GraphField.ENTRY_LAYER_PROPERTY, Boolean.toString(layered == 1));
-              TopDocs[] results = new TopDocs[QUERIES];
-              long visited = 0;
-              long start = System.nanoTime();
-              for (int q = 0; q < QUERIES; q++) {
-                TopKnnCollector collector = new TopKnnCollector(K, Integer.MAX_VALUE);
-                leaf.searchNearestVectors("vec", queries[q], collector, AcceptDocs.fromLiveDocs(null, leaf.maxDoc()));
-                visited += collector.visitedCount();
-                results[q] = collector.topDocs();
-              }
-              micros[layered][r] = (System.nanoTime() - start) / 1e3 / QUERIES;
-              scored[layered] = visited / (double) QUERIES;
-              recall[layered] = FashionMnistBenchmark.recall(results, truth);
-              System.out.printf(Locale.ROOT, "width %d, %s, round %d: %.1f us a query, %.0f vectors scored, recall@10 "
-                  + "%.4f%n", width, layered == 1 ? "entry layer" : "every entry point", r + 1, micros[layered][r],
-                  scored[layered], recall[layered]);
+            TopDocs[] results = new TopDocs[QUERIES];
+            long visited = 0;
+            long start = System.nanoTime();
+            for (int q = 0; q < QUERIES; q++) {
+              TopKnnCollector collector = new TopKnnCollector(K, Integer.MAX_VALUE);
+              leaf.searchNearestVectors("vec", queries[q], collector, AcceptDocs.fromLiveDocs(null, leaf.maxDoc()));
+              visited += collector.visitedCount();
+              results[q] = collector.topDocs();
             }
+            micros[r] = (System.nanoTime() - start) / 1e3 / QUERIES;
+            scored = visited / (double) QUERIES;
+            recall = FashionMnistBenchmark.recall(results, truth);
+            System.out.printf(Locale.ROOT, "width %d, round %d: %.1f us a query, %.0f vectors scored, recall@10 %.4f%n",
+                width, r + 1, micros[r], scored, recall);
           }
-          System.clearProperty(GraphField.ENTRY_LAYER_PROPERTY);
-          for (int layered = 0; layered < 2; layered++) {
-            rows.add(String.format(Locale.ROOT, "%d,%s,%.1f,%.0f,%.4f", width,
-                layered == 1 ? "entry-layer" : "every-entry-point", median(micros[layered]), scored[layered],
-                recall[layered]));
-          }
+          rows.add(String.format(Locale.ROOT, "%d,%s,%.1f,%.0f,%.4f", width, "entry-layer", median(micros), scored,
+              recall));
         }
       } finally {
         IOUtils.rm(path);

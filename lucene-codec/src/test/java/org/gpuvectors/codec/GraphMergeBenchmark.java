@@ -38,14 +38,12 @@ import org.apache.lucene.store.IOContext;
 import org.apache.lucene.util.IOUtils;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
-import org.gpuvectors.codec.graph.GraphMerge;
 
 /**
  * Issue 9's "build the merged graph from the merged vectors (use the hierarchical merge if it beats a rebuild; report
  * both times)": a force-merge of a {@code graph} field's segments, once starting from the segments' graphs ({@code
- * GraphMerge}) and once rebuilt from scratch ({@code -Dgpuvectors.graph.merge_from_graphs=false}), on the same
- * segments (one index built, copied for each arm): the rebuild on the device the service has (the GPU's k-NN step
- * when there is one), the merge from graphs on the CPU (where it runs: with a GPU serving, merges rebuild there).
+ * GraphMerge}, on the CPU: where it runs) and, when there is a GPU, once rebuilt from scratch there (a merge with the
+ * GPU serving rebuilds, its k-NN step on the GPU), on the same segments (one index built, copied for each arm).
  *
  * <p>Per arm and repetition: the force-merge's wall clock, the writer's graph build (its per-build log line, with the
  * phases), recall@10 of 1,000 queries at the default search width (the merged segment's graph searched on the CPU),
@@ -54,10 +52,9 @@ import org.gpuvectors.codec.graph.GraphMerge;
  * <p>Lucene HNSW (m 16, beam 100) merges the same documents' segments in the same run as the peer (its merge
  * reuses the largest segment's graph and inserts the others' vectors into it), merge workers on every core.
  *
- * <p>Args: {@code DATA OUT [vectors=60000] [segments=4] [reps=2] [refinements=0,1,2,12] [deleted=0] [hnsw=true]}: {@code DATA} a
+ * <p>Args: {@code DATA OUT [vectors=60000] [segments=4] [reps=2] [deleted=0] [hnsw=true]}: {@code DATA} a
  * Fashion-MNIST folder, or {@code synthetic:DIMS} for {@link FlatSearchBenchmark#clustered}'s Gaussian clusters; {@code segments}
- * a count of equal segments or their sizes ({@code 45000,5000,5000,5000}); one merge from graphs per refinement
- * count (at most that many NN-descent iterations after the start); {@code deleted} the share of documents deleted
+ * a count of equal segments or their sizes ({@code 45000,5000,5000,5000}); {@code deleted} the share of documents deleted
  * before each merge (spread over all segments; the queries' truth is brute force over the live vectors). Output: a table on stdout and {@code
  * OUT/graph-merge.csv}.
  */
@@ -76,10 +73,10 @@ public final class GraphMergeBenchmark {
   private record Merge(double seconds, double writerSeconds, String phases, double recallNarrow, double recall) {}
 
   /**
-   * A way to merge: our graph rebuilt, or from the graphs with at most {@code refinements} NN-descent iterations; or
-   * Lucene HNSW's merge of the same documents' HNSW segments (the peer).
+   * A way to merge: our graph rebuilt (on the GPU), or from the graphs; or Lucene HNSW's merge of the same documents'
+   * HNSW segments (the peer).
    */
-  private record Arm(String name, boolean hnsw, boolean fromGraphs, int refinements) {}
+  private record Arm(String name, boolean hnsw, boolean fromGraphs) {}
 
   public static void main(String[] args) throws Exception {
     String data = args[0];
@@ -88,9 +85,8 @@ public final class GraphMergeBenchmark {
     int[] sizes = segmentSizes(n, args.length > 3 ? args[3] : "4");
     int segments = sizes.length;
     int reps = args.length > 4 ? Integer.parseInt(args[4]) : 2;
-    String refinements = args.length > 5 ? args[5] : "0,1,2,12";
-    double deleted = args.length > 6 ? Double.parseDouble(args[6]) : 0;
-    boolean hnswToo = args.length <= 7 || Boolean.parseBoolean(args[7]);
+    double deleted = args.length > 5 ? Double.parseDouble(args[5]) : 0;
+    boolean hnswToo = args.length <= 6 || Boolean.parseBoolean(args[6]);
     Files.createDirectories(out);
     float[][] base;
     float[][] queries;
@@ -121,12 +117,14 @@ public final class GraphMergeBenchmark {
 
     List<Arm> arms = new ArrayList<>();
     if (hnswToo) {
-      arms.add(new Arm("lucene-hnsw", true, false, 0));
+      arms.add(new Arm("lucene-hnsw", true, false));
     }
-    arms.add(new Arm("rebuild", false, false, 0));
-    for (String r : refinements.split(",")) {
-      arms.add(new Arm("from-graphs-r" + r, false, true, Integer.parseInt(r)));
+    // without a GPU every merge of these segments starts from their graphs: no rebuild to compare
+    int rebuildArm = service.gpuActive() ? arms.size() : -1;
+    if (rebuildArm >= 0) {
+      arms.add(new Arm("rebuild", false, false));
     }
+    arms.add(new Arm("from-graphs", false, true));
     List<List<Merge>> results = new ArrayList<>();
     arms.forEach(a -> results.add(new ArrayList<>()));
     Path segmentsPath = Files.createTempDirectory("gv-graph-merge-segments");
@@ -162,9 +160,10 @@ public final class GraphMergeBenchmark {
     }
     String[] header = {"arm", "force_merge_s", "graph_s", "rebuild/merge", "rebuild/graph", "recall@10_w16",
         "recall@10_w64", "phases"};
-    int rebuildArm = hnswToo ? 1 : 0;
-    double rebuildMerge = median(results.get(rebuildArm).stream().mapToDouble(Merge::seconds).toArray());
-    double rebuildGraph = median(results.get(rebuildArm).stream().mapToDouble(Merge::writerSeconds).toArray());
+    double rebuildMerge = rebuildArm < 0 ? Double.NaN
+        : median(results.get(rebuildArm).stream().mapToDouble(Merge::seconds).toArray());
+    double rebuildGraph = rebuildArm < 0 ? Double.NaN
+        : median(results.get(rebuildArm).stream().mapToDouble(Merge::writerSeconds).toArray());
     List<String[]> rows = new ArrayList<>();
     for (int a = 0; a < arms.size(); a++) {
       List<Merge> arm = results.get(a);
@@ -173,8 +172,8 @@ public final class GraphMergeBenchmark {
       Merge typical = arm.stream().min((x, y) -> Double.compare(Math.abs(x.seconds() - merge),
           Math.abs(y.seconds() - merge))).orElseThrow();
       rows.add(new String[] {arms.get(a).name(), fmt(merge), Double.isNaN(graph) ? "" : fmt(graph),
-          String.format(Locale.ROOT, "%.2f", rebuildMerge / merge),
-          Double.isNaN(graph) ? "" : String.format(Locale.ROOT, "%.2f", rebuildGraph / graph),
+          Double.isNaN(rebuildMerge) ? "" : String.format(Locale.ROOT, "%.2f", rebuildMerge / merge),
+          Double.isNaN(graph) || Double.isNaN(rebuildGraph) ? "" : String.format(Locale.ROOT, "%.2f", rebuildGraph / graph),
           String.format(Locale.ROOT, "%.4f", median(arm.stream().mapToDouble(Merge::recallNarrow).toArray())),
           String.format(Locale.ROOT, "%.4f", median(arm.stream().mapToDouble(Merge::recall).toArray())),
           typical.phases()});
@@ -246,11 +245,9 @@ public final class GraphMergeBenchmark {
   private static Merge forceMerge(Directory segments, Supplier<Codec> codec, Arm arm, boolean[] deletes,
                                   float[][] queries, int[][] truth) throws IOException {
     Path path = Files.createTempDirectory("gv-graph-merge");
-    System.setProperty(GpuVectorsWriter.MERGE_FROM_GRAPHS_PROPERTY, Boolean.toString(arm.fromGraphs()));
     // a GPU rebuilds; the merge from graphs is the CPU's (no GPU, or a GPU that stopped serving): measured there
     GpuSearchService service = GpuSearchServices.current();
     service.setEnabled(arm.fromGraphs() == false);
-    System.setProperty(GraphMerge.REFINEMENTS_PROPERTY, Integer.toString(arm.refinements()));
     try (Directory dir = FSDirectory.open(path); BuildPhaseLog log = new BuildPhaseLog()) {
       for (String file : segments.listAll()) {
         dir.copyFrom(segments, file, file, IOContext.DEFAULT);
@@ -288,8 +285,6 @@ public final class GraphMergeBenchmark {
       }
     } finally {
       service.setEnabled(true);
-      System.clearProperty(GpuVectorsWriter.MERGE_FROM_GRAPHS_PROPERTY);
-      System.clearProperty(GraphMerge.REFINEMENTS_PROPERTY);
       IOUtils.rm(path);
     }
   }

@@ -35,6 +35,7 @@ import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.gpu.KnnGraphPaths;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.cuda.Metric;
 
@@ -69,10 +70,11 @@ public final class KnnGraphBenchmark {
   private static final int SAMPLE = 1000;
   /** Sets larger than this have their exact brute force extrapolated from a quarter (see class doc). */
   private static final int EXACT_FULL_MAX = 200_000;
-  private static final String EXACT_MAX_PROPERTY = "gpuvectors.knn_graph.exact_max_vectors";
 
   private final List<String> rows = new ArrayList<>();
   private final GpuSearchService service = GpuSearchServices.current();
+  /** The k-NN step with either path forced, on a backend of its own (opened at its first use, before any timing). */
+  private KnnGraphPaths paths;
   private final boolean fullExact;
 
   private KnnGraphBenchmark(boolean fullExact) {
@@ -115,6 +117,9 @@ public final class KnnGraphBenchmark {
     for (String r : bench.rows.subList(1, bench.rows.size())) {
       String[] c = r.split(",", -1);
       System.out.printf(Locale.ROOT, "%-22s %-34s %-22s %4s %9s %8s%n", c[0], c[1], c[2], c[3], c[4], c[5]);
+    }
+    if (bench.paths != null) {
+      bench.paths.close();
     }
     GpuSearchServices.closeDefault();
   }
@@ -184,6 +189,9 @@ public final class KnnGraphBenchmark {
     if (service.gpuActive() == false) {
       return; // the CPU's exact step of a large set takes far too long to time here
     }
+    if (paths == null) {
+      paths = KnnGraphPaths.open(0, service.assigner());
+    }
 
     if (where.equals("gpu-exact")) {
       System.out.println("k-NN step, k = " + k + ", IVF forced ...");
@@ -206,14 +214,9 @@ public final class KnnGraphBenchmark {
     }
   }
 
-  /** The finder's k-NN graph with the exact/IVF threshold set to {@code exactMax} for this call. */
+  /** The device's k-NN graph, exact up to {@code exactMax} vectors, else through IVF. */
   private int[] knnWithThreshold(FloatVectorValues values, int k, int exactMax) throws IOException {
-    System.setProperty(EXACT_MAX_PROPERTY, Integer.toString(exactMax));
-    try {
-      return service.knnFinder().knn(values, k, Metric.L2);
-    } finally {
-      System.clearProperty(EXACT_MAX_PROPERTY);
-    }
+    return paths.knn(values, k, Metric.L2, exactMax);
   }
 
   /** The sampled rows of a k-NN graph. */
@@ -326,9 +329,7 @@ public final class KnnGraphBenchmark {
   }
 
   private String defaultPath(int n) {
-    String threshold = System.getProperty(EXACT_MAX_PROPERTY);
-    int max = threshold == null ? 100_000 : Integer.parseInt(threshold);
-    return n <= max ? "gpu-exact" : "gpu-ivf";
+    return n <= KnnGraphPaths.EXACT_MAX_VECTORS ? "gpu-exact" : "gpu-ivf";
   }
 
   private void record(String data, String step, String path, int k, double seconds, double recall) {

@@ -106,42 +106,6 @@ class KnnGraphOfIndexTests {
   }
 
   @Test
-  void deviceIvfPathFindsTheOracleNeighbours() throws IOException {
-    FakeBackend device = new FakeBackend(1L << 30);
-    install(GpuSearchService.withBackend(device, new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024)));
-    System.setProperty("gpuvectors.knn_graph.exact_max_vectors", "10"); // the index's ~120 vectors go through IVF
-    try (Directory dir = FSDirectory.open(tempDir)) {
-      Map<Integer, float[]> vectors = index(dir, VectorSimilarityFunction.COSINE);
-      try (DirectoryReader reader = DirectoryReader.open(dir)) {
-        int k = 5;
-        KnnGraphOfIndex graph = KnnGraphOfIndex.compute(reader, "vec", k);
-        assertEquals(1, device.uploads.get(), "an IVF index of the live vectors on the device");
-        float[][] byDoc = liveVectors(reader, vectors);
-        long edges = 0;
-        long found = 0;
-        for (int doc = 0; doc < reader.maxDoc(); doc++) {
-          List<ScoreDoc> expected = oracle(byDoc, doc, VectorSimilarityFunction.COSINE, k);
-          int[] near = graph.neighbors(doc);
-          float[] scores = graph.scores(doc);
-          assertEquals(expected.size(), near.length, "doc " + doc + ": neighbours");
-          for (int i = 0; i < near.length; i++) {
-            assertTrue(byDoc[near[i]] != null && near[i] != doc, "doc " + doc + ": a live other document " + near[i]);
-            assertEquals(VectorSimilarityFunction.COSINE.compare(byDoc[doc], byDoc[near[i]]), scores[i], "doc " + doc);
-            assertTrue(i == 0 || scores[i - 1] >= scores[i], "doc " + doc + ": best first " + Arrays.toString(scores));
-          }
-          for (ScoreDoc e : expected) {
-            edges++;
-            found += Arrays.stream(near).anyMatch(d -> d == e.doc) ? 1 : 0;
-          }
-        }
-        assertTrue(found >= 0.95 * edges, "recall of the exact edges: " + found + " / " + edges);
-      }
-    } finally {
-      System.clearProperty("gpuvectors.knn_graph.exact_max_vectors");
-    }
-  }
-
-  @Test
   void gpuMatchesTheOracle() throws IOException {
     GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
     GpuSearchService gpu = GpuSearchServices.current();

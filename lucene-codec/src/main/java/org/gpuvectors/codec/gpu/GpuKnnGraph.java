@@ -14,13 +14,13 @@ import org.gpuvectors.cuda.SearchResult;
  * A k-NN graph on the device, as {@link org.gpuvectors.codec.graph.KnnFinder#knn} specifies: each
  * vector's k nearest other vectors, nearest first, ties by the lower ordinal.
  *
- * <p>Two ways, chosen by size ({@link #exactMaxVectors}):
+ * <p>Two ways, chosen by size ({@link #EXACT_MAX_VECTORS}):
  * <ul>
  *   <li>exact brute force ({@link GpuBackend#nearestK}, {@link #exact}): the vectors go up in chunks
  *       of at most {@link #CHUNK_FLOATS} floats as the base and, per base chunk, in chunks as the
  *       queries; each vector's candidates from every base chunk are merged on the host. It costs n^2
- *       distances and, worse on the device, n^2 candidates through the k-selection: Fashion-MNIST
- *       (60k x 784) takes 0.7 s on the H100; by n^2, 1M x 128 would take minutes (an estimate);
+ *       distances and, worse on the device, n^2 candidates through the k-selection: under a second for
+ *       60k vectors, by n^2 minutes for 1M (an estimate);
  *   <li>approximate through IVF ({@link IvfKnnGraph}): every vector searched as a query in its
  *       nearest lists, with nprobe calibrated on a sample for the exact graph's edges (Faiss builds
  *       k-NN graphs at scale this way, section 6.5 of its paper; CAGRA's IVF-PQ build likewise).
@@ -30,38 +30,35 @@ final class GpuKnnGraph {
 
   /**
    * Floats of one chunk of vectors on the Java heap (512 MB): a k-NN graph whose vectors fit one chunk goes up once
-   * and is its own queries on the device ({@link GpuBackend.HeldVectors#nearestKOwn}); Fashion-MNIST's 188 MB did
-   * not fit the former 128 MB, and its four chunk passes, each an upload and an FP32 search, took 0.5 s of a 0.9 s
-   * graph build.
+   * and is its own queries on the device ({@link GpuBackend.HeldVectors#nearestKOwn}); a chunk smaller than a
+   * mid-sized data set (Fashion-MNIST's 188 MB) made its build pay an upload and a search per chunk pair, most of the
+   * graph build's time.
    */
   static final long CHUNK_FLOATS = 128L << 20;
-  /** The chunk size in use (package-private so tests can force many chunks). */
-  static volatile long chunkFloats = CHUNK_FLOATS;
 
   /**
-   * System property: graphs of more vectors than this are built through IVF, smaller ones exactly.
-   * Why 100,000 by default, by estimate (to be tuned with {@code KnnGraphBenchmark}): exact brute force
-   * took 0.7 s for 60k vectors on the H100 and grows with n^2 (about 2 s at 100k, 190 s at 1M: the
-   * k-selection of n^2 candidates dominates, whatever the dimension), IVF with sqrt(n) lists grows
-   * with n^1.5 and pays a fixed price for k-means and the calibration (about a second).
+   * Graphs of more vectors than this are built through IVF, smaller ones exactly. Why 100,000: exact brute force
+   * grows with n^2 (the k-selection of n^2 candidates dominates, whatever the dimension: under a second at 60k
+   * vectors, minutes at 1M), IVF with sqrt(n) lists grows with n^1.5 but pays a fixed price for k-means and the
+   * calibration (about a second), which the brute force of a smaller graph does not reach.
    */
-  public static final String EXACT_MAX_PROPERTY = "gpuvectors.knn_graph.exact_max_vectors";
-  static final int DEFAULT_EXACT_MAX_VECTORS = 100_000;
+  static final int EXACT_MAX_VECTORS = 100_000;
 
   private GpuKnnGraph() {}
 
-  /** Vectors up to which the graph is built exactly ({@link #EXACT_MAX_PROPERTY}, read per build). */
-  static int exactMaxVectors() {
-    return Integer.getInteger(EXACT_MAX_PROPERTY, DEFAULT_EXACT_MAX_VECTORS);
-  }
-
   /**
-   * See {@link org.gpuvectors.codec.graph.KnnFinder#knn}: exact up to {@link #exactMaxVectors}, else
+   * See {@link org.gpuvectors.codec.graph.KnnFinder#knn}: exact up to {@link #EXACT_MAX_VECTORS}, else
    * through IVF, whose k-means assigns with {@code assigner}.
    */
   static int[] knn(GpuBackend backend, FloatVectorValues vectors, int k, Metric metric, Assigner assigner)
       throws IOException {
-    if (vectors.size() <= exactMaxVectors()) {
+    return knn(backend, vectors, k, metric, assigner, EXACT_MAX_VECTORS);
+  }
+
+  /** {@link #knn}, exact up to {@code exactMaxVectors} vectors (tests and benchmarks force either path). */
+  static int[] knn(GpuBackend backend, FloatVectorValues vectors, int k, Metric metric, Assigner assigner,
+                   int exactMaxVectors) throws IOException {
+    if (vectors.size() <= exactMaxVectors) {
       KnnGraphProgress progress = new KnnGraphProgress("exact", vectors.size());
       int[] ids = exact(backend, vectors, null, k, metric, progress);
       progress.finish("exact brute force");
@@ -78,6 +75,13 @@ final class GpuKnnGraph {
   static int[] exact(
       GpuBackend backend, FloatVectorValues vectors, int[] queries, int k, Metric metric, KnnGraphProgress progress)
       throws IOException {
+    return exact(backend, vectors, queries, k, metric, progress, CHUNK_FLOATS);
+  }
+
+  /** {@link #exact} in chunks of at most {@code chunkFloats} floats (tests force many chunks). */
+  static int[] exact(
+      GpuBackend backend, FloatVectorValues vectors, int[] queries, int k, Metric metric, KnnGraphProgress progress,
+      long chunkFloats) throws IOException {
     int n = vectors.size();
     int dims = vectors.dimension();
     int m = queries == null ? n : queries.length;
@@ -131,7 +135,7 @@ final class GpuKnnGraph {
    * most {@link GraphBuilder#MAX_BUILD_DEGREE} + 1) fit one int array.
    */
   static boolean holdsWhole(int n, int dims) {
-    return n <= exactMaxVectors() && (long) n * dims <= chunkFloats
+    return n <= EXACT_MAX_VECTORS && (long) n * dims <= CHUNK_FLOATS
         && (long) n * (GraphBuilder.MAX_BUILD_DEGREE + 1) <= Integer.MAX_VALUE - 8;
   }
 

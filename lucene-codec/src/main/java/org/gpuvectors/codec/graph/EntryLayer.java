@@ -12,8 +12,8 @@ import org.apache.lucene.util.hnsw.RandomVectorScorer;
  * A graph's entry points grouped under a few heads, for the CPU's start of a walk ({@link BeamSearch}): it scores the
  * heads, then only the entry points grouped under the best heads, instead of every entry point. The GPU scores every
  * entry point in parallel at no cost to speak of; on the CPU they were most of a walk's work: Fashion-MNIST's 60,000
- * vectors have 500 entry points, 42 % of the 1,183 vectors a walk of width 64 scored (2-core build machine, session
- * 22), and every walk of a merge from graphs ({@link GraphMerge}) scores them too.
+ * vectors have 500 entry points, 42 % of the 1,183 vectors a walk of width 64 scored, and every walk of a merge from
+ * graphs ({@link GraphMerge}) scores them too.
  *
  * <p>The heads are a farthest-first cover of the entry points (the first entry point, then each time the one least
  * similar to every head so far), about the square root of their count; each entry point belongs to its most similar

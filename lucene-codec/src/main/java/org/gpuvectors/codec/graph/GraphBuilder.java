@@ -178,6 +178,17 @@ public final class GraphBuilder {
   }
 
   /**
+   * {@link #seeds} on the host with every distance of the traversal computed, none skipped by {@link #farthest}'s
+   * pruning: the reference the pruned traversal must equal (tests).
+   */
+  static int[] unprunedSeeds(FloatVectorValues vectors, Metric metric, int[] adjacency, int degree)
+      throws IOException {
+    try (KnnFinder.Build host = KnnFinder.CPU.hold(vectors, metric)) {
+      return seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true, host, false);
+    }
+  }
+
+  /**
    * {@link #seeds}, the scale and the traversal on the device of {@code steps} ({@link KnnFinder.Build#neighbourGaps},
    * {@link KnnFinder.Build#farthestFirst}) where it takes them, else here: their scans on the common pool when {@code
    * parallel} (else on this thread, for tests).
@@ -185,6 +196,13 @@ public final class GraphBuilder {
   static int[] seeds(
       FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases, boolean parallel,
       KnnFinder.Build steps) throws IOException {
+    return seeds(vectors, metric, adjacency, degree, phases, parallel, steps, true);
+  }
+
+  /** {@link #seeds}; the host's traversal skips the distances its pruning settles only when {@code prune}. */
+  private static int[] seeds(
+      FloatVectorValues vectors, Metric metric, int[] adjacency, int degree, GraphBuildPhases phases, boolean parallel,
+      KnnFinder.Build steps, boolean prune) throws IOException {
     int n = vectors.size();
     Metric spread = metric == Metric.COSINE ? Metric.COSINE : Metric.L2;
     int[] sample = KMeans.sample(n, Math.min(n, SEED_SAMPLE), new Random(SEED));
@@ -203,7 +221,7 @@ public final class GraphBuilder {
       }
     } else {
       chosen = traverse(readers != null ? readers : readers(vectors, spread, sample.length, parallel), sample, spread,
-          scale, count, limit, seeds, parallel);
+          scale, count, limit, seeds, parallel, prune);
     }
     count = chosen;
     phases.end(GraphBuildPhases.Phase.SEEDS);
@@ -248,11 +266,11 @@ public final class GraphBuilder {
   /**
    * The farthest-first traversal of {@link #seeds} on the host: fills {@code seeds} with the chosen vectors in order
    * and returns how many; each step's scan of the sample in {@code readers.length} slices, on the common pool when
-   * {@code parallel}.
+   * {@code parallel}; skipping the distances the triangle inequality settles when {@code prune} ({@link #farthest}).
    */
   private static int traverse(
       VectorDistances[] readers, int[] sample, Metric spread, float[] scale, int count, int limit, int[] seeds,
-      boolean parallel) throws IOException {
+      boolean parallel, boolean prune) throws IOException {
     int slices = readers.length;
     float[] nearestSeed = new float[sample.length];
     Arrays.fill(nearestSeed, Float.POSITIVE_INFINITY);
@@ -280,7 +298,7 @@ public final class GraphBuilder {
           int to = (c + 1) * sample.length / slices;
           try {
             sliceFarthest[c] = farthest(readers[c], seed, seedIndex, sample, from, to, nearestSeed, owner, fromNew, by,
-                spread);
+                spread, prune);
           } catch (IOException e) {
             throw new UncheckedIOException(e);
           }
@@ -388,9 +406,6 @@ public final class GraphBuilder {
    */
   private static final float PRUNE_FACTOR = 2 * 1.001f;
 
-  /** Tests: false computes every distance of the traversal, the reference the pruned one must equal. */
-  static volatile boolean pruneTraversal = true;
-
   /**
    * Lowers {@code nearestSeed} of the sample's positions {@code [from, to)} to their distance to the
    * new entry point {@code seed} (number {@code seedIndex}), skipping chosen ones; returns the position farthest
@@ -398,12 +413,13 @@ public final class GraphBuilder {
    * when all are chosen. Why the pruning: the traversal computed every sample vector's distance to every entry
    * point, up to 32,768 x 1,024 of them; a position whose nearest entry point ({@code owner}) lies at least twice
    * its distance from the new one ({@code fromNew}, by entry point) cannot come nearer (the bound of Elkan's
-   * k-means), so its distance is not computed ({@link #pruneTraversal}; docs/BENCHMARKS.md section 19 has the
-   * measured share).
+   * k-means), so its distance is not computed when {@code prune} (always in a build; on clustered data most
+   * distances are skipped, with the same choices; tests compare it with the unpruned traversal, {@link
+   * #unprunedSeeds}).
    */
   private static int farthest(
       VectorDistances distances, int seed, int seedIndex, int[] sample, int from, int to, float[] nearestSeed,
-      int[] owner, float[] fromNew, float[] scale, Metric spread) throws IOException {
+      int[] owner, float[] fromNew, float[] scale, Metric spread, boolean prune) throws IOException {
     float[] x = distances.vector(seed);
     int farthest = -1;
     for (int p = from; p < to; p++) {
@@ -412,7 +428,7 @@ public final class GraphBuilder {
         continue;
       }
       // r is +inf before the first entry point, NaN never skips: both fail the comparison
-      if (!pruneTraversal || !(fromNew[owner[p]] >= PRUNE_FACTOR * metricDistance(r, spread))) {
+      if (!prune || !(fromNew[owner[p]] >= PRUNE_FACTOR * metricDistance(r, spread))) {
         float lowered = Math.min(r, distances.distanceTo(x, seed, sample[p]));
         if (Float.compare(lowered, r) != 0) {
           nearestSeed[p] = lowered;

@@ -153,14 +153,11 @@ public final class GraphField implements ApproximateIndex {
 
   /**
    * The entry points grouped for the CPU's walks ({@link EntryLayer}), built from the field's vectors at the first call
-   * and kept; null when there are too few entry points to group, or when {@link #ENTRY_LAYER_PROPERTY} is false (every
-   * CPU walk then scores every entry point, as the GPU does).
+   * and kept; null when there are too few entry points to group (every CPU walk then scores every entry point, as the
+   * GPU does).
    */
   EntryLayer entryLayer(FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors)
       throws IOException {
-    if (!Boolean.parseBoolean(System.getProperty(ENTRY_LAYER_PROPERTY, "true"))) {
-      return null;
-    }
     if (!entryLayerBuilt) {
       synchronized (this) {
         if (!entryLayerBuilt) {
@@ -171,9 +168,6 @@ public final class GraphField implements ApproximateIndex {
     }
     return entryLayer;
   }
-
-  /** System property: false makes the CPU's walks score every entry point ({@link #entryLayer}); for comparisons. */
-  public static final String ENTRY_LAYER_PROPERTY = "gpuvectors.graph.cpu_entry_layer";
 
   /** Heap held: the entry points and their layer once built (the adjacency stays in the file). */
   @Override

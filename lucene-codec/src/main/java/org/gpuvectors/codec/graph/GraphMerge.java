@@ -34,24 +34,18 @@ import org.gpuvectors.cuda.Metric;
  * Deterministic: the walks and NN-descent's random choices depend on the inputs alone.
  *
  * <p>A rebuild finds the k-NN graph without the inputs: on the GPU by brute force (or IVF), much faster than this;
- * on the CPU exactly up to {@link KnnFinder#EXACT_MAX_VECTORS} vectors and by NN-descent from random lists above.
- * {@link #pays} says when the merge is worth it on the CPU (docs/BENCHMARKS.md section 26 measures both).
+ * on the CPU exactly up to {@link KnnFinder#EXACT_MAX_VECTORS} vectors and by NN-descent from random lists above,
+ * slower than this merge once the graphs hold most of the merged vectors ({@link #pays}).
  */
 public final class GraphMerge {
 
   /** The merge starts from the graphs only when they hold at least this share of the merged vectors. */
   static final double MIN_GRAPH_SHARE = 0.5;
   /**
-   * NN-descent iterations at most after the start (GGNN's refinement iterations): the system property {@code
-   * gpuvectors.graph.merge_refinements}, by default {@link #REFINEMENTS_ALL_IN_GRAPHS} when every merged vector comes
-   * from a segment with a graph and at least two segments merge, else {@link #REFINEMENTS_OTHERWISE}.
-   */
-  public static final String REFINEMENTS_PROPERTY = "gpuvectors.graph.merge_refinements";
-  /**
-   * Refinements when every merged vector starts from its own graph's row: none. Measured on Fashion-MNIST (2 cores,
-   * docs/BENCHMARKS.md section 26): 2, 4 and 10 segments, and 4 with 30 % of the documents deleted, reached the
-   * rebuild's recall@10 without refinement (within 0.0005 at search width 16), and each iteration cost about as much
-   * as the walks.
+   * Refinements (NN-descent iterations at most after the start, GGNN's refinement iterations; {@link #refinements})
+   * when every merged vector starts from its own graph's row and at least two segments merge: none. Measured on
+   * Fashion-MNIST: 2, 4 and 10 segments, and 4 with 30 % of the documents deleted, reached the rebuild's recall@10
+   * without refinement (within 0.0005 at search width 16), and each iteration cost about as much as the walks.
    */
   static final int REFINEMENTS_ALL_IN_GRAPHS = 0;
   /**
@@ -155,10 +149,13 @@ public final class GraphMerge {
     return NnDescent.knn(merged, k, metric, GraphBuilder.SEED, start(merged, k), refinements);
   }
 
-  /** The refinements of this merge: {@link #REFINEMENTS_PROPERTY}, else as its Javadoc says. */
+  /**
+   * The refinements of this merge: {@link #REFINEMENTS_ALL_IN_GRAPHS} when every merged vector comes from a segment
+   * with a graph and at least two segments merge, else {@link #REFINEMENTS_OTHERWISE}.
+   */
   int refinements() {
     boolean walked = segments.size() >= 2 && segments.stream().allMatch(s -> s.graph() != null);
-    return Integer.getInteger(REFINEMENTS_PROPERTY, walked ? REFINEMENTS_ALL_IN_GRAPHS : REFINEMENTS_OTHERWISE);
+    return walked ? REFINEMENTS_ALL_IN_GRAPHS : REFINEMENTS_OTHERWISE;
   }
 
   /**

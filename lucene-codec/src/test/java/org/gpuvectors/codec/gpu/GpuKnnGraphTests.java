@@ -15,8 +15,8 @@ import org.gpuvectors.codec.GpuTestSupport;
 import org.gpuvectors.codec.graph.GraphPruner;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.Metric;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -27,16 +27,11 @@ import org.junit.jupiter.api.Test;
  */
 class GpuKnnGraphTests {
 
-  @AfterEach
-  void restoreChunks() {
-    GpuKnnGraph.chunkFloats = GpuKnnGraph.CHUNK_FLOATS;
-  }
-
   @Test
   void fakeDeviceMatchesTheCpuInOneChunkAndInMany() throws IOException {
     FakeBackend device = new FakeBackend(1L << 30);
     try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
-      checkAgainstCpu(service, 600, 12, 16);
+      checkAgainstCpu(service, device, 600, 12, 16);
       assertTrue(device.nearestKCalls.get() > 0);
     }
   }
@@ -45,7 +40,10 @@ class GpuKnnGraphTests {
   void gpuMatchesTheCpuInOneChunkAndInMany() throws IOException {
     GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
     GpuSearchService service = GpuSearchServices.current();
-    checkAgainstCpu(service, 3000, 64, 32);
+    // many chunks: the brute force called on a backend of its own (the service's finder takes the default chunks)
+    try (GpuBackend backend = new CudaBackend(GpuDevice.open(0))) {
+      checkAgainstCpu(service, backend, 3000, 64, 32);
+    }
   }
 
   /**
@@ -241,7 +239,12 @@ class GpuKnnGraphTests {
     return KnnFinder.CPU.knn(FloatVectorValues.fromFloats(rows, dims), k, Metric.L2);
   }
 
-  private static void checkAgainstCpu(GpuSearchService service, int n, int dims, int k) throws IOException {
+  /**
+   * The k-NN graph of n random vectors against the CPU's exact one: in one chunk through the service's finder
+   * (counted on the device), in six through {@link GpuKnnGraph#exact} on {@code backend} (the same device).
+   */
+  private static void checkAgainstCpu(GpuSearchService service, GpuBackend backend, int n, int dims, int k)
+      throws IOException {
     Random random = new Random(17);
     List<float[]> rows = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -255,10 +258,14 @@ class GpuKnnGraphTests {
     for (Metric metric : Metric.values()) {
       int[] cpu = KnnFinder.CPU.knn(vectors, k, metric);
       for (long chunkRows : new long[] {n, n / 5 + 3}) { // one chunk; six chunks, the last one short
-        GpuKnnGraph.chunkFloats = chunkRows * dims;
-        long before = service.stats().gpuKnnGraphVectors();
-        int[] device = service.knnFinder().knn(vectors, k, metric);
-        assertEquals(before + n, service.stats().gpuKnnGraphVectors(), "on the device: " + service.stats());
+        int[] device;
+        if (chunkRows == n) {
+          long before = service.stats().gpuKnnGraphVectors();
+          device = service.knnFinder().knn(vectors, k, metric);
+          assertEquals(before + n, service.stats().gpuKnnGraphVectors(), "on the device: " + service.stats());
+        } else {
+          device = GpuKnnGraph.exact(backend, vectors, null, k, metric, new KnnGraphProgress("test", n), chunkRows * dims);
+        }
         int differing = 0;
         for (int i = 0; i < n; i++) {
           int[] a = Arrays.copyOfRange(cpu, i * k, (i + 1) * k);

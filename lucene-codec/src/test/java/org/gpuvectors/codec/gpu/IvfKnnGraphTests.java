@@ -14,8 +14,8 @@ import org.gpuvectors.codec.GpuTestSupport;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.Metric;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,11 +25,6 @@ import org.junit.jupiter.api.Test;
  * FakeBackend} here (IVF searched as the GPU index probes lists), on the real GPU on the GPU machine.
  */
 class IvfKnnGraphTests {
-
-  @AfterEach
-  void restoreThreshold() {
-    System.clearProperty(GpuKnnGraph.EXACT_MAX_PROPERTY);
-  }
 
   /** {@code n} points around {@code clusters} random centres (spread 0.15 per dimension around [-1, 1]^dims). */
   static FloatVectorValues clustered(int n, int dims, int clusters, long seed) {
@@ -92,39 +87,46 @@ class IvfKnnGraphTests {
     }
   }
 
+  /**
+   * Above its bound of exact vectors the k-NN graph goes through IVF (a bound of 1,000 here, the service's finder
+   * keeps the default, {@link GpuKnnGraph#EXACT_MAX_VECTORS}, and takes the same 3,000 vectors exactly).
+   */
   @Test
-  void theServiceTakesTheIvfPathAboveTheThreshold() throws IOException {
-    System.setProperty(GpuKnnGraph.EXACT_MAX_PROPERTY, "1000");
+  void knnTakesTheIvfPathAboveItsBound() throws IOException {
     FloatVectorValues vectors = clustered(3000, 12, 20, 11);
     int k = 8;
     FakeBackend device = new FakeBackend(1L << 30);
     try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
-      int[] found = service.knnFinder().knn(vectors, k, Metric.COSINE);
-      assertEquals(3000, service.stats().gpuKnnGraphVectors(), service.stats().toString());
+      int[] found = GpuKnnGraph.knn(device, vectors, k, Metric.COSINE, service.assigner(), 1000);
       assertTrue(device.uploads.get() == 1 && device.passes.get() > 1, "searched an IVF index on the device");
       assertTrue(device.nearestCalls.get() > 0, "k-means assigned on the device");
       checkRows(found, 3000, k, "cosine");
-      double recall = IvfKnnGraph.recall(KnnFinder.CPU.knn(vectors, k, Metric.COSINE), found, 3000, k);
+      int[] exact = KnnFinder.CPU.knn(vectors, k, Metric.COSINE);
+      double recall = IvfKnnGraph.recall(exact, found, 3000, k);
       assertTrue(recall >= 0.95, "recall " + recall);
+      int[] byService = service.knnFinder().knn(vectors, k, Metric.COSINE);
+      assertEquals(3000, service.stats().gpuKnnGraphVectors(), service.stats().toString());
+      assertEquals(1, device.uploads.get(), "the default bound takes 3,000 vectors exactly: no IVF index");
+      checkRows(byService, 3000, k, "cosine, exact");
     }
   }
 
   @Test
   void gpuIvfPathFindsTheCpuExactEdges() throws IOException {
     GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
-    GpuSearchService service = GpuSearchServices.current();
-    System.setProperty(GpuKnnGraph.EXACT_MAX_PROPERTY, "1000");
+    Assigner assigner = GpuSearchServices.current().assigner();
     FloatVectorValues vectors = clustered(30_000, 32, 200, 5);
-    for (int k : new int[] {10, 64}) {
-      for (Metric metric : new Metric[] {Metric.L2, Metric.COSINE}) {
-        long before = service.stats().gpuKnnGraphVectors();
-        int[] found = service.knnFinder().knn(vectors, k, metric);
-        assertEquals(before + vectors.size(), service.stats().gpuKnnGraphVectors(), "on the GPU: " + service.stats());
-        checkRows(found, vectors.size(), k, metric + " k=" + k);
-        int[] exact = KnnFinder.CPU.knn(vectors, k, metric);
-        double recall = IvfKnnGraph.recall(exact, found, vectors.size(), k);
-        System.out.printf("[gpu-vectors] GPU IVF k-NN graph, 30k x 32, %s, k = %d: recall %.4f%n", metric, k, recall);
-        assertTrue(recall >= 0.95, metric + " k=" + k + ": recall of the exact edges " + recall);
+    // a backend of its own (the service's finder keeps the default bound): a failing GPU call throws here
+    try (GpuBackend backend = new CudaBackend(GpuDevice.open(0))) {
+      for (int k : new int[] {10, 64}) {
+        for (Metric metric : new Metric[] {Metric.L2, Metric.COSINE}) {
+          int[] found = GpuKnnGraph.knn(backend, vectors, k, metric, assigner, 1000);
+          checkRows(found, vectors.size(), k, metric + " k=" + k);
+          int[] exact = KnnFinder.CPU.knn(vectors, k, metric);
+          double recall = IvfKnnGraph.recall(exact, found, vectors.size(), k);
+          System.out.printf("[gpu-vectors] GPU IVF k-NN graph, 30k x 32, %s, k = %d: recall %.4f%n", metric, k, recall);
+          assertTrue(recall >= 0.95, metric + " k=" + k + ": recall of the exact edges " + recall);
+        }
       }
     }
   }

@@ -153,18 +153,12 @@ class EntryLayerTests {
   }
 
   @Test
-  void theFieldBuildsItsLayerOnceAndCanBeToldNotTo() throws IOException {
+  void theFieldBuildsItsLayerOnce() throws IOException {
     GraphField fresh = GraphBuildTests.read(new GraphLayout(field.degree(), field.buildDegree(), field.searchWidth(),
         field.seed(), field.toAdjacency(), field.seeds()), N);
     EntryLayer first = fresh.entryLayer(DefaultFlatVectorScorer.INSTANCE, SIM, values);
     assertNotNull(first);
     assertSame(first, fresh.entryLayer(DefaultFlatVectorScorer.INSTANCE, SIM, values));
-    System.setProperty(GraphField.ENTRY_LAYER_PROPERTY, "false");
-    try {
-      assertNull(fresh.entryLayer(DefaultFlatVectorScorer.INSTANCE, SIM, values));
-    } finally {
-      System.clearProperty(GraphField.ENTRY_LAYER_PROPERTY);
-    }
   }
 
   /** The largest similarity of entry point {@code e} to the first {@code count} heads. */

@@ -20,15 +20,18 @@ import org.junit.jupiter.api.Test;
  * Step (4)'s farthest-first traversal on the GPU ({@code gv_farthest_step}, through the service's finder) chooses the
  * host's entry points ({@link GraphBuilder#seeds} with the CPU's finder, itself checked against the unpruned traversal
  * by {@link GraphParallelBuildTests}): Gaussian clusters for every metric, many small clusters (past seedCount into the
- * uncovered-points phase), a sample of 32,768 out of 40,000 vectors (also with only the sample on the device, as for
- * a segment past the exact k-NN step's size), uniform noise, and integer points full of exact ties (ties go to the
- * lower position on both); the scale and the traversal both on the device where the build holds every vector. No CPU fallback; every traversal counted on the GPU. Skips visibly
- * without a GPU, fails on the GPU machine when the GPU is broken.
+ * uncovered-points phase), a sample of 32,768 out of 40,000 vectors, uniform noise, integer points full of exact ties
+ * (ties go to the lower position on both), and a segment past the exact k-NN step's size (only the sample on the
+ * device); the scale and the traversal both on the device where the build holds every vector. No CPU fallback; every
+ * traversal counted on the GPU. Skips visibly without a GPU, fails on the GPU machine when the GPU is broken.
  */
 class GpuEntryPointsTests {
 
-  /** GpuKnnGraph.EXACT_MAX_PROPERTY (package-private there): segments above it take the IVF k-NN step. */
-  private static final String EXACT_MAX_PROPERTY = "gpuvectors.knn_graph.exact_max_vectors";
+  /**
+   * GpuKnnGraph.EXACT_MAX_VECTORS (package-private there): a build of more vectors takes the IVF k-NN step and does
+   * not hold its vectors on the device; its traversal uploads the sample alone.
+   */
+  private static final int EXACT_MAX_VECTORS = 100_000;
 
   @Test
   void gpuChoosesTheHostsEntryPoints() throws IOException {
@@ -54,6 +57,8 @@ class GpuEntryPointsTests {
       }
     }
     datasets.add(ties);
+    // past the exact k-NN step's size: the vectors are not held, the sample goes up for the traversal
+    datasets.add(GraphParallelBuildTests.clusters(random, EXACT_MAX_VECTORS + 2000, 16, 200, 0.1f));
     long fallbacks = service.stats().cpuFallbacks();
     long before = service.stats().gpuEntryPointTraversals();
     int traversals = 0;
@@ -66,7 +71,8 @@ class GpuEntryPointsTests {
       Metric[] metrics = data == ties ? new Metric[] {Metric.L2} : Metric.values();
       for (Metric metric : metrics) {
         int[] host = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true);
-        // every vector held on the device (the exact k-NN step's segments): the scale and the traversal there
+        // every vector held on the device (the exact k-NN step's segments): the scale and the traversal there; past
+        // its size, the sample alone
         int[] gpu;
         try (KnnFinder.Build steps = finder.hold(vectors, metric)) {
           gpu = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true, steps);
@@ -74,21 +80,6 @@ class GpuEntryPointsTests {
         traversals++;
         assertArrayEquals(host, gpu, metric + ", " + data.length + " x " + data[0].length + ": " + host.length
             + " entry points on the host, " + gpu.length + " on the GPU");
-        if (data.length == 40_000) {
-          // a segment past the exact k-NN step's size: its vectors are not held, the sample goes up for the traversal
-          String previous = System.setProperty(EXACT_MAX_PROPERTY, "1000");
-          try (KnnFinder.Build steps = finder.hold(vectors, metric)) {
-            gpu = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true, steps);
-          } finally {
-            if (previous == null) {
-              System.clearProperty(EXACT_MAX_PROPERTY);
-            } else {
-              System.setProperty(EXACT_MAX_PROPERTY, previous);
-            }
-          }
-          traversals++;
-          assertArrayEquals(host, gpu, metric + ", the sample alone on the GPU");
-        }
       }
     }
     assertEquals(fallbacks, service.stats().cpuFallbacks(), "traversed on the GPU: " + service.stats());

@@ -20,7 +20,6 @@ import org.gpuvectors.cuda.Metric;
  * <pre>
  * java ... org.gpuvectors.codec.graph.GraphBuildPhasesBenchmark CACHE_DIR (synthetic N | fmnist FILE) [REPEATS]
  * </pre>
- * {@code -Dgv.graph.pruneTraversal=false} turns the entry points' pruning off (the same choices, every distance).
  * Synthetic: N x 128 Gaussian clusters (1,000 centres, fixed seeds).
  */
 public final class GraphBuildPhasesBenchmark {
@@ -38,8 +37,6 @@ public final class GraphBuildPhasesBenchmark {
       name = "synthetic-" + vectors.length;
     }
     int repeats = args.length > 3 ? Integer.parseInt(args[3]) : 3;
-    // -Dgv.graph.pruneTraversal=false: the entry points' traversal without its triangle-inequality pruning (A/B)
-    GraphBuilder.pruneTraversal = Boolean.parseBoolean(System.getProperty("gv.graph.pruneTraversal", "true"));
     int degree = GraphBuilder.DEFAULT_DEGREE;
     int buildDegree = GraphBuilder.buildDegree(java.util.OptionalInt.empty(), degree);
     FloatVectorValues values = FloatVectorValues.fromFloats(Arrays.asList(vectors), vectors[0].length);
@@ -49,9 +46,8 @@ public final class GraphBuildPhasesBenchmark {
     for (int r = 0; r < repeats; r++) {
       GraphBuildPhases phases = new GraphBuildPhases();
       GraphLayout layout = GraphBuilder.build(values, Metric.L2, degree, buildDegree, 64, (v, k, m) -> knn.clone(), phases);
-      System.out.printf(Locale.ROOT, "run %d: %s (adjacency hash %d, %d seeds, seeds hash %d; traversal pruned: %b)%n",
-          r, phases, Arrays.hashCode(layout.adjacency()), layout.seeds().length, Arrays.hashCode(layout.seeds()),
-          GraphBuilder.pruneTraversal);
+      System.out.printf(Locale.ROOT, "run %d: %s (adjacency hash %d, %d seeds, seeds hash %d)%n",
+          r, phases, Arrays.hashCode(layout.adjacency()), layout.seeds().length, Arrays.hashCode(layout.seeds()));
     }
   }
 

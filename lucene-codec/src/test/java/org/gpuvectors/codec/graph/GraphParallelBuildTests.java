@@ -128,21 +128,15 @@ class GraphParallelBuildTests {
       }
     }
     datasets.add(ties);
-    try {
-      for (float[][] data : datasets) {
-        FloatVectorValues vectors = FloatVectorValues.fromFloats(Arrays.asList(data), data[0].length);
-        int degree = 8;
-        int[] adjacency = randomGraph(random, data.length, degree, false);
-        for (Metric metric : Metric.values()) {
-          GraphBuilder.pruneTraversal = false;
-          int[] full = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true);
-          GraphBuilder.pruneTraversal = true;
-          int[] pruned = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true);
-          assertArrayEquals(full, pruned, metric + ", " + data.length + " x " + data[0].length);
-        }
+    for (float[][] data : datasets) {
+      FloatVectorValues vectors = FloatVectorValues.fromFloats(Arrays.asList(data), data[0].length);
+      int degree = 8;
+      int[] adjacency = randomGraph(random, data.length, degree, false);
+      for (Metric metric : Metric.values()) {
+        int[] full = GraphBuilder.unprunedSeeds(vectors, metric, adjacency, degree);
+        int[] pruned = GraphBuilder.seeds(vectors, metric, adjacency, degree, new GraphBuildPhases(), true);
+        assertArrayEquals(full, pruned, metric + ", " + data.length + " x " + data[0].length);
       }
-    } finally {
-      GraphBuilder.pruneTraversal = true;
     }
   }
 
