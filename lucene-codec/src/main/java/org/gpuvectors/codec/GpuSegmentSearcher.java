@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.index.ApproximateIndex;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.stream.IntStream;

@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.index.ApproximateIndex;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.Map;

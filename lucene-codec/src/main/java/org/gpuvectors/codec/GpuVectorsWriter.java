@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.index.VectorRows;
 import static org.apache.lucene.search.DocIdSetIterator.NO_MORE_DOCS;
 
 import java.io.IOException;

@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.index.VectorRows;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.assertSameHits;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.oracleTopK;
@@ -116,7 +117,7 @@ class IvfPqTests {
       for (int p = lists.offsets()[l]; p < lists.offsets()[l + 1]; p++) {
         float[] r = vectors.vectorValue(lists.ords()[p]).clone();
         if (sim == VectorSimilarityFunction.COSINE) {
-          KMeans.normalize(r);
+          VectorRows.normalize(r);
         }
         for (int d = 0; d < DIMS; d++) {
           r[d] -= centroid[d];

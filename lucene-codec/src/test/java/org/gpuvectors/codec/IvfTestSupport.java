@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.index.VectorRows;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.hits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -76,7 +77,7 @@ final class IvfTestSupport {
       v[d] = c[d] + (float) random.nextGaussian() * noise;
     }
     if (sim == VectorSimilarityFunction.DOT_PRODUCT) {
-      KMeans.normalize(v);
+      VectorRows.normalize(v);
     }
     return v;
   }
@@ -172,7 +173,7 @@ final class IvfTestSupport {
         }
         float[] v = vectors.vectorValue(ord).clone();
         if (sim == VectorSimilarityFunction.COSINE) {
-          KMeans.normalize(v);
+          VectorRows.normalize(v);
         }
         int nearest = nearestCentroid(lists, dims, v, l2);
         float own = distance(lists, dims, l, v, l2);

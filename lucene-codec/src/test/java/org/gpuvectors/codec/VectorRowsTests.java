@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.index.VectorRows;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;

@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.codec.VectorRows;
+import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphMerge;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.cuda.CudaException;

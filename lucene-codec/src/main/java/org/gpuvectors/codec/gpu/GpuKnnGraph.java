@@ -3,7 +3,7 @@ package org.gpuvectors.codec.gpu;
 import java.io.IOException;
 import java.util.Arrays;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.codec.VectorRows;
+import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.codec.ivf.KMeans;
@@ -220,7 +220,7 @@ final class GpuKnnGraph {
     for (int i = 0; i < count; i++) {
       System.arraycopy(vectors.vectorValue(ords[from + i]), 0, row, 0, dims);
       if (metric == Metric.COSINE) {
-        KMeans.normalize(row);
+        VectorRows.normalize(row);
       }
       System.arraycopy(row, 0, packed, i * dims, dims);
     }
@@ -235,7 +235,7 @@ final class GpuKnnGraph {
     for (int i = 0; i < count; i++) {
       System.arraycopy(vectors.vectorValue(first + i), 0, row, 0, dims);
       if (metric == Metric.COSINE) {
-        KMeans.normalize(row);
+        VectorRows.normalize(row);
       }
       System.arraycopy(row, 0, packed, i * dims, dims);
     }

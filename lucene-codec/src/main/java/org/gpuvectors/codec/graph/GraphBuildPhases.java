@@ -1,6 +1,6 @@
 package org.gpuvectors.codec.graph;
 
-import org.gpuvectors.codec.BuildPhases;
+import org.gpuvectors.codec.index.BuildPhases;
 
 /**
  * Where a graph build's time went, phase by phase (wall clock): the k-NN step, pruning, reverse links,

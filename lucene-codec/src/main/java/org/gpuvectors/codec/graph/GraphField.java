@@ -12,7 +12,7 @@ import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
-import org.gpuvectors.codec.ApproximateIndex;
+import org.gpuvectors.codec.index.ApproximateIndex;
 import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.GraphFilterPlan;
 

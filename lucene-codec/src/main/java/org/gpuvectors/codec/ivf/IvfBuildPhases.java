@@ -1,6 +1,6 @@
 package org.gpuvectors.codec.ivf;
 
-import org.gpuvectors.codec.BuildPhases;
+import org.gpuvectors.codec.index.BuildPhases;
 
 /**
  * Where an IVF build's time went, phase by phase (wall clock): a merge's temporary copy of the merged

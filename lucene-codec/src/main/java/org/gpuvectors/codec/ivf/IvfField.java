@@ -1,5 +1,6 @@
 package org.gpuvectors.codec.ivf;
 
+import org.gpuvectors.codec.index.VectorRows;
 import java.io.IOException;
 import java.util.Arrays;
 import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;
@@ -150,7 +151,7 @@ public final class IvfField implements IvfIndex {
     float[] q = query;
     if (metric == Metric.COSINE) {
       q = query.clone();
-      KMeans.normalize(q);
+      VectorRows.normalize(q);
     }
     long[] keyed = new long[nlist()];
     for (int l = 0; l < keyed.length; l++) {

@@ -1,6 +1,6 @@
 package org.gpuvectors.codec.ivf;
 
-import org.gpuvectors.codec.ApproximateIndex;
+import org.gpuvectors.codec.index.ApproximateIndex;
 
 /**
  * A segment field's IVF index as read from the {@code .gvd} file, with its CPU search: {@code

@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.util.ArrayUtil;
-import org.gpuvectors.codec.VectorRows;
+import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.cuda.Metric;
 
 /**

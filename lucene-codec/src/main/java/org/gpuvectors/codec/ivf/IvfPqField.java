@@ -1,5 +1,6 @@
 package org.gpuvectors.codec.ivf;
 
+import org.gpuvectors.codec.index.VectorRows;
 import java.io.IOException;
 import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;
 import org.apache.lucene.index.CorruptIndexException;
@@ -147,7 +148,7 @@ public final class IvfPqField implements IvfIndex {
     float[] q = query;
     if (lists.metric() == Metric.COSINE) {
       q = query.clone(); // residuals were taken of normalised vectors
-      KMeans.normalize(q);
+      VectorRows.normalize(q);
     }
     int m = pq.m();
     float[] table = new float[m * pq.ksub()];

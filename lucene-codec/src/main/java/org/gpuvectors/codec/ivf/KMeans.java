@@ -1,5 +1,6 @@
 package org.gpuvectors.codec.ivf;
 
+import org.gpuvectors.codec.index.VectorRows;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.PriorityQueue;
@@ -92,7 +93,7 @@ public final class KMeans {
         forEachGroup(groups, g -> splitIntoEmpty(centroids, counts, g * k, k, subDims));
         if (metric == Metric.COSINE && groups == 1) {
           for (int c = 0; c < k; c++) {
-            normalize(centroids, c * dims, dims);
+            VectorRows.normalize(centroids, c * dims, dims);
           }
         }
       }
@@ -215,24 +216,5 @@ public final class KMeans {
     int[] chosen = Arrays.copyOf(perm, count);
     Arrays.sort(chosen);
     return chosen;
-  }
-
-  /** Scales a vector to unit length in place (a zero vector stays zero). */
-  public static void normalize(float[] v) {
-    normalize(v, 0, v.length);
-  }
-
-  /** Scales {@code v[from, from + length)} to unit length in place (a zero vector stays zero). */
-  static void normalize(float[] v, int from, int length) {
-    double s = 0;
-    for (int d = from; d < from + length; d++) {
-      s += (double) v[d] * v[d];
-    }
-    if (s > 0) {
-      float inv = (float) (1 / Math.sqrt(s));
-      for (int d = from; d < from + length; d++) {
-        v[d] *= inv;
-      }
-    }
   }
 }

@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.FashionMnistBenchmark;
-import org.gpuvectors.codec.VectorRows;
+import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphPruner;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.Metric;

@@ -1,5 +1,6 @@
 package org.gpuvectors.codec.ivf;
 
+import org.gpuvectors.codec.index.VectorRows;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -59,7 +60,7 @@ class KMeansTests {
   void cosineCentroidsAreUnitVectors() throws IOException {
     float[][] points = blobs(new float[][] {{1, 0, 0}, {0, 1, 0}}, 100, 0.2f, new Random(3));
     for (float[] p : points) {
-      KMeans.normalize(p);
+      VectorRows.normalize(p);
     }
     for (float[] c : KMeans.train(points, 5, Metric.COSINE, 5, 1, Assigner.CPU)) {
       double norm = 0;

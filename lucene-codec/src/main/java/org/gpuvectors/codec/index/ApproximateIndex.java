@@ -1,4 +1,4 @@
-package org.gpuvectors.codec;
+package org.gpuvectors.codec.index;
 
 import java.io.IOException;
 import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;

@@ -1,4 +1,4 @@
-package org.gpuvectors.codec;
+package org.gpuvectors.codec.index;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.function.IntUnaryOperator;
 import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.Metric;
 
 /**
@@ -130,8 +129,27 @@ public final class VectorRows {
   public static float[] copy(FloatVectorValues vectors, int ord, Metric metric) throws IOException {
     float[] v = vectors.vectorValue(ord).clone();
     if (metric == Metric.COSINE) {
-      KMeans.normalize(v);
+      normalize(v);
     }
     return v;
+  }
+
+  /** Scales a vector to unit length in place (a zero vector stays zero). */
+  public static void normalize(float[] v) {
+    normalize(v, 0, v.length);
+  }
+
+  /** Scales {@code v[from, from + length)} to unit length in place (a zero vector stays zero). */
+  public static void normalize(float[] v, int from, int length) {
+    double s = 0;
+    for (int d = from; d < from + length; d++) {
+      s += (double) v[d] * v[d];
+    }
+    if (s > 0) {
+      float inv = (float) (1 / Math.sqrt(s));
+      for (int d = from; d < from + length; d++) {
+        v[d] *= inv;
+      }
+    }
   }
 }
