@@ -700,7 +700,7 @@ public final class GpuSearchService implements Closeable {
 
   /**
    * Step (1) of a graph build, the k-NN graph, and the whole-index k-NN graph: on this service's GPU
-   * ({@link GpuKnnGraph}: exact brute force up to {@link GpuKnnGraph#EXACT_MAX_PROPERTY} vectors, IVF
+   * ({@link GpuKnnGraph}: exact brute force up to {@link GpuKnnGraph#EXACT_MAX_VECTORS} vectors, IVF
    * above) while it serves and k + 1 fits its k-selection, else on the CPU ({@link KnnFinder#CPU}, also
    * when a GPU call fails: an index build never fails because of the GPU). Counted in the stats by
    * vectors.
