@@ -9,8 +9,7 @@
 # passes: ExactSearchBench passes: the FP16 path's device time, scan kernel and captured pass (wall, enqueue) at 1-16
 # queries, k = 10 / 100, exact-n x 128 and x 768, chunks keeping k' or fewer candidates; then torch_exact.py there.
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
-# Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images; the code
-# now and as before the block-by-block query copies (QueryUploads); then
+# Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images; then
 # torch_fmnist.py (FP32 and TF32 matmul + topk) on the same data when it is there.
 # ivfpq: IvfPqBench: GPU IVF-PQ (nlist 245, pq_m 98) precomputed-table vs full-table scan, batch 10k and 1,
 # nprobe 4/8/16, k = 40, on Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) or synthetic images.
@@ -68,8 +67,8 @@ check_summary() {
 }
 rc=0
 if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
-  # capture of passes off for the cuda suite (its tests switch knobs between passes of one shape), on in
-  # PassGraphsGpuTest and in the codec suite (the default)
+  # the production defaults, capture of passes as CUDA graphs included; tests that need another configuration
+  # open a device of their own with it
   "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner \
     --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.CpuOnlyTest --select-class org.gpuvectors.cuda.CpuOracleTest \
     --select-class org.gpuvectors.cuda.KSelectGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest \
@@ -81,6 +80,7 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.SearchGroupTest --select-class org.gpuvectors.cuda.GraphFilterPlanTest \
     --select-class org.gpuvectors.cuda.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
     --select-class org.gpuvectors.cuda.PassSlotsGpuTest --select-class org.gpuvectors.cuda.FlatScanParamsTest --select-class org.gpuvectors.cuda.QueryBlocksTest \
+    --select-class org.gpuvectors.cuda.FlatConfigTest \
     --select-class org.gpuvectors.cuda.PqCodeLayoutTest --select-class org.gpuvectors.cuda.RerankSelectGpuTest \
     --select-class org.gpuvectors.cuda.GpuAssignmentGpuTest \
     --select-class org.gpuvectors.cuda.BatchSearchLayoutTest --select-class org.gpuvectors.cuda.PassGraphsGpuTest \
