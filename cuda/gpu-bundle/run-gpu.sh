@@ -7,7 +7,7 @@
 # small: ExactSearchBench small: the flat scan against the GEMM path at batches 1-128 (exact-n x 128 and x 768,
 # k = 10 / 100), then torch_exact.py (FP32 and TF32) at the same batches.
 # passes: ExactSearchBench passes: the FP16 path's device time, scan kernel and captured pass (wall, enqueue) at 1-16
-# queries, k = 10 / 100, exact-n x 128 and x 768, chunks keeping k' or fewer candidates; then torch_exact.py there.
+# queries, k = 10 / 100, exact-n x 128 and x 768; then torch_exact.py there.
 # tf32: ExactSearchBench tf32: GpuFlatIndex FP32 vs TF32 candidates + FP32 re-rank, batch 10k, k = 1/10/100, on
 # Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) when staged there, else 60k x 784 synthetic images; then
 # torch_fmnist.py (FP32 and TF32 matmul + topk) on the same data when it is there.
