@@ -864,7 +864,7 @@ public final class GpuFlatIndex extends ResidentIndex {
       return false;
     }
     boolean ip = metric != Metric.L2;
-    if (scoredSmall && nq <= SCORED_QUERIES && n <= KSelect.radixBlockMaxLen) {
+    if (scoredSmall && nq <= SCORED_QUERIES && n <= device.config().select().radixBlockMaxLen()) {
       enqueueSmallScored(queries, nq, k, outV, outI, outElement);
       smallScoredSearches++;
       return true;
@@ -887,7 +887,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   }
 
   /**
-   * {@link #enqueueSmall} for at most {@link #SCORED_QUERIES} queries over at most {@link KSelect#radixBlockMaxLen}
+   * {@link #enqueueSmall} for at most {@link #SCORED_QUERIES} queries over at most {@link SelectConfig#radixBlockMaxLen}
    * vectors: every vector's exact key ({@code gv_rerank_exact} over all rows: a warp per vector, the lanes over the
    * dimensions, the rows spread over about four blocks a multiprocessor) into a row per query, then one radix
    * selection of the rows (a block per row, the row in shared memory). The fused kernel's chunks and their merge
