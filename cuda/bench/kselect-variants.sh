@@ -7,7 +7,7 @@
 # Run from the repository root after cuda/gpu-bundle/make-bundle.sh:
 #   bash cuda/bench/kselect-variants.sh [maxFloats] VARIANT...
 # VARIANT = name|sourceDir|nvccDefines|javaProps, e.g.
-#   "stages2|cuda/src/main/cuda|-DGV_SCAN_STAGES=2|"   "rows8|||-Dgv.select.warpRowsPerSm=8"
+#   "stages2|cuda/src/main/cuda|-DGV_SCAN_STAGES=2|"   "props|||-Dname=value"
 # An empty sourceDir means the built-in fatbin (no compile). Output: $OUT/variants-<name>.log.
 set -uo pipefail
 root=$(pwd)

@@ -13,9 +13,10 @@
 # torch_fmnist.py (FP32 and TF32 matmul + topk) on the same data when it is there.
 # ivfpq: IvfPqBench: GPU IVF-PQ (nlist 245, pq_m 98) precomputed-table vs full-table scan, batch 10k and 1,
 # nprobe 4/8/16, k = 40, on Fashion-MNIST from $FMNIST_DIR (default /tmp/fmnist) or synthetic images.
-# graph: GraphSearchBench: GpuGraphIndex recall@10 and q/s at batch 10k and 1, widths 16..256, hash and Bloom
-# visited sets, on Fashion-MNIST from $FMNIST_DIR (else 60k x 784 synthetic images), then exact-n x 128 clustered
-# (exact-n 0: skipped); graph built with the GPU's exact k-NN; BENCH_OPTS passes e.g. -Dgv.graph.parents=2.
+# graph: GraphSearchBench: GpuGraphIndex recall@10 and q/s at batch 10k and 1, widths 16..256, and a sweep of
+# parents and threads at batch 1, on Fashion-MNIST from $FMNIST_DIR (else 60k x 784 synthetic images), then exact-n
+# x 128 clustered (exact-n 0: skipped); graph built with the GPU's exact k-NN; BENCH_OPTS passes e.g.
+# -Dgv.bench.graph.sections=latency.
 # codec: FlatSearchBenchmark (GPU path vs CPU path through
 # the codec) and torch_flat.py on the same data, for exact-n x 128 and exact-n x 768.
 # fmnist: Fashion-MNIST (ann-benchmarks' fashion-mnist-784-euclidean), GPU exact vs CPU exact vs

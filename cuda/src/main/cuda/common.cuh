@@ -254,10 +254,10 @@ struct GraphSearchParams {
   int batch;                    // candidate slots per iteration: a power of two >= parents * degree, >= 32
   int parents;                  // nodes expanded per iteration (the best not yet expanded), 1..32
   int teamSize;                 // threads that compute one distance together: a power of two, 1..32
-  int hashWords;                // 32-bit words of the visited set (a power of two)
-  int bloom;                    // visited set: 0 = open-addressing hash table, 1 = Bloom filter (2 bits per id)
+  int hashWords;                // 32-bit words of the visited set, a Bloom filter (a power of two)
   int metric;                   // 0 = squared L2, 1 = inner product (selected largest)
   int maxIterations;            // safety net: iterations (expansion rounds) at most
+  int pad;                      // to the struct's 8-byte alignment
 };
 static_assert(sizeof(GraphSearchParams) == 120, "GraphSearchParams layout is shared with Java");
 

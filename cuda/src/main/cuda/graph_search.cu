@@ -1,8 +1,8 @@
 // Graph index search (GpuGraphIndex.java): best-first beam search over a fixed-degree proximity graph, one thread
 // block per query, after SONG (Zhao et al., ICDE 2020: each iteration in three decoupled stages, candidate
 // locating, bulk distance computation, data-structure maintenance) and CAGRA's single-CTA search (Ootomo et al.
-// 2023: the internal top-M list, the candidate buffer and a small visited hash table in shared memory, the table
-// reset when full).
+// 2023: the internal top-M list, the candidate buffer and a small visited set in shared memory, the set reset when
+// full).
 //
 // Per query (block):
 //   start: the distances to all seeds (in batches), the best of them fill the internal list (M = width entries,
@@ -19,13 +19,12 @@
 // Keys are smaller-is-better: squared L2, or -x.q for inner product (cosine: normalised vectors and query); NaN
 // keys count as +inf (never selected).
 //
-// The visited set (p.bloom selects it, so both can be measured):
-//   - an open-addressing hash table of ids (linear probing, atomicCAS: exact, and concurrent inserts of one id
-//     from two parents' rows give one winner), cleared when half full;
-//   - a Bloom filter (two bits per id, atomicOr), cleared at a 1/16 fill (false-positive rate ~1.4 %: such a node
-//     is skipped as if visited); a batch is tested against the filter as it was before the batch, then added, so
-//     results do not depend on thread timing; an id twice in one batch (two parents' rows, repeated seeds) looks
-//     new twice, and the copy is dropped after the candidate sort, where the two are adjacent.
+// The visited set: a Bloom filter of p.hashWords words (two bits per id, atomicOr), cleared at a 1/16 fill
+// (false-positive rate ~1.4 %: such a node is skipped as if visited). It took the same recall as an exact hash table
+// of ids with fewer shared-memory probes per id, so it is the only one. A batch is tested against the filter as it
+// was before the batch, then added, so results do not depend on thread timing; an id twice in one batch (two
+// parents' rows, repeated seeds) looks new twice, and the copy is dropped after the candidate sort, where the two
+// are adjacent.
 // After a clear, the ids of both lists are inserted again: a node in a list is never a candidate again, and a node
 // evicted earlier can come back only as a candidate no better than the list's last entry, which the merge drops
 // (ties go to the list): the lists never hold an id twice and no node is expanded twice.
@@ -76,18 +75,6 @@ __device__ __forceinline__ void bloomAdd(unsigned* table, int words, int id) {
   bloomBits(words, id, b1, b2);
   atomicOr(table + (b1 >> 5), 1u << (b1 & 31));
   atomicOr(table + (b2 >> 5), 1u << (b2 & 31));
-}
-
-// Inserts id into the hash table of `words` slots (-1 = empty); true when it was not there before.
-__device__ __forceinline__ bool hashInsert(unsigned* table, int words, int id) {
-  const unsigned mask = (unsigned)words - 1u;
-  unsigned h = mixId((unsigned)id) & mask;
-  while (true) {  // at most half full: terminates
-    const unsigned prev = atomicCAS(table + h, 0xffffffffu, (unsigned)id);
-    if (prev == 0xffffffffu) return true;
-    if (prev == (unsigned)id) return false;
-    h = (h + 1) & mask;
-  }
 }
 
 // Number of keys[0..len) < key (strict) or <= key: keys ascending.
@@ -176,7 +163,7 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p, const in
     unsigned dynamicBytes;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamicBytes));
     // the host sized shared memory or the visited set wrong (a cleared set must take two lists and a batch)
-    const int limit = p.bloom ? p.hashWords * 2 : p.hashWords / 2;
+    const int limit = p.hashWords * 2;
     if (dynamicBytes < 4u * (unsigned)graphSharedWords(p) || p.width + p.k + p.batch > limit) __trap();
   }
   if (query >= p.numQueries) return;  // uniform over the block
@@ -184,7 +171,6 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p, const in
   const int K = p.k;
   const int B = p.batch;
   const bool ip = p.metric == 1;
-  const bool bloom = p.bloom != 0;
   float4* q4 = graphShared4;
   float* listK = reinterpret_cast<float*>(graphShared4) + ((p.dims + 3) & ~3);
   int* listI = reinterpret_cast<int*>(listK + M);
@@ -207,12 +193,11 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p, const in
   for (int d = threadIdx.x; d < p.dims; d += blockDim.x) sq[d] = qrow[d];
   for (int i = threadIdx.x; i < M; i += blockDim.x) { listK[i] = GV_INF; listI[i] = -1; }
   for (int i = threadIdx.x; i < K; i += blockDim.x) { accK[i] = GV_INF; accI[i] = -1; }
-  const unsigned empty = bloom ? 0u : 0xffffffffu;
-  for (int i = threadIdx.x; i < p.hashWords; i += blockDim.x) table[i] = empty;
+  for (int i = threadIdx.x; i < p.hashWords; i += blockDim.x) table[i] = 0u;
   __syncthreads();
 
   // the visited set is cleared before a batch could take it past this many inserts
-  const int limit = bloom ? p.hashWords * 2 : p.hashWords / 2;
+  const int limit = p.hashWords * 2;
   int inserted = 0;  // an upper bound, the same in every thread
   const int T = p.teamSize;
   const int teams = blockDim.x / T;
@@ -224,12 +209,12 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p, const in
   auto process = [&]() {
     if (inserted + B > limit) {
       __syncthreads();
-      for (int i = threadIdx.x; i < p.hashWords; i += blockDim.x) table[i] = empty;
+      for (int i = threadIdx.x; i < p.hashWords; i += blockDim.x) table[i] = 0u;
       __syncthreads();
       for (int i = threadIdx.x; i < M + K; i += blockDim.x) {
         const int id = i < M ? listI[i] : accI[i - M];
         if (id == -1) continue;
-        if (bloom) bloomAdd(table, p.hashWords, id & ~kGraphExpanded); else hashInsert(table, p.hashWords, id & ~kGraphExpanded);
+        bloomAdd(table, p.hashWords, id & ~kGraphExpanded);
       }
       inserted = M + K;
       __syncthreads();
@@ -238,18 +223,16 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p, const in
     bool any = false;
     for (int j = threadIdx.x; j < B; j += blockDim.x) {
       int id = candI[j];
-      // Bloom: tested against the set as it was before this batch (so the outcome does not depend on the order
-      // of the threads' inserts), the batch's ids added after the barrier
-      if (id >= 0 && (bloom ? bloomContains(table, p.hashWords, id) : !hashInsert(table, p.hashWords, id))) id = -1;
+      // tested against the set as it was before this batch (so the outcome does not depend on the order of the
+      // threads' inserts), the batch's ids added after the barrier
+      if (id >= 0 && bloomContains(table, p.hashWords, id)) id = -1;
       candI[j] = id;
       candK[j] = GV_INF;
       any |= id >= 0;
     }
     if (__syncthreads_or(any) == 0) return;  // nothing new: the lists stay as they are
-    if (bloom) {
-      for (int j = threadIdx.x; j < B; j += blockDim.x) {
-        if (candI[j] >= 0) bloomAdd(table, p.hashWords, candI[j]);
-      }
+    for (int j = threadIdx.x; j < B; j += blockDim.x) {
+      if (candI[j] >= 0) bloomAdd(table, p.hashWords, candI[j]);
     }
     for (int j = team; j < B; j += teams) {  // uniform per team
       const int id = candI[j];
@@ -259,19 +242,18 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p, const in
     }
     __syncthreads();
     sortPairs(candK, candI, B);
-    if (bloom) {  // one id inserted twice in this batch (two parents' rows, or repeated seeds): adjacent after the sort
-      bool dup = false;
-      for (int j = 1 + threadIdx.x; j < B; j += blockDim.x) dup |= candI[j] >= 0 && candI[j] == candI[j - 1];
-      if (__syncthreads_or(dup)) {
-        // keep the first of each run: the flags go to compI (free until the compaction below) before any write
-        for (int j = threadIdx.x; j < B; j += blockDim.x) compI[j] = j > 0 && candI[j] >= 0 && candI[j] == candI[j - 1];
-        __syncthreads();
-        for (int j = threadIdx.x; j < B; j += blockDim.x) {
-          if (compI[j]) { candK[j] = GV_INF; candI[j] = -1; }
-        }
-        __syncthreads();
-        sortPairs(candK, candI, B);
+    // one id inserted twice in this batch (two parents' rows, or repeated seeds): adjacent after the sort
+    bool dup = false;
+    for (int j = 1 + threadIdx.x; j < B; j += blockDim.x) dup |= candI[j] >= 0 && candI[j] == candI[j - 1];
+    if (__syncthreads_or(dup)) {
+      // keep the first of each run: the flags go to compI (free until the compaction below) before any write
+      for (int j = threadIdx.x; j < B; j += blockDim.x) compI[j] = j > 0 && candI[j] >= 0 && candI[j] == candI[j - 1];
+      __syncthreads();
+      for (int j = threadIdx.x; j < B; j += blockDim.x) {
+        if (compI[j]) { candK[j] = GV_INF; candI[j] = -1; }
       }
+      __syncthreads();
+      sortPairs(candK, candI, B);
     }
     mergeList(listK, listI, M, candK, candI, B, tmpK, tmpI);
     if (accept != nullptr) {
@@ -355,7 +337,7 @@ __device__ __forceinline__ void graphSearch(const GraphSearchParams& p, const in
 
 using gv::GraphSearchParams;
 using gv::GraphSearchTable;
-// Stable names for the JCuda driver API: one block of 64..1024 threads per query (GpuGraphIndex.threads).
+// Stable names for the JCuda driver API: one block of 64..1024 threads per query (GraphConfig.threads).
 extern "C" {
 __global__ void __launch_bounds__(gv::kGraphMaxThreads) gv_graph_search(GraphSearchParams p) {
   gv::graphSearch(p, blockIdx.x);

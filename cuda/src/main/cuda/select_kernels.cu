@@ -535,7 +535,7 @@ __device__ __forceinline__ void radixFused(const SelectParams& p, RadixRow* rows
 // block's scan, fences and waits between passes): ~19-31 us of device time for one row of 2k-50k values whatever
 // its length (H100, ShortRowBench, the passes captured in a graph), the longest stage of a one-query IVF-PQ pass
 // once its launches cost nothing. One block of kRadixBlockThreads selects a short row instead, its keys read once
-// into shared memory (KSelect.radixBlockMaxLen). Its digits (kRadixBlockBits at a time, of key - min from the top
+// into shared memory (SelectConfig.radixBlockMaxLen). Its digits (kRadixBlockBits at a time, of key - min from the top
 // bit of max - min, as above) are resolved by block histograms; once the values matching the digits found so far
 // fit kRadixBlockCandidates, one pass copies them apart (and selects the values below them), and the later digits
 // and the gather read only the copy: three passes over the row for most rows instead of one per digit. Same result

@@ -50,6 +50,7 @@ public final class GpuDevice implements AutoCloseable {
   private final java.util.concurrent.atomic.LongAdder halfScanQueries = new java.util.concurrent.atomic.LongAdder();
   private final java.util.concurrent.atomic.LongAdder halfScanRejected = new java.util.concurrent.atomic.LongAdder();
   private long overlappedPasses; // passes begun while another was in flight (for tests and benchmarks)
+  private final KSelect.Counts selectCounts = new KSelect.Counts(); // radix selections by path (for tests)
 
   /**
    * The device whose context each thread made current last: {@link #lock()} sets the context only when another
@@ -533,6 +534,12 @@ public final class GpuDevice implements AutoCloseable {
     try (Scope s = lock()) {
       return overlappedPasses;
     }
+  }
+
+  /** The radix selections this device ran by each path since it opened; caller holds the lock. */
+  KSelect.Counts selectCounts() {
+    checkLocked();
+    return selectCounts;
   }
 
   /** The device's captured search passes; caller holds the lock. */

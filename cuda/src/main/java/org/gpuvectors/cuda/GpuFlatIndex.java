@@ -853,7 +853,7 @@ public final class GpuFlatIndex extends ResidentIndex {
       return false;
     }
     boolean ip = metric != Metric.L2;
-    if (nq <= SCORED_QUERIES && n <= KSelect.radixBlockMaxLen) {
+    if (nq <= SCORED_QUERIES && n <= device.config().select().radixBlockMaxLen()) {
       enqueueSmallScored(queries, nq, k, outV, outI, outElement);
       smallScoredSearches.incrementAndGet();
       return true;
@@ -876,7 +876,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   }
 
   /**
-   * {@link #enqueueSmall} for at most {@link #SCORED_QUERIES} queries over at most {@link KSelect#radixBlockMaxLen}
+   * {@link #enqueueSmall} for at most {@link #SCORED_QUERIES} queries over at most {@link SelectConfig#radixBlockMaxLen}
    * vectors: every vector's exact key ({@code gv_rerank_exact} over all rows: a warp per vector, the lanes over the
    * dimensions, the rows spread over about four blocks a multiprocessor) into a row per query, then one radix
    * selection of the rows (a block per row, the row in shared memory). The fused kernel's chunks walk their vectors a

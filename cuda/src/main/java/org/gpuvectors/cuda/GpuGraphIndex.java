@@ -3,7 +3,6 @@ package org.gpuvectors.cuda;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 import java.util.Objects;
 import jcuda.Pointer;
 
@@ -15,7 +14,7 @@ import jcuda.Pointer;
  * vectors normalised at upload and queries normalised per search).
  *
  * <p>A search of width M (= max(search width, k)) keeps the M best visited nodes in a sorted list, expands the best
- * not-yet-expanded ones ({@link #parents} per iteration) until every node of the list is expanded (or after
+ * not-yet-expanded ones ({@link GraphConfig#parents} per iteration) until every node of the list is expanded (or after
  * {@link SearchPlan#maxIterations} iterations), and returns the list's k best. With an accept mask, every node is
  * traversed but only accepted ones are returned: the kernel keeps a second list of the k best accepted nodes.
  *
@@ -42,66 +41,41 @@ public final class GpuGraphIndex extends ResidentIndex {
    */
   public static final int EXACT = Integer.MAX_VALUE;
 
-  /** The kernel's visited set (both kept so they can be measured against each other). */
-  enum VisitedSet {
-    /** Open-addressing hash table of ids in shared memory (exact), cleared when half full. */
-    HASH,
-    /** Bloom filter, two bits per id (a false positive skips a node), cleared at a 1/16 fill. */
-    BLOOM
-  }
-
   /**
-   * Nodes expanded per iteration (system property {@code gv.graph.parents}, 1..32; 0 = by batch size: {@link
-   * #latencyParents}(width) for batches below {@link #LATENCY_BATCH} queries, else 1). 1 is the classic best-first
-   * search (and CAGRA's default). A query's latency is about iterations x the cost of one iteration, and p parents
-   * cut the iterations about p-fold (the reference search, GraphFilterPlanTest's data, widths 32 / 64: 33 / 65
-   * iterations at p = 1, 17 / 33 at 2, 9.5 / 17 at 4) for 2-8 % more distances at the same recall; an iteration
-   * costs its barriers (about 30, the candidate sort's grow from 15 to 28 stages at p = 4) plus its distance
-   * rounds, p x degree / teams, which a wide block ({@link #LATENCY_BATCH_THREADS}) keeps at the p = 1 count of a
-   * 256-thread block. A full GPU pays for the extra distances instead: large batches expand one.
+   * Batches from this many queries are planned as throughput-bound ({@link GraphConfig#threads}: 128 threads a block
+   * from here, {@link #SMALL_BATCH_THREADS} below).
    */
-  static volatile int parents = Integer.getInteger("gv.graph.parents", 0);
-  /**
-   * Threads per block (system property {@code gv.graph.threads}: 64..1024, a multiple of 32; 0 = by batch size:
-   * {@link #LATENCY_BATCH_THREADS} below {@link #LATENCY_BATCH} queries, where the blocks are fewer than the
-   * multiprocessors and each query can have a whole one; {@link #SMALL_BATCH_THREADS} below {@link #SMALL_BATCH},
-   * where few blocks leave the GPU idle and more distance teams per block cut the latency; else 128, where blocks
-   * fill the GPU and a smaller block pays less per barrier). Estimates, to be tuned on the GPU (GraphSearchBench).
-   */
-  static volatile int threads = Integer.getInteger("gv.graph.threads", 0);
   static final int SMALL_BATCH = 1024;
   static final int SMALL_BATCH_THREADS = 256;
-  /** Batches below this many queries are latency-bound: fewer blocks than an H100's 132 multiprocessors. */
+  /**
+   * Batches below this many queries are latency-bound: fewer blocks than a large GPU's multiprocessors, so each
+   * query can have a wide block ({@link #LATENCY_BATCH_THREADS}) and expand several parents per iteration. A query's
+   * latency is about iterations x the cost of one iteration, and p parents cut the iterations about p-fold (the
+   * reference search, GraphFilterPlanTest's data, widths 32 / 64: 33 / 65 iterations at p = 1, 17 / 33 at 2, 9.5 /
+   * 17 at 4) for 2-8 % more distances at the same recall; an iteration costs its barriers plus its distance rounds,
+   * p x degree / teams, which a wide block keeps at the p = 1 count of a 256-thread block.
+   */
   static final int LATENCY_BATCH = 128;
   static final int LATENCY_BATCH_THREADS = 1024;
   /**
-   * Parents per iteration of a latency-bound batch at list width {@code width}: width / 8, within 4..16. Measured
-   * at one query, 1,024 threads (H100, GraphSearchBench, docs/results/graph-latency-parents/): 60k x 784 widths 32 /
-   * 64 / 128 best at 8 / 8-16 / 16 parents (0.240 / 0.344 / 0.475 ms against 0.256 / 0.390 / 0.643 at 4); 1M x 128
-   * at width 128 0.265 ms at 16 against 0.394 at 4. Wider lists leave more unexpanded nodes worth expanding at once.
+   * Parents per iteration of a latency-bound batch at list width {@code width}: width / 8, within 4..16. Wider lists
+   * leave more unexpanded nodes worth expanding at once: at one query and 1,024 threads, widths 32 / 64 / 128 were
+   * fastest at 8 / 8-16 / 16 parents, each faster than at 4.
    */
   static int latencyParents(int width) {
     return Math.max(4, Math.min(16, width / 8));
   }
   /**
-   * Smallest visited set, in 32-bit words (system property {@code gv.graph.hashMinWords}, a power of two): a larger
-   * one is cleared less often (each clear lets evicted nodes be computed again).
+   * Smallest visited set (a Bloom filter, graph_search.cu), in 32-bit words, a power of two: a larger one is cleared
+   * less often (each clear lets evicted nodes be computed again).
    */
-  static volatile int hashMinWords = Integer.getInteger("gv.graph.hashMinWords", 2048);
-  /**
-   * The visited set of new indexes (system property {@code gv.graph.visited}: hash or bloom). Bloom: on the
-   * H100, Fashion-MNIST (GraphSearchBench, docs/results/graph-fmnist), the same recall at every width and
-   * 1.0-1.35x the hash table's queries/s at batch 10k (fewer shared-memory probes per id).
-   */
-  static final VisitedSet DEFAULT_VISITED =
-      VisitedSet.valueOf(System.getProperty("gv.graph.visited", "bloom").toUpperCase(Locale.ROOT));
+  static final int VISITED_MIN_WORDS = 2048;
 
   private final int degree;
   private final int numSeeds;
   private final GpuFlatIndex vectors; // n x dims (cosine: normalised): the walk reads them, the exact search too
   private final DeviceBuffer graph; // n x degree
   private final DeviceBuffer seeds;
-  private volatile VisitedSet visitedSet = DEFAULT_VISITED;
 
   private GpuGraphIndex(GpuDevice device, int n, int dims, Metric metric, int degree, int numSeeds,
                         GpuFlatIndex vectors, DeviceBuffer graph, DeviceBuffer seeds) {
@@ -199,15 +173,6 @@ public final class GpuGraphIndex extends ResidentIndex {
     return vectors.deviceBytes() + graph.bytes() + seeds.bytes();
   }
 
-  /** The visited set of the searches that start from now on (package-private: for tests and benchmarks). */
-  void setVisitedSet(VisitedSet v) {
-    this.visitedSet = Objects.requireNonNull(v);
-  }
-
-  VisitedSet visitedSet() {
-    return visitedSet;
-  }
-
   /**
    * The k best vectors per query found by a beam search of width max({@code searchWidth}, k), or the exact k best
    * when {@code searchWidth} is {@link #EXACT}; {@code acceptBits} null = all vectors may be returned, else by
@@ -247,38 +212,38 @@ public final class GpuGraphIndex extends ResidentIndex {
   record SearchPlan(int width, int k, int threads, int parents, int batch, int teamSize, int hashWords,
                     int maxIterations, int sharedBytes) {
 
-    /** The plan of a large batch. */
+    /** The plan of a large batch with the default configuration. */
     static SearchPlan of(int dims, int degree, int k, int searchWidth) {
       return of(dims, degree, k, searchWidth, SMALL_BATCH);
     }
 
+    /** The plan of a launch of {@code nq} queries with the default configuration. */
     static SearchPlan of(int dims, int degree, int k, int searchWidth, int nq) {
+      return of(GraphConfig.defaults(), dims, degree, k, searchWidth, nq);
+    }
+
+    /** The plan of a launch of {@code nq} queries on a device configured with {@code config}. */
+    static SearchPlan of(GraphConfig config, int dims, int degree, int k, int searchWidth, int nq) {
       int width = GpuGraphIndex.width(searchWidth, k);
-      int t = GpuGraphIndex.threads;
+      int t = config.threads(); // validated by GraphConfig
       if (t == 0) {
         t = nq < LATENCY_BATCH ? LATENCY_BATCH_THREADS : nq < SMALL_BATCH ? SMALL_BATCH_THREADS : 128;
       }
-      if (t < 64 || t > 1024 || t % 32 != 0) {
-        throw new IllegalArgumentException("gv.graph.threads must be 64..1024, a multiple of 32: " + t);
-      }
-      int wanted = GpuGraphIndex.parents;
+      int wanted = config.parents(); // validated by GraphConfig
       if (wanted == 0) {
         wanted = nq < LATENCY_BATCH ? latencyParents(width) : 1;
-      }
-      if (wanted < 1 || wanted > 32) {
-        throw new IllegalArgumentException("gv.graph.parents must be 0 (by batch size) or 1..32: " + wanted);
       }
       int p = Math.max(1, Math.min(wanted, 2048 / degree));
       int batch = Math.max(32, pow2Ceil(p * degree));
       int team = Math.min(32, pow2Ceil((dims + 15) / 16));
-      // cleared when half full (hash) or at 1/16 of its bits (Bloom, 2 bits of 32 per word: words * 2 ids); after
-      // a clear both lists go back in, and a batch must still fit: 4x that for few clears, 2x where 4x would take
-      // the block past 96 KB (wide searches: the 99 KB of sm_86 / sm_89 hold them)
+      // cleared at 1/16 of its bits (a Bloom filter, 2 bits of 32 per word: words * 2 ids); after a clear both lists
+      // go back in, and a batch must still fit: 4x that for few clears, 2x where 4x would take the block past 96 KB
+      // (wide searches: the 99 KB of sm_86 / sm_89 hold them)
       long fixed = 4L * ((dims + 3) / 4 * 4 + 4L * width + 2L * k + 4L * batch + 32 + 4);
       int needed = pow2Ceil(2 * (width + k + batch));
-      int words = Math.max(pow2Ceil(Math.max(64, hashMinWords)), 2 * needed);
+      int words = Math.max(VISITED_MIN_WORDS, 2 * needed);
       if (fixed + 4L * words > 96 << 10) {
-        words = Math.max(needed, Math.min(words, pow2Ceil(Math.max(64, hashMinWords))));
+        words = Math.max(needed, Math.min(words, VISITED_MIN_WORDS));
       }
       // a safety net: a search normally stops when every node of its list is expanded (at least width iterations
       // allowed, whatever the parents)
@@ -327,7 +292,7 @@ public final class GpuGraphIndex extends ResidentIndex {
     if (searchWidth == EXACT) {
       throw new IllegalArgumentException("an exact search is not a walk");
     }
-    SearchPlan plan = SearchPlan.of(dims, degree, k, searchWidth, launchQueries);
+    SearchPlan plan = SearchPlan.of(device.config().graph(), dims, degree, k, searchWidth, launchQueries);
     GraphSearchParams p = new GraphSearchParams();
     p.vectors = vectors.vectorsAddress();
     p.graph = graph.address();
@@ -348,7 +313,6 @@ public final class GpuGraphIndex extends ResidentIndex {
     p.parents = plan.parents();
     p.teamSize = plan.teamSize();
     p.hashWords = plan.hashWords();
-    p.bloom = visitedSet == VisitedSet.BLOOM ? 1 : 0;
     p.metric = metric == Metric.L2 ? 0 : 1;
     p.maxIterations = plan.maxIterations();
     return new Walk(p, plan);

@@ -39,20 +39,6 @@ public final class GpuIvfFlatIndex extends ResidentIndex {
    * built for the k buckets 32..128 only (at 256 nvcc spilled); a larger k scans per pair.
    */
   static final int GROUPED_MAX_K = 128;
-  /**
-   * A block of queries is scanned grouped when its (query, probe) pairs per list, on average
-   * {@code nq * nprobe / nlist}, reach this (and k <= {@link #GROUPED_MAX_K}); system property
-   * {@code gv.ivf.groupedPairsPerList}; tests force either path (0: always, Integer.MAX_VALUE: never).
-   * Why 8, by estimate (to be tuned on the GPU with a batch-size sweep): both paths cost in proportion
-   * to a list's floats. The per-pair kernel reads them once per pair, at memory bandwidth (H100,
-   * Fashion-MNIST lists of 245 x 784: 0.22 us per pair for the whole GPU); a grouped tile computes
-   * 32 queries against them whether or not its 32 slots are filled (L2: ~0.7 us per tile, ~3 pairs'
-   * reads), and a block of queries pays ~20 us of grouping launches. With c pairs per list the grouped
-   * scan costs ceil(c / 32) * 3 pair reads against c: even at 4 pairs per list it should win, at 8 by
-   * ~2.7x; 8 keeps it ahead should the tile cost twice the estimate. Below, the per-pair kernel's small
-   * grid is short anyway (a grouped tile alone takes ~70 us on one SM for lists of Fashion's size).
-   */
-  static volatile int groupedPairsPerList = Integer.getInteger("gv.ivf.groupedPairsPerList", 8);
 
   private final int nlist;
   private final GpuFlatIndex centroids;
@@ -154,9 +140,13 @@ public final class GpuIvfFlatIndex extends ResidentIndex {
         acceptAddress, acceptRowWords, outV, outI, outElement, this::scanBlock);
   }
 
-  /** Whether a block of {@code nq} queries probing {@code probes} lists each, for k, is scanned grouped. */
+  /**
+   * Whether a block of {@code nq} queries probing {@code probes} lists each, for k, is scanned grouped: from {@link
+   * IvfConfig#groupedPairsPerList} (query, probe) pairs per list on average, k up to {@link #GROUPED_MAX_K}.
+   */
   boolean scansGrouped(int nq, int probes, int k) {
-    return k <= GROUPED_MAX_K && (long) nq * probes >= (long) groupedPairsPerList * nlist;
+    return k <= GROUPED_MAX_K
+        && (long) nq * probes >= (long) device.config().ivf().groupedPairsPerList() * nlist;
   }
 
   /** One block's list scan, per pair or grouped ({@link #scansGrouped}). */

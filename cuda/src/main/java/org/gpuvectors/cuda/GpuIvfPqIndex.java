@@ -32,16 +32,16 @@ import jcuda.Pointer;
  *       middle term summed per stored vector at upload ({@code codeTerms}, L2 only), the last one a table of m x
  *       2^bits floats per query ({@code gv_ivf_pq_query_tables}, once per search), and the first per (query,
  *       list) in the scan; {@code gv_ivf_pq_table_scan_kK} loads a query's table into shared memory once for
- *       all its probed lists when the block of queries is large ({@link #groupedMinQueries}: one block per
+ *       all its probed lists when the block of queries is large ({@link IvfConfig#groupedMinQueries}: one block per
  *       query, probesPerBlock = nprobe), or once per list for small batches (nprobe blocks per query, for
  *       parallelism). Values equal the full table's up to float rounding (other terms, other order);
- *   <li>small batches ({@link #keysMaxQueries}, {@link #keysRowWidth}): the precomputed tables, but no queue per
+ *   <li>small batches ({@link IvfConfig#keysMaxQueries}, {@link #keysRowWidth}): the precomputed tables, but no queue per
  *       (query, list): {@code gv_ivf_pq_table_keys} appends every accepted code's key to the query's row and a
  *       radix selection ({@link KSelect#radixSelect}) keeps the row's k best ({@link IvfSearch#enqueueKeys}); large
  *       batches at k past 512 the same, in blocks of queries, with a block per query that loads its table once for
  *       all its lists ({@code gv_ivf_pq_table_keys_grouped}, {@link #keysBlockQueries});
  *   <li>full tables ({@code gv_ivf_pq_scan_kK}, ivf_pq.cu; when the table does not fit in shared memory, or
- *       forced by {@link #forceFullTables}): one block per (query, probed list) builds the pair's whole table
+ *       forced by {@link IvfConfig#fullTables}): one block per (query, probed list) builds the pair's whole table
  *       (in the CPU's order and float rounding, no FMA) in dynamic shared memory, or in global memory when it
  *       does not fit there (e.g. m = 256 x 256 codewords = 256 KB), then scans the list's codes.
  * </ul>
@@ -66,7 +66,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   /**
    * Codes of at most this many 16-byte chunks (32 bytes: 128 dimensions at the default pq_m) take the table scans'
    * "_short" builds, which load two chunks of a code at a time instead of eight (ivf_pq_tables.cu's
-   * kPqShortCodeChunks): the eight chunks' registers cost those scans blocks an SM (docs/BENCHMARKS.md section 19).
+   * kPqShortCodeChunks): the eight chunks' registers cost those scans blocks an SM.
    */
   static final int SHORT_CODE_CHUNKS = 2;
   /** Positions per group and bytes per chunk of the device's interleaved code layout (common.cuh's pqCodeChunk). */
@@ -77,39 +77,9 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   private static final int TABLE_THREADS = 256;
   /** Bytes of codes uploaded per slab (the device lock is held for one slab's copy). */
   private static final int UPLOAD_SLAB_BYTES = 16 << 20;
-  /** Tests: keep the full-table scan's lookup tables in global memory (implies {@link #forceFullTables}). */
-  static volatile boolean forceGlobalTables;
-  /** Tests and benchmarks: the full per-pair table scan (ivf_pq.cu) instead of the precomputed tables. */
-  static volatile boolean forceFullTables;
-  /**
-   * A block of at least this many queries scans all of a query's probed lists in one block (its table read once,
-   * not nprobe times); smaller ones a block per (query, list), for parallelism at small batches. System property
-   * {@code gv.ivfpq.groupedMinQueries}; tests force either (0: always, Integer.MAX_VALUE: never). Why 256: the
-   * per-query grid needs about two blocks per SM to fill the GPU (132 SMs on an H100, two 100 KB tables each).
-   */
-  static volatile int groupedMinQueries = Integer.getInteger("gv.ivfpq.groupedMinQueries", 256);
-  /**
-   * Batches of at most this many queries take the small-batch scan ({@link #keysRowWidth}: every accepted code of
-   * the probed lists appended to the query's row, {@code gv_ivf_pq_table_keys}, then a radix selection) instead of
-   * a WarpSelect queue of k per (query, list) and their merge. System property {@code gv.ivfpq.keysMaxQueries};
-   * tests force either (0: never). Why 32: at one query and k = 400 (a 1M x 128 search at num_candidates 100),
-   * the queues of the 63 lists and the two merge levels were 237 of a pass's 407 us (ncu, H100).
-   */
-  static volatile int keysMaxQueries = Integer.getInteger("gv.ivfpq.keysMaxQueries", 32);
   /** The small-batch scan's rows (keys and ids, 8 bytes a vector) of one search at most. */
   static final long KEYS_BUDGET_BYTES = 64L << 20;
-  /**
-   * Larger batches take the keys scan too, a block of queries at a time ({@link #keysBlockQueries}), from this k
-   * on: past 512 (WarpSelect's bucket of 1,024) a queue of k per query bounds the grouped table scan, while a row of
-   * keys and a radix selection cost about the same at any k. 2M x 768, nprobe 16, batch 10k (H100, through the
-   * codec): k = 800 took 61 ms of GPU time with the queues and 47 ms with the keys (173k instead of 137k q/s); k =
-   * 320 took 35 ms with the queues (ncu: 90 % of it in gv_ivf_pq_table_scan_k512) and 40 ms with the keys. System
-   * property {@code gv.ivfpq.keysBatchMinK}; tests move it (1: always, Integer.MAX_VALUE: never).
-   */
-  static volatile int keysBatchMinK = Integer.getInteger("gv.ivfpq.keysBatchMinK", 513);
   private static final String KEYS_GROUPED_KERNEL = "gv_ivf_pq_table_keys_grouped";
-  /** Tests: the most queries a block of {@link #keysBlockQueries} holds (to check several blocks on small data). */
-  static volatile int keysBatchMaxBlock = Integer.MAX_VALUE;
   private static final String KEYS_KERNEL = "gv_ivf_pq_table_keys";
   /** Threads of {@code gv_ivf_pq_table_keys} (ivf_pq_tables.cu's kPqKeysThreads). */
   static final int KEYS_THREADS = 256;
@@ -130,10 +100,6 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     long byGrid = 65_535 / probes;
     return (int) Math.max(1, Math.min(bySize, Math.min(byDevice, byGrid)));
   }
-  /** Tests: a shared selection's members run their coarse steps alone, not in one table launch. */
-  static volatile boolean coarseAlone;
-  /** Tests: return the approximate candidates even when the raw vectors are resident (to re-rank them on the host). */
-  static volatile boolean skipDeviceRerank;
   /** Candidate slots (queries x candidates) re-ranked per launch group: bounds the temporaries (3 x 4 bytes each). */
   private static final long RERANK_BLOCK_SLOTS = 1L << 22;
 
@@ -408,7 +374,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * kernel's blocks opt into, beside the kernel's static shared memory (the warp merge). Caller holds the lock.
    */
   boolean tableInShared(int k) {
-    return !forceGlobalTables
+    return !ivf().globalTables()
         && sharedBytes(true) <= device.module().maxDynamicSharedBytes(KSelect.kernel(SCAN_KERNELS, k));
   }
 
@@ -427,12 +393,13 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * dimension (the query-table kernel's grid.y is m).
    */
   private boolean precomputedTablesAllowed() {
-    return !forceFullTables && !forceGlobalTables && pq.m() <= 65535;
+    IvfConfig ivf = ivf();
+    return !ivf.fullTables() && !ivf.globalTables() && pq.m() <= 65535;
   }
 
   /**
    * Probes per table-scan block for a block of {@code nq} queries probing {@code probes} lists each, for k: all
-   * (from {@link #groupedMinQueries} queries) or 1; 0 when the precomputed tables are not used (forced off, or
+   * (from {@link IvfConfig#groupedMinQueries} queries) or 1; 0 when the precomputed tables are not used (forced off, or
    * the table does not fit in shared memory, or m is past a grid dimension). Caller holds the lock.
    */
   int probesPerBlock(int nq, int probes, int k) {
@@ -440,7 +407,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
       return 0;
     }
     int max = device.module().maxDynamicSharedBytes(tableScanKernel(k));
-    if (nq >= groupedMinQueries && tableScanSharedBytes(probes) <= max) {
+    if (nq >= ivf().groupedMinQueries() && tableScanSharedBytes(probes) <= max) {
       return probes;
     }
     return tableScanSharedBytes(1) <= max ? 1 : 0;
@@ -468,7 +435,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   void enqueueSearch(long queries, long queryNorms, int nq, int k, int nprobe, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement, QueryUploads.Feed arriving) {
     ensureOpen();
-    boolean rerank = rawVectors != null && !skipDeviceRerank;
+    boolean rerank = rawVectors != null && !ivf().skipDeviceRerank();
     int kc = rerank ? candidates(k) : k;
     QueryUploads.forEachBlock(queryBlocks(nq, kc, rerank, arriving != null), dims, queries, queryNorms, acceptAddress,
         acceptRowWords, arriving, b -> {
@@ -525,16 +492,15 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * {@code candIds}, row r at r x kc) of the indexes of {@code table} (their raw vectors, their queries; one metric
    * and dims): the candidates' exact FP32 keys ({@code gv_rerank_exact_table}: squared L2, or -x.q; an empty slot's
    * key is +inf), then each row's k best keys into the output from element {@code outElement}, k per row (inner
-   * product back to +x.q): selected by the re-rank kernel itself for a few rows of at most {@link
-   * #fusedSelectMaxCandidates} candidates ({@link #fusedRerankSelect}), else by a BlockSelect launch over the
-   * candidates' ids. Asynchronous; the temporaries return to the pool (reuse is ordered on the stream). Caller holds
-   * the lock.
+   * product back to +x.q): selected by the re-rank kernel itself for at most {@link #FUSED_SELECT_MAX_ROWS} rows of
+   * at most {@link IvfConfig#fusedSelectMaxCandidates} candidates (one launch fewer), else, where that kernel cannot
+   * run, by a selection launch over the candidates' ids ({@link KSelect#mergeCandidates}). Asynchronous; the
+   * temporaries return to the pool (reuse is ordered on the stream). Caller holds the lock.
    */
   static void enqueueRerank(GpuDevice device, RerankTable table, int rows, int k, int kc, int dims, Metric metric,
                             long candValues, long candIds, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     boolean ip = metric != Metric.L2;
-    boolean fused = fusedRerankSelect && rows <= FUSED_SELECT_MAX_ROWS
-        && kc <= Math.min(fusedSelectMaxCandidates, RerankParams.SELECT_MAX_CANDIDATES);
+    boolean fused = rows <= FUSED_SELECT_MAX_ROWS && kc <= device.config().ivf().fusedSelectMaxCandidates();
     try (DeviceBuffer exact = device.allocate(4L * rows * kc);
          DeviceBuffer done = fused ? device.allocate(4L * rows) : null) { // the rows' counts of done blocks
       RerankParams p = new RerankParams();
@@ -565,24 +531,15 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   }
 
   /**
-   * Whether the re-rank of a few rows selects their k best itself ({@link #enqueueRerank}; {@code
-   * -Dgpuvectors.gpu.rerank_fused_select=false} turns it off; tests flip it to compare both).
-   */
-  static volatile boolean fusedRerankSelect =
-      Boolean.parseBoolean(System.getProperty("gpuvectors.gpu.rerank_fused_select", "true"));
-  /**
    * The most rows whose re-rank selects itself: a one-query pass, or a few queries' (the small batches of
    * concurrent searches); a batch keeps the BlockSelect launch, whose rows fill the GPU anyway.
    */
   static final int FUSED_SELECT_MAX_ROWS = 64;
-  /**
-   * The most candidates a row whose re-rank selects itself may have (the kernel takes up to {@link
-   * RerankParams#SELECT_MAX_CANDIDATES}; tests raise this to it). The row's last block ranks them with its 128
-   * threads, count^2 / 128 compares each: past ~256 that outlasts the BlockSelect launch it saves. 2M x 768, nprobe 8,
-   * one query (H100, device wait, the selection in the re-rank / a BlockSelect launch): 240 candidates 80.7 / 80.2 us,
-   * 320 89.0 / 84.0, 400 103.4 / 88.7, 512 113.5 / 91.4 (BENCHMARKS section 23).
-   */
-  static volatile int fusedSelectMaxCandidates = 256;
+
+  /** The ivf part of this index's device's configuration. */
+  private IvfConfig ivf() {
+    return device.config().ivf();
+  }
 
   /** Device address of the raw vectors (the device re-rank's); caller holds the lock. */
   long rawVectorsAddress() {
@@ -598,7 +555,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    */
   long sharedKeysRowWidth(int nq, int nprobe) {
     ensureOpen();
-    if (rawVectors == null || skipDeviceRerank || nq < 1) {
+    if (rawVectors == null || ivf().skipDeviceRerank() || nq < 1) {
       return 0;
     }
     return keysRowWidth(nq, probes(nprobe));
@@ -609,7 +566,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    * indexes ({@link #enqueueCoarseTable}) rather than running alone from {@link #enqueueProbes}.
    */
   boolean coarseFitsTable(int nq, int nprobe) {
-    return !coarseAlone && centroids.fitsSmallTable(nq, probes(nprobe));
+    return !ivf().coarseAlone() && centroids.fitsSmallTable(nq, probes(nprobe));
   }
 
   /**
@@ -804,11 +761,11 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   /**
    * The row width of the small-batch scan of {@code nq} queries probing {@code probes} lists each: the sum of the
    * {@code probes} largest lists (no query's lists hold more), or 0 when that scan is not taken: more than {@link
-   * #keysMaxQueries} queries, rows past {@link #KEYS_BUDGET_BYTES}, the full tables forced, or the table past the
+   * IvfConfig#keysMaxQueries} queries, rows past {@link #KEYS_BUDGET_BYTES}, the full tables forced, or the table past the
    * kernel's shared memory. Caller holds the lock.
    */
   long keysRowWidth(int nq, int probes) {
-    if (nq > keysMaxQueries || !precomputedTablesAllowed()) {
+    if (nq > ivf().keysMaxQueries() || !precomputedTablesAllowed()) {
       return 0;
     }
     long width = Math.max(1, largestLists[Math.min(probes, nlist)]);
@@ -820,13 +777,15 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   }
 
   /**
-   * Queries per block of the keys scan of a batch past {@link #keysMaxQueries} at k >= {@link #keysBatchMinK}: as
+   * Queries per block of the keys scan of a batch past {@link IvfConfig#keysMaxQueries} at k >= {@link
+   * IvfConfig#keysBatchMinK}: as
    * many as {@link IvfSearch#BLOCK_BUDGET_BYTES} of rows (8 bytes a key) and query tables hold, at least one; or 0
    * when that scan is not taken (smaller k, the small-batch scan's batch, the full tables forced, or a query's table
    * and terms past the kernel's shared memory). Caller holds the lock.
    */
   int keysBlockQueries(int nq, int k, int probes) {
-    if (nq <= keysMaxQueries || k < keysBatchMinK || !precomputedTablesAllowed()
+    IvfConfig ivf = ivf();
+    if (nq <= ivf.keysMaxQueries() || k < ivf.keysBatchMinK() || !precomputedTablesAllowed()
         || tableScanSharedBytes(probes) > device.module().maxDynamicSharedBytes(forCodes(KEYS_GROUPED_KERNEL))) {
       return 0;
     }
@@ -834,7 +793,7 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     if (width > Integer.MAX_VALUE) {
       return 0;
     }
-    long block = Math.min(keysBatchMaxBlock, IvfSearch.BLOCK_BUDGET_BYTES / (8L * width + 4L * pq.tableFloats()));
+    long block = Math.min(ivf.keysBatchMaxBlock(), IvfSearch.BLOCK_BUDGET_BYTES / (8L * width + 4L * pq.tableFloats()));
     return (int) Math.max(1, Math.min(nq, block));
   }
 

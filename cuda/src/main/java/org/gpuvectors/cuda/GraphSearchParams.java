@@ -42,20 +42,21 @@ final class GraphSearchParams {
   int parents;
   /** Threads per distance: a power of two, 1..32. */
   int teamSize;
-  /** 32-bit words of the visited set, a power of two. */
+  /** 32-bit words of the visited set (a Bloom filter), a power of two. */
   int hashWords;
-  /** 0 = open-addressing hash table, 1 = Bloom filter. */
-  int bloom;
   /** 0 = squared L2, 1 = inner product (selected largest). */
   int metric;
   int maxIterations;
+  /** To the struct's 8-byte alignment (unused). */
+  int pad;
 
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(vectors).putLong(graph).putLong(seeds).putLong(queries).putLong(acceptBits).putLong(outK)
         .putLong(outIdx).putLong(acceptRowWords);
     b.putInt(numQueries).putInt(n).putInt(dims).putInt(degree).putInt(numSeeds).putInt(k).putInt(width).putInt(batch)
-        .putInt(parents).putInt(teamSize).putInt(hashWords).putInt(bloom).putInt(metric).putInt(maxIterations);
+        .putInt(parents).putInt(teamSize).putInt(hashWords).putInt(metric).putInt(maxIterations)
+        .putInt(pad);
     return b.array();
   }
 

@@ -23,13 +23,15 @@ public final class KSelect {
   /**
    * Hierarchical partition targets: (row, chunk) pairs per SM for WarpSelect (warps) and BlockSelect
    * (blocks). WarpSelect 8: with the cp.async scan, 8 warps per SM keep the loads in flight, and fewer
-   * chunks mean fewer inserts and a smaller merge pass (H100, pass 1: 1x1e8 k = 1000 0.93 -> 0.71 ms,
-   * 1000x1e5 k = 100 0.245 -> 0.225 ms against 16; NOTES-kselect.md round 3).
+   * chunks mean fewer inserts and a smaller merge pass than at 16 (NOTES-kselect.md round 3).
    */
-  static final int WARP_ROWS_PER_SM = Integer.getInteger("gv.select.warpRowsPerSm", 8);
-  static final int BLOCK_ROWS_PER_SM = Integer.getInteger("gv.select.blockRowsPerSm", 2);
-  /** BlockSelect (and Tang) target of {@link #select} for k <= 32 (measured better at 4 than 2). */
-  static final int BLOCK_ROWS_PER_SM_SELECT = Integer.getInteger("gv.select.blockRowsPerSmSelect", 4);
+  static final int WARP_ROWS_PER_SM = 8;
+  static final int BLOCK_ROWS_PER_SM = 2;
+  /**
+   * BlockSelect (and Tang) target of {@link #select} for k <= 32: a short queue leaves a block's loads the bottleneck,
+   * and more blocks per SM keep more of them in flight (measured better at 4 than 2; at larger k, 2).
+   */
+  static final int BLOCK_ROWS_PER_SM_SELECT = 4;
 
   /** The k-selection algorithms. */
   public enum Algorithm {
@@ -157,9 +159,10 @@ public final class KSelect {
    * #radixBlocksPerRow} blocks and each pass is one launch over every row's blocks: the range ({@code
    * gv_radix_range}), up to three digits ({@code gv_radix_digit}, a pass whose row is resolved returns at once)
    * and the gather and sort ({@code gv_radix_gather}); or all of them in one cooperative launch ({@link
-   * #RADIX_FUSED_KERNEL}, see {@link #fusedRadix}) when the grid fits on the device at once. A zeroed {@link
-   * #RADIX_ROW_BYTES} per row carries a row's state from pass to pass. Rows of at most {@link #radixBlockMaxLen}
-   * values are selected by one block each instead, the row in shared memory ({@link #RADIX_BLOCK_KERNEL}). Reads the
+   * #RADIX_FUSED_KERNEL}: four launches fewer) when the device takes cooperative launches and the grid fits on it at
+   * once, the separate launches being the fallback otherwise. A zeroed {@link #RADIX_ROW_BYTES} per row carries a
+   * row's state from pass to pass. Rows of at most {@link SelectConfig#radixBlockMaxLen} values are selected by one
+   * block each instead, the row in shared memory ({@link #RADIX_BLOCK_KERNEL}). Reads the
    * input, its ids and inScale; norms, accept masks, clamping and chunks are refused. Asynchronous.
    */
   static void radixSelect(GpuDevice device, SelectParams p) {
@@ -209,12 +212,13 @@ public final class KSelect {
       Pointer state = Pointer.to(new long[] {zeroedState.address()});
       Pointer blocks = Pointer.to(new int[] {perRow});
       KernelModule module = device.module();
-      if (fusedRadix && device.cooperativeLaunch()
+      if (device.cooperativeLaunch()
           && grid <= (long) module.maxBlocksPerSm(RADIX_FUSED_KERNEL, RADIX_THREADS) * device.multiprocessorCount()) {
         module.launchCooperative(RADIX_FUSED_KERNEL, (int) grid, RADIX_THREADS, device.stream(), params, state, blocks);
-        fusedRadixLaunches++;
+        device.selectCounts().fusedRadix++;
         return;
       }
+      // the fallback: no cooperative launch, or more blocks than the device holds at once
       module.launch("gv_radix_range", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
       for (int digit = 0; digit < RADIX_DIGIT_PASSES; digit++) {
         module.launch("gv_radix_digit", (int) grid, 1, RADIX_THREADS, 0, device.stream(), params, state, blocks);
@@ -224,23 +228,25 @@ public final class KSelect {
   }
 
   /**
-   * The radix selection of rows of at most {@link #radixBlockMaxLen} values, one block a row with the row in shared
-   * memory ({@link #RADIX_BLOCK_KERNEL}): false, with nothing launched, for longer rows or a row past the kernel's
-   * shared memory. Rows whose typical length ({@link SelectParams#typicalLen}) is that short take it too when their
-   * capacity ({@code len}) is not: the block's shared memory then holds as many keys as it can (at least the typical
-   * row's), and a longer row reads the rest from global memory on each of its passes. An IVF-PQ query's keys fill a
+   * The radix selection of rows of at most {@link SelectConfig#radixBlockMaxLen} values, one block a row with the row
+   * in shared memory ({@link #RADIX_BLOCK_KERNEL}): false, with nothing launched, for longer rows or a row past the
+   * kernel's shared memory (or past {@link SelectConfig#radixBlockMaxSharedKeys}). Rows whose typical length ({@link
+   * SelectParams#typicalLen}) is that short take it too when their capacity ({@code len}) is not: the block's shared
+   * memory then holds as many keys as it can (at least the typical row's), and a longer row reads the rest from
+   * global memory on each of its passes. An IVF-PQ query's keys fill a
    * row of about nprobe x the mean list, in a row sized for the nprobe largest lists (at 10M x 128, nprobe 8: ~25k
    * keys in a row of 81k). Caller holds the lock.
    */
   private static boolean radixBlock(GpuDevice device, SelectParams p) {
+    SelectConfig config = device.config().select();
     int typical = p.typicalLen > 0 ? Math.min(p.typicalLen, p.len) : p.len;
-    if (typical > radixBlockMaxLen) {
+    if (typical > config.radixBlockMaxLen()) {
       return false;
     }
     KernelModule module = device.module();
     long most = module.maxDynamicSharedBytes(RADIX_BLOCK_KERNEL) / 4;
-    if (radixBlockSharedKeys > 0) {
-      most = Math.min(most, radixBlockSharedKeys);
+    if (config.radixBlockMaxSharedKeys() > 0) {
+      most = Math.min(most, config.radixBlockMaxSharedKeys());
     }
     int held = (int) Math.min(Math.max(1, p.len), most);
     if (held < typical) {
@@ -249,45 +255,34 @@ public final class KSelect {
     int shared = 4 * held;
     module.allowDynamicShared(RADIX_BLOCK_KERNEL, shared);
     module.launch(RADIX_BLOCK_KERNEL, p.rows, 1, RADIX_BLOCK_THREADS, shared, device.stream(), Pointer.to(p.encode()));
-    radixBlockLaunches++;
+    device.selectCounts().radixBlock++;
     return true;
   }
 
   /**
    * The radix selection of a short row in one block, the row in shared memory (select_kernels.cu): the passes of
-   * {@link #RADIX_FUSED_KERNEL} meet in global memory, a fixed ~19-31 us a selection whatever the row's length
-   * (H100, ShortRowBench).
+   * {@link #RADIX_FUSED_KERNEL} meet in global memory, a fixed cost of tens of microseconds a selection whatever the
+   * row's length.
    */
   static final String RADIX_BLOCK_KERNEL = "gv_radix_block";
   /** Threads of {@link #RADIX_BLOCK_KERNEL}'s block (select_kernels.cu's kRadixBlockThreads). */
   static final int RADIX_BLOCK_THREADS = 1024;
-  /**
-   * The longest row that {@link #RADIX_BLOCK_KERNEL} selects from ({@code -Dgv.select.radixBlockMaxLen}; 0: never;
-   * tests and benchmarks vary it; 4 bytes a value of shared memory). One row of distance-like keys, k 80 to 400
-   * (H100, ShortRowBench, device time): 9-19 us against the passes' 19-27 at 2k values, 16-26 against 27-29 at 20k,
-   * level at 40k: 40k values.
-   */
-  static volatile int radixBlockMaxLen = Integer.getInteger("gv.select.radixBlockMaxLen", 40_000);
-  /**
-   * Tests: the most keys {@link #RADIX_BLOCK_KERNEL} holds in shared memory (0: as many as the device allows), so that
-   * short rows exercise the reads past it.
-   */
-  static volatile int radixBlockSharedKeys = 0;
-  /** Radix selections run by {@link #RADIX_BLOCK_KERNEL} since the class loaded (tests: the path they checked). */
-  static long radixBlockLaunches; // written under a device's lock
 
   /** The radix selection's passes in one cooperative launch (select_kernels.cu). */
   static final String RADIX_FUSED_KERNEL = "gv_radix_fused";
 
   /**
-   * Whether {@link #radixSelect(GpuDevice, SelectParams, DeviceBuffer)} runs its passes as one cooperative launch
-   * ({@link #RADIX_FUSED_KERNEL}) when the grid fits on the device at once (else, or when false, one launch a pass):
-   * four launches fewer, a third of the host time that enqueued a one-query IVF-PQ pass. Tests flip it to check both.
+   * The radix selections a device ran by each path since it opened ({@link GpuDevice#selectCounts}; tests: the path
+   * they meant to check), counted when enqueued, under the device's lock: a captured pass's later launches add none.
    */
-  static volatile boolean fusedRadix = !Boolean.getBoolean("gpuvectors.gpu.radix_per_pass");
-
-  /** Radix selections run as one cooperative launch since the class loaded (tests: the path they meant to check). */
-  static long fusedRadixLaunches; // written under a device's lock; read by tests after their launches
+  static final class Counts {
+    /** Selections by the one-block kernel ({@link #RADIX_BLOCK_KERNEL}), merges included. */
+    long radixBlock;
+    /** Selections whose passes ran as one cooperative launch ({@link #RADIX_FUSED_KERNEL}). */
+    long fusedRadix;
+    /** Merges ({@link #mergeCandidates}) by the one-block kernel. */
+    long radixMerges;
+  }
 
   /**
    * Blocks a row of {@code len} values is split over: one per {@link #RADIX_VALUES_PER_BLOCK} values, as long as
@@ -319,31 +314,22 @@ public final class KSelect {
   /**
    * Rows of candidate lists from this many values are merged by the one-block radix selection ({@link
    * #RADIX_BLOCK_KERNEL}) rather than by one BlockSelect block, when the rows fit one wave ({@link #mergeCandidates}).
-   * One BlockSelect block's sorted queues cost more the longer the row: one row of 2,000 values at k 80 took 18.0 us
-   * against the radix block's 10.6, one of 8,000 at k 160 50.3 against 13.9 (H100, ShortRowBench,
-   * docs/results/ivfpq-s17/short-rows/final-ranked.log), and the merge of the FP16 scan's 261 chunks of 32 candidates
-   * (8,352 values, k' 200) was 65-95 us of a one-query pass's ~196 (H200, ncu, docs/BENCHMARKS.md section 33).
+   * One BlockSelect block's sorted queues cost more the longer the row: from a few thousand values the radix block
+   * took a fraction of its time (about 0.6x at 2,000 values and k 80, 0.3x at 8,000 and k 160), and such a merge
+   * (the FP16 scan's 261 chunks of 32 candidates) was a third to a half of a one-query pass.
    */
   static final int RADIX_MERGE_MIN_LEN = 1024;
 
   /**
-   * Whether {@link #mergeCandidates} may take the one-block radix selection ({@code
-   * -Dgpuvectors.gpu.radix_merges=false}: BlockSelect always, as before; benchmarks compare both, tests flip it).
-   */
-  static volatile boolean radixMerges = !"false".equals(System.getProperty("gpuvectors.gpu.radix_merges"));
-
-  /** Merges run by the one-block radix selection since the class loaded (tests: the path they meant to check). */
-  static long radixMergeLaunches; // written under a device's lock
-
-  /**
    * Merges per-row candidate lists (values with their ids, {@link SelectParams#inputIds}) into the k
-   * best per row, as {@code merge} says: rows of {@link #RADIX_MERGE_MIN_LEN} to {@link #radixBlockMaxLen} values,
-   * no more rows than multiprocessors (the radix block takes a whole one), by the one-block radix selection; other
-   * rows up to {@link #SINGLE_LAUNCH_MERGE} values in one BlockSelect launch, longer ones by {@link #select}. Both
+   * best per row, as {@code merge} says: rows of {@link #RADIX_MERGE_MIN_LEN} to {@link SelectConfig#radixBlockMaxLen}
+   * values, no more rows than multiprocessors (the radix block takes a whole one), by the one-block radix selection;
+   * where that does not apply (other rows, or a row past the kernel's shared memory), rows up to {@link
+   * #SINGLE_LAUNCH_MERGE} values in one BlockSelect launch, longer ones by {@link #select}. Both
    * select the same sets (which of several values equal to the k-th: either), best first. Asynchronous.
    */
   static void mergeCandidates(GpuDevice device, SelectParams merge) {
-    if (radixMerges && merge.len >= RADIX_MERGE_MIN_LEN && merge.rows <= device.multiprocessorCount()
+    if (merge.len >= RADIX_MERGE_MIN_LEN && merge.rows <= device.multiprocessorCount()
         && merge.colNorms == 0 && merge.rowNorms == 0 && merge.acceptBits == 0 && !merge.clampZero
         && merge.chunksPerRow == 1) {
       merge.chunkLen = merge.len;
@@ -353,7 +339,7 @@ public final class KSelect {
       }
       try (GpuDevice.Scope s = device.lock()) {
         if (radixBlock(device, merge)) {
-          radixMergeLaunches++;
+          device.selectCounts().radixMerges++;
           return;
         }
       }
@@ -378,9 +364,8 @@ public final class KSelect {
 
   /**
    * The partition of {@link #select}: as {@link #chunksFor}, but BlockSelect and Tang aim at
-   * BLOCK_ROWS_PER_SM_SELECT blocks per SM for k <= 32 (H100, BlockSelect: 1x1e8 k = 10 1454 -> 1952
-   * GB/s, 1x1e7 528 -> 586; at k = 100 4 blocks won on 1x1e8 but lost on 1x1e7 and 100x1e5, at
-   * k = 1000 it lost: NOTES-kselect.md).
+   * BLOCK_ROWS_PER_SM_SELECT blocks per SM for k <= 32 (at larger k the extra blocks' merge cost as much as they
+   * saved: NOTES-kselect.md).
    */
   static int selectChunks(GpuDevice device, Algorithm algorithm, int rows, int len, int k) {
     int blockTarget = bucket(k) == 32 ? BLOCK_ROWS_PER_SM_SELECT : BLOCK_ROWS_PER_SM;

@@ -22,8 +22,7 @@ import org.junit.jupiter.api.Test;
  * The graph search kernel ({@link GpuGraphIndex}) against the reference beam search of {@link GraphReference} (the
  * same algorithm in double on the CPU, same width, parents and iteration cap: recall within {@link #SAME_ALGORITHM}
  * of the GPU's) and against brute force (recall floors), on graphs built here independently of the codec (exact
- * k-NN graph, nearest half of the degree, reverse links). Both visited sets (hash table, Bloom filter). Skips
- * without a GPU.
+ * k-NN graph, nearest half of the degree, reverse links). Skips without a GPU.
  *
  * <p>Every result is also checked for its shape: ids in range, distinct, accepted by the query's mask, as many as
  * there are accepted vectors (up to k), and each distance the id's true distance (float32 tolerance) in best-first
@@ -36,7 +35,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
   private static final int DEGREE = 32;
   private static final int SEEDS = 256;
   private static final int NQ = 1200;
-  /** GPU and reference recall may differ this much (summation order, hash clears, Bloom false positives). */
+  /** GPU and reference recall may differ this much (summation order, visited-set clears, Bloom false positives). */
   private static final double SAME_ALGORITHM = 0.01;
   private static final int[] WIDTHS = {16, 32, 64, 128, 256};
 
@@ -60,11 +59,17 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     return new Data(raw, x, n, dims, m, graph, degree, GraphReference.seeds(n, seeds), rawQueries, q, nq);
   }
 
-  static GpuGraphIndex upload(Data d, GpuGraphIndex.VisitedSet v) {
-    GpuGraphIndex index = GpuGraphIndex.upload(device, d.raw(), d.n(), d.dims(), d.metric(), d.graph(), d.degree(),
-        d.seeds());
-    index.setVisitedSet(v);
-    return index;
+  static GpuGraphIndex upload(Data d) {
+    return upload(device, d);
+  }
+
+  static GpuGraphIndex upload(GpuDevice on, Data d) {
+    return GpuGraphIndex.upload(on, d.raw(), d.n(), d.dims(), d.metric(), d.graph(), d.degree(), d.seeds());
+  }
+
+  /** A device (of the same GPU) whose walks are planned as {@code graph} says; the caller closes it. */
+  static GpuDevice open(GraphConfig graph) {
+    return GpuDevice.open(0, GpuConfig.builder().graph(graph).build());
   }
 
   /** The reference search with the plan of a large batch. */
@@ -72,9 +77,14 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     return referenceSearch(d, nq, k, searchWidth, masks, GpuGraphIndex.SMALL_BATCH);
   }
 
-  /** The reference search with the plan (parents, iteration cap) of a batch of {@code batch} queries. */
+  /** The reference search with the default plan (parents, iteration cap) of a batch of {@code batch} queries. */
   static int[] referenceSearch(Data d, int nq, int k, int searchWidth, long[][] masks, int batch) {
-    GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(d.dims(), d.degree(), k, searchWidth, batch);
+    return referenceSearch(GraphConfig.defaults(), d, nq, k, searchWidth, masks, batch);
+  }
+
+  /** The reference search with the plan of a batch of {@code batch} queries on a device configured with {@code graph}. */
+  static int[] referenceSearch(GraphConfig graph, Data d, int nq, int k, int searchWidth, long[][] masks, int batch) {
+    GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(graph, d.dims(), d.degree(), k, searchWidth, batch);
     return GraphReference.search(d.vectors(), d.n(), d.dims(), d.metric(), d.graph(), d.degree(), d.seeds(),
         d.queries(), nq, k, plan.width(), plan.parents(), plan.maxIterations(), masks);
   }
@@ -106,22 +116,20 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       for (int w = 0; w < WIDTHS.length; w++) {
         refs[w] = GraphReference.recall(referenceSearch(d, NQ, k, WIDTHS[w], null), k, truth, k, NQ, k);
       }
-      for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
-        try (GpuGraphIndex index = upload(d, v)) {
-          for (int w = 0; w < WIDTHS.length; w++) {
-            int width = WIDTHS[w];
-            String what = m + " " + v + " width " + width;
-            SearchResult res = index.search(d.rawQueries(), NQ, k, width, null);
-            checkShape(what, res, d, null);
-            double gpu = GraphReference.recall(ids(res), k, truth, k, NQ, k);
-            double ref = refs[w];
-            System.out.printf("[gpu-vectors] graph %s: recall@10 GPU %.4f, reference %.4f%n", what, gpu, ref);
-            if (Math.abs(gpu - ref) > SAME_ALGORITHM) {
-              failures.add(what + ": GPU recall " + gpu + " vs reference " + ref);
-            }
-            if (width == 64 && gpu < 0.95) {
-              failures.add(what + ": recall@10 " + gpu + " below 0.95");
-            }
+      try (GpuGraphIndex index = upload(d)) {
+        for (int w = 0; w < WIDTHS.length; w++) {
+          int width = WIDTHS[w];
+          String what = m + " width " + width;
+          SearchResult res = index.search(d.rawQueries(), NQ, k, width, null);
+          checkShape(what, res, d, null);
+          double gpu = GraphReference.recall(ids(res), k, truth, k, NQ, k);
+          double ref = refs[w];
+          System.out.printf("[gpu-vectors] graph %s: recall@10 GPU %.4f, reference %.4f%n", what, gpu, ref);
+          if (Math.abs(gpu - ref) > SAME_ALGORITHM) {
+            failures.add(what + ": GPU recall " + gpu + " vs reference " + ref);
+          }
+          if (width == 64 && gpu < 0.95) {
+            failures.add(what + ": recall@10 " + gpu + " below 0.95");
           }
         }
       }
@@ -135,7 +143,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       Data d = clustered(m);
       for (int k : new int[] {1, 100}) {
         int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), m, d.queries(), NQ, k, null);
-        try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.HASH)) {
+        try (GpuGraphIndex index = upload(d)) {
           String what = m + " k " + k;
           SearchResult res = index.search(d.rawQueries(), NQ, k, 64, null); // width max(64, k)
           checkShape(what, res, d, null);
@@ -167,21 +175,19 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
           int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), m, d.queries(), NQ, k, masks);
           int[] ref = referenceSearch(d, NQ, k, 64, masks);
           double refRecall = GraphReference.recall(ref, k, truth, k, NQ, k);
-          for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
-            try (GpuGraphIndex index = upload(d, v)) {
-              String what = m + " " + v + " filter " + p + (perQuery ? " per query" : " shared");
-              SearchResult res = perQuery
-                  ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), NQ, k, 64, null, masks)))[0]
-                  : index.search(d.rawQueries(), NQ, k, 64, shared);
-              checkShape(what, res, d, masks);
-              double gpu = GraphReference.recall(ids(res), k, truth, k, NQ, k);
-              System.out.printf("[gpu-vectors] graph %s: recall@10 GPU %.4f, reference %.4f%n", what, gpu, refRecall);
-              // inner product over unnormalised vectors is the k-NN graph's hard case (hubs): a lower floor (the
-              // reference measured 0.77 at a 10 % filter on this data; L2 and cosine 0.99)
-              double floor = m == Metric.INNER_PRODUCT ? 0.7 : 0.95;
-              if (Math.abs(gpu - refRecall) > SAME_ALGORITHM || gpu < floor) {
-                failures.add(what + ": GPU recall " + gpu + " vs reference " + refRecall + " (floor " + floor + ")");
-              }
+          try (GpuGraphIndex index = upload(d)) {
+            String what = m + " filter " + p + (perQuery ? " per query" : " shared");
+            SearchResult res = perQuery
+                ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), NQ, k, 64, null, masks)))[0]
+                : index.search(d.rawQueries(), NQ, k, 64, shared);
+            checkShape(what, res, d, masks);
+            double gpu = GraphReference.recall(ids(res), k, truth, k, NQ, k);
+            System.out.printf("[gpu-vectors] graph %s: recall@10 GPU %.4f, reference %.4f%n", what, gpu, refRecall);
+            // inner product over unnormalised vectors is the k-NN graph's hard case (hubs): a lower floor (the
+            // reference measured 0.77 at a 10 % filter on this data; L2 and cosine 0.99)
+            double floor = m == Metric.INNER_PRODUCT ? 0.7 : 0.95;
+            if (Math.abs(gpu - refRecall) > SAME_ALGORITHM || gpu < floor) {
+              failures.add(what + ": GPU recall " + gpu + " vs reference " + refRecall + " (floor " + floor + ")");
             }
           }
         }
@@ -194,24 +200,19 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
   void batchOfOneFindsWhatTheBatchFinds() {
     Data d = clustered(Metric.L2);
     int k = 10, nq = 20;
-    int parents = GpuGraphIndex.parents;
-    GpuGraphIndex.parents = 1; // the same search at both sizes, in blocks of 1024 and 128 threads
-    try {
-      for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
-        try (GpuGraphIndex index = upload(d, v)) {
-          SearchResult batch = index.search(d.rawQueries(), NQ, k, 64, null);
-          for (int q = 0; q < nq; q++) {
-            float[] one = Arrays.copyOfRange(d.rawQueries(), q * d.dims(), (q + 1) * d.dims());
-            SearchResult single = index.search(one, 1, k, 64, null);
-            for (int i = 0; i < k; i++) {
-              // one block per query, its search independent of the others and of the block's size: the same ids
-              assertEquals(batch.id(q, i), single.id(0, i), v + " query " + q + " rank " + i);
-            }
+    // parents fixed at 1: the same search at both sizes, in blocks of 1024 and 128 threads
+    try (GpuDevice oneParent = open(GraphConfig.defaults().withParents(1))) {
+      try (GpuGraphIndex index = upload(oneParent, d)) {
+        SearchResult batch = index.search(d.rawQueries(), NQ, k, 64, null);
+        for (int q = 0; q < nq; q++) {
+          float[] one = Arrays.copyOfRange(d.rawQueries(), q * d.dims(), (q + 1) * d.dims());
+          SearchResult single = index.search(one, 1, k, 64, null);
+          for (int i = 0; i < k; i++) {
+            // one block per query, its search independent of the others and of the block's size: the same ids
+            assertEquals(batch.id(q, i), single.id(0, i), "query " + q + " rank " + i);
           }
         }
       }
-    } finally {
-      GpuGraphIndex.parents = parents;
     }
   }
 
@@ -231,23 +232,21 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     }
     int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), d.metric(), d.queries(), nq, k, null);
     int[] filteredTruth = GraphReference.exact(d.vectors(), d.n(), d.dims(), d.metric(), d.queries(), nq, k, masks);
-    int parents = GpuGraphIndex.parents;
-    int threads = GpuGraphIndex.threads;
-    try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.BLOOM)) {
-      for (int p : new int[] {0, 1, 2, 4}) {
-        for (int t : new int[] {0, 256, 1024}) {
-          GpuGraphIndex.parents = p;
-          GpuGraphIndex.threads = t;
-          GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(d.dims(), d.degree(), k, width, nq);
+    for (int p : new int[] {0, 1, 2, 4}) {
+      for (int t : new int[] {0, 256, 1024}) {
+        GraphConfig graph = GraphConfig.defaults().withParents(p).withThreads(t);
+        try (GpuDevice on = open(graph);
+             GpuGraphIndex index = upload(on, d)) {
+          GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(graph, d.dims(), d.degree(), k, width, nq);
           String what = "batch " + nq + " parents " + plan.parents() + " threads " + plan.threads();
           for (boolean filtered : new boolean[] {false, true}) {
             long[][] m = filtered ? masks : null;
-            SearchResult res = BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), nq, k, width,
+            SearchResult res = BatchSearch.run(on, List.of(new SearchGroup(index, d.rawQueries(), nq, k, width,
                 null, m)))[0];
             checkShape(what, res, d, m);
             int[] t0 = filtered ? filteredTruth : truth;
             double gpu = GraphReference.recall(ids(res), k, t0, k, nq, k);
-            double ref = GraphReference.recall(referenceSearch(d, nq, k, width, m, nq), k, t0, k, nq, k);
+            double ref = GraphReference.recall(referenceSearch(graph, d, nq, k, width, m, nq), k, t0, k, nq, k);
             System.out.printf("[gpu-vectors] graph %s%s: recall@10 GPU %.4f, reference %.4f%n", what,
                 filtered ? " 10 % filter" : "", gpu, ref);
             if (Math.abs(gpu - ref) > 2 * SAME_ALGORITHM || gpu < 0.95) {
@@ -256,9 +255,6 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
           }
         }
       }
-    } finally {
-      GpuGraphIndex.parents = parents;
-      GpuGraphIndex.threads = threads;
     }
     report();
   }
@@ -274,7 +270,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     Random r = new Random(9);
     for (Metric m : Metric.values()) {
       Data d = clustered(m);
-      try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.BLOOM)) {
+      try (GpuGraphIndex index = upload(d)) {
         for (double p : new double[] {1.0, 0.01, 0.1}) {
           for (boolean perQuery : new boolean[] {false, true}) {
             long[] shared = p == 1.0 ? null : GraphReference.mask(d.n(), p, r);
@@ -325,7 +321,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
         }
         accepted /= d.nq();
         int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), d.metric(), d.queries(), d.nq(), k, masks);
-        try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.BLOOM)) {
+        try (GpuGraphIndex index = upload(d)) {
           for (int searchWidth : new int[] {32, 64}) {
             boolean exact = GraphFilterPlan.exact(searchWidth, k, d.degree(), d.seeds().length, accepted, d.n());
             int walkWidth = GraphFilterPlan.width(searchWidth, k, accepted, d.n());
@@ -366,16 +362,13 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
         DEGREE, 64);
     int[] truth = GraphReference.exact(d.vectors(), n, d.dims(), Metric.L2, d.queries(), nq, k, null);
     double ref = GraphReference.recall(referenceSearch(d, nq, k, 64, null), k, truth, k, nq, k);
-    for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
-      try (GpuGraphIndex index = upload(d, v)) {
-        SearchResult res = index.search(d.rawQueries(), nq, k, 64, null);
-        checkShape("FashionLike " + v, res, d, null);
-        double gpu = GraphReference.recall(ids(res), k, truth, k, nq, k);
-        System.out.printf("[gpu-vectors] graph FashionLike %s width 64: recall@10 GPU %.4f, reference %.4f%n", v, gpu,
-            ref);
-        if (Math.abs(gpu - ref) > SAME_ALGORITHM || gpu < 0.95) {
-          failures.add("FashionLike " + v + ": GPU recall " + gpu + " vs reference " + ref + " (floor 0.95)");
-        }
+    try (GpuGraphIndex index = upload(d)) {
+      SearchResult res = index.search(d.rawQueries(), nq, k, 64, null);
+      checkShape("FashionLike", res, d, null);
+      double gpu = GraphReference.recall(ids(res), k, truth, k, nq, k);
+      System.out.printf("[gpu-vectors] graph FashionLike width 64: recall@10 GPU %.4f, reference %.4f%n", gpu, ref);
+      if (Math.abs(gpu - ref) > SAME_ALGORITHM || gpu < 0.95) {
+        failures.add("FashionLike: GPU recall " + gpu + " vs reference " + ref + " (floor 0.95)");
       }
     }
     report();
@@ -394,14 +387,12 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       Data d = data(raw, n, dims, m, GpuFlatIndexGpuTest.random(nq * dims, r), nq, DEGREE, 3);
       assertTrue(Arrays.stream(d.graph()).anyMatch(id -> id == -1), "padded rows");
       int[] truth = GraphReference.exact(d.vectors(), n, dims, m, d.queries(), nq, k, null);
-      for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
-        try (GpuGraphIndex index = upload(d, v)) {
-          SearchResult res = index.search(d.rawQueries(), nq, k, 32, null);
-          checkShape("small " + m + " " + v, res, d, null);
-          double recall = GraphReference.recall(ids(res), k, truth, k, nq, k);
-          if (recall < 1.0) {
-            failures.add("small " + m + " " + v + ": recall " + recall + ", every node visited: must be exact");
-          }
+      try (GpuGraphIndex index = upload(d)) {
+        SearchResult res = index.search(d.rawQueries(), nq, k, 32, null);
+        checkShape("small " + m, res, d, null);
+        double recall = GraphReference.recall(ids(res), k, truth, k, nq, k);
+        if (recall < 1.0) {
+          failures.add("small " + m + ": recall " + recall + ", every node visited: must be exact");
         }
       }
     }
@@ -411,7 +402,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
   @Test
   void nanQueryFindsNothingAndOthersAreUnaffected() {
     Data d = clustered(Metric.L2);
-    try (GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.HASH)) {
+    try (GpuGraphIndex index = upload(d)) {
       float[] q = Arrays.copyOf(d.rawQueries(), 2 * d.dims());
       q[3] = Float.NaN;
       SearchResult res = index.search(q, 2, 10, 64, null);
@@ -428,7 +419,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
   void deviceBytesCloseAndBadArguments() {
     Data d = clustered(Metric.L2);
     long before = device.bytesInUse();
-    GpuGraphIndex index = upload(d, GpuGraphIndex.VisitedSet.HASH);
+    GpuGraphIndex index = upload(d);
     assertEquals(4L * N * DIMS + 4L * N + 4L * N * DEGREE + 4L * SEEDS, index.deviceBytes(), "vectors, their norms, "
         + "adjacency, seeds");
     assertTrue(device.bytesInUse() - before >= index.deviceBytes(), "the pool holds at least what it reports");
@@ -465,7 +456,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     for (int q = 0; q < nq; q++) {
       masks[q] = q % 3 == 0 ? null : GraphReference.mask(d.n(), 0.3, r);
     }
-    try (GpuGraphIndex graph = upload(d, GpuGraphIndex.VisitedSet.HASH);
+    try (GpuGraphIndex graph = upload(d);
          GpuFlatIndex flat = GpuFlatIndex.upload(device, d.raw(), d.n(), d.dims(), Metric.COSINE)) {
       SearchResult[] all = BatchSearch.run(device, List.of(
           new SearchGroup(graph, d.rawQueries(), nq, k, 64, null, masks),
@@ -493,17 +484,15 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     Data big = clustered(Metric.L2);
     Data small = data(FashionLike.clustered(3_000, DIMS, 8, 21), 3_000, DIMS, Metric.L2,
         Arrays.copyOf(big.rawQueries(), 40 * DIMS), 40, 16, 64);
-    int parents = GpuGraphIndex.parents;
-    int threads = GpuGraphIndex.threads;
-    GpuGraphIndex.parents = 2;
-    GpuGraphIndex.threads = 512;
     Random r = new Random(5);
     long[][] masks = new long[7][];
     for (int q = 0; q < masks.length; q++) {
       masks[q] = GraphReference.mask(small.n(), 0.2, r);
     }
-    try (GpuGraphIndex a = upload(big, GpuGraphIndex.VisitedSet.BLOOM);
-         GpuGraphIndex b = upload(small, GpuGraphIndex.VisitedSet.HASH)) {
+    // parents and block size fixed: every walk of the pass planned the same, as searched alone
+    try (GpuDevice fixed = open(GraphConfig.defaults().withParents(2).withThreads(512));
+         GpuGraphIndex a = upload(fixed, big);
+         GpuGraphIndex b = upload(fixed, small)) {
       List<SearchGroup> groups = new ArrayList<>();
       groups.add(new SearchGroup(a, big.rawQueries(), 5, 10, 64, null, null));
       groups.add(new SearchGroup(b, small.rawQueries(), 7, 20, 32, null, masks));
@@ -512,9 +501,9 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
             48, null, null));
       }
       assertNotNull(BatchSearch.tableWalks(groups), "small walking groups share launches");
-      SearchResult[] all = BatchSearch.run(device, groups);
+      SearchResult[] all = BatchSearch.run(fixed, groups);
       assertArrayEquals(ids(a.search(big.rawQueries(), 5, 10, 64, null)), ids(all[0]), "graph a, width 64");
-      SearchResult alone = BatchSearch.run(device, List.of(groups.get(1)))[0];
+      SearchResult alone = BatchSearch.run(fixed, List.of(groups.get(1)))[0];
       assertArrayEquals(ids(alone), ids(all[1]), "graph b, width 32, k 20, per-query masks");
       checkShape("table graph b", all[1], small, masks);
       SearchResult many = a.search(big.rawQueries(), 120, 10, 48, null);
@@ -526,9 +515,6 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       double recall = GraphReference.recall(manyIds, 10, truth, 10, 120, 10);
       System.out.printf("[gpu-vectors] graph table launch: recall@10 %.4f over 120 queries in 40 groups%n", recall);
       assertTrue(recall >= 0.95, "recall@10 " + recall);
-    } finally {
-      GpuGraphIndex.parents = parents;
-      GpuGraphIndex.threads = threads;
     }
     report();
   }
@@ -548,7 +534,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       for (int q = 0; q < nq; q++) {
         masks[q] = GraphReference.mask(d.n(), 0.02, r);
       }
-      try (GpuGraphIndex graph = upload(d, GpuGraphIndex.VisitedSet.BLOOM);
+      try (GpuGraphIndex graph = upload(d);
            GpuFlatIndex flat = GpuFlatIndex.upload(device, d.raw(), d.n(), d.dims(), Metric.L2)) {
         SearchResult[] all = BatchSearch.run(device, List.of(
             new SearchGroup(graph, d.rawQueries(), nq, k, GpuGraphIndex.EXACT, null, masks),

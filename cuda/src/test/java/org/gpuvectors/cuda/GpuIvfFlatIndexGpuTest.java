@@ -9,11 +9,13 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
-import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,7 +25,7 @@ import org.junit.jupiter.api.Test;
  * built here by nearest-centroid assignment with centroids drawn from the data; the last
  * {@link #EMPTY_LISTS} centroids get no vectors, so probed lists can be empty. Skips without a GPU.
  *
- * <p>Both scan paths, forced per search ({@link GpuIvfFlatIndex#groupedPairsPerList}): per (query, list)
+ * <p>Both scan paths, forced per device ({@link IvfConfig#groupedPairsPerList}): per (query, list)
  * pair, and grouped (tiles of a list's pairs), the latter up to k = {@link GpuIvfFlatIndex#GROUPED_MAX_K};
  * {@link #manyQueriesPerList} gives it full tiles and lists of several steps.
  *
@@ -175,7 +177,8 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   /** One search of the NQ queries, through the index's convenience method or a BatchSearch group. */
   private static SearchResult search(DeviceIndex index, float[] queries, int k, int nprobe, Filter f, long[][] masks) {
     if (f == Filter.PER_QUERY) {
-      return BatchSearch.run(device, List.of(new SearchGroup(index, queries, NQ, k, nprobe, null, masks)))[0];
+      return BatchSearch.run(((ResidentIndex) index).device,
+          List.of(new SearchGroup(index, queries, NQ, k, nprobe, null, masks)))[0];
     }
     return switch (index) {
       case GpuIvfFlatIndex ivf -> ivf.search(queries, NQ, k, nprobe, masks[0]);
@@ -184,15 +187,24 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
     };
   }
 
-  /** {@code search} with the IVF scan forced onto {@code path} (as far as k allows the grouped one). */
-  private static <T> T on(Path path, Supplier<T> search) {
-    int saved = GpuIvfFlatIndex.groupedPairsPerList;
-    GpuIvfFlatIndex.groupedPairsPerList = path == Path.GROUPED ? 0 : Integer.MAX_VALUE;
-    try {
-      return search.get();
-    } finally {
-      GpuIvfFlatIndex.groupedPairsPerList = saved;
-    }
+  /** The devices of {@link #deviceFor}, closed after the class. */
+  private static final Map<Path, GpuDevice> PATH_DEVICES = new EnumMap<>(Path.class);
+
+  @AfterAll
+  static void closePathDevices() {
+    PATH_DEVICES.values().forEach(GpuDevice::close);
+    PATH_DEVICES.clear();
+  }
+
+  /** A device (of the same GPU) whose IVF scans take {@code path} (as far as k allows the grouped one). */
+  static GpuDevice deviceFor(Path path) {
+    return PATH_DEVICES.computeIfAbsent(path, p -> GpuDevice.open(0, GpuConfig.builder()
+        .ivf(IvfConfig.defaults().withGroupedPairsPerList(p == Path.GROUPED ? 0 : Integer.MAX_VALUE)).build()));
+  }
+
+  /** The index of {@code data} on the device of {@code path} ({@link #deviceFor}). */
+  private static GpuIvfFlatIndex upload(Path path, Data data, int dims, Metric m) throws IOException {
+    return GpuIvfFlatIndex.upload(deviceFor(path), data.lists(), dims, m, data.rowsInListOrder());
   }
 
   /** The paths that can scan k: the grouped one only up to GROUPED_MAX_K. */
@@ -209,6 +221,8 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
         Data data = lists(vectors, N, dims, m, r);
         float[] queries = queries(data, r);
         try (GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, data.lists(), dims, m, data.rowsInListOrder());
+             GpuIvfFlatIndex perPair = upload(Path.PER_PAIR, data, dims, m);
+             GpuIvfFlatIndex grouped = upload(Path.GROUPED, data, dims, m);
              GpuFlatIndex flat = GpuFlatIndex.upload(device, vectors, N, dims, m)) {
           long centroidBytes = 4L * NLIST * dims + (m == Metric.L2 ? 4L * NLIST : 0);
           assertEquals(centroidBytes + 4L * N * dims + 4L * N + 4L * (NLIST + 1), ivf.deviceBytes());
@@ -222,7 +236,7 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
                 SearchResult exact = nprobe >= NLIST ? search(flat, queries, k, 1, f, masks) : null;
                 for (Path path : paths(k)) {
                   String what = m + " dims=" + dims + " " + f + " nprobe=" + nprobe + " k=" + k + " " + path;
-                  SearchResult res = on(path, () -> search(ivf, queries, k, nprobe, f, masks));
+                  SearchResult res = search(path == Path.GROUPED ? grouped : perPair, queries, k, nprobe, f, masks);
                   checkAgainstReference(what, res, refs, data, queries, masks);
                   if (exact != null) {
                     checkAgainstFlat(what, res, exact, data, queries, k, masks);
@@ -253,16 +267,16 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
     long[][] shared = masks(Filter.SHARED, N, r);
     long[][] perQuery = masks(Filter.PER_QUERY, N, r);
     long[][] none = masks(Filter.NONE, N, r);
-    try (GpuFlatIndex flat = GpuFlatIndex.upload(device, vectors, N, dims, Metric.L2);
-         GpuIvfFlatIndex ivfL2 = GpuIvfFlatIndex.upload(device, l2.lists(), dims, Metric.L2, l2.rowsInListOrder());
-         GpuIvfFlatIndex ivfCos = GpuIvfFlatIndex.upload(device, cosine.lists(), dims, Metric.COSINE,
-             cosine.rowsInListOrder())) {
-      for (Path path : Path.values()) {
-        SearchResult[] res = on(path, () -> BatchSearch.run(device, List.of(
+    for (Path path : Path.values()) {
+      GpuDevice d = deviceFor(path);
+      try (GpuFlatIndex flat = GpuFlatIndex.upload(d, vectors, N, dims, Metric.L2);
+           GpuIvfFlatIndex ivfL2 = upload(path, l2, dims, Metric.L2);
+           GpuIvfFlatIndex ivfCos = upload(path, cosine, dims, Metric.COSINE)) {
+        SearchResult[] res = BatchSearch.run(d, List.of(
             new SearchGroup(flat, queries, NQ, 10, shared[0], null),
             new SearchGroup(ivfL2, queries, NQ, 100, 8, null, perQuery),
             new SearchGroup(ivfCos, queries, NQ, 300, 2, null, null),
-            new SearchGroup(ivfL2, queries, NQ, 10, NLIST, shared[0], null))));
+            new SearchGroup(ivfL2, queries, NQ, 10, NLIST, shared[0], null)));
         String f = GpuFlatIndexGpuTest.compare(res[0], vectors, N, dims, Metric.L2, queries, NQ, 10, shared[0]);
         if (f != null) {
           failures.add("flat group: " + f);
@@ -304,7 +318,9 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
         Data data = lists(vectors, N, dims, m, r);
         float[] queries = queries(data, nq, r);
         Arrays.fill(queries, (nq - 1) * dims, nq * dims, Float.NaN);
-        try (GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, data.lists(), dims, m, data.rowsInListOrder())) {
+        try (GpuIvfFlatIndex ivf = GpuIvfFlatIndex.upload(device, data.lists(), dims, m, data.rowsInListOrder());
+             GpuIvfFlatIndex perPairIvf = upload(Path.PER_PAIR, data, dims, m);
+             GpuIvfFlatIndex groupedIvf = upload(Path.GROUPED, data, dims, m)) {
           for (Filter f : new Filter[] {Filter.NONE, Filter.SHARED, Filter.PER_QUERY}) {
             long[][] masks = masks(f, N, nq, r);
             for (int nprobe : new int[] {8, 16}) {
@@ -314,8 +330,8 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
               Reference[] refs = references(data, queries, nq - 1, nprobe, masks, step);
               for (int k : new int[] {1, 10, 100}) {
                 String what = m + " dims=" + dims + " " + f + " nprobe=" + nprobe + " k=" + k + " nq=" + nq;
-                SearchResult perPair = on(Path.PER_PAIR, () -> searchBehindOne(ivf, queries, nq, k, nprobe, f, masks));
-                SearchResult grouped = on(Path.GROUPED, () -> searchBehindOne(ivf, queries, nq, k, nprobe, f, masks));
+                SearchResult perPair = searchBehindOne(perPairIvf, queries, nq, k, nprobe, f, masks);
+                SearchResult grouped = searchBehindOne(groupedIvf, queries, nq, k, nprobe, f, masks);
                 checkAgainstReference(what + " PER_PAIR", perPair, refs, data, queries, masks, step);
                 checkAgainstReference(what + " GROUPED", grouped, refs, data, queries, masks, step);
                 checkPathsAgree(what, perPair, grouped, data, queries, maxNorm2);
@@ -338,7 +354,7 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
     float[] lead = Arrays.copyOfRange(queries, ivf.dims(), 2 * ivf.dims());
     SearchGroup main = f == Filter.PER_QUERY ? new SearchGroup(ivf, queries, nq, k, nprobe, null, masks)
         : new SearchGroup(ivf, queries, nq, k, nprobe, masks[0], null);
-    return BatchSearch.run(device, List.of(new SearchGroup(ivf, lead, 1, k, nprobe, null, null), main))[1];
+    return BatchSearch.run(ivf.device, List.of(new SearchGroup(ivf, lead, 1, k, nprobe, null, null), main))[1];
   }
 
   /**
@@ -581,5 +597,8 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
         Math.min(5, failures.size())));
     assertTrue(ambiguous * (long) perSkipped <= cases, "too many coarse near-ties to check: " + ambiguous + " of " + cases);
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+    for (GpuDevice d : PATH_DEVICES.values()) {
+      assertEquals(0, d.bytesInUse(), "all device buffers returned to the pool (" + d.config().ivf() + ")");
+    }
   }
 }

@@ -8,10 +8,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.function.Function;
 import org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest.Data;
 import org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest.Filter;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -59,7 +64,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
     }
   }
 
-  /** The index's scan paths, forced through its package-private switches. */
+  /** The index's scan paths, each forced by the configuration of a device of its own ({@link #config(Path)}). */
   enum Path {
     /** The full per-pair table (ivf_pq.cu) in shared memory where it fits. */
     FULL_SHARED,
@@ -298,37 +303,62 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
                                      long[][] masks) {
     int nq = masks.length;
     if (f == Filter.PER_QUERY) {
-      return BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, nprobe, null, masks)))[0];
+      return BatchSearch.run(index.device, List.of(new SearchGroup(index, queries, nq, k, nprobe, null, masks)))[0];
     }
     return index.search(queries, nq, k, nprobe, masks[0]);
   }
 
   private static GpuIvfPqIndex upload(Pq pq, Data data) {
-    return GpuIvfPqIndex.upload(device, pq.lists(), pq.book(), pq.codes(), data.dims(), data.metric());
+    return upload(device, pq, data);
   }
 
-  /** Runs {@code body} with the index's searches forced onto {@code path}. */
-  private static void on(Path path, Runnable body) {
-    boolean savedGlobal = GpuIvfPqIndex.forceGlobalTables;
-    boolean savedFull = GpuIvfPqIndex.forceFullTables;
-    int savedGrouped = GpuIvfPqIndex.groupedMinQueries;
-    int savedKeys = GpuIvfPqIndex.keysMaxQueries;
-    int savedBatchK = GpuIvfPqIndex.keysBatchMinK;
-    GpuIvfPqIndex.forceGlobalTables = path == Path.FULL_GLOBAL;
-    GpuIvfPqIndex.forceFullTables = path == Path.FULL_SHARED;
-    GpuIvfPqIndex.groupedMinQueries = path == Path.PRECOMPUTED_PER_QUERY ? 0 : Integer.MAX_VALUE;
-    GpuIvfPqIndex.keysMaxQueries = path == Path.PRECOMPUTED_KEYS ? Integer.MAX_VALUE : 0;
-    GpuIvfPqIndex.keysBatchMinK = path == Path.PRECOMPUTED_KEYS_BATCH ? 1 : Integer.MAX_VALUE;
-    GpuIvfPqIndex.keysBatchMaxBlock = 7; // several blocks of queries, the last one short
-    try {
-      body.run();
-    } finally {
-      GpuIvfPqIndex.forceGlobalTables = savedGlobal;
-      GpuIvfPqIndex.forceFullTables = savedFull;
-      GpuIvfPqIndex.groupedMinQueries = savedGrouped;
-      GpuIvfPqIndex.keysMaxQueries = savedKeys;
-      GpuIvfPqIndex.keysBatchMinK = savedBatchK;
-      GpuIvfPqIndex.keysBatchMaxBlock = Integer.MAX_VALUE;
+  private static GpuIvfPqIndex upload(GpuDevice d, Pq pq, Data data) {
+    return GpuIvfPqIndex.upload(d, pq.lists(), pq.book(), pq.codes(), data.dims(), data.metric());
+  }
+
+  /** The devices opened with a non-default ivf configuration ({@link #deviceWith}), closed after the class. */
+  private static final Map<IvfConfig, GpuDevice> DEVICES = new HashMap<>();
+
+  @AfterAll
+  static void closeDevices() {
+    DEVICES.values().forEach(GpuDevice::close);
+    DEVICES.clear();
+  }
+
+  /** A device (of the same GPU) searching as {@code ivf} says, opened on first use. */
+  static GpuDevice deviceWith(IvfConfig ivf) {
+    return DEVICES.computeIfAbsent(ivf, c -> GpuDevice.open(0, GpuConfig.builder().ivf(c).build()));
+  }
+
+  /** The ivf configuration that forces an index's searches onto {@code path}. */
+  static IvfConfig config(Path path) {
+    return IvfConfig.defaults()
+        .withGlobalTables(path == Path.FULL_GLOBAL)
+        .withFullTables(path == Path.FULL_SHARED)
+        .withGroupedMinQueries(path == Path.PRECOMPUTED_PER_QUERY ? 0 : Integer.MAX_VALUE)
+        .withKeysMaxQueries(path == Path.PRECOMPUTED_KEYS ? Integer.MAX_VALUE : 0)
+        .withKeysBatchMinK(path == Path.PRECOMPUTED_KEYS_BATCH ? 1 : Integer.MAX_VALUE)
+        .withKeysBatchMaxBlock(7); // several blocks of queries, the last one short
+  }
+
+  /** One index uploaded on each path's device as it is first asked for ({@link #on}); closed together. */
+  private static final class PathIndexes implements AutoCloseable {
+    private final Map<Path, GpuIvfPqIndex> indexes = new EnumMap<>(Path.class);
+    private final Function<GpuDevice, GpuIvfPqIndex> upload;
+
+    PathIndexes(Function<GpuDevice, GpuIvfPqIndex> upload) {
+      this.upload = upload;
+    }
+
+    /** The index on the device whose searches take {@code path}. */
+    GpuIvfPqIndex on(Path path) {
+      return indexes.computeIfAbsent(path, p -> upload.apply(deviceWith(config(p))));
+    }
+
+    @Override
+    public void close() {
+      indexes.values().forEach(GpuIvfPqIndex::close);
+      indexes.clear();
     }
   }
 
@@ -360,7 +390,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
         Pq pq = quantize(data, cfg.m(), cfg.bits(), r);
         float[] queries = GpuIvfFlatIndexGpuTest.queries(data, NQ, r);
         int nlist = data.lists().nlist();
-        try (GpuIvfPqIndex index = upload(pq, data)) {
+        try (GpuIvfPqIndex index = upload(pq, data);
+             PathIndexes paths = new PathIndexes(d -> upload(d, pq, data))) {
           assertEquals(expectedBytes(pq, data), index.deviceBytes());
           assertEquals(N, index.size());
           assertEquals(nlist, index.nlist());
@@ -373,13 +404,10 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
               for (int k : KS) {
                 for (Path path : cfg.paths()) {
                   String what = metric + " " + cfg + " " + path + " " + f + " nprobe=" + nprobe + " k=" + k;
-                  on(path, () -> check(what, search(index, queries, k, nprobe, f, masks), refs, metric));
-                  if (metric == Metric.L2 && nprobe == 1 && f == Filter.NONE) {
-                    on(path, () -> {
-                      if (search(index, queries, k, nprobe, f, masks).count(0) != 0) {
-                        failures.add(what + ": query 0 should probe only its own, empty, list");
-                      }
-                    });
+                  check(what, search(paths.on(path), queries, k, nprobe, f, masks), refs, metric);
+                  if (metric == Metric.L2 && nprobe == 1 && f == Filter.NONE
+                      && search(paths.on(path), queries, k, nprobe, f, masks).count(0) != 0) {
+                    failures.add(what + ": query 0 should probe only its own, empty, list");
                   }
                 }
               }
@@ -406,7 +434,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
       Data data = GpuIvfFlatIndexGpuTest.lists(vectors, N, dims, metric, r);
       Pq pq = quantize(data, 98, 8, r);
       float[] queries = GpuIvfFlatIndexGpuTest.queries(data, NQ, r);
-      try (GpuIvfPqIndex index = upload(pq, data)) {
+      try (GpuIvfPqIndex index = upload(pq, data);
+           PathIndexes paths = new PathIndexes(d -> upload(d, pq, data))) {
         try (GpuDevice.Scope s = device.lock()) {
           System.out.println("[gpu-vectors] IVF-PQ m=98 bits=8: full table in shared memory for k=10 "
               + index.tableInShared(10) + ", k=2048 " + index.tableInShared(2048) + " (" + index.sharedBytes(true)
@@ -427,7 +456,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
           for (int k : new int[] {10, 400, 2048}) {
             for (Path path : Path.values()) {
               String what = metric + " m=98 " + f + " nprobe=8 k=" + k + " " + path;
-              on(path, () -> check(what, search(index, queries, k, 8, f, masks), refs, metric));
+              check(what, search(paths.on(path), queries, k, 8, f, masks), refs, metric);
             }
           }
         }
@@ -437,7 +466,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   }
 
   /**
-   * A large batch (600 queries: past {@link GpuIvfPqIndex#groupedMinQueries}, so the default path is the
+   * A large batch (600 queries: past {@link IvfConfig#groupedMinQueries}, so the default path is the
    * precomputed tables with one block per query, several 16-query table blocks and one per sub-quantizer) with
    * codes of m = 30 bytes (two 16-byte chunks, the second zero-padded past byte 14: the checked sub-codes),
    * L2 and cosine, no filter and per-query masks, k = 10 and 400; the same batch on the full-table path.
@@ -452,7 +481,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
       Data data = GpuIvfFlatIndexGpuTest.lists(vectors, N, dims, metric, r);
       Pq pq = quantize(data, 30, 8, r);
       float[] queries = GpuIvfFlatIndexGpuTest.queries(data, nq, r);
-      try (GpuIvfPqIndex index = upload(pq, data)) {
+      try (GpuIvfPqIndex index = upload(pq, data);
+           PathIndexes paths = new PathIndexes(d -> upload(d, pq, data))) {
         assertEquals(expectedBytes(pq, data), index.deviceBytes());
         try (GpuDevice.Scope s = device.lock()) {
           assertEquals(8, index.probesPerBlock(nq, 8, 10), "the default path of a large batch: a block per query");
@@ -464,8 +494,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
           for (int k : new int[] {10, 400}) {
             String what = metric + " m=30 " + nq + " queries " + f + " nprobe=8 k=" + k;
             check(what + " default path", search(index, queries, k, 8, f, masks), refs, metric);
-            on(Path.FULL_SHARED, () -> check(what + " full tables", search(index, queries, k, 8, f, masks), refs,
-                metric));
+            check(what + " full tables", search(paths.on(Path.FULL_SHARED), queries, k, 8, f, masks), refs, metric);
           }
         }
       }
@@ -711,7 +740,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
    * The device re-rank (raw vectors resident, 4 x k ADC candidates) against the reference's candidates re-ranked
    * exactly on the CPU ({@link #checkReranked}): every metric and filter, nprobe 8 and nlist, k = 1, 10, 100 and
    * 600 (candidates capped at 2,048), batches of 30 (both precomputed-table paths) and of 1; device bytes count the
-   * raw vectors. Then the "host path" of the same index ({@link GpuIvfPqIndex#skipDeviceRerank}: its 4 x k ADC
+   * raw vectors. Then the "host path" of the same index ({@link IvfConfig#skipDeviceRerank}: its 4 x k ADC
    * candidates) re-ranked on the CPU in double gives the same ids and values up to near-ties: the device does what
    * the codec's host re-rank did.
    */
@@ -727,7 +756,10 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
       float[] searchedVectors = asSearched(data.vectors(), N, dims, metric);
       float[] searchedQueries = asSearched(queries, NQ, dims, metric);
       int nlist = data.lists().nlist();
-      try (GpuIvfPqIndex index = uploadWithRawVectors(pq, data, 4)) {
+      try (GpuIvfPqIndex index = uploadWithRawVectors(pq, data, 4);
+           PathIndexes paths = new PathIndexes(d -> uploadWithRawVectors(d, pq, data, 4));
+           GpuIvfPqIndex hostPath = uploadWithRawVectors(deviceWith(IvfConfig.defaults().withSkipDeviceRerank(true)),
+               pq, data, 4)) {
         assertTrue(index.reranksOnDevice());
         assertEquals(4, index.rerankFactor());
         assertEquals(40, index.candidates(10));
@@ -742,8 +774,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
               for (Path path : new Path[] {Path.PRECOMPUTED_PER_PAIR, Path.PRECOMPUTED_PER_QUERY,
                   Path.PRECOMPUTED_KEYS, Path.PRECOMPUTED_KEYS_BATCH}) {
                 String what = "rerank " + metric + " " + path + " " + f + " nprobe=" + nprobe + " k=" + k;
-                on(path, () -> checkReranked(what, search(index, queries, k, nprobe, f, masks), refs, k, kc, data,
-                    searchedVectors, searchedQueries));
+                checkReranked(what, search(paths.on(path), queries, k, nprobe, f, masks), refs, k, kc, data,
+                    searchedVectors, searchedQueries);
               }
               // batch 1: query 2 alone (its own mask for per-query filters)
               SearchResult one = index.search(Arrays.copyOfRange(queries, 2 * dims, 3 * dims), 1, k, nprobe, masks[2]);
@@ -751,8 +783,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
                   new Reference[] {refs[2]}, k, kc, data, searchedVectors,
                   Arrays.copyOfRange(searchedQueries, 2 * dims, 3 * dims));
               if (nprobe == 8 && (k == 10 || k == 100)) {
-                sameAsHostRerank("host " + metric + " " + f + " k=" + k, index, queries, k, nprobe, f, masks, data,
-                    searchedVectors, searchedQueries);
+                sameAsHostRerank("host " + metric + " " + f + " k=" + k, index, hostPath, queries, k, nprobe, f,
+                    masks, data, searchedVectors, searchedQueries);
               }
             }
           }
@@ -766,30 +798,40 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
    * Several segments in one pass (BatchSearch), a query or five each: the small ivf_pq groups with the device
    * re-rank share one candidate selection ({@link SharedKeySelection}: counted by the device), and each group's
    * result is still the exact top k of its own ADC candidates ({@link #checkReranked}), per-query and shared masks
-   * included; their coarse steps in one table launch, or (one case) one by one. A segment of another re-rank depth
-   * and a flat segment in the same pass search alone and stay exact.
+   * included; their coarse steps in one table launch, or (one case, on a device with {@link IvfConfig#coarseAlone})
+   * one by one. A segment of another re-rank depth and a flat segment in the same pass search alone and stay exact.
    */
   @Test
   void segmentsShareOneSelection() {
     Random r = new Random(67);
     int dims = 32;
+    // [0]: the shared device; [1]: a device whose shared selections' members run their coarse steps one by one
+    GpuDevice[] devices = {device, deviceWith(IvfConfig.defaults().withCoarseAlone(true))};
     for (Metric metric : new Metric[] {Metric.L2, Metric.COSINE}) {
       int[] sizes = {N, N / 2, N / 5, N / 3};
       Data[] data = new Data[sizes.length];
       Pq[] pq = new Pq[sizes.length];
-      GpuIvfPqIndex[] index = new GpuIvfPqIndex[sizes.length];
+      GpuIvfPqIndex[][] indexes = new GpuIvfPqIndex[devices.length][sizes.length];
+      GpuFlatIndex[] flats = new GpuFlatIndex[devices.length];
       float[] flatVectors = GpuIvfFlatIndexGpuTest.clustered(N / 4, dims, r);
-      try (GpuFlatIndex flat = GpuFlatIndex.upload(device, flatVectors, N / 4, dims, metric)) {
+      try {
+        for (int v = 0; v < devices.length; v++) {
+          flats[v] = GpuFlatIndex.upload(devices[v], flatVectors, N / 4, dims, metric);
+        }
         for (int s = 0; s < sizes.length; s++) {
           data[s] = GpuIvfFlatIndexGpuTest.lists(GpuIvfFlatIndexGpuTest.clustered(sizes[s], dims, r), sizes[s], dims,
               metric, r);
           pq[s] = quantize(data[s], 8, 8, r);
-          index[s] = uploadWithRawVectors(pq[s], data[s], s == sizes.length - 1 ? 8 : 4); // the last: another depth
+          for (int v = 0; v < devices.length; v++) { // the last: another depth
+            indexes[v][s] = uploadWithRawVectors(devices[v], pq[s], data[s], s == sizes.length - 1 ? 8 : 4);
+          }
         }
         for (int nq : new int[] {1, 5}) {
           for (int k : new int[] {10, 100}) {
             float[] queries = GpuIvfFlatIndexGpuTest.queries(data[0], nq, r);
             float[] searchedQueries = asSearched(queries, nq, dims, metric);
+            int v = nq == 5 && k == 10 ? 1 : 0; // the members' coarse steps one by one, not in one table launch
+            GpuIvfPqIndex[] index = indexes[v];
             List<SearchGroup> groups = new ArrayList<>();
             long[][][] masks = new long[sizes.length][][];
             for (int s = 0; s < sizes.length; s++) {
@@ -798,17 +840,10 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
               groups.add(f == Filter.SHARED ? new SearchGroup(index[s], queries, nq, k, 8, masks[s][0], null)
                   : new SearchGroup(index[s], queries, nq, k, 8, null, f == Filter.PER_QUERY ? masks[s] : null));
             }
-            groups.add(new SearchGroup(flat, queries, nq, k, null, null));
-            long before = device.sharedSelections();
-            boolean alone = nq == 5 && k == 10; // the members' coarse steps one by one, not in one table launch
-            SearchResult[] res;
-            GpuIvfPqIndex.coarseAlone = alone;
-            try {
-              res = BatchSearch.run(device, groups);
-            } finally {
-              GpuIvfPqIndex.coarseAlone = false;
-            }
-            assertEquals(before + 1, device.sharedSelections(), "the segments of one depth shared a selection");
+            groups.add(new SearchGroup(flats[v], queries, nq, k, null, null));
+            long before = devices[v].sharedSelections();
+            SearchResult[] res = BatchSearch.run(devices[v], groups);
+            assertEquals(before + 1, devices[v].sharedSelections(), "the segments of one depth shared a selection");
             for (int s = 0; s < sizes.length; s++) {
               long[][] rowMasks = new long[nq][];
               for (int q = 0; q < nq; q++) {
@@ -828,9 +863,16 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
           }
         }
       } finally {
-        for (GpuIvfPqIndex i : index) {
-          if (i != null) {
-            i.close();
+        for (GpuIvfPqIndex[] onDevice : indexes) {
+          for (GpuIvfPqIndex i : onDevice) {
+            if (i != null) {
+              i.close();
+            }
+          }
+        }
+        for (GpuFlatIndex flat : flats) {
+          if (flat != null) {
+            flat.close();
           }
         }
       }
@@ -874,23 +916,17 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   }
 
   /**
-   * The device re-rank equals the host re-rank of the same index's ADC candidates ({@link
-   * GpuIvfPqIndex#skipDeviceRerank}: 4 x k of them, exact keys in double here, best first, ties by ordinal): the
-   * same values rank by rank (within the keys' tolerance), and the same ids except where two exact keys are within
-   * tolerance of each other at the k-th place.
+   * The device re-rank equals the host re-rank of the same index's ADC candidates ({@code hostPath}: the same index
+   * on a device with {@link IvfConfig#skipDeviceRerank}: 4 x k of them, exact keys in double here, best first, ties by
+   * ordinal): the same values rank by rank (within the keys' tolerance), and the same ids except where two exact keys
+   * are within tolerance of each other at the k-th place.
    */
-  private void sameAsHostRerank(String what, GpuIvfPqIndex index, float[] queries, int k, int nprobe, Filter f,
-                                long[][] masks, Data data, float[] searchedVectors, float[] searchedQueries) {
+  private void sameAsHostRerank(String what, GpuIvfPqIndex index, GpuIvfPqIndex hostPath, float[] queries, int k,
+                                int nprobe, Filter f, long[][] masks, Data data, float[] searchedVectors,
+                                float[] searchedQueries) {
     int kc = index.candidates(k);
     SearchResult device = search(index, queries, k, nprobe, f, masks);
-    boolean saved = GpuIvfPqIndex.skipDeviceRerank;
-    SearchResult candidates;
-    GpuIvfPqIndex.skipDeviceRerank = true;
-    try {
-      candidates = search(index, queries, kc, nprobe, f, masks);
-    } finally {
-      GpuIvfPqIndex.skipDeviceRerank = saved;
-    }
+    SearchResult candidates = search(hostPath, queries, kc, nprobe, f, masks);
     Metric metric = data.metric();
     for (int q = 0; q < device.numQueries(); q++) {
       cases++;
@@ -941,5 +977,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
         Math.min(5, failures.size())));
     assertTrue(ambiguous * 50L <= cases, "too many coarse near-ties to check: " + ambiguous + " of " + cases);
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+    for (GpuDevice d : DEVICES.values()) {
+      assertEquals(0, d.bytesInUse(), "all device buffers returned to the pool (" + d.config().ivf() + ")");
+    }
   }
 }

@@ -120,7 +120,7 @@ class GraphReferenceTest {
 
   /**
    * Latency-bound batches (fewer queries than multiprocessors) get wide blocks and several parents per iteration;
-   * larger ones the throughput plan; the properties override both and are checked.
+   * larger ones the throughput plan; a configuration ({@link GraphConfig}) overrides both and is validated.
    */
   @Test
   void planByBatchSizeAndItsOverrides() {
@@ -139,28 +139,19 @@ class GraphReferenceTest {
     GpuGraphIndex.SearchPlan large = GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, GpuGraphIndex.SMALL_BATCH);
     assertEquals(128, large.threads());
     assertEquals(1, large.parents());
-    int parents = GpuGraphIndex.parents;
-    int threads = GpuGraphIndex.threads;
-    try {
-      GpuGraphIndex.parents = 2;
-      GpuGraphIndex.threads = 512;
-      GpuGraphIndex.SearchPlan set = GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1);
-      assertEquals(2, set.parents());
-      assertEquals(512, set.threads());
-      assertEquals(2, GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 100_000).parents(), "for every batch size");
-      GpuGraphIndex.parents = 33;
-      assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1));
-      GpuGraphIndex.parents = -1;
-      assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1));
-      GpuGraphIndex.parents = 0;
-      GpuGraphIndex.threads = 2048;
-      assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1));
-      GpuGraphIndex.threads = 100;
-      assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.SearchPlan.of(784, 32, 10, 32, 1));
-    } finally {
-      GpuGraphIndex.parents = parents;
-      GpuGraphIndex.threads = threads;
-    }
+    GraphConfig fixed = GraphConfig.defaults().withParents(2).withThreads(512);
+    GpuGraphIndex.SearchPlan set = GpuGraphIndex.SearchPlan.of(fixed, 784, 32, 10, 32, 1);
+    assertEquals(2, set.parents());
+    assertEquals(512, set.threads());
+    assertEquals(2, GpuGraphIndex.SearchPlan.of(fixed, 784, 32, 10, 32, 100_000).parents(), "for every batch size");
+    assertEquals(512, GpuGraphIndex.SearchPlan.of(fixed, 784, 32, 10, 32, 100_000).threads(), "for every batch size");
+    assertEquals(one, GpuGraphIndex.SearchPlan.of(GraphConfig.defaults(), 784, 32, 10, 32, 1), "0: by batch size");
+    assertThrows(IllegalArgumentException.class, () -> GraphConfig.defaults().withParents(33));
+    assertThrows(IllegalArgumentException.class, () -> GraphConfig.defaults().withParents(-1));
+    assertThrows(IllegalArgumentException.class, () -> GraphConfig.defaults().withThreads(2048));
+    assertThrows(IllegalArgumentException.class, () -> GraphConfig.defaults().withThreads(100));
+    assertThrows(IllegalArgumentException.class, () -> GraphConfig.defaults().withThreads(32));
+    assertEquals(GraphConfig.MAX_PARENTS, GraphConfig.defaults().withParents(GraphConfig.MAX_PARENTS).parents());
   }
 
   @Test

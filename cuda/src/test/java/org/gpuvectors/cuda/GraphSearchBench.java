@@ -25,8 +25,8 @@ import java.util.Random;
  * queries) when present, else {@link FashionLike} 60k x 784 synthetic images; then, when {@code n} > 0, n x 128
  * clustered synthetic ({@link FashionLike#clustered}, 1000 clusters; 10k queries from the same clusters).
  * Timings: a full synchronous search() call (query upload, kernel, result download); batch 10k: median of 3 after a
- * warm-up; batch 1: median over 200 queries. System properties {@code gv.graph.parents}, {@code gv.graph.threads},
- * {@code gv.graph.hashMinWords} tune the kernel. Writes $OUT/graph_bench.csv.
+ * warm-up; batch 1: median over 200 queries. Walks planned by the default {@link GraphConfig}, but for the latency
+ * section's sweep of parents and threads (a device configured per setting). Writes $OUT/graph_bench.csv.
  *
  * <p>Usage: {@code GraphSearchBench [fmnist-dir] [n] [degree]} (defaults /tmp/fmnist, 1000000, 32).
  */
@@ -45,6 +45,8 @@ public final class GraphSearchBench {
       List.of(System.getProperty("gv.bench.graph.sections", "widths,latency,filters").split(","));
   private static final double[] FILTERS = {0.01, 0.1, 0.5};
   private static final int[] FILTER_WIDTHS = {32, 64, 128};
+  /** The csv's visited column: the walk's one visited set (a Bloom filter). */
+  private static final String VISITED = "BLOOM";
 
   public static void main(String[] args) throws Exception {
     Path fmnist = Path.of(args.length > 0 ? args[0] : "/tmp/fmnist");
@@ -56,11 +58,9 @@ public final class GraphSearchBench {
                  + "threads")) {
       System.out.printf("GPU %s; graph search, degree %d, build degree %d, k = %d; parents %s, threads %s%n", d.name(),
           degree, 2 * degree, K,
-          GpuGraphIndex.parents == 0 ? "by batch (width / 8 within 4..16 below "
-              + GpuGraphIndex.LATENCY_BATCH + " queries, else 1)" : GpuGraphIndex.parents,
-          GpuGraphIndex.threads == 0 ? "by batch (" + GpuGraphIndex.LATENCY_BATCH_THREADS + " below "
-              + GpuGraphIndex.LATENCY_BATCH + " queries, " + GpuGraphIndex.SMALL_BATCH_THREADS + " below "
-              + GpuGraphIndex.SMALL_BATCH + ", else 128)" : GpuGraphIndex.threads);
+          "by batch (width / 8 within 4..16 below " + GpuGraphIndex.LATENCY_BATCH + " queries, else 1)",
+          "by batch (" + GpuGraphIndex.LATENCY_BATCH_THREADS + " below " + GpuGraphIndex.LATENCY_BATCH + " queries, "
+              + GpuGraphIndex.SMALL_BATCH_THREADS + " below " + GpuGraphIndex.SMALL_BATCH + ", else 128)");
       float[] x = FashionLike.readIdx(fmnist.resolve("train-images-idx3-ubyte.gz"), 60_000);
       float[] q = FashionLike.readIdx(fmnist.resolve("t10k-images-idx3-ubyte.gz"), BATCH);
       String name = "fashion-mnist";
@@ -103,11 +103,7 @@ public final class GraphSearchBench {
     try (GpuGraphIndex index = GpuGraphIndex.upload(d, x, n, dims, Metric.L2, graph, degree, seeds)) {
       System.out.printf("%-14s %-6s %6s %6s %10s %10s %12s%n", "data", "visit", "width", "batch", "recall@10",
           "median ms", "queries/s");
-      for (GpuGraphIndex.VisitedSet v : GpuGraphIndex.VisitedSet.values()) {
-        if (!SECTIONS.contains("widths")) {
-          break;
-        }
-        index.setVisitedSet(v);
+      if (SECTIONS.contains("widths")) {
         for (int width : WIDTHS) {
           // batch 10k
           double[] t = new double[3];
@@ -120,17 +116,16 @@ public final class GraphSearchBench {
             }
           }
           double recall = GraphReference.recall(GpuGraphIndexGpuTest.ids(res), K, truth, K, nq, K);
-          print(csv, name, n, dims, degree, v, width, nq, recall, BenchUtil.median(t));
+          print(csv, name, n, dims, degree, width, nq, recall, BenchUtil.median(t));
           // batch 1
           int[] found = new int[SINGLE_QUERIES * K];
           double ms = single(index, queries, width, null, found);
-          print(csv, name, n, dims, degree, v, width, 1, GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K),
+          print(csv, name, n, dims, degree, width, 1, GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K),
               ms);
         }
       }
-      index.setVisitedSet(GpuGraphIndex.VisitedSet.BLOOM);
       if (SECTIONS.contains("latency")) {
-        latency(csv, name, index, queries, truth);
+        latency(csv, name, on -> GpuGraphIndex.upload(on, x, n, dims, Metric.L2, graph, degree, seeds), queries, truth);
       }
       if (SECTIONS.contains("filters")) {
         filtered(d, csv, name, x, index, queries);
@@ -138,28 +133,32 @@ public final class GraphSearchBench {
     }
   }
 
-  /** Batch 1 at parents 1 / 2 / 4 x 256 / 1024 threads, 8 / 16 x 1024, and the batch-size default (0 / 0). */
-  private static void latency(PrintWriter csv, String name, GpuGraphIndex index, float[] queries, int[] truth) {
-    int parents = GpuGraphIndex.parents;
-    int threads = GpuGraphIndex.threads;
+  /**
+   * Batch 1 at parents 1 / 2 / 4 x 256 / 1024 threads, 8 / 16 x 1024, and the batch-size default (0 / 0): per
+   * setting a device configured with it ({@link GraphConfig}), the index uploaded there.
+   */
+  private static void latency(PrintWriter csv, String name,
+                              java.util.function.Function<GpuDevice, GpuGraphIndex> upload, float[] queries,
+                              int[] truth) {
     System.out.printf("%n%-14s %6s %7s %7s %10s %10s %12s%n", "data", "width", "parents", "threads", "recall@10",
         "median ms", "queries/s");
-    try {
-      for (int width : LATENCY_WIDTHS) {
-        List<int[]> settings = new ArrayList<>();
-        settings.add(new int[] {0, 0});
-        for (int p : LATENCY_PARENTS) {
-          for (int t : LATENCY_THREADS) {
-            if (p >= WIDE_ONLY_PARENTS && t != LATENCY_THREADS[LATENCY_THREADS.length - 1]) {
-              continue;
-            }
-            settings.add(new int[] {p, t});
-          }
+    List<int[]> settings = new ArrayList<>();
+    settings.add(new int[] {0, 0});
+    for (int p : LATENCY_PARENTS) {
+      for (int t : LATENCY_THREADS) {
+        if (p >= WIDE_ONLY_PARENTS && t != LATENCY_THREADS[LATENCY_THREADS.length - 1]) {
+          continue;
         }
-        for (int[] setting : settings) {
-          GpuGraphIndex.parents = setting[0];
-          GpuGraphIndex.threads = setting[1];
-          GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(index.dims(), index.degree(), K, width, 1);
+        settings.add(new int[] {p, t});
+      }
+    }
+    for (int[] setting : settings) {
+      GraphConfig graph = GraphConfig.defaults().withParents(setting[0]).withThreads(setting[1]);
+      try (GpuDevice on = GpuDevice.open(0, GpuConfig.builder().graph(graph).build());
+           GpuGraphIndex index = upload.apply(on)) {
+        for (int width : LATENCY_WIDTHS) {
+          GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(graph, index.dims(), index.degree(), K, width,
+              1);
           int[] found = new int[SINGLE_QUERIES * K];
           double ms = single(index, queries, width, null, found);
           double recall = GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K);
@@ -170,9 +169,6 @@ public final class GraphSearchBench {
           row(csv, name, index, width, 1, recall, ms, "latency", 1.0, "walk", plan.parents(), plan.threads());
         }
       }
-    } finally {
-      GpuGraphIndex.parents = parents;
-      GpuGraphIndex.threads = threads;
     }
   }
 
@@ -250,8 +246,9 @@ public final class GraphSearchBench {
     return BenchUtil.median(one);
   }
 
-  private static void print(PrintWriter csv, String name, int n, int dims, int degree, GpuGraphIndex.VisitedSet v,
-                            int width, int batch, double recall, double ms) {
+  private static void print(PrintWriter csv, String name, int n, int dims, int degree, int width, int batch,
+                            double recall, double ms) {
+    String v = VISITED;
     double qps = batch / (ms * 1e-3);
     System.out.printf("%-14s %-6s %6d %6d %10.4f %10.3f %12.0f%n", name, v, width, batch, recall, ms, qps);
     GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(dims, degree, K, width, batch);
@@ -263,7 +260,7 @@ public final class GraphSearchBench {
   private static void row(PrintWriter csv, String name, GpuGraphIndex index, int width, int batch, double recall,
                           double ms, String section, double filter, String mode, int parents, int threads) {
     csv.printf("%s,%d,%d,%d,%s,%d,%d,%.4f,%.4f,%.1f,%s,%.2f,%s,%d,%d%n", name, index.size(), index.dims(),
-        index.degree(), index.visitedSet(), width, batch, recall, ms, batch / (ms * 1e-3), section, filter, mode,
+        index.degree(), VISITED, width, batch, recall, ms, batch / (ms * 1e-3), section, filter, mode,
         parents, threads);
     csv.flush();
   }

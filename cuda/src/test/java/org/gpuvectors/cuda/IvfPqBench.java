@@ -9,7 +9,7 @@ import java.util.stream.IntStream;
 
 /**
  * GPU IVF-PQ search, the precomputed-table scan against the full per-pair table scan ({@link
- * GpuIvfPqIndex#forceFullTables}), on Fashion-MNIST (60k x 784 from $FMNIST_DIR or the first argument, as
+ * IvfConfig#fullTables}: the same index on a second device configured with it), on Fashion-MNIST (60k x 784 from $FMNIST_DIR or the first argument, as
  * {@code ExactSearchBench tf32} reads it; else {@link FashionLike}'s synthetic images): nlist = 245 lists (k-means,
  * assignments on the GPU), pq_m = 98 sub-quantizers of 8 dimensions x 256 codewords (k-means per sub-space on the
  * residuals), k = 40 candidates (the codec's re-rank depth for k = 10), nprobe 4 / 8 / 16, batches of 10,000 and
@@ -57,7 +57,9 @@ public final class IvfPqBench {
       queries = FashionLike.vectors(nq, 12);
     }
     float[] base = x; // the raw vectors by ordinal, for the device re-rank's index
-    try (GpuDevice d = GpuDevice.open(0)) {
+    try (GpuDevice d = GpuDevice.open(0);
+         GpuDevice fullTableDevice =
+             GpuDevice.open(0, GpuConfig.builder().ivf(IvfConfig.defaults().withFullTables(true)).build())) {
       long t0 = System.nanoTime();
       int[] listOf = new int[n];
       float[] centroids = kmeansLists(d, x, n, dims, listOf);
@@ -67,6 +69,7 @@ public final class IvfPqBench {
       System.out.printf("GPU %s; data %s %d x %d, %d queries; nlist %d, pq_m %d x %d bits; trained in %.1f s%n",
           d.name(), data, n, dims, nq, NLIST, M, 8, (System.nanoTime() - t0) / 1e9);
       try (GpuIvfPqIndex index = GpuIvfPqIndex.upload(d, lists, pq, codes, dims, Metric.L2);
+           GpuIvfPqIndex fullIndex = GpuIvfPqIndex.upload(fullTableDevice, lists, pq, codes, dims, Metric.L2);
            PrintWriter csv = BenchUtil.csv("ivfpq.csv",
                "data,n,dims,nlist,pq_m,nprobe,batch,k,path,device_ms,wall_ms,queries_per_s,agree,recall");
            GpuIvfPqIndex reranking = GpuIvfPqIndex.upload(d, lists, pq, codes, dims, Metric.L2,
@@ -80,13 +83,14 @@ public final class IvfPqBench {
           SearchResult full = null;
           SearchResult host = null;
           for (boolean fullTables : new boolean[] {true, false}) {
-            GpuIvfPqIndex.forceFullTables = fullTables;
+            GpuDevice on = fullTables ? fullTableDevice : d;
+            GpuIvfPqIndex searched = fullTables ? fullIndex : index;
             String path = fullTables ? "full-table" : "precomputed";
             double[] wall = new double[5];
             SearchResult res = null;
             for (int r = -2; r < wall.length; r++) {
               long s = System.nanoTime();
-              res = index.search(queries, nq, K, nprobe, null);
+              res = searched.search(queries, nq, K, nprobe, null);
               if (r >= 0) {
                 wall[r] = (System.nanoTime() - s) / 1e6;
               }
@@ -95,7 +99,7 @@ public final class IvfPqBench {
               full = res;
             }
             double agree = agreement(res, full, nq);
-            double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, nprobe, K, 5));
+            double deviceMs = BenchUtil.median(deviceTimes(on, searched, queries, nq, dims, nprobe, K, 5));
             double wallMs = BenchUtil.median(wall);
             row(csv, data, n, dims, nprobe, nq, K, path, deviceMs, wallMs, nq / (wallMs * 1e-3), agree, Double.NaN);
             if (!fullTables) {
@@ -109,19 +113,17 @@ public final class IvfPqBench {
               float[] q = new float[dims];
               System.arraycopy(queries, (r + 20) % nq * dims, q, 0, dims);
               long s = System.nanoTime();
-              index.search(q, 1, K, nprobe, null);
+              searched.search(q, 1, K, nprobe, null);
               if (r >= 0) {
                 single[r] = (System.nanoTime() - s) / 1e6;
               }
             }
             double oneMs = BenchUtil.median(single);
-            double oneDevice = BenchUtil.median(deviceTimes(d, index, queries, 1, dims, nprobe, K, 20));
+            double oneDevice = BenchUtil.median(deviceTimes(on, searched, queries, 1, dims, nprobe, K, 20));
             row(csv, data, n, dims, nprobe, 1, K, path, oneDevice, oneMs, 1 / (oneMs * 1e-3), Double.NaN, Double.NaN);
           }
           rerankRows(csv, d, reranking, data, n, dims, nprobe, queries, nq, host, truth);
         }
-      } finally {
-        GpuIvfPqIndex.forceFullTables = false;
       }
     }
   }

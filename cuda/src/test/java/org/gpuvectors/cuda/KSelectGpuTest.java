@@ -11,7 +11,6 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /** WarpSelect / BlockSelect / Tang and the radix selection on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class KSelectGpuTest extends GpuTestCase {
@@ -84,12 +83,13 @@ class KSelectGpuTest extends GpuTestCase {
   }
 
   /**
-   * The radix selection's paths ({@link KSelect#radixSelect}): one block a row with the row in shared memory; the
-   * same with at most {@link #OVERFLOW_HELD} keys held there and the rest of a row read from global memory (as a
-   * row of a typical length, {@link SelectParams#typicalLen}, far below its capacity may); the passes in one
-   * cooperative launch; the passes one launch each.
+   * The radix selection's paths ({@link KSelect#radixSelect}): one block a row with the row in shared memory (the
+   * default device, whose longer rows take the passes); the same with at most {@link #OVERFLOW_HELD} keys held there
+   * and the rest of a row read from global memory (as a row of a typical length, {@link SelectParams#typicalLen}, far
+   * below its capacity may); the passes alone ({@link SelectConfig#radixBlockMaxLen} 0): in one cooperative launch
+   * where the grid fits the device at once, else (the 700 rows) one launch a pass, the fallback.
    */
-  enum RadixPath { BLOCK, BLOCK_OVERFLOW, FUSED, PER_PASS }
+  enum RadixPath { BLOCK, BLOCK_OVERFLOW, PASSES }
 
   /** Keys the one-block kernel holds in shared memory on the BLOCK_OVERFLOW path: most shapes read past them. */
   private static final int OVERFLOW_HELD = 3000;
@@ -98,55 +98,60 @@ class KSelectGpuTest extends GpuTestCase {
    * The radix selection ({@link KSelect#radixSelect}) against the oracle: the shapes of {@link #matchesOracle}
    * (ties, NaN and infinities), smallest and largest, k from 1 to 2048 and past the row's length, and rows whose
    * given length ({@code rowLens}) is shorter than the matrix's; short rows by one block each with the row in shared
-   * memory, and (that path off) with the passes in one cooperative launch or one launch each. The block path must
-   * have run every shape of at most {@link KSelect#radixBlockMaxLen} values (BLOCK_OVERFLOW: every shape, each told
-   * that its rows are typically short), the fused path every other shape whose grid fits the device (all but the
-   * 700 rows).
+   * memory, and (on a device where that path is off) by the passes. The block path must have run every shape of at
+   * most {@link SelectConfig#radixBlockMaxLen} values (BLOCK_OVERFLOW: every shape, each told that its rows are
+   * typically short), the cooperative launch every other shape whose grid fits the device (all but the 700 rows,
+   * which take the per-pass launches).
    */
   @ParameterizedTest
   @EnumSource(RadixPath.class)
   void radixMatchesOracle(RadixPath path) {
-    boolean fusedBefore = KSelect.fusedRadix;
-    int maxLenBefore = KSelect.radixBlockMaxLen;
-    KSelect.fusedRadix = path == RadixPath.FUSED;
-    if (path == RadixPath.FUSED || path == RadixPath.PER_PASS) {
-      KSelect.radixBlockMaxLen = 0;
-    }
     boolean overflow = path == RadixPath.BLOCK_OVERFLOW;
-    if (overflow) {
-      KSelect.radixBlockSharedKeys = OVERFLOW_HELD;
-    }
-    long fusedLaunches = KSelect.fusedRadixLaunches;
-    long blockLaunches = KSelect.radixBlockLaunches;
-    int[] expected;
+    SelectConfig select = switch (path) {
+      case BLOCK -> SelectConfig.defaults();
+      case BLOCK_OVERFLOW -> SelectConfig.defaults().withRadixBlockMaxSharedKeys(OVERFLOW_HELD);
+      case PASSES -> SelectConfig.defaults().withRadixBlockMaxLen(0);
+    };
+    GpuDevice d = path == RadixPath.BLOCK ? device : GpuDevice.open(0, GpuConfig.builder().select(select).build());
     try {
-      expected = radixCases(new Random(99), overflow);
+      long[] before = radixCounts(d);
+      int[] expected = radixCases(d, new Random(99), overflow);
+      long[] after = radixCounts(d);
+      boolean byBlock = path != RadixPath.PASSES;
+      assertTrue(!byBlock || expected[0] > 0, "the block path took no case");
+      assertEquals(byBlock ? expected[0] : 0, after[0] - before[0], "radix selections by one block a row");
+      assertTrue(d.cooperativeLaunch(), "the device takes cooperative launches");
+      assertTrue(path != RadixPath.PASSES || expected[1] > 0, "no case was meant for the cooperative launch");
+      assertEquals(expected[1], after[1] - before[1], "radix selections in one cooperative launch");
     } finally {
-      KSelect.fusedRadix = fusedBefore;
-      KSelect.radixBlockMaxLen = maxLenBefore;
-      KSelect.radixBlockSharedKeys = 0;
+      if (d != device) {
+        d.close();
+      }
     }
-    boolean byBlock = path == RadixPath.BLOCK || overflow;
-    assertTrue(!byBlock || expected[0] > 0, "the block path took no case");
-    assertEquals(byBlock ? expected[0] : 0, KSelect.radixBlockLaunches - blockLaunches,
-        "radix selections by one block a row");
-    assertEquals(path == RadixPath.FUSED ? expected[1] : 0, KSelect.fusedRadixLaunches - fusedLaunches,
-        "radix selections in one launch");
+  }
+
+  /** The device's radix selections so far: by one block a row, in one cooperative launch, merges by one block. */
+  private static long[] radixCounts(GpuDevice d) {
+    try (GpuDevice.Scope scope = d.lock()) {
+      KSelect.Counts c = d.selectCounts();
+      return new long[] {c.radixBlock, c.fusedRadix, c.radixMerges};
+    }
   }
 
   /**
-   * Runs and checks radixMatchesOracle's cases; returns how many the block path takes (rows of at most {@link
-   * KSelect#radixBlockMaxLen} values; with {@code typicallyShort}, every row, its typical length given as 1) and how
-   * many of the others have a grid that one cooperative launch holds.
+   * Runs and checks radixMatchesOracle's cases on device {@code d}; returns how many the block path takes (rows of
+   * at most {@link SelectConfig#radixBlockMaxLen} values; with {@code typicallyShort}, every row, its typical length
+   * given as 1) and how many of the others have a grid that one cooperative launch holds.
    */
-  private static int[] radixCases(Random r, boolean typicallyShort) {
+  private static int[] radixCases(GpuDevice d, Random r, boolean typicallyShort) {
     int[][] shapes = {{1, 10}, {5, 100}, {37, 5000}, {1, 200_000}, {3, 70_000}, {2, 40_000}, {40, 64}, {700, 300}};
     int capacity;
-    try (GpuDevice.Scope scope = device.lock()) {
-      capacity = device.module().maxBlocksPerSm(KSelect.RADIX_FUSED_KERNEL, KSelect.RADIX_THREADS)
-          * device.multiprocessorCount();
+    try (GpuDevice.Scope scope = d.lock()) {
+      capacity = d.module().maxBlocksPerSm(KSelect.RADIX_FUSED_KERNEL, KSelect.RADIX_THREADS)
+          * d.multiprocessorCount();
     }
     assertTrue(700 > capacity, "the 700-row case must not fit one cooperative launch (" + capacity + " blocks)");
+    int maxLen = d.config().select().radixBlockMaxLen();
     int block = 0;
     int fitting = 0;
     int overflowing = 0; // cases whose rows are longer than the keys the block holds
@@ -166,12 +171,12 @@ class KSelectGpuTest extends GpuTestCase {
                   lens[i] = r.nextInt(sh[1] + 1);
                 }
               }
-              String f = checkRadix(s, sh[0], sh[1], lens, typicallyShort ? 1 : 0, k, largest, r);
+              String f = checkRadix(d, s, sh[0], sh[1], lens, typicallyShort ? 1 : 0, k, largest, r);
               if (f != null) {
                 failures.add(f);
               }
-              long grid = (long) sh[0] * KSelect.radixBlocksPerRow(sh[0], sh[1], device.multiprocessorCount());
-              boolean byBlock = typicallyShort || sh[1] <= KSelect.radixBlockMaxLen;
+              long grid = (long) sh[0] * KSelect.radixBlocksPerRow(sh[0], sh[1], d.multiprocessorCount());
+              boolean byBlock = typicallyShort || sh[1] <= maxLen;
               overflowing += typicallyShort && sh[1] > OVERFLOW_HELD ? 1 : 0;
               block += byBlock ? 1 : 0;
               fitting += !byBlock && grid <= capacity ? 1 : 0;
@@ -181,19 +186,19 @@ class KSelectGpuTest extends GpuTestCase {
       }
     }
     System.out.println("[gpu-vectors] radix select" + (typicallyShort ? " (every row by one block holding "
-        + OVERFLOW_HELD + " keys)" : KSelect.radixBlockMaxLen > 0 ? " (short rows by one block)"
-        : KSelect.fusedRadix ? " (one launch where it fits)" : "") + ": " + cases + " cases, " + block + " by block"
-        + (typicallyShort ? " (" + overflowing + " reading past the held keys)" : "") + ", " + failures.size()
-        + " failures");
+        + OVERFLOW_HELD + " keys)" : maxLen > 0 ? " (short rows by one block)" : " (the passes alone)") + ": " + cases
+        + " cases, " + block + " by block" + (typicallyShort ? " (" + overflowing + " reading past the held keys)" : "")
+        + ", " + fitting + " in one cooperative launch, " + failures.size() + " failures");
     assertTrue(!typicallyShort || 2 * overflowing >= cases, "half the cases read past the held keys: " + overflowing);
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));
-    assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
+    assertEquals(0, d.bytesInUse(), "all device buffers returned to the pool");
     return new int[] {block, fitting};
   }
 
   /** One radix case against the oracle; {@code typicalLen}: the rows' typical length given to the selection (0: none). */
-  static String checkRadix(Shape s, int rows, int len, int[] lens, int typicalLen, int k, boolean largest, Random r) {
+  static String checkRadix(GpuDevice device, Shape s, int rows, int len, int[] lens, int typicalLen, int k,
+                           boolean largest, Random r) {
     float[] d = data(s, rows, len, r);
     float[] values = new float[rows * k];
     int[] ids = new int[rows * k];
@@ -227,16 +232,13 @@ class KSelectGpuTest extends GpuTestCase {
   /**
    * Candidate lists merged ({@link KSelect#mergeCandidates}: values with their own ids, as a scan's chunks leave them)
    * against the oracle, by the one-block radix selection (rows of at least {@link KSelect#RADIX_MERGE_MIN_LEN} values,
-   * no more rows than multiprocessors) and by BlockSelect (shorter rows, more rows, or radix merges off): the shapes
-   * of {@link #matchesOracle}, padded lists (+inf, id -1, as a chunk with fewer candidates leaves its slots), k from
-   * 1 to past the row's values. Each path must have taken exactly the cases meant for it.
+   * no more rows than multiprocessors) and by BlockSelect (shorter rows, or more rows: where radix does not apply): the
+   * shapes of {@link #matchesOracle}, padded lists (+inf, id -1, as a chunk with fewer candidates leaves its slots), k
+   * from 1 to past the row's values. Each path must have taken exactly the cases meant for it.
    */
-  @ParameterizedTest
-  @ValueSource(booleans = {true, false})
-  void mergesMatchOracle(boolean radixMerges) {
-    boolean before = KSelect.radixMerges;
-    KSelect.radixMerges = radixMerges;
-    long launches = KSelect.radixMergeLaunches;
+  @Test
+  void mergesMatchOracle() {
+    long launches = radixCounts(device)[2];
     Random r = new Random(7);
     int sms = device.multiprocessorCount();
     int[][] shapes = {{1, 300}, {3, 1023}, {1, 1024}, {4, 8352}, {2, 16_384}, {1, 20_000}, {sms + 1, 2048}};
@@ -244,30 +246,26 @@ class KSelectGpuTest extends GpuTestCase {
     List<String> failures = new ArrayList<>();
     int cases = 0;
     int byRadix = 0;
-    try {
-      for (int[] sh : shapes) {
-        for (int k : ks) {
-          for (Shape s : new Shape[] {Shape.RANDOM, Shape.TIES, Shape.CLUSTERED, Shape.INFS, Shape.ALL_EQUAL}) {
-            for (boolean padded : new boolean[] {false, true}) {
-              cases++;
-              byRadix += radixMerges && sh[1] >= KSelect.RADIX_MERGE_MIN_LEN && sh[0] <= sms ? 1 : 0;
-              String f = checkMerge(s, sh[0], sh[1], k, padded, r);
-              if (f != null) {
-                failures.add(f);
-              }
+    for (int[] sh : shapes) {
+      for (int k : ks) {
+        for (Shape s : new Shape[] {Shape.RANDOM, Shape.TIES, Shape.CLUSTERED, Shape.INFS, Shape.ALL_EQUAL}) {
+          for (boolean padded : new boolean[] {false, true}) {
+            cases++;
+            byRadix += sh[1] >= KSelect.RADIX_MERGE_MIN_LEN && sh[0] <= sms ? 1 : 0;
+            String f = checkMerge(s, sh[0], sh[1], k, padded, r);
+            if (f != null) {
+              failures.add(f);
             }
           }
         }
       }
-    } finally {
-      KSelect.radixMerges = before;
     }
-    System.out.println("[gpu-vectors] merges (radix " + (radixMerges ? "on" : "off") + "): " + cases + " cases, "
-        + byRadix + " by the radix block, " + failures.size() + " failures");
+    System.out.println("[gpu-vectors] merges: " + cases + " cases, " + byRadix + " by the radix block, "
+        + (cases - byRadix) + " by BlockSelect, " + failures.size() + " failures");
     assertNull(failures.isEmpty() ? null : failures.size() + " failures, first: " + failures.subList(0,
         Math.min(5, failures.size())));
-    assertTrue(!radixMerges || byRadix > 0, "no case was meant for the radix block");
-    assertEquals(byRadix, KSelect.radixMergeLaunches - launches, "merges by the radix block");
+    assertTrue(byRadix > 0 && byRadix < cases, "cases meant for each path: " + byRadix + " of " + cases);
+    assertEquals(byRadix, radixCounts(device)[2] - launches, "merges by the radix block");
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 

@@ -191,6 +191,13 @@ class ParamLayoutTest {
     assertEncodes("GraphSearchParams", params, params::encode, GraphSearchParams.BYTES);
   }
 
+  /** The most parents a {@link GraphConfig} accepts: what graph_search.cu's kernel holds. */
+  @Test
+  void graphMaxParentsMatchesGraphSearch() throws IOException {
+    String kernels = Files.readString(Path.of("src/main/cuda/graph_search.cu"));
+    assertEquals(GraphConfig.MAX_PARENTS, constant(kernels, "kGraphMaxParents"));
+  }
+
   @Test
   void graphSearchTableMatchesCommonCuh() throws Exception {
     assertEquals(GraphSearchParams.TABLE_ENTRIES, constant("kGraphTableEntries"));

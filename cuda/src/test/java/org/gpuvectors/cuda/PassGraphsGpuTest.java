@@ -158,7 +158,7 @@ class PassGraphsGpuTest extends GpuTestCase {
     int dims = 24;
     GpuGraphIndexGpuTest.Data d = GpuGraphIndexGpuTest.data(FashionLike.clustered(n, dims, 16, 3), n, dims,
         Metric.L2, FashionLike.clustered(64, dims, 16, 4), 64, 16, 8);
-    try (GpuGraphIndex graph = GpuGraphIndexGpuTest.upload(d, GpuGraphIndex.VisitedSet.HASH)) {
+    try (GpuGraphIndex graph = GpuGraphIndexGpuTest.upload(d)) {
       capturedEqualsUncaptured("graph x 2, 2 and 1 queries", run -> {
         float[] q = new float[3 * dims];
         int at = r.nextInt(60);

@@ -13,9 +13,10 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The re-rank that selects its rows' k best itself ({@link GpuIvfPqIndex#enqueueRerank}, a few rows of at most {@link
- * RerankParams#SELECT_MAX_CANDIDATES} candidates, the kernel's capacity, above the host's default cap {@link
- * GpuIvfPqIndex#fusedSelectMaxCandidates}) against the same re-rank followed by the BlockSelect launch (itself
- * checked against the oracle in KSelectGpuTest): equal values, equal id sets up to ties; and both against a CPU
+ * RerankParams#SELECT_MAX_CANDIDATES} candidates, the kernel's capacity, above the default cap {@link
+ * IvfConfig#fusedSelectMaxCandidates}: on a device configured up to it) against the same rows re-ranked with more rows
+ * than {@link GpuIvfPqIndex#FUSED_SELECT_MAX_ROWS}, which take the selection launch after the re-rank, its fallback
+ * (itself checked against the oracle in KSelectGpuTest): equal values, equal id sets up to ties; and against a CPU
  * oracle of the exact keys: each row's k best candidates by squared L2 or -x.q, empty slots (-1) and NaN vectors
  * never selected. The candidates include duplicate vectors (equal keys), empty slots and a vector with a NaN.
  */
@@ -27,30 +28,34 @@ class RerankSelectGpuTest extends GpuTestCase {
     Random r = new Random(7 + metric.ordinal());
     List<String> failures = new ArrayList<>();
     int cases = 0;
-    for (int dims : new int[] {24, 13}) {
-      int n = 3000;
-      float[] x = new float[n * dims];
-      for (int i = 0; i < x.length; i++) {
-        x[i] = (float) r.nextGaussian();
-      }
-      for (int v = 100; v < 200; v++) { // vectors 100..199 copy vectors 0..99: equal keys
-        System.arraycopy(x, (v - 100) * dims, x, v * dims, dims);
-      }
-      x[2999 * dims + 3] = Float.NaN;
-      for (int rows : new int[] {1, 5, 64}) {
-        for (int kc : new int[] {1, 37, 160, 512}) {
-          for (int k : new int[] {1, 10, 100}) {
-            if (k > kc) {
-              continue;
-            }
-            cases++;
-            String f = check(metric, x, n, dims, rows, kc, k, r);
-            if (f != null) {
-              failures.add(f);
+    try (GpuDevice d = GpuDevice.open(0, GpuConfig.builder()
+        .ivf(IvfConfig.defaults().withFusedSelectMaxCandidates(RerankParams.SELECT_MAX_CANDIDATES)).build())) {
+      for (int dims : new int[] {24, 13}) {
+        int n = 3000;
+        float[] x = new float[n * dims];
+        for (int i = 0; i < x.length; i++) {
+          x[i] = (float) r.nextGaussian();
+        }
+        for (int v = 100; v < 200; v++) { // vectors 100..199 copy vectors 0..99: equal keys
+          System.arraycopy(x, (v - 100) * dims, x, v * dims, dims);
+        }
+        x[2999 * dims + 3] = Float.NaN;
+        for (int rows : new int[] {1, 5, 64}) {
+          for (int kc : new int[] {1, 37, 160, 512}) {
+            for (int k : new int[] {1, 10, 100}) {
+              if (k > kc) {
+                continue;
+              }
+              cases++;
+              String f = check(d, metric, x, n, dims, rows, kc, k, r);
+              if (f != null) {
+                failures.add(f);
+              }
             }
           }
         }
       }
+      assertEquals(0, d.bytesInUse(), "all device buffers returned to the pool");
     }
     System.out.println("[gpu-vectors] re-rank selection (" + metric + "): " + cases + " cases, " + failures.size()
         + " failures");
@@ -58,13 +63,21 @@ class RerankSelectGpuTest extends GpuTestCase {
     assertEquals(0, device.bytesInUse(), "all device buffers returned to the pool");
   }
 
-  private static String check(Metric metric, float[] x, int n, int dims, int rows, int kc, int k, Random r) {
-    float[] queries = new float[rows * dims];
-    for (int i = 0; i < queries.length; i++) {
+  /**
+   * One case on device {@code device}: {@code rows} rows re-ranked with the selection in the re-rank (values and ids
+   * [1]), and the same rows among {@link GpuIvfPqIndex#FUSED_SELECT_MAX_ROWS} + 1 (the rest empty), which take the
+   * selection launch ([0]).
+   */
+  private static String check(GpuDevice device, Metric metric, float[] x, int n, int dims, int rows, int kc, int k,
+                              Random r) {
+    int padded = GpuIvfPqIndex.FUSED_SELECT_MAX_ROWS + 1; // rows past the fused selection's: the selection launch
+    float[] queries = new float[padded * dims];
+    for (int i = 0; i < rows * dims; i++) {
       queries[i] = (float) r.nextGaussian();
     }
-    int[] cand = new int[rows * kc];
-    float[] candKeys = new float[rows * kc];
+    int[] cand = new int[padded * kc];
+    java.util.Arrays.fill(cand, -1); // rows past `rows`: empty
+    float[] candKeys = new float[padded * kc];
     for (int row = 0; row < rows; row++) {
       Set<Integer> used = new HashSet<>();
       for (int c = 0; c < kc; c++) {
@@ -89,32 +102,25 @@ class RerankSelectGpuTest extends GpuTestCase {
     }
     float[][] values = new float[2][rows * k];
     int[][] ids = new int[2][rows * k];
-    boolean before = GpuIvfPqIndex.fusedRerankSelect;
-    int maxBefore = GpuIvfPqIndex.fusedSelectMaxCandidates;
-    GpuIvfPqIndex.fusedSelectMaxCandidates = RerankParams.SELECT_MAX_CANDIDATES; // the kernel up to its capacity
     try (GpuDevice.Scope s = device.lock();
          DeviceBuffer dx = device.allocate(4L * x.length);
          DeviceBuffer dq = device.allocate(4L * queries.length);
          DeviceBuffer dc = device.allocate(4L * cand.length);
          DeviceBuffer dk = device.allocate(4L * candKeys.length);
-         DeviceBuffer outV = device.allocate(4L * rows * k);
-         DeviceBuffer outI = device.allocate(4L * rows * k)) {
+         DeviceBuffer outV = device.allocate(4L * padded * k);
+         DeviceBuffer outI = device.allocate(4L * padded * k)) {
       device.upload(x, 0, x.length, dx, 0);
       device.upload(queries, 0, queries.length, dq, 0);
       device.upload(cand, dc);
       device.upload(candKeys, 0, candKeys.length, dk, 0);
       for (int fused = 0; fused < 2; fused++) {
-        GpuIvfPqIndex.fusedRerankSelect = fused == 1;
         RerankTable table = new RerankTable();
         table.add(0, dx.address(), dq.address());
-        GpuIvfPqIndex.enqueueRerank(device, table, rows, k, kc, dims, metric, dk.address(), dc.address(), outV, outI,
-            0);
+        GpuIvfPqIndex.enqueueRerank(device, table, fused == 1 ? rows : padded, k, kc, dims, metric, dk.address(),
+            dc.address(), outV, outI, 0);
         device.download(outV, 0, values[fused], 0, rows * k);
         device.download(outI, 0, ids[fused], 0, rows * k);
       }
-    } finally {
-      GpuIvfPqIndex.fusedRerankSelect = before;
-      GpuIvfPqIndex.fusedSelectMaxCandidates = maxBefore;
     }
     String where = metric + " dims=" + dims + " rows=" + rows + " kc=" + kc + " k=" + k;
     for (int row = 0; row < rows; row++) {

@@ -7,8 +7,8 @@ import java.util.Arrays;
  * graph, and the graph's launch is timed by CUDA events (median of 11, divided by 20), so that the host's launches
  * (which a pass captured as a graph no longer waits for) are not in the figure:
  * (1) the candidates of one short row of keys with their ids (the keys scan's row: thousands to a few hundred
- * thousand keys): the radix selection (one block a row up to {@link KSelect#radixBlockMaxLen} values, and the
- * passes in one cooperative launch), one BlockSelect block, and the partitioned BlockSelect and WarpSelect of
+ * thousand keys): the radix selection (one block a row up to {@link SelectConfig#radixBlockMaxLen} values, and the
+ * passes in one cooperative launch, on a second device configured without the one-block path), one BlockSelect block, and the partitioned BlockSelect and WarpSelect of
  * {@link KSelect#select}; (2) the coarse step of one query over a
  * segment's centroids ({@link GpuFlatIndex#enqueueSmall}): for one query every vector's key and a radix selection,
  * for {@link GpuFlatIndex#SCORED_QUERIES} + 1 queries the fused kernel's chunks and their merge. Usage: ShortRowBench.
@@ -37,13 +37,17 @@ public final class ShortRowBench {
     }
     int[] ids = new int[4 * maxLen];
     Arrays.setAll(ids, i -> i);
-    for (float[] keys : new float[][] {uniform, clustered}) {
-      System.out.printf("%n%s keys%n", keys == uniform ? "uniform" : "clustered");
-      rows(d, keys, ids, maxLen);
+    // the passes alone: a second device on the same GPU, which shares its primary context (and so d's buffers)
+    try (GpuDevice passes = GpuDevice.open(d.ordinal(),
+        GpuConfig.builder().select(SelectConfig.defaults().withRadixBlockMaxLen(0)).build())) {
+      for (float[] keys : new float[][] {uniform, clustered}) {
+        System.out.printf("%n%s keys%n", keys == uniform ? "uniform" : "clustered");
+        rows(d, passes, keys, ids, maxLen);
+      }
     }
   }
 
-  private static void rows(GpuDevice d, float[] keys, int[] ids, int maxLen) {
+  private static void rows(GpuDevice d, GpuDevice passes, float[] keys, int[] ids, int maxLen) {
     System.out.printf("%-6s %7s %5s %11s %11s %10s %10s %10s%n", "rows", "len", "k", "radix", "radix-fused",
         "block1", "block", "warp");
     try (GpuDevice.Scope s = d.lock();
@@ -53,6 +57,7 @@ public final class ShortRowBench {
          DeviceBuffer outI = d.allocate(4L * 4 * 2048)) {
       d.upload(keys, 0, keys.length, in, 0);
       d.upload(ids, inIds);
+      d.synchronize(); // the other device's stream reads them
       for (int rows : new int[] {1, 4, 32}) {
         for (int len : new int[] {2_000, 8_000, 20_000, 40_000, 48_000, 80_000, 200_000}) {
           for (int k : new int[] {80, 160, 400}) {
@@ -64,10 +69,7 @@ public final class ShortRowBench {
               continue;
             }
             double radix = median(d, () -> KSelect.radixSelect(d, base.copy())); // one block a row up to 40k values
-            int blockMax = KSelect.radixBlockMaxLen;
-            KSelect.radixBlockMaxLen = 0;
-            double fused = median(d, () -> KSelect.radixSelect(d, base.copy()));
-            KSelect.radixBlockMaxLen = blockMax;
+            double fused = median(passes, () -> KSelect.radixSelect(passes, base.copy()));
             double block1 = median(d, () -> KSelect.runBlockSelect(d, base.copy().chunks(1, len)));
             double block = median(d, () -> KSelect.select(d, KSelect.Algorithm.BLOCK_SELECT, base.copy()));
             double warp = median(d, () -> KSelect.select(d, KSelect.Algorithm.WARP_SELECT, base.copy()));
