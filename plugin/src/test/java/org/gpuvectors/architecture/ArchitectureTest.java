@@ -1,0 +1,119 @@
+package org.gpuvectors.architecture;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.JavaField;
+import com.tngtech.archunit.core.domain.JavaModifier;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.lang.ArchCondition;
+import com.tngtech.archunit.lang.ArchRule;
+import com.tngtech.archunit.lang.ConditionEvents;
+import com.tngtech.archunit.lang.SimpleConditionEvent;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.util.Set;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.fields;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+/**
+ * The house rules of the main code of all three modules (the plugin's test classpath holds them all), checked on
+ * their compiled classes: dependencies point one way (plugin -> codec -> cuda), no package cycles, configuration
+ * reaches the code as typed values (Elasticsearch settings, {@code GpuSearchService.Settings}, {@code GpuConfig})
+ * rather than JVM system properties, and no mutable static state beyond the documented holders of process-wide
+ * resources.
+ */
+class ArchitectureTest {
+
+    private static JavaClasses main;
+
+    @BeforeAll
+    static void importMainClasses() {
+        main = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_JARS)
+            .importPackages("org.gpuvectors");
+        // the plugin's, the codec's and the cuda module's classes, or the rules would pass on nothing
+        for (String pkg : Set.of("org.gpuvectors.plugin", "org.gpuvectors.codec", "org.gpuvectors.cuda")) {
+            if (main.stream().noneMatch(c -> c.getPackageName().equals(pkg))) {
+                throw new AssertionError("no main classes of " + pkg + " were imported");
+            }
+        }
+    }
+
+    @Test
+    void theGpuModuleKnowsNeitherTheCodecNorThePlugin() {
+        noClasses().that().resideInAPackage("org.gpuvectors.cuda..")
+            .should().dependOnClassesThat().resideInAnyPackage("org.gpuvectors.codec..", "org.gpuvectors.plugin..")
+            .because("the GPU module executes; the codec decides (plugin -> codec -> cuda)")
+            .check(main);
+    }
+
+    @Test
+    void theCodecDoesNotKnowThePlugin() {
+        noClasses().that().resideInAPackage("org.gpuvectors.codec..")
+            .should().dependOnClassesThat().resideInAPackage("org.gpuvectors.plugin..")
+            .because("the codec must be usable from plain Lucene, without Elasticsearch")
+            .check(main);
+    }
+
+    @Test
+    void theCodecDoesNotKnowElasticsearch() {
+        noClasses().that().resideInAnyPackage("org.gpuvectors.codec..", "org.gpuvectors.cuda..")
+            .should().dependOnClassesThat().resideInAPackage("org.elasticsearch..")
+            .check(main);
+    }
+
+    @Test
+    void noPackageCycles() {
+        slices().matching("org.gpuvectors.(**)").should().beFreeOfCycles().check(main);
+    }
+
+    @Test
+    void noJvmSwitches() {
+        ArchRule rule = noClasses()
+            .should().callMethod(System.class, "getProperty", String.class)
+            .orShould().callMethod(System.class, "getProperty", String.class, String.class)
+            .orShould().callMethod(Integer.class, "getInteger", String.class)
+            .orShould().callMethod(Integer.class, "getInteger", String.class, int.class)
+            .orShould().callMethod(Integer.class, "getInteger", String.class, Integer.class)
+            .orShould().callMethod(Long.class, "getLong", String.class)
+            .orShould().callMethod(Long.class, "getLong", String.class, long.class)
+            .orShould().callMethod(Boolean.class, "getBoolean", String.class)
+            .because("configuration is typed: Elasticsearch settings for the plugin, GpuSearchService.Settings and"
+                + " GpuConfig (builders) for plain Lucene; a JVM switch is global, invisible to a captured CUDA graph"
+                + " and leaks between tests");
+        rule.check(main);
+    }
+
+    /**
+     * Static fields that may change after class initialisation: only the holders of process-wide resources whose
+     * owners are documented (the service the host installs, the loaded cuBLAS library, the probed GPUs, the driver's
+     * one cuInit per process).
+     */
+    private static final Set<String> PROCESS_WIDE_HOLDERS = Set.of(
+        "org.gpuvectors.cuda.Driver.initialized",
+        "org.gpuvectors.codec.gpu.GpuSearchServices.installed",
+        "org.gpuvectors.codec.gpu.GpuSearchServices.fallbackDefault",
+        "org.gpuvectors.cuda.Cublas.instance",
+        "org.gpuvectors.cuda.GpuAvailability.instance"
+    );
+
+    @Test
+    void noMutableStatics() {
+        ArchCondition<JavaField> beFinalOrAHolder = new ArchCondition<>("be final or a documented process-wide holder") {
+            @Override
+            public void check(JavaField field, ConditionEvents events) {
+                String name = field.getOwner().getName() + "." + field.getName();
+                boolean ok = field.getModifiers().contains(JavaModifier.FINAL) || PROCESS_WIDE_HOLDERS.contains(name);
+                events.add(new SimpleConditionEvent(field, ok, name + " is a mutable static"));
+            }
+        };
+        fields().that().areStatic().and().areDeclaredInClassesThat().resideInAPackage("org.gpuvectors..")
+            .and().doNotHaveModifier(JavaModifier.SYNTHETIC)
+            .should(beFinalOrAHolder)
+            .because("tuning is per instance (GpuConfig) and counters belong to the device or index that counts")
+            .check(main);
+    }
+}
