@@ -81,7 +81,7 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.SearchGroupTest --select-class org.gpuvectors.cuda.GraphFilterPlanTest \
     --select-class org.gpuvectors.cuda.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
     --select-class org.gpuvectors.cuda.PassSlotsGpuTest --select-class org.gpuvectors.cuda.FlatScanParamsTest --select-class org.gpuvectors.cuda.QueryBlocksTest \
-    --select-class org.gpuvectors.cuda.FlatConfigTest \
+    --select-class org.gpuvectors.cuda.FlatConfigTest --select-class org.gpuvectors.cuda.runtime.DeviceMemoryPoolTest \
     --select-class org.gpuvectors.cuda.PqCodeLayoutTest --select-class org.gpuvectors.cuda.RerankSelectGpuTest \
     --select-class org.gpuvectors.cuda.GpuAssignmentGpuTest \
     --select-class org.gpuvectors.cuda.BatchSearchLayoutTest --select-class org.gpuvectors.cuda.PassGraphsGpuTest \

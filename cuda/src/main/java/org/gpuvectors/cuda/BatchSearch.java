@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.CudaException;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
 import jcuda.Pointer;

@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.ParamTable;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

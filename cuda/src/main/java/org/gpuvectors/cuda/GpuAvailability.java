@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.runtime.KernelImages;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SymbolLookup;
 import java.nio.charset.StandardCharsets;
@@ -136,18 +138,12 @@ public final class GpuAvailability {
     while (n < name.length && name[n] != 0) {
       n++;
     }
-    int major = attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-    int minor = attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    int sms = attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    int major = Driver.attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    int minor = Driver.attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    int sms = Driver.attribute(dev, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     long[] mem = new long[1];
     Driver.check("cuDeviceTotalMem", JCudaDriver.cuDeviceTotalMem(mem, dev));
     return new DeviceInfo(ordinal, new String(name, 0, n, StandardCharsets.UTF_8), major * 10 + minor, mem[0], sms);
-  }
-
-  static int attribute(CUdevice dev, int attribute) {
-    int[] v = new int[1];
-    Driver.check("cuDeviceGetAttribute", JCudaDriver.cuDeviceGetAttribute(v, attribute, dev));
-    return v[0];
   }
 
   /** Looks libcuda.so.1 up with the system loader (FFM) without loading any JCuda native. */

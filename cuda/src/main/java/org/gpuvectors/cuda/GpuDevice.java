@@ -1,5 +1,12 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.runtime.KernelModule;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.DeviceMemoryPool;
+import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
+import org.gpuvectors.cuda.runtime.Lane;
+import org.gpuvectors.cuda.runtime.Cublas;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.concurrent.locks.Condition;
@@ -71,7 +78,7 @@ public final class GpuDevice implements AutoCloseable {
     this.info = a.devices().stream().filter(d -> d.ordinal() == ordinal).findFirst()
         .orElseThrow(() -> new IllegalArgumentException("no usable CUDA device " + ordinal + ": " + a.reason()));
     Driver.check("cuDeviceGet", JCudaDriver.cuDeviceGet(device, ordinal));
-    this.cooperativeLaunch = GpuAvailability.attribute(device,
+    this.cooperativeLaunch = Driver.attribute(device,
         jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH) != 0;
     Driver.check("cuDevicePrimaryCtxRetain", JCudaDriver.cuDevicePrimaryCtxRetain(context, device));
     boolean ok = false;

@@ -1,5 +1,8 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.Cublas;
+import org.gpuvectors.cuda.runtime.ParamTable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;

@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.KernelModule;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.List;

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.ParamTable;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 

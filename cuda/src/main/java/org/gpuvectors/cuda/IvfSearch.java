@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+
 /**
  * What the IVF index types ({@link GpuIvfFlatIndex}, {@link GpuIvfPqIndex}) share around their list scans: the
  * probe count, and the search of a batch of queries in blocks, each block

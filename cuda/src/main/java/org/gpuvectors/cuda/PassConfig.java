@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
+
 /**
  * The pass part of {@link GpuConfig}: how a device runs the passes that search its indexes.
  *

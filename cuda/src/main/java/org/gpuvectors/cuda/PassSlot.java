@@ -1,5 +1,8 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
+import org.gpuvectors.cuda.runtime.Lane;
 import java.util.ArrayDeque;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;

@@ -1,5 +1,8 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.Lane;
 import java.nio.FloatBuffer;
 import java.util.function.Consumer;
 import java.util.stream.IntStream;

@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+
 /**
  * What every {@link DeviceIndex} shares: its device, its shape (vectors, floats per vector, metric) and
  * its closing. {@link #close} returns the index's device memory once, under the device lock, or

@@ -38,27 +38,6 @@ class CpuOnlyTest {
   }
 
   @Test
-  void sizeClassesBoundWaste() {
-    assertEquals(256, DeviceMemoryPool.sizeClass(1));
-    assertEquals(256, DeviceMemoryPool.sizeClass(256));
-    for (long b = 257; b < 1 << 24; b = b * 3 / 2 + 7) {
-      long c = DeviceMemoryPool.sizeClass(b);
-      assertTrue(c >= b && c <= b * 1.25 + 256, b + " -> " + c);
-      assertEquals(c, DeviceMemoryPool.sizeClass(c), "a size class maps to itself");
-    }
-  }
-
-  @Test
-  void bufferClosesOnceAndPoolCountsIt() {
-    DeviceMemoryPool pool = new DeviceMemoryPool();
-    DeviceBuffer b = new DeviceBuffer(pool, 4096, 256, 200);
-    b.close();
-    b.close();
-    assertEquals(256, pool.bytesCached());
-    assertThrows(IllegalStateException.class, b::address);
-  }
-
-  @Test
   void kBuckets() {
     assertEquals(32, KSelect.bucket(1));
     assertEquals(32, KSelect.bucket(32));

@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.Cublas;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.ParamTable;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.util.Arrays;
 
 /**

@@ -66,6 +66,24 @@ class ArchitectureTest {
     }
 
     @Test
+    void theRuntimeIsAtTheBottomOfTheGpuModule() {
+        noClasses().that().resideInAPackage("org.gpuvectors.cuda.runtime..")
+            .should().dependOnClassesThat().resideOutsideOfPackages("org.gpuvectors.cuda.runtime..", "java..", "jcuda..")
+            .because("the driver, memory, streams, kernel images and cuBLAS serve every part of the GPU module and know"
+                + " none of them")
+            .check(main);
+    }
+
+    @Test
+    void theCodecsCpuPackagesDoNotReachIntoTheGpuRuntime() {
+        noClasses().that().resideInAnyPackage(
+                "org.gpuvectors.codec", "org.gpuvectors.codec.graph", "org.gpuvectors.codec.ivf", "org.gpuvectors.codec.index")
+            .should().dependOnClassesThat().resideInAPackage("org.gpuvectors.cuda.runtime..")
+            .because("only the GPU glue (codec.gpu) talks to the device; the CPU index code runs without one")
+            .check(main);
+    }
+
+    @Test
     void noPackageCycles() {
         slices().matching("org.gpuvectors.(**)").should().beFreeOfCycles().check(main);
     }
@@ -93,10 +111,10 @@ class ArchitectureTest {
      * one cuInit per process).
      */
     private static final Set<String> PROCESS_WIDE_HOLDERS = Set.of(
-        "org.gpuvectors.cuda.Driver.initialized",
+        "org.gpuvectors.cuda.runtime.Driver.initialized",
         "org.gpuvectors.codec.gpu.GpuSearchServices.installed",
         "org.gpuvectors.codec.gpu.GpuSearchServices.fallbackDefault",
-        "org.gpuvectors.cuda.Cublas.instance",
+        "org.gpuvectors.cuda.runtime.Cublas.instance",
         "org.gpuvectors.cuda.GpuAvailability.instance"
     );
 

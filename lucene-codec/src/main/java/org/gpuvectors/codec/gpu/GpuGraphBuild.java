@@ -7,7 +7,7 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphMerge;
 import org.gpuvectors.codec.graph.KnnFinder;
-import org.gpuvectors.cuda.CudaException;
+import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.Metric;
 
 /**

@@ -11,7 +11,7 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.util.IOFunction;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.cuda.CudaException;
+import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;

@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import java.lang.reflect.Field;
 import jcuda.NativePointerObject;
@@ -11,7 +11,7 @@ import jcuda.driver.JCudaDriver;
  * #check}, which throws a {@link CudaException} naming the call and the error (JCuda's own
  * exceptions would name only the error, so they stay off and no return code is ignored).
  */
-final class Driver {
+public final class Driver {
   private static final Field NATIVE_POINTER;
 
   static {
@@ -25,14 +25,14 @@ final class Driver {
 
   private Driver() {}
 
-  static void check(String call, int result) {
+  public static void check(String call, int result) {
     if (result != CUresult.CUDA_SUCCESS) {
       throw CudaException.driver(call, result, CUresult.stringFor(result));
     }
   }
 
   /** The raw address a JCuda handle or device pointer wraps (for FFM calls and kernel structs). */
-  static long address(NativePointerObject p) {
+  public static long address(NativePointerObject p) {
     try {
       return p == null ? 0L : NATIVE_POINTER.getLong(p);
     } catch (IllegalAccessException e) {
@@ -41,7 +41,7 @@ final class Driver {
   }
 
   /** A JCuda device pointer for a raw device address. */
-  static CUdeviceptr deviceptr(long address) {
+  public static CUdeviceptr deviceptr(long address) {
     CUdeviceptr p = new CUdeviceptr();
     try {
       NATIVE_POINTER.setLong(p, address);
@@ -51,8 +51,15 @@ final class Driver {
     return p;
   }
 
+  /** A device attribute ({@code cuDeviceGetAttribute}). */
+  public static int attribute(jcuda.driver.CUdevice dev, int attribute) {
+    int[] v = new int[1];
+    check("cuDeviceGetAttribute", JCudaDriver.cuDeviceGetAttribute(v, attribute, dev));
+    return v[0];
+  }
+
   /** cuInit once per JVM. Throws LinkageError when the JCuda natives cannot load. */
-  static synchronized void init() {
+  public static synchronized void init() {
     if (!initialized) {
       JCudaDriver.setExceptionsEnabled(false);
       check("cuInit", JCudaDriver.cuInit(0));

@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -22,7 +22,7 @@ import jcuda.driver.JCudaDriver;
  *
  * <p>Threading: used only under the owning device's lock.
  */
-final class KernelModule implements AutoCloseable {
+public final class KernelModule implements AutoCloseable {
   private record Unit(String name, CUmodule module) {}
 
   private final List<Unit> units = new ArrayList<>();
@@ -34,7 +34,7 @@ final class KernelModule implements AutoCloseable {
   private final Map<String, Integer> staticShared = new HashMap<>();
   private boolean closed;
 
-  KernelModule(java.nio.file.Path kernelFile) {
+  public KernelModule(java.nio.file.Path kernelFile) {
     try {
       for (KernelImages.Image image : KernelImages.load(kernelFile)) {
         CUmodule module = new CUmodule();
@@ -52,11 +52,11 @@ final class KernelModule implements AutoCloseable {
   }
 
   /** The loaded fatbins' names, in load order (the index's units, or the GpuConfig.kernelFile file). */
-  List<String> unitNames() {
+  public List<String> unitNames() {
     return units.stream().map(Unit::name).toList();
   }
 
-  CUfunction function(String name) {
+  public CUfunction function(String name) {
     if (closed) {
       throw new IllegalStateException("kernel module closed");
     }
@@ -90,7 +90,7 @@ final class KernelModule implements AutoCloseable {
    * Blocks of {@code threads} threads of kernel {@code name} that fit on one multiprocessor at once
    * (occupancy API, no dynamic shared memory); remembered, since launchers ask on every call.
    */
-  int maxBlocksPerSm(String name, int threads) {
+  public int maxBlocksPerSm(String name, int threads) {
     return maxBlocksPerSm.computeIfAbsent(name + "/" + threads, key -> {
       int[] blocks = new int[1];
       Driver.check("cuOccupancyMaxActiveBlocksPerMultiprocessor(" + name + ")",
@@ -104,11 +104,11 @@ final class KernelModule implements AutoCloseable {
    * device's opt-in maximum per block (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; 227 KB on an
    * H100, 163 KB on an A100, 99 KB on sm_86 / sm_89) less the kernel's static shared memory. Remembered.
    */
-  int maxDynamicSharedBytes(String name) {
+  public int maxDynamicSharedBytes(String name) {
     return maxDynamicShared.computeIfAbsent(name, n -> {
       jcuda.driver.CUdevice dev = new jcuda.driver.CUdevice();
       Driver.check("cuCtxGetDevice", JCudaDriver.cuCtxGetDevice(dev));
-      int optIn = GpuAvailability.attribute(dev,
+      int optIn = Driver.attribute(dev,
           jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
       return Math.max(0, optIn - staticSharedBytes(n));
     });
@@ -129,7 +129,7 @@ final class KernelModule implements AutoCloseable {
    * #maxDynamicSharedBytes}): past the default 48 KB a kernel must opt in
    * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). Raises the kernel's allowance only when needed.
    */
-  void allowDynamicShared(String name, int bytes) {
+  public void allowDynamicShared(String name, int bytes) {
     // without the opt-in a block has 48 KB in all: its static shared memory and the dynamic
     if (bytes + staticSharedBytes(name) <= 48 << 10 || bytes <= dynamicSharedAllowed.getOrDefault(name, 0)) {
       return;
@@ -144,12 +144,12 @@ final class KernelModule implements AutoCloseable {
   }
 
   /** Launches kernel {@code name} with one by-value argument per element of {@code args}. */
-  void launch(String name, int gridX, int gridY, int block, int sharedBytes, CUstream stream, Pointer... args) {
+  public void launch(String name, int gridX, int gridY, int block, int sharedBytes, CUstream stream, Pointer... args) {
     launch3d(name, gridX, gridY, 1, block, sharedBytes, stream, args);
   }
 
   /** As {@link #launch} on a grid of three dimensions. */
-  void launch3d(String name, int gridX, int gridY, int gridZ, int block, int sharedBytes, CUstream stream,
+  public void launch3d(String name, int gridX, int gridY, int gridZ, int block, int sharedBytes, CUstream stream,
                 Pointer... args) {
     CUfunction f = function(name);
     Driver.check("cuLaunchKernel(" + name + ")",
@@ -161,7 +161,7 @@ final class KernelModule implements AutoCloseable {
    * once (the driver refuses a grid larger than the device holds: {@link #maxBlocksPerSm}), so that blocks may wait
    * for one another within the launch.
    */
-  void launchCooperative(String name, int gridX, int block, CUstream stream, Pointer... args) {
+  public void launchCooperative(String name, int gridX, int block, CUstream stream, Pointer... args) {
     CUfunction f = function(name);
     Driver.check("cuLaunchCooperativeKernel(" + name + ")",
         JCudaDriver.cuLaunchCooperativeKernel(f, gridX, 1, 1, block, 1, 1, 0, stream, Pointer.to(args)));

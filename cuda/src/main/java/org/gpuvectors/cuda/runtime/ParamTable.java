@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -10,11 +10,11 @@ import java.util.List;
  * count, a pad int, then {@code capacity} encoded parameter blocks (unused ones zero), little-endian, as the CUDA
  * side's {@code {int entries; int pad; P entry[N];}} lays it out.
  */
-final class ParamTable {
+public final class ParamTable {
   private ParamTable() {}
 
   /** Bytes of a table of {@code capacity} entries of {@code entryBytes} each. */
-  static int bytes(int capacity, int entryBytes) {
+  public static int bytes(int capacity, int entryBytes) {
     return 8 + capacity * entryBytes;
   }
 
@@ -22,7 +22,7 @@ final class ParamTable {
    * The table holding {@code entries} (1 to {@code capacity}, each {@code entryBytes} long); {@code what} names it in
    * the error.
    */
-  static byte[] encode(String what, int capacity, int entryBytes, List<byte[]> entries) {
+  public static byte[] encode(String what, int capacity, int entryBytes, List<byte[]> entries) {
     if (entries.isEmpty() || entries.size() > capacity) {
       throw new IllegalArgumentException("a " + what + " table holds 1.." + capacity + " entries: " + entries.size());
     }

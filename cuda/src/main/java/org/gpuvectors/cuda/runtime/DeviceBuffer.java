@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 /**
  * A block of device memory taken from a {@link GpuDevice}'s pool. Closing returns it to the pool
@@ -25,7 +25,7 @@ public final class DeviceBuffer implements AutoCloseable {
    * the pool, and it must not be used after this block is closed. One pass's inputs (queries, masks) and outputs
    * (distances, ids) each lie in one block so that each crosses the bus in one copy ({@link BatchSearch}).
    */
-  DeviceBuffer slice(long offset, long bytes) {
+  public DeviceBuffer slice(long offset, long bytes) {
     ensureOpen();
     if (offset < 0 || bytes < 0 || offset + bytes > this.bytes) {
       throw new IndexOutOfBoundsException("slice [" + offset + ", " + (offset + bytes) + ") of " + this.bytes + " bytes");
@@ -45,7 +45,7 @@ public final class DeviceBuffer implements AutoCloseable {
   }
 
   /** The bytes reserved (the size class). */
-  long capacity() {
+  public long capacity() {
     return capacity;
   }
 

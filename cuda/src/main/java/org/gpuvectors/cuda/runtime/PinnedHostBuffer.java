@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -17,10 +17,10 @@ import jcuda.driver.JCudaDriver;
  * <p>Owned by its {@link GpuDevice} or a {@link PassSlot}, used and freed under the device lock with its context
  * current (a slot's buffers also by the thread that waits for its pass).
  */
-final class PinnedHostBuffer implements AutoCloseable {
+public final class PinnedHostBuffer implements AutoCloseable {
 
   /** The largest buffer kept: 32 MB, a batch of 10k 784-dimensional queries in one copy. */
-  static final long MAX_BYTES = 32L << 20;
+  public static final long MAX_BYTES = 32L << 20;
 
   private Pointer host; // null until the first copy, and after close
   private long capacity;
@@ -28,7 +28,7 @@ final class PinnedHostBuffer implements AutoCloseable {
   private FloatBuffer floats;
 
   /** The buffer as floats, at least {@code min(bytes, MAX_BYTES)} bytes of it (grown if needed). */
-  FloatBuffer floats(long bytes) {
+  public FloatBuffer floats(long bytes) {
     bytes(bytes);
     return floats;
   }
@@ -37,7 +37,7 @@ final class PinnedHostBuffer implements AutoCloseable {
    * The buffer as bytes in native order (absolute gets and puts; views made of it share its memory), at least
    * {@code min(bytes, MAX_BYTES)} of them (grown if needed: the old contents are lost).
    */
-  ByteBuffer bytes(long bytes) {
+  public ByteBuffer bytes(long bytes) {
     long wanted = Math.min(bytes, MAX_BYTES);
     if (host == null || capacity < wanted) {
       free();
@@ -53,7 +53,7 @@ final class PinnedHostBuffer implements AutoCloseable {
   }
 
   /** The buffer's address for the driver's copies. */
-  Pointer pointer() {
+  public Pointer pointer() {
     return host;
   }
 

@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
@@ -19,9 +19,9 @@ import java.util.List;
  * variable GPU_VECTORS_CUBLAS names another. JCublas is not used: it needs libcublas.so.12, which
  * CUDA 13 machines do not have. One handle per device ({@link Handle}), owned by {@link GpuDevice}.
  */
-final class Cublas {
-  static final int OP_N = 0;
-  static final int OP_T = 1;
+public final class Cublas {
+  public static final int OP_N = 0;
+  public static final int OP_T = 1;
   static final int DEFAULT_MATH = 0;
   static final int PEDANTIC_MATH = 2;
   /** cudaDataType_t CUDA_R_32F. */
@@ -130,7 +130,7 @@ final class Cublas {
    * Created and destroyed here; owned by a {@link GpuDevice} and used only under its lock, with the device's
    * context current.
    */
-  final class Handle implements AutoCloseable {
+  public final class Handle implements AutoCloseable {
     private final MemorySegment handle;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment alpha;
@@ -148,7 +148,7 @@ final class Cublas {
     }
 
     /** Column-major C(m x n) = alpha * op(A) * op(B) + beta * C, all pointers device addresses. */
-    void sgemm(int transA, int transB, int m, int n, int k, float a, long aPtr, int lda, long bPtr, int ldb,
+    public void sgemm(int transA, int transB, int m, int n, int k, float a, long aPtr, int lda, long bPtr, int ldb,
                float b, long cPtr, int ldc) {
       if (closed) {
         throw new IllegalStateException("cuBLAS handle closed");
@@ -178,7 +178,7 @@ final class Cublas {
      * handle, which every search on the device shares (the FP32 GEMM path, IVF's coarse quantizer, benchmarks),
      * never changes state: nothing to restore, and no way for TF32 to leak into an FP32 call if this one throws.
      */
-    void sgemmTf32(int transA, int transB, int m, int n, int k, float a, long aPtr, int lda, long bPtr, int ldb,
+    public void sgemmTf32(int transA, int transB, int m, int n, int k, float a, long aPtr, int lda, long bPtr, int ldb,
                    float b, long cPtr, int ldc) {
       if (closed) {
         throw new IllegalStateException("cuBLAS handle closed");

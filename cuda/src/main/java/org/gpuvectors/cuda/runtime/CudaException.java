@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import java.util.Set;
 

@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import java.util.ArrayDeque;
 import java.util.HashMap;
@@ -15,7 +15,7 @@ import jcuda.driver.JCudaDriver;
  *
  * <p>Threading: called only under the owning device's lock.
  */
-final class DeviceMemoryPool implements AutoCloseable {
+public final class DeviceMemoryPool implements AutoCloseable {
   private final Map<Long, ArrayDeque<Long>> free = new HashMap<>();
   private long bytesInUse;
   private long bytesCached;
@@ -25,7 +25,7 @@ final class DeviceMemoryPool implements AutoCloseable {
   private final ArrayDeque<long[]> deferred = new ArrayDeque<>();
   private ArrayDeque<long[]> returnedTo; // where returned blocks wait instead of the pool; null: straight back
 
-  static long sizeClass(long bytes) {
+  public static long sizeClass(long bytes) {
     if (bytes <= 256) {
       return 256;
     }
@@ -34,7 +34,7 @@ final class DeviceMemoryPool implements AutoCloseable {
     return (bytes + step - 1) / step * step;
   }
 
-  DeviceBuffer allocate(long bytes) {
+  public DeviceBuffer allocate(long bytes) {
     if (closed) {
       throw new IllegalStateException("device memory pool closed");
     }
@@ -86,12 +86,12 @@ final class DeviceMemoryPool implements AutoCloseable {
    * returned after its last kernel is safe to reuse on the same stream, but not on another stream that may run
    * before that kernel ends ({@link GpuDevice.Lanes}).
    */
-  void deferReleases() {
+  public void deferReleases() {
     deferTo(deferred);
   }
 
   /** Returns the blocks deferred since {@link #deferReleases} to the pool, and stops deferring. */
-  void releaseDeferred() {
+  public void releaseDeferred() {
     deferTo(null);
     releaseAll(deferred);
   }
@@ -101,14 +101,14 @@ final class DeviceMemoryPool implements AutoCloseable {
    * #releaseAll} of it: a pass in flight keeps them out of other passes' reach until the device is done with it.
    * Returns the sink before.
    */
-  ArrayDeque<long[]> deferTo(ArrayDeque<long[]> sink) {
+  public ArrayDeque<long[]> deferTo(ArrayDeque<long[]> sink) {
     ArrayDeque<long[]> before = returnedTo;
     returnedTo = sink;
     return before;
   }
 
   /** Returns the blocks waiting in {@code blocks} to the pool (or frees them, once the pool is closed). */
-  void releaseAll(ArrayDeque<long[]> blocks) {
+  public void releaseAll(ArrayDeque<long[]> blocks) {
     while (!blocks.isEmpty()) {
       long[] block = blocks.poll();
       release(block[0], block[1]);
@@ -126,11 +126,11 @@ final class DeviceMemoryPool implements AutoCloseable {
     bytesCached = 0;
   }
 
-  long bytesInUse() {
+  public long bytesInUse() {
     return bytesInUse;
   }
 
-  long bytesCached() {
+  public long bytesCached() {
     return bytesCached;
   }
 

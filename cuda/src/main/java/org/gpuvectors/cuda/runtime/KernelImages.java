@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -15,13 +15,13 @@ import java.util.List;
  * resource; without nvcc at build time, {@code kernels/index.missing} holds the reason instead
  * (build-tools/build-fatbin.sh writes them).
  *
- * <p>{@link GpuConfig#kernelFile}: a single fatbin file used instead of the units, for kernel experiments on a GPU
+ * <p>{@code GpuConfig.kernelFile}: a single fatbin file used instead of the units, for kernel experiments on a GPU
  * machine (variants compiled there with nvcc, all .cu files in one translation unit; see cuda/bench/NOTES-kselect.md).
  * Not for production use.
  */
-final class KernelImages {
+public final class KernelImages {
   /** The unit fatbins' classpath folder, relative to this package. */
-  static final String FOLDER = "kernels/";
+  public static final String FOLDER = "kernels/";
   /** The resource listing the unit fatbins, one file name a line. */
   static final String INDEX = FOLDER + "index";
   /** The resource that replaces the index when the kernels were not built: the reason, one line. */
@@ -33,7 +33,7 @@ final class KernelImages {
   private KernelImages() {}
 
   /** The unit fatbins the index lists, in its order; empty when there is no index. */
-  static List<String> units() {
+  public static List<String> units() {
     try (InputStream in = KernelImages.class.getResourceAsStream(INDEX)) {
       if (in == null) {
         return List.of();
@@ -54,7 +54,7 @@ final class KernelImages {
    * Null when the kernels are on the classpath (an index listing at least one unit, every unit present),
    * else why not, starting "GPU kernels were not built".
    */
-  static String missingReason() {
+  public static String missingReason() {
     List<String> units = units();
     if (!units.isEmpty()) {
       for (String unit : units) {

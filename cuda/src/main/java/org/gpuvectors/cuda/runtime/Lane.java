@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.runtime;
 
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
@@ -16,13 +16,13 @@ import jcuda.driver.JCudaDriver;
  *
  * <p>Owned and closed by its device; used under the device's lock.
  */
-final class Lane implements AutoCloseable {
+public final class Lane implements AutoCloseable {
   private final CUstream stream = new CUstream();
   private final CUevent done = new CUevent();
   private Cublas.Handle cublas;
   private boolean closed;
 
-  Lane() {
+  public Lane() {
     Driver.check("cuStreamCreate", JCudaDriver.cuStreamCreate(stream, 0));
     boolean ok = false;
     try {
@@ -35,11 +35,11 @@ final class Lane implements AutoCloseable {
     }
   }
 
-  CUstream stream() {
+  public CUstream stream() {
     return stream;
   }
 
-  Cublas.Handle cublas() {
+  public Cublas.Handle cublas() {
     if (cublas == null) {
       cublas = Cublas.get().new Handle(Driver.address(stream));
     }
@@ -47,12 +47,12 @@ final class Lane implements AutoCloseable {
   }
 
   /** Makes this lane's later work wait for everything enqueued on {@code other} so far (asynchronous). */
-  void waitFor(Lane other) {
+  public void waitFor(Lane other) {
     Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(other.done, other.stream));
     Driver.check("cuStreamWaitEvent", JCudaDriver.cuStreamWaitEvent(stream, other.done, 0));
   }
 
-  void synchronize() {
+  public void synchronize() {
     Driver.check("cuStreamSynchronize", JCudaDriver.cuStreamSynchronize(stream));
   }
 
