@@ -20,8 +20,11 @@ import java.util.List;
  * Not for production use.
  */
 public final class KernelImages {
-  /** The unit fatbins' classpath folder, relative to this package. */
-  public static final String FOLDER = "kernels/";
+  /**
+   * The unit fatbins' classpath folder, absolute: the build writes them under the module's root package
+   * (build-tools/build-fatbin.sh), not under this class's.
+   */
+  public static final String FOLDER = "/org/gpuvectors/cuda/kernels/";
   /** The resource listing the unit fatbins, one file name a line. */
   static final String INDEX = FOLDER + "index";
   /** The resource that replaces the index when the kernels were not built: the reason, one line. */

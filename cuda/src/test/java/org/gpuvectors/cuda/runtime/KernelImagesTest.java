@@ -47,7 +47,7 @@ class KernelImagesTest {
   @Test
   void buildOutputMatchesTheSources() throws IOException {
     TreeSet<String> units = sourceUnits();
-    assertNull(KernelImages.class.getResource("gpu-vectors.fatbin"), "the single fatbin of builds before the split");
+    assertNull(KernelImages.class.getResource("/org/gpuvectors/cuda/gpu-vectors.fatbin"), "the single fatbin of builds before the split");
     List<String> listed = KernelImages.units();
     if (listed.isEmpty()) {
       byte[] marker = resource(KernelImages.MISSING);
