@@ -8,20 +8,15 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
-import org.apache.lucene.util.IOFunction;
-import org.gpuvectors.codec.graph.KnnFinder;
-import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.KSelect;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
-import org.gpuvectors.cuda.ReverseLinks;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -175,6 +170,7 @@ public final class GpuSearchService implements Closeable {
   private final String unusableReason; // why backend is null
   private final Residency residency;
   private final SearchBatcher batcher;
+  private final GpuBuildAcceleration buildAcceleration;
   private final Speculations speculations = new Speculations(1024);
   private volatile boolean enabled;
   private volatile boolean speculate = true;
@@ -191,6 +187,7 @@ public final class GpuSearchService implements Closeable {
         backend == null
             ? null
             : new SearchBatcher(backend::search, settings.maxBatchQueries(), backend.concurrentPasses(), stats);
+    this.buildAcceleration = new GpuBuildAcceleration(backend, stats, k -> refusal(k) == null, this::gpuError);
     this.enabled = backend != null;
   }
 
@@ -633,141 +630,11 @@ public final class GpuSearchService implements Closeable {
   }
 
   /**
-   * The nearest-centroid step of k-means, of IVF list assignment and of PQ encoding: on this service's GPU ({@link
-   * GpuBackend#hold}: the points go up once for all the steps against them) while it serves, else on the CPU ({@link
-   * Assigner#CPU}, also when a GPU call fails, for the rest of that hold: an index build never fails because of the
-   * GPU). Counted in the stats by sub-vectors assigned.
+   * The GPU's part in building an index at flush and merge (k-means and list assignment, the steps of a graph build),
+   * on this service's GPU while it serves, else on the CPU.
    */
-  public Assigner assigner() {
-    return (points, count, groups, metric) -> {
-      Assigner.Held device = null;
-      if (count > 0 && refusal(0) == null) {
-        try {
-          // cosine: rows come normalised, so the inner product ranks as cosine without normalising again
-          device = backend.hold(points, count, groups, metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric);
-        } catch (CudaException e) {
-          gpuError(e); // counted; these points are assigned on the CPU
-        }
-      }
-      Assigner.Held onDevice = device;
-      return new Assigner.Held() {
-        private Assigner.Held gpu = onDevice;
-        private Assigner.Held cpu;
-
-        @Override
-        public int[] nearest(float[] centroids, int k) throws IOException {
-          return run(held -> held.nearest(centroids, k));
-        }
-
-        @Override
-        public int[] update(float[] centroids, int k) throws IOException {
-          return run(held -> held.update(centroids, k));
-        }
-
-        /** {@code step} on the device while it serves this hold, else (from its first failure on) on the CPU. */
-        private int[] run(IOFunction<Assigner.Held, int[]> step) throws IOException {
-          if (gpu != null) {
-            try {
-              int[] out = step.apply(gpu);
-              stats.recordAssigned((long) count * groups, true);
-              return out;
-            } catch (CudaException e) {
-              gpuError(e); // counted; this hold goes on on the CPU
-              gpu.close();
-              gpu = null;
-            }
-          }
-          if (cpu == null) {
-            cpu = Assigner.CPU.hold(points, count, groups, metric);
-          }
-          int[] out = step.apply(cpu);
-          stats.recordAssigned((long) count * groups, false);
-          return out;
-        }
-
-        @Override
-        public void close() {
-          if (gpu != null) {
-            gpu.close();
-          }
-          if (cpu != null) {
-            cpu.close();
-          }
-        }
-      };
-    };
-  }
-
-  /**
-   * Step (1) of a graph build, the k-NN graph, and the whole-index k-NN graph: on this service's GPU
-   * ({@link GpuKnnGraph}: exact brute force up to {@link GpuKnnGraph#EXACT_MAX_VECTORS} vectors, IVF
-   * above) while it serves and k + 1 fits its k-selection, else on the CPU ({@link KnnFinder#CPU}, also
-   * when a GPU call fails: an index build never fails because of the GPU). Counted in the stats by
-   * vectors.
-   */
-  public KnnFinder knnFinder() {
-    return new KnnFinder() {
-      @Override
-      public int[] knn(FloatVectorValues vectors, int k, Metric metric) throws IOException {
-        int n = vectors.size();
-        if (n > 1 && refusal(k + 1) == null) {
-          try {
-            int[] knn = GpuKnnGraph.knn(backend, vectors, k, metric, assigner());
-            stats.recordKnnGraph(n, true);
-            return knn;
-          } catch (CudaException e) {
-            gpuError(e); // counted; the graph is built on the CPU
-          }
-        }
-        int[] knn = KnnFinder.CPU.knn(vectors, k, metric);
-        stats.recordKnnGraph(n, false);
-        return knn;
-      }
-
-      /**
-       * A graph build's steps on the GPU while it serves ({@link GpuGraphBuild}: the vectors held there once for the
-       * exact k-NN step and the entry points), each step on the CPU when it does not or when its call fails.
-       */
-      @Override
-      public Build hold(FloatVectorValues vectors, Metric metric) throws IOException {
-        return GpuGraphBuild.open(this, vectors, metric, backend, stats, () -> refusal(0) == null,
-            GpuSearchService.this::gpuError);
-      }
-
-      /** Step (2) on the GPU while it serves (the CPU's rule, GraphPrune), else, or when the call fails, on the CPU. */
-      @Override
-      public int[] prune(int[] knn, int n, int k, int degree) {
-        if (n > 1 && k <= GraphPrune.MAX_K && refusal(0) == null) {
-          try {
-            int[] pruned = backend.prune(knn, n, k, degree);
-            stats.recordPruned(n, true);
-            return pruned;
-          } catch (CudaException e) {
-            gpuError(e); // counted; pruned on the CPU
-          }
-        }
-        int[] pruned = KnnFinder.super.prune(knn, n, k, degree);
-        stats.recordPruned(n, false);
-        return pruned;
-      }
-
-      /** Step (3) on the GPU while it serves (the CPU's rule, ReverseLinks), else, or when its call fails, the CPU. */
-      @Override
-      public int[] reverseLinks(int[] pruned, int n, int degree) {
-        if (n > 1 && degree <= ReverseLinks.MAX_DEGREE && refusal(0) == null) {
-          try {
-            int[] linked = backend.reverseLinks(pruned, n, degree);
-            stats.recordReverseLinked(n, true);
-            return linked;
-          } catch (CudaException e) {
-            gpuError(e); // counted; linked on the CPU
-          }
-        }
-        int[] linked = KnnFinder.super.reverseLinks(pruned, n, degree);
-        stats.recordReverseLinked(n, false);
-        return linked;
-      }
-    };
+  public GpuBuildAcceleration buildAcceleration() {
+    return buildAcceleration;
   }
 
   /** Turns the one-pass search of a query's segments on or off (to measure both; on by default). */
