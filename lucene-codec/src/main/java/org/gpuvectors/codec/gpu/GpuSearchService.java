@@ -9,7 +9,6 @@ import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.gpuvectors.cuda.runtime.CudaException;
-import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.GpuDevice;
@@ -22,8 +21,12 @@ import org.gpuvectors.cuda.SearchResult;
 /**
  * Searches segment fields on one GPU: the owner of the device ({@link GpuBackend}), of what is
  * resident there ({@link Residency}) and of the batching of concurrent searches ({@link
- * SearchBatcher}). One per node (the Elasticsearch plugin makes it in {@code createComponents} and
- * closes it with the node) or per process for plain Lucene ({@link GpuSearchServices}).
+ * SearchBatcher}), and of the GPU's on/off and failure state and fallback counting. Two parts work
+ * on what it lends them and own nothing themselves: the one-pass search of a query's segments
+ * ({@link CrossSegmentSpeculation}) and the GPU's part in index builds ({@link
+ * GpuBuildAcceleration}); {@link #close} frees the device and what is resident, in one place. One
+ * per node (the Elasticsearch plugin makes it in {@code createComponents} and closes it with the
+ * node) or per process for plain Lucene ({@link GpuSearchServices}).
  *
  * <p>A search never fails because of the GPU: when the GPU cannot serve it, {@link #search} returns
  * null, the caller runs the CPU path, and the {@link FallbackReason} is counted (and logged once). A
@@ -171,9 +174,8 @@ public final class GpuSearchService implements Closeable {
   private final Residency residency;
   private final SearchBatcher batcher;
   private final GpuBuildAcceleration buildAcceleration;
-  private final Speculations speculations = new Speculations(1024);
+  private final CrossSegmentSpeculation speculation;
   private volatile boolean enabled;
-  private volatile boolean speculate = true;
   private volatile String failure; // the sticky error that switched the GPU off
   private volatile boolean closed;
 
@@ -187,6 +189,8 @@ public final class GpuSearchService implements Closeable {
         backend == null
             ? null
             : new SearchBatcher(backend::search, settings.maxBatchQueries(), backend.concurrentPasses(), stats);
+    this.speculation =
+        new CrossSegmentSpeculation(residency, batcher, stats, settings.ivfPqRerankOnGpu(), this::acquire, this::gpuError);
     this.buildAcceleration = new GpuBuildAcceleration(backend, stats, k -> refusal(k) == null, this::gpuError);
     this.enabled = backend != null;
   }
@@ -362,7 +366,7 @@ public final class GpuSearchService implements Closeable {
    * As {@link #search(Object, String, FloatVectorValues, VectorSimilarityFunction, float[], int, int,
    * long[])}, for one unfiltered query of a {@link GpuSegment}: the first of the index's segments to
    * ask searches every resident segment of the index for this query in the same pass, and the others
-   * take their results when they ask ({@link Speculations}).
+   * take their results when they ask ({@link CrossSegmentSpeculation}).
    *
    * @param queries the queries, one array per query (read, never written; not copied: the device
    *     layer stages them for the copy to the device)
@@ -392,29 +396,13 @@ public final class GpuSearchService implements Closeable {
     if (canServe(Math.max(k, requestedK)) == false) {
       return null;
     }
-    if (speculate && speculative && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
-      Residency.Key key = new Residency.Key(segment, field);
-      float[] query = queries[0];
-      Speculations.Speculation mine = new Speculations.Speculation(query);
-      Speculations.Speculation running = speculations.claim(query, mine);
-      if (running != null) {
-        Speculations.Taken parked = running.take(key, token, k, query, speculations.quiet());
-        if (parked.result() != null) {
-          stats.recordGpuSearch(1);
-          stats.recordSpeculativeHit();
-          return parked.result();
-        }
-        stats.recordSpeculativeMiss(parked.miss());
-        // not computed for this segment (not resident then, a larger k, other deletions): search it now
-      } else {
-        try {
-          return searchIndex(gpuSegment, key, vectors, similarity, structure, nprobe, queries, k, mask, token, mine, requestedK);
-        } finally {
-          speculations.finish(mine); // whatever happened, segments waiting on it go on
-        }
-      }
+    Request alone = new Request(segment, field, vectors, similarity, structure, nprobe, queries, numQueries, k, mask);
+    if (speculation.enabled() && speculative && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
+      return speculation.search(
+          gpuSegment, field, vectors, similarity, structure, nprobe, queries, k, mask, token, requestedK,
+          () -> run(List.of(alone))[0]);
     }
-    return run(List.of(new Request(segment, field, vectors, similarity, structure, nprobe, queries, numQueries, k, mask)))[0];
+    return run(List.of(alone))[0];
   }
 
   /**
@@ -497,139 +485,6 @@ public final class GpuSearchService implements Closeable {
   }
 
   /**
-   * One query over this segment and every resident peer of its index, in one pass. Every segment's
-   * result is parked with the k the query may ask of any segment (see {@link #fullK}), this one's
-   * too: Lucene's optimistic search asks some segments again with the full k.
-   */
-  private SearchResult searchIndex(
-      GpuSegment segment,
-      Residency.Key key,
-      FloatVectorValues vectors,
-      VectorSimilarityFunction similarity,
-      GpuStructure structure,
-      int nprobe,
-      float[][] query,
-      int k,
-      long[] mask,
-      Object token,
-      Speculations.Speculation speculation,
-      int requestedK)
-      throws IOException {
-    List<Residency.Handle> handles = new ArrayList<>();
-    try {
-      Residency.Handle own = acquire(key.segment(), key.field(), vectors, similarity, structure);
-      if (own == null) {
-        return null;
-      }
-      handles.add(own);
-      List<Residency.Key> keys = new ArrayList<>();
-      List<Object> tokens = new ArrayList<>();
-      List<long[]> masks = new ArrayList<>();
-      List<GpuSegment> segments = new ArrayList<>();
-      keys.add(key);
-      tokens.add(token);
-      masks.add(mask);
-      segments.add(segment);
-      long totalDocs = segment.maxDoc();
-      for (Residency.Key peer : residency.residentPeers(segment, key.field())) {
-        Residency.Handle handle = residency.acquireResident(peer);
-        if (handle == null) {
-          continue;
-        }
-        handles.add(handle);
-        GpuSegment peerSegment = (GpuSegment) peer.segment();
-        GpuSegment.Standing standing = peerSegment.standing(peer.field());
-        keys.add(peer);
-        tokens.add(standing.token());
-        masks.add(standing.mask());
-        segments.add(peerSegment);
-        totalDocs += peerSegment.maxDoc();
-      }
-      int queryK = Math.min(MAX_GPU_K, fullK(requestedK, segment.maxDoc() / (double) totalDocs));
-      int parkK = Math.max(k, queryK);
-      List<SearchBatcher.Search> searches = new ArrayList<>(keys.size());
-      for (int i = 0; i < keys.size(); i++) {
-        DeviceIndex index = handles.get(i).index();
-        // this segment's k as the caller chose it (or the query's, when more); a peer's for what Lucene asks of it,
-        // first (leafK: more than the query's k for a peer larger than a third of the documents) or again (the query's
-        // k), in the peer's device terms (ivf_pq: candidates); with peers, rounded up (passK)
-        int wanted = parkK;
-        if (i > 0) {
-          int peerK = Math.min(MAX_GPU_K, Math.max(queryK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
-          wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK, settings.ivfPqRerankOnGpu()));
-        }
-        if (keys.size() > 1) {
-          wanted = passK(wanted);
-        }
-        int searchK = Math.max(1, Math.min(wanted, index.size()));
-        // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
-        int probes = i == 0 ? nprobe : segments.get(i).probes(keys.get(i).field(), searchK);
-        searches.add(new SearchBatcher.Search(index, query, 1, searchK, masks.get(i), probes));
-      }
-      batcher.run(searches);
-      SearchBatcher.Search mine = searches.get(0);
-      if (mine.error() != null) {
-        gpuError(mine.error());
-        return null;
-      }
-      for (int i = 0; i < keys.size(); i++) {
-        speculation.park(keys.get(i), tokens.get(i), searches.get(i).result());
-      }
-      stats.recordGpuSearch(1);
-      return Speculations.firstK(mine.result(), Math.min(k, mine.result().k()));
-    } finally {
-      for (Residency.Handle handle : handles) {
-        handle.close();
-      }
-    }
-  }
-
-  /**
-   * The k a speculative pass searches a segment for, {@code k} rounded up to a multiple of {@link #PASS_K_STEP} (at
-   * most {@link #MAX_GPU_K}): a segment's k then does not depend on which segment of the query asked first (the
-   * query's k that {@link #fullK} recovers from the leading segment's ask may differ by a few), so that the passes
-   * over a field's segments repeat their shapes and run as captured CUDA graphs. A few more results than asked for
-   * cost little; a multiple of 16 never crosses the k of 128 up to which the FP16 scan answers.
-   */
-  static int passK(int k) {
-    return Math.min(MAX_GPU_K, (k + PASS_K_STEP - 1) / PASS_K_STEP * PASS_K_STEP);
-  }
-
-  /** See {@link #passK}. */
-  static final int PASS_K_STEP = 16;
-
-  /**
-   * The largest k of a query whose per-segment k, for a segment holding {@code share} of the index's
-   * documents, is {@code leafK}: Lucene's optimistic knn search asks each segment for {@code
-   * max(1, k p + 16 sqrt(k p (1 - p)))} first ({@link #leafK}), and the segments it must revisit for the
-   * full k. Solving x + 16 sqrt(x (1 - p)) = leafK + 1 for x = k p gives that k (rounded up).
-   */
-  static int fullK(int leafK, double share) {
-    if (share >= 1 || share <= 0) {
-      return leafK;
-    }
-    double c = 16 * Math.sqrt(1 - share);
-    double root = (-c + Math.sqrt(c * c + 4.0 * (leafK + 1))) / 2;
-    return (int) Math.min(Integer.MAX_VALUE, Math.max(leafK, Math.ceil(root * root / share)));
-  }
-
-  /**
-   * What Lucene's optimistic knn search (Lucene 10.5, {@code AbstractKnnVectorQuery}) asks first of a segment
-   * holding {@code share} of the index's documents, for a query of k: {@code max(1, k p + 16 sqrt(k p (1 - p)))},
-   * plus one for its float arithmetic. Not capped at k: a segment holding more than about a third of the documents
-   * is asked for more than k. A query's pass parks at least this for every peer; parking only the k of the
-   * segment that asked first (a small one) sent the largest segment of an uneven index to a second pass on every
-   * query (docs/BENCHMARKS.md section 15b).
-   */
-  static int leafK(int k, double share) {
-    if (share >= 1 || share <= 0) {
-      return k;
-    }
-    double kp = k * share;
-    return (int) Math.min(Integer.MAX_VALUE, Math.max(1, kp + 16 * Math.sqrt(kp * (1 - share))) + 1);
-  }
-
-  /**
    * The GPU's part in building an index at flush and merge (k-means and list assignment, the steps of a graph build),
    * on this service's GPU while it serves, else on the CPU.
    */
@@ -639,7 +494,7 @@ public final class GpuSearchService implements Closeable {
 
   /** Turns the one-pass search of a query's segments on or off (to measure both; on by default). */
   public void setSpeculation(boolean on) {
-    this.speculate = on;
+    speculation.setEnabled(on);
   }
 
   /**
