@@ -332,7 +332,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
         degree,
         GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
         GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
-        GpuSearchServices.current().knnFinder(),
+        GpuSearchServices.current().buildAcceleration().knnFinder(),
         merge,
         phases);
   }
@@ -356,7 +356,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     IndexParams params = params(fieldInfo);
     int nlist = IvfBuilder.nlist(params.get(IndexParams.NLIST), vectors.size());
     Metric metric = GpuSearchService.metric(fieldInfo.getVectorSimilarityFunction());
-    Assigner assigner = GpuSearchServices.current().assigner();
+    Assigner assigner = GpuSearchServices.current().buildAcceleration().assigner();
     return switch (type) {
       case IVF_FLAT ->
           IvfBuilder.build(vectors, nlist, metric, KMeans.DEFAULT_ITERATIONS, IvfBuilder.SEED, assigner, phases);

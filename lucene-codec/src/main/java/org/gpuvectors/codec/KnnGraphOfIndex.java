@@ -14,6 +14,7 @@ import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.search.TotalHits;
 import org.gpuvectors.codec.graph.KnnFinder;
+import org.gpuvectors.codec.gpu.GpuBuildAcceleration;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 
@@ -24,7 +25,7 @@ import org.gpuvectors.codec.gpu.GpuSearchServices;
  * vectors format). Deleted documents and documents without a vector have no neighbours and are
  * nobody's neighbour.
  *
- * <p>Computed on the GPU of {@link GpuSearchServices#current()} ({@link GpuSearchService#knnFinder}:
+ * <p>Computed on the GPU of {@link GpuSearchServices#current()} ({@link GpuBuildAcceleration#knnFinder}:
  * exact brute force for up to 100k vectors, IVF with a recall of about 0.96 of the exact edges above),
  * else on the CPU (exact up to {@link KnnFinder#EXACT_MAX_VECTORS} vectors, NN-descent above). Either
  * way the scores are computed here from the vectors, and rows are ordered by them (ties: lower doc).
@@ -71,7 +72,8 @@ public final class KnnGraphOfIndex {
     LiveVectors vectors = LiveVectors.of(reader, field, info.getVectorDimension());
     int n = vectors.size();
     int[] ords = n == 0 ? new int[0]
-        : GpuSearchServices.current().knnFinder().knn(vectors, k, GpuSearchService.metric(similarity));
+        : GpuSearchServices.current().buildAcceleration().knnFinder()
+            .knn(vectors, k, GpuSearchService.metric(similarity));
     int[] docs = new int[maxDoc * k];
     float[] scores = new float[maxDoc * k];
     Arrays.fill(docs, -1);

@@ -182,7 +182,7 @@ public final class KnnGraphBenchmark {
     System.out.println("k-NN step, k = " + k + ", default path ...");
     long gpuBefore = service.stats().gpuKnnGraphVectors();
     long s = System.nanoTime();
-    int[] ids = service.knnFinder().knn(values, k, Metric.L2);
+    int[] ids = service.buildAcceleration().knnFinder().knn(values, k, Metric.L2);
     double seconds = seconds(s);
     String where = service.stats().gpuKnnGraphVectors() > gpuBefore ? defaultPath(vectors.length) : "cpu";
     record(name, "k-NN step", where, k, seconds, recall(rows(ids, sample, k), truth, k));
@@ -190,7 +190,7 @@ public final class KnnGraphBenchmark {
       return; // the CPU's exact step of a large set takes far too long to time here
     }
     if (paths == null) {
-      paths = KnnGraphPaths.open(0, service.assigner());
+      paths = KnnGraphPaths.open(0, service.buildAcceleration().assigner());
     }
 
     if (where.equals("gpu-exact")) {

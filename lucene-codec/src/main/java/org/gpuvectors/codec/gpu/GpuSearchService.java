@@ -8,27 +8,25 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
-import org.apache.lucene.util.IOFunction;
-import org.gpuvectors.codec.graph.KnnFinder;
-import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.runtime.CudaException;
-import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.GraphPrune;
 import org.gpuvectors.cuda.KSelect;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
-import org.gpuvectors.cuda.ReverseLinks;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
  * Searches segment fields on one GPU: the owner of the device ({@link GpuBackend}), of what is
  * resident there ({@link Residency}) and of the batching of concurrent searches ({@link
- * SearchBatcher}). One per node (the Elasticsearch plugin makes it in {@code createComponents} and
- * closes it with the node) or per process for plain Lucene ({@link GpuSearchServices}).
+ * SearchBatcher}), and of the GPU's on/off and failure state and fallback counting. Two parts work
+ * on what it lends them and own nothing themselves: the one-pass search of a query's segments
+ * ({@link CrossSegmentSpeculation}) and the GPU's part in index builds ({@link
+ * GpuBuildAcceleration}); {@link #close} frees the device and what is resident, in one place. One
+ * per node (the Elasticsearch plugin makes it in {@code createComponents} and closes it with the
+ * node) or per process for plain Lucene ({@link GpuSearchServices}).
  *
  * <p>A search never fails because of the GPU: when the GPU cannot serve it, {@link #search} returns
  * null, the caller runs the CPU path, and the {@link FallbackReason} is counted (and logged once). A
@@ -175,9 +173,9 @@ public final class GpuSearchService implements Closeable {
   private final String unusableReason; // why backend is null
   private final Residency residency;
   private final SearchBatcher batcher;
-  private final Speculations speculations = new Speculations(1024);
+  private final GpuBuildAcceleration buildAcceleration;
+  private final CrossSegmentSpeculation speculation;
   private volatile boolean enabled;
-  private volatile boolean speculate = true;
   private volatile String failure; // the sticky error that switched the GPU off
   private volatile boolean closed;
 
@@ -191,6 +189,9 @@ public final class GpuSearchService implements Closeable {
         backend == null
             ? null
             : new SearchBatcher(backend::search, settings.maxBatchQueries(), backend.concurrentPasses(), stats);
+    this.speculation =
+        new CrossSegmentSpeculation(residency, batcher, stats, settings.ivfPqRerankOnGpu(), this::acquire, this::gpuError);
+    this.buildAcceleration = new GpuBuildAcceleration(backend, stats, k -> refusal(k) == null, this::gpuError);
     this.enabled = backend != null;
   }
 
@@ -365,7 +366,7 @@ public final class GpuSearchService implements Closeable {
    * As {@link #search(Object, String, FloatVectorValues, VectorSimilarityFunction, float[], int, int,
    * long[])}, for one unfiltered query of a {@link GpuSegment}: the first of the index's segments to
    * ask searches every resident segment of the index for this query in the same pass, and the others
-   * take their results when they ask ({@link Speculations}).
+   * take their results when they ask ({@link CrossSegmentSpeculation}).
    *
    * @param queries the queries, one array per query (read, never written; not copied: the device
    *     layer stages them for the copy to the device)
@@ -395,29 +396,13 @@ public final class GpuSearchService implements Closeable {
     if (canServe(Math.max(k, requestedK)) == false) {
       return null;
     }
-    if (speculate && speculative && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
-      Residency.Key key = new Residency.Key(segment, field);
-      float[] query = queries[0];
-      Speculations.Speculation mine = new Speculations.Speculation(query);
-      Speculations.Speculation running = speculations.claim(query, mine);
-      if (running != null) {
-        Speculations.Taken parked = running.take(key, token, k, query, speculations.quiet());
-        if (parked.result() != null) {
-          stats.recordGpuSearch(1);
-          stats.recordSpeculativeHit();
-          return parked.result();
-        }
-        stats.recordSpeculativeMiss(parked.miss());
-        // not computed for this segment (not resident then, a larger k, other deletions): search it now
-      } else {
-        try {
-          return searchIndex(gpuSegment, key, vectors, similarity, structure, nprobe, queries, k, mask, token, mine, requestedK);
-        } finally {
-          speculations.finish(mine); // whatever happened, segments waiting on it go on
-        }
-      }
+    Request alone = new Request(segment, field, vectors, similarity, structure, nprobe, queries, numQueries, k, mask);
+    if (speculation.enabled() && speculative && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
+      return speculation.search(
+          gpuSegment, field, vectors, similarity, structure, nprobe, queries, k, mask, token, requestedK,
+          () -> run(List.of(alone))[0]);
     }
-    return run(List.of(new Request(segment, field, vectors, similarity, structure, nprobe, queries, numQueries, k, mask)))[0];
+    return run(List.of(alone))[0];
   }
 
   /**
@@ -500,279 +485,16 @@ public final class GpuSearchService implements Closeable {
   }
 
   /**
-   * One query over this segment and every resident peer of its index, in one pass. Every segment's
-   * result is parked with the k the query may ask of any segment (see {@link #fullK}), this one's
-   * too: Lucene's optimistic search asks some segments again with the full k.
+   * The GPU's part in building an index at flush and merge (k-means and list assignment, the steps of a graph build),
+   * on this service's GPU while it serves, else on the CPU.
    */
-  private SearchResult searchIndex(
-      GpuSegment segment,
-      Residency.Key key,
-      FloatVectorValues vectors,
-      VectorSimilarityFunction similarity,
-      GpuStructure structure,
-      int nprobe,
-      float[][] query,
-      int k,
-      long[] mask,
-      Object token,
-      Speculations.Speculation speculation,
-      int requestedK)
-      throws IOException {
-    List<Residency.Handle> handles = new ArrayList<>();
-    try {
-      Residency.Handle own = acquire(key.segment(), key.field(), vectors, similarity, structure);
-      if (own == null) {
-        return null;
-      }
-      handles.add(own);
-      List<Residency.Key> keys = new ArrayList<>();
-      List<Object> tokens = new ArrayList<>();
-      List<long[]> masks = new ArrayList<>();
-      List<GpuSegment> segments = new ArrayList<>();
-      keys.add(key);
-      tokens.add(token);
-      masks.add(mask);
-      segments.add(segment);
-      long totalDocs = segment.maxDoc();
-      for (Residency.Key peer : residency.residentPeers(segment, key.field())) {
-        Residency.Handle handle = residency.acquireResident(peer);
-        if (handle == null) {
-          continue;
-        }
-        handles.add(handle);
-        GpuSegment peerSegment = (GpuSegment) peer.segment();
-        GpuSegment.Standing standing = peerSegment.standing(peer.field());
-        keys.add(peer);
-        tokens.add(standing.token());
-        masks.add(standing.mask());
-        segments.add(peerSegment);
-        totalDocs += peerSegment.maxDoc();
-      }
-      int queryK = Math.min(MAX_GPU_K, fullK(requestedK, segment.maxDoc() / (double) totalDocs));
-      int parkK = Math.max(k, queryK);
-      List<SearchBatcher.Search> searches = new ArrayList<>(keys.size());
-      for (int i = 0; i < keys.size(); i++) {
-        DeviceIndex index = handles.get(i).index();
-        // this segment's k as the caller chose it (or the query's, when more); a peer's for what Lucene asks of it,
-        // first (leafK: more than the query's k for a peer larger than a third of the documents) or again (the query's
-        // k), in the peer's device terms (ivf_pq: candidates); with peers, rounded up (passK)
-        int wanted = parkK;
-        if (i > 0) {
-          int peerK = Math.min(MAX_GPU_K, Math.max(queryK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
-          wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK, settings.ivfPqRerankOnGpu()));
-        }
-        if (keys.size() > 1) {
-          wanted = passK(wanted);
-        }
-        int searchK = Math.max(1, Math.min(wanted, index.size()));
-        // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
-        int probes = i == 0 ? nprobe : segments.get(i).probes(keys.get(i).field(), searchK);
-        searches.add(new SearchBatcher.Search(index, query, 1, searchK, masks.get(i), probes));
-      }
-      batcher.run(searches);
-      SearchBatcher.Search mine = searches.get(0);
-      if (mine.error() != null) {
-        gpuError(mine.error());
-        return null;
-      }
-      for (int i = 0; i < keys.size(); i++) {
-        speculation.park(keys.get(i), tokens.get(i), searches.get(i).result());
-      }
-      stats.recordGpuSearch(1);
-      return Speculations.firstK(mine.result(), Math.min(k, mine.result().k()));
-    } finally {
-      for (Residency.Handle handle : handles) {
-        handle.close();
-      }
-    }
-  }
-
-  /**
-   * The k a speculative pass searches a segment for, {@code k} rounded up to a multiple of {@link #PASS_K_STEP} (at
-   * most {@link #MAX_GPU_K}): a segment's k then does not depend on which segment of the query asked first (the
-   * query's k that {@link #fullK} recovers from the leading segment's ask may differ by a few), so that the passes
-   * over a field's segments repeat their shapes and run as captured CUDA graphs. A few more results than asked for
-   * cost little; a multiple of 16 never crosses the k of 128 up to which the FP16 scan answers.
-   */
-  static int passK(int k) {
-    return Math.min(MAX_GPU_K, (k + PASS_K_STEP - 1) / PASS_K_STEP * PASS_K_STEP);
-  }
-
-  /** See {@link #passK}. */
-  static final int PASS_K_STEP = 16;
-
-  /**
-   * The largest k of a query whose per-segment k, for a segment holding {@code share} of the index's
-   * documents, is {@code leafK}: Lucene's optimistic knn search asks each segment for {@code
-   * max(1, k p + 16 sqrt(k p (1 - p)))} first ({@link #leafK}), and the segments it must revisit for the
-   * full k. Solving x + 16 sqrt(x (1 - p)) = leafK + 1 for x = k p gives that k (rounded up).
-   */
-  static int fullK(int leafK, double share) {
-    if (share >= 1 || share <= 0) {
-      return leafK;
-    }
-    double c = 16 * Math.sqrt(1 - share);
-    double root = (-c + Math.sqrt(c * c + 4.0 * (leafK + 1))) / 2;
-    return (int) Math.min(Integer.MAX_VALUE, Math.max(leafK, Math.ceil(root * root / share)));
-  }
-
-  /**
-   * What Lucene's optimistic knn search (Lucene 10.5, {@code AbstractKnnVectorQuery}) asks first of a segment
-   * holding {@code share} of the index's documents, for a query of k: {@code max(1, k p + 16 sqrt(k p (1 - p)))},
-   * plus one for its float arithmetic. Not capped at k: a segment holding more than about a third of the documents
-   * is asked for more than k. A query's pass parks at least this for every peer; parking only the k of the
-   * segment that asked first (a small one) sent the largest segment of an uneven index to a second pass on every
-   * query (docs/BENCHMARKS.md section 15b).
-   */
-  static int leafK(int k, double share) {
-    if (share >= 1 || share <= 0) {
-      return k;
-    }
-    double kp = k * share;
-    return (int) Math.min(Integer.MAX_VALUE, Math.max(1, kp + 16 * Math.sqrt(kp * (1 - share))) + 1);
-  }
-
-  /**
-   * The nearest-centroid step of k-means, of IVF list assignment and of PQ encoding: on this service's GPU ({@link
-   * GpuBackend#hold}: the points go up once for all the steps against them) while it serves, else on the CPU ({@link
-   * Assigner#CPU}, also when a GPU call fails, for the rest of that hold: an index build never fails because of the
-   * GPU). Counted in the stats by sub-vectors assigned.
-   */
-  public Assigner assigner() {
-    return (points, count, groups, metric) -> {
-      Assigner.Held device = null;
-      if (count > 0 && refusal(0) == null) {
-        try {
-          // cosine: rows come normalised, so the inner product ranks as cosine without normalising again
-          device = backend.hold(points, count, groups, metric == Metric.COSINE ? Metric.INNER_PRODUCT : metric);
-        } catch (CudaException e) {
-          gpuError(e); // counted; these points are assigned on the CPU
-        }
-      }
-      Assigner.Held onDevice = device;
-      return new Assigner.Held() {
-        private Assigner.Held gpu = onDevice;
-        private Assigner.Held cpu;
-
-        @Override
-        public int[] nearest(float[] centroids, int k) throws IOException {
-          return run(held -> held.nearest(centroids, k));
-        }
-
-        @Override
-        public int[] update(float[] centroids, int k) throws IOException {
-          return run(held -> held.update(centroids, k));
-        }
-
-        /** {@code step} on the device while it serves this hold, else (from its first failure on) on the CPU. */
-        private int[] run(IOFunction<Assigner.Held, int[]> step) throws IOException {
-          if (gpu != null) {
-            try {
-              int[] out = step.apply(gpu);
-              stats.recordAssigned((long) count * groups, true);
-              return out;
-            } catch (CudaException e) {
-              gpuError(e); // counted; this hold goes on on the CPU
-              gpu.close();
-              gpu = null;
-            }
-          }
-          if (cpu == null) {
-            cpu = Assigner.CPU.hold(points, count, groups, metric);
-          }
-          int[] out = step.apply(cpu);
-          stats.recordAssigned((long) count * groups, false);
-          return out;
-        }
-
-        @Override
-        public void close() {
-          if (gpu != null) {
-            gpu.close();
-          }
-          if (cpu != null) {
-            cpu.close();
-          }
-        }
-      };
-    };
-  }
-
-  /**
-   * Step (1) of a graph build, the k-NN graph, and the whole-index k-NN graph: on this service's GPU
-   * ({@link GpuKnnGraph}: exact brute force up to {@link GpuKnnGraph#EXACT_MAX_VECTORS} vectors, IVF
-   * above) while it serves and k + 1 fits its k-selection, else on the CPU ({@link KnnFinder#CPU}, also
-   * when a GPU call fails: an index build never fails because of the GPU). Counted in the stats by
-   * vectors.
-   */
-  public KnnFinder knnFinder() {
-    return new KnnFinder() {
-      @Override
-      public int[] knn(FloatVectorValues vectors, int k, Metric metric) throws IOException {
-        int n = vectors.size();
-        if (n > 1 && refusal(k + 1) == null) {
-          try {
-            int[] knn = GpuKnnGraph.knn(backend, vectors, k, metric, assigner());
-            stats.recordKnnGraph(n, true);
-            return knn;
-          } catch (CudaException e) {
-            gpuError(e); // counted; the graph is built on the CPU
-          }
-        }
-        int[] knn = KnnFinder.CPU.knn(vectors, k, metric);
-        stats.recordKnnGraph(n, false);
-        return knn;
-      }
-
-      /**
-       * A graph build's steps on the GPU while it serves ({@link GpuGraphBuild}: the vectors held there once for the
-       * exact k-NN step and the entry points), each step on the CPU when it does not or when its call fails.
-       */
-      @Override
-      public Build hold(FloatVectorValues vectors, Metric metric) throws IOException {
-        return GpuGraphBuild.open(this, vectors, metric, backend, stats, () -> refusal(0) == null,
-            GpuSearchService.this::gpuError);
-      }
-
-      /** Step (2) on the GPU while it serves (the CPU's rule, GraphPrune), else, or when the call fails, on the CPU. */
-      @Override
-      public int[] prune(int[] knn, int n, int k, int degree) {
-        if (n > 1 && k <= GraphPrune.MAX_K && refusal(0) == null) {
-          try {
-            int[] pruned = backend.prune(knn, n, k, degree);
-            stats.recordPruned(n, true);
-            return pruned;
-          } catch (CudaException e) {
-            gpuError(e); // counted; pruned on the CPU
-          }
-        }
-        int[] pruned = KnnFinder.super.prune(knn, n, k, degree);
-        stats.recordPruned(n, false);
-        return pruned;
-      }
-
-      /** Step (3) on the GPU while it serves (the CPU's rule, ReverseLinks), else, or when its call fails, the CPU. */
-      @Override
-      public int[] reverseLinks(int[] pruned, int n, int degree) {
-        if (n > 1 && degree <= ReverseLinks.MAX_DEGREE && refusal(0) == null) {
-          try {
-            int[] linked = backend.reverseLinks(pruned, n, degree);
-            stats.recordReverseLinked(n, true);
-            return linked;
-          } catch (CudaException e) {
-            gpuError(e); // counted; linked on the CPU
-          }
-        }
-        int[] linked = KnnFinder.super.reverseLinks(pruned, n, degree);
-        stats.recordReverseLinked(n, false);
-        return linked;
-      }
-    };
+  public GpuBuildAcceleration buildAcceleration() {
+    return buildAcceleration;
   }
 
   /** Turns the one-pass search of a query's segments on or off (to measure both; on by default). */
   public void setSpeculation(boolean on) {
-    this.speculate = on;
+    speculation.setEnabled(on);
   }
 
   /**

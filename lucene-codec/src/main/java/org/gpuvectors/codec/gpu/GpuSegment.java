@@ -2,7 +2,7 @@ package org.gpuvectors.codec.gpu;
 
 /**
  * A segment whose fields the service may hold, as the service needs to see it to search a query
- * over all of an index's segments at once ({@link GpuSearchService#search}'s speculation): which
+ * over all of an index's segments at once ({@link CrossSegmentSpeculation}): which
  * index it belongs to, which vectors an unfiltered search of a field accepts there now, and how much
  * of an IVF field it scans.
  */

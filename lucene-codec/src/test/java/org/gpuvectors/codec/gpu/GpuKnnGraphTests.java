@@ -20,7 +20,7 @@ import org.gpuvectors.cuda.Metric;
 import org.junit.jupiter.api.Test;
 
 /**
- * A graph build's k-NN step on a device ({@link GpuKnnGraph} through {@link GpuSearchService#knnFinder})
+ * A graph build's k-NN step on a device ({@link GpuKnnGraph} through {@link GpuBuildAcceleration#knnFinder})
  * against the CPU's exact k-NN graph ({@link KnnFinder#CPU}, brute force at these sizes), for every
  * metric, in one chunk and in many (the device's candidates of every base chunk merged on the host):
  * on a {@link FakeBackend} here, on the real GPU on the GPU machine.
@@ -56,12 +56,12 @@ class GpuKnnGraphTests {
     try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
       int[] knn = knnOf(400, 8, 24, 3);
       int[] host = GraphPruner.prune(knn, 400, 24, 12);
-      assertArrayEquals(host, service.knnFinder().prune(knn, 400, 24, 12));
+      assertArrayEquals(host, service.buildAcceleration().knnFinder().prune(knn, 400, 24, 12));
       assertEquals(1, device.pruneCalls.get());
       assertEquals(400, service.stats().gpuPrunedVectors());
       assertEquals(0, service.stats().cpuPrunedVectors());
       device.nearestKFault = FakeBackend::launchFailure;
-      assertArrayEquals(host, service.knnFinder().prune(knn, 400, 24, 12));
+      assertArrayEquals(host, service.buildAcceleration().knnFinder().prune(knn, 400, 24, 12));
       assertEquals(1, device.pruneCalls.get(), "the failing call is not counted as the device's");
       assertEquals(400, service.stats().gpuPrunedVectors());
       assertEquals(400, service.stats().cpuPrunedVectors());
@@ -78,11 +78,11 @@ class GpuKnnGraphTests {
     try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
       int[] pruned = GraphPruner.prune(knnOf(400, 8, 24, 3), 400, 24, 12);
       int[] host = GraphPruner.addReverseLinks(pruned, 400, 12);
-      assertArrayEquals(host, service.knnFinder().reverseLinks(pruned, 400, 12));
+      assertArrayEquals(host, service.buildAcceleration().knnFinder().reverseLinks(pruned, 400, 12));
       assertEquals(1, device.reverseLinksCalls.get());
       assertEquals(400, service.stats().gpuReverseLinkedVectors());
       device.nearestKFault = FakeBackend::launchFailure;
-      assertArrayEquals(host, service.knnFinder().reverseLinks(pruned, 400, 12));
+      assertArrayEquals(host, service.buildAcceleration().knnFinder().reverseLinks(pruned, 400, 12));
       assertEquals(1, device.reverseLinksCalls.get(), "the failing call is not counted as the device's");
       assertEquals(400, service.stats().gpuReverseLinkedVectors());
       assertEquals(400, service.stats().cpuReverseLinkedVectors());
@@ -133,7 +133,7 @@ class GpuKnnGraphTests {
 
   private static void checkReverse(GpuSearchService service, int[] pruned, int n, int degree) {
     int[] host = GraphPruner.addReverseLinks(pruned, n, degree);
-    int[] device = service.knnFinder().reverseLinks(pruned, n, degree);
+    int[] device = service.buildAcceleration().knnFinder().reverseLinks(pruned, n, degree);
     for (int i = 0; i < n; i++) {
       int row = i;
       assertArrayEquals(Arrays.copyOfRange(host, i * degree, (i + 1) * degree),
@@ -156,7 +156,7 @@ class GpuKnnGraphTests {
         rows.add(new float[] {random.nextFloat(), random.nextFloat()});
       }
       FloatVectorValues vectors = FloatVectorValues.fromFloats(rows, 2);
-      try (KnnFinder.Build steps = service.knnFinder().hold(vectors, Metric.L2)) {
+      try (KnnFinder.Build steps = service.buildAcceleration().knnFinder().hold(vectors, Metric.L2)) {
         assertArrayEquals(KnnFinder.CPU.knn(vectors, 6, Metric.L2), steps.knn(6));
         assertEquals(1, device.nearestKCalls.get(), "one brute force over the held vectors");
         int[] sample = {3, 7, 11, 40};
@@ -209,7 +209,7 @@ class GpuKnnGraphTests {
 
   private static void checkPrune(GpuSearchService service, int[] knn, int n, int k, int degree) {
     int[] host = GraphPruner.prune(knn, n, k, degree);
-    int[] device = service.knnFinder().prune(knn, n, k, degree);
+    int[] device = service.buildAcceleration().knnFinder().prune(knn, n, k, degree);
     for (int i = 0; i < n; i++) {
       int row = i;
       assertArrayEquals(Arrays.copyOfRange(host, i * degree, (i + 1) * degree),
@@ -261,7 +261,7 @@ class GpuKnnGraphTests {
         int[] device;
         if (chunkRows == n) {
           long before = service.stats().gpuKnnGraphVectors();
-          device = service.knnFinder().knn(vectors, k, metric);
+          device = service.buildAcceleration().knnFinder().knn(vectors, k, metric);
           assertEquals(before + n, service.stats().gpuKnnGraphVectors(), "on the device: " + service.stats());
         } else {
           device = GpuKnnGraph.exact(backend, vectors, null, k, metric, new KnnGraphProgress("test", n), chunkRows * dims);

@@ -335,13 +335,13 @@ class GpuSearchServiceTests {
   @Test
   void passKRoundsUpToSixteens() {
     for (int k = 1; k <= GpuSearchService.MAX_GPU_K; k++) {
-      int p = GpuSearchService.passK(k);
+      int p = CrossSegmentSpeculation.passK(k);
       assertTrue(p >= k && p - k < 16 && p % 16 == 0, k + " -> " + p);
       assertTrue(k > 128 || p <= 128, k + " -> " + p);
     }
-    assertEquals(112, GpuSearchService.passK(101));
-    assertEquals(112, GpuSearchService.passK(105));
-    assertEquals(GpuSearchService.MAX_GPU_K, GpuSearchService.passK(GpuSearchService.MAX_GPU_K + 5));
+    assertEquals(112, CrossSegmentSpeculation.passK(101));
+    assertEquals(112, CrossSegmentSpeculation.passK(105));
+    assertEquals(GpuSearchService.MAX_GPU_K, CrossSegmentSpeculation.passK(GpuSearchService.MAX_GPU_K + 5));
   }
 
   /** The k parked for a query's segments covers the largest k Lucene's optimistic search may ask. */
@@ -351,7 +351,7 @@ class GpuSearchServiceTests {
       for (int k = 1; k <= 2000; k++) {
         int formula = (int) Math.max(1, k * share + 16 * Math.sqrt(k * share * (1 - share)));
         for (int leafK : new int[] {formula, Math.min(k, formula)}) {
-          int full = GpuSearchService.fullK(leafK, share);
+          int full = CrossSegmentSpeculation.fullK(leafK, share);
           assertTrue(full >= k, "share " + share + " k " + k + " leafK " + leafK + " -> " + full);
           assertTrue(full <= 2 * k + 64 || leafK > k, "not far above k: share " + share + " k " + k + " -> " + full);
         }
@@ -369,7 +369,7 @@ class GpuSearchServiceTests {
     for (float share : new float[] {0.001f, 0.01f, 1 / 12f, 0.2f, 1 / 3f, 0.5f, 0.77f, 0.9f, 0.999f}) {
       for (int k = 1; k <= 2000; k++) {
         int lucene = (int) Math.max(1.0, k * share + 16.0 * Math.sqrt(k * share * (1 - share)));
-        int ours = GpuSearchService.leafK(k, share);
+        int ours = CrossSegmentSpeculation.leafK(k, share);
         assertTrue(ours >= lucene, "share " + share + " k " + k + ": " + ours + " < " + lucene);
         assertTrue(ours <= lucene + 2, "share " + share + " k " + k + ": " + ours + " far above " + lucene);
         aboveK |= lucene > k;

@@ -97,14 +97,14 @@ class IvfKnnGraphTests {
     int k = 8;
     FakeBackend device = new FakeBackend(1L << 30);
     try (GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults())) {
-      int[] found = GpuKnnGraph.knn(device, vectors, k, Metric.COSINE, service.assigner(), 1000);
+      int[] found = GpuKnnGraph.knn(device, vectors, k, Metric.COSINE, service.buildAcceleration().assigner(), 1000);
       assertTrue(device.uploads.get() == 1 && device.passes.get() > 1, "searched an IVF index on the device");
       assertTrue(device.nearestCalls.get() > 0, "k-means assigned on the device");
       checkRows(found, 3000, k, "cosine");
       int[] exact = KnnFinder.CPU.knn(vectors, k, Metric.COSINE);
       double recall = IvfKnnGraph.recall(exact, found, 3000, k);
       assertTrue(recall >= 0.95, "recall " + recall);
-      int[] byService = service.knnFinder().knn(vectors, k, Metric.COSINE);
+      int[] byService = service.buildAcceleration().knnFinder().knn(vectors, k, Metric.COSINE);
       assertEquals(3000, service.stats().gpuKnnGraphVectors(), service.stats().toString());
       assertEquals(1, device.uploads.get(), "the default bound takes 3,000 vectors exactly: no IVF index");
       checkRows(byService, 3000, k, "cosine, exact");
@@ -114,7 +114,7 @@ class IvfKnnGraphTests {
   @Test
   void gpuIvfPathFindsTheCpuExactEdges() throws IOException {
     GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
-    Assigner assigner = GpuSearchServices.current().assigner();
+    Assigner assigner = GpuSearchServices.current().buildAcceleration().assigner();
     FloatVectorValues vectors = clustered(30_000, 32, 200, 5);
     // a backend of its own (the service's finder keeps the default bound): a failing GPU call throws here
     try (GpuBackend backend = new CudaBackend(GpuDevice.open(0))) {

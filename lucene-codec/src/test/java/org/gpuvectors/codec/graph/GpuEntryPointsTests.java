@@ -37,7 +37,7 @@ class GpuEntryPointsTests {
   void gpuChoosesTheHostsEntryPoints() throws IOException {
     GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
     GpuSearchService service = GpuSearchServices.current();
-    KnnFinder finder = service.knnFinder();
+    KnnFinder finder = service.buildAcceleration().knnFinder();
     Random random = new Random(23);
     List<float[][]> datasets = new ArrayList<>();
     datasets.add(GraphParallelBuildTests.clusters(random, 6000, 16, 40, 0.05f));

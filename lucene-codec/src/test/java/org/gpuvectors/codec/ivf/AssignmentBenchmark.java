@@ -86,12 +86,12 @@ public final class AssignmentBenchmark {
     List<double[]> assign = new ArrayList<>();
     List<double[]> encode = new ArrayList<>();
     for (int r = 0; r < reps; r++) {
-      Timed a = new Timed(service.assigner());
+      Timed a = new Timed(service.buildAcceleration().assigner());
       long t = System.nanoTime();
       float[][] centroids = KMeans.train(coarseSample, nlist, Metric.L2, KMeans.DEFAULT_ITERATIONS, 42, a);
       coarse.add(row(t, a));
 
-      a = new Timed(service.assigner());
+      a = new Timed(service.buildAcceleration().assigner());
       t = System.nanoTime();
       ProductQuantizer quantizer = ProductQuantizer.train(pqSample, m, 8, KMeans.DEFAULT_ITERATIONS, 42, a);
       pq.add(row(t, a));
@@ -100,7 +100,7 @@ public final class AssignmentBenchmark {
       for (int c = 0; c < nlist; c++) {
         System.arraycopy(centroids[c], 0, flat, c * dims, dims);
       }
-      a = new Timed(service.assigner());
+      a = new Timed(service.buildAcceleration().assigner());
       t = System.nanoTime();
       for (int start = 0; start < n; start += IvfBuilder.ASSIGN_BLOCK) {
         int count = Math.min(IvfBuilder.ASSIGN_BLOCK, n - start);
@@ -111,7 +111,7 @@ public final class AssignmentBenchmark {
       }
       assign.add(row(t, a));
 
-      a = new Timed(service.assigner());
+      a = new Timed(service.buildAcceleration().assigner());
       byte[] codes = new byte[n * m];
       t = System.nanoTime();
       for (int start = 0; start < n; start += IvfBuilder.ASSIGN_BLOCK) {
