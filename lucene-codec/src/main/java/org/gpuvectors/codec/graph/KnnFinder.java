@@ -7,7 +7,7 @@ import org.gpuvectors.cuda.Metric;
 
 /**
  * Step (1) of a graph build: every vector's {@code k} nearest other vectors, the k-NN graph that
- * {@link GraphPruner} then prunes. On the GPU ({@code GpuSearchService#knnFinder}) it is the
+ * {@link GraphPruner} then prunes. On the GPU ({@code GpuBuildAcceleration#knnFinder}) it is the
  * brute-force primitive, batched, up to 100k vectors and IVF above ({@code GpuKnnGraph}); {@link #CPU}
  * is exact brute force for segments of at most {@link #EXACT_MAX_VECTORS} vectors and NN-descent
  * above. The whole-index k-NN graph ({@code KnnGraphOfIndex}) takes the same step. Step (2), the pruning

@@ -8,7 +8,7 @@ import org.gpuvectors.cuda.Metric;
  * Finds each point's nearest centroid: the step of k-means and of IVF list assignment that costs {@code points x
  * centroids x dims}, and the encoding step of a product quantizer. On the GPU the points go up once and stay for
  * every step against new centroids ({@code org.gpuvectors.cuda.GpuAssignment}: the brute-force primitive for whole
- * vectors, one launch for all the sub-vectors of a product quantizer; see {@code GpuSearchService#assigner}); {@link
+ * vectors, one launch for all the sub-vectors of a product quantizer; see {@code GpuBuildAcceleration#assigner}); {@link
  * #CPU} is the same computation on the CPU.
  *
  * <p>A point may be cut into {@code groups} sub-vectors of {@code dims / groups} floats, each with its own centroids
