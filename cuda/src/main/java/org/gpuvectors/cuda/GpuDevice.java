@@ -396,14 +396,14 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /** Sets every 4-byte word of {@code dst} to {@code word} (a float's or an int's bits), on the stream (asynchronous). */
-  void fill32(DeviceBuffer dst, int word) {
+  public void fill32(DeviceBuffer dst, int word) {
     checkLocked();
     Driver.check("cuMemsetD32Async", JCudaDriver.cuMemsetD32Async(Driver.deviceptr(dst.address()), word, dst.bytes() / 4,
         stream()));
   }
 
   /** Sets every byte of {@code dst} to zero, on the stream (asynchronous). */
-  void clear(DeviceBuffer dst) {
+  public void clear(DeviceBuffer dst) {
     checkLocked();
     Driver.check("cuMemsetD8Async", JCudaDriver.cuMemsetD8Async(Driver.deviceptr(dst.address()), (byte) 0, dst.bytes(),
         stream()));
@@ -474,7 +474,7 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /** The stream enqueued work goes to: lane 0, or the lane a {@link Lanes} pass selected. */
-  CUstream stream() {
+  public CUstream stream() {
     return current.stream();
   }
 
@@ -484,7 +484,7 @@ public final class GpuDevice implements AutoCloseable {
     return current;
   }
 
-  KernelModule module() {
+  public KernelModule module() {
     return module;
   }
 

@@ -258,7 +258,7 @@ public final class GpuFlatIndex extends ResidentIndex {
    * index's centroids from here, a half scan table's re-rank ({@link FlatScanTable}) the vectors. Caller holds the
    * device lock.
    */
-  long vectorsAddress() {
+  public long vectorsAddress() {
     ensureOpen();
     return vectors.address();
   }
@@ -381,7 +381,7 @@ public final class GpuFlatIndex extends ResidentIndex {
    * SelectParams#acceptBits(long, long)}. Caller holds the device lock; temporaries return to the pool, reused in
    * stream order.
    */
-  void enqueueSearch(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
+  public void enqueueSearch(long queries, long queryNorms, int nq, int k, long acceptAddress, long acceptRowWords,
                      DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     enqueueSearch(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement, null);
   }

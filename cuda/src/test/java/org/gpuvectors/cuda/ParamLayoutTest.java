@@ -1,5 +1,11 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.build.CentroidMeansParams;
+import org.gpuvectors.cuda.build.CodebookAssignParams;
+import org.gpuvectors.cuda.build.FarthestStepParams;
+import org.gpuvectors.cuda.build.NeighbourGapParams;
+import org.gpuvectors.cuda.build.GraphPruneParams;
+import org.gpuvectors.cuda.build.ReverseLinksParams;
 import org.gpuvectors.cuda.runtime.ParamTable;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -357,6 +363,7 @@ class ParamLayoutTest {
     for (int i = 0; i < members.size(); i++) {
       Member member = members.get(i);
       Field field = params.getClass().getDeclaredField(member.name());
+      field.setAccessible(true); // the build steps' parameter classes live in another package
       long marker = 1000 + i;
       if (field.getType() == long.class) {
         field.setLong(params, marker);
@@ -375,6 +382,7 @@ class ParamLayoutTest {
     for (int i = 0; i < members.size(); i++) {
       Member member = members.get(i);
       Field field = params.getClass().getDeclaredField(member.name());
+      field.setAccessible(true); // the build steps' parameter classes live in another package
       long marker = 1000 + i;
       String what = struct + "." + member.name();
       if (field.getType() == long.class) {

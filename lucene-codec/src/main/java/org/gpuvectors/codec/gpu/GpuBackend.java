@@ -97,7 +97,7 @@ public interface GpuBackend extends Closeable {
 
     /**
      * The entry points' farthest-first traversal over the vectors of {@code sample} ({@code
-     * org.gpuvectors.cuda.FarthestFirst#traverse} has the rule): the chosen positions in order, or null where the
+     * org.gpuvectors.cuda.build.FarthestFirst#traverse} has the rule): the chosen positions in order, or null where the
      * host runs it.
      */
     default int[] farthestFirst(int[] sample, boolean cosine, float[] scale, int seedCount, int limit,

@@ -7,7 +7,7 @@ import org.gpuvectors.cuda.Metric;
 /**
  * Finds each point's nearest centroid: the step of k-means and of IVF list assignment that costs {@code points x
  * centroids x dims}, and the encoding step of a product quantizer. On the GPU the points go up once and stay for
- * every step against new centroids ({@code org.gpuvectors.cuda.GpuAssignment}: the brute-force primitive for whole
+ * every step against new centroids ({@code org.gpuvectors.cuda.build.GpuAssignment}: the brute-force primitive for whole
  * vectors, one launch for all the sub-vectors of a product quantizer; see {@code GpuBuildAcceleration#assigner}); {@link
  * #CPU} is the same computation on the CPU.
  *

@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.build;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -9,10 +9,10 @@ import java.nio.ByteOrder;
  *
  * <p>Not thread-safe (a plain value object).
  */
-final class CentroidMeansParams {
-  static final int BYTES = 64;
+public final class CentroidMeansParams {
+  public static final int BYTES = 64;
   /** Threads per block of the update kernels (kmeans.cu's kMeansThreads). */
-  static final int THREADS = 256;
+  public static final int THREADS = 256;
 
   long points;
   long assignment;
@@ -25,7 +25,7 @@ final class CentroidMeansParams {
   int k;
   int scaleLog2;
 
-  byte[] encode() {
+  public byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(points).putLong(assignment).putLong(sums).putLong(counts).putLong(means).putLong(count).putInt(groups)
         .putInt(subDims).putInt(k).putInt(scaleLog2);

@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.build;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -9,8 +9,8 @@ import java.nio.ByteOrder;
  *
  * <p>Not thread-safe (a plain value object).
  */
-final class NeighbourGapParams {
-  static final int BYTES = 56;
+public final class NeighbourGapParams {
+  public static final int BYTES = 56;
 
   long points;
   long sample;
@@ -23,7 +23,7 @@ final class NeighbourGapParams {
   /** The struct's tail to its 8-byte alignment (zero). */
   int pad;
 
-  byte[] encode() {
+  public byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(points).putLong(sample).putLong(adjacency).putLong(out).putLong(count).putInt(dims).putInt(degree)
         .putInt(metric).putInt(pad);

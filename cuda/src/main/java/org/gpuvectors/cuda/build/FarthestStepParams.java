@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.build;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -9,8 +9,8 @@ import java.nio.ByteOrder;
  *
  * <p>Not thread-safe (a plain value object).
  */
-final class FarthestStepParams {
-  static final int BYTES = 88;
+public final class FarthestStepParams {
+  public static final int BYTES = 88;
 
   long points;
   long sample;
@@ -28,7 +28,7 @@ final class FarthestStepParams {
   /** The struct's tail to its 8-byte alignment (zero). */
   int pad;
 
-  byte[] encode() {
+  public byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(points).putLong(sample).putLong(nearest).putLong(scale).putLong(state).putLong(blockKeys)
         .putLong(blockPositions).putLong(count).putInt(dims).putInt(metric).putInt(seedCount).putInt(limit).putFloat(uncovered).putInt(pad);

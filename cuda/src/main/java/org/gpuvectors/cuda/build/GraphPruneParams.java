@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.build;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -9,8 +9,8 @@ import java.nio.ByteOrder;
  *
  * <p>Not thread-safe (a plain value object).
  */
-final class GraphPruneParams {
-  static final int BYTES = 32;
+public final class GraphPruneParams {
+  public static final int BYTES = 32;
 
   long knn;
   long out;
@@ -18,7 +18,7 @@ final class GraphPruneParams {
   int k;
   int degree;
 
-  byte[] encode() {
+  public byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(knn).putLong(out).putLong(n).putInt(k).putInt(degree);
     return b.array();

@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.build;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -9,10 +9,10 @@ import java.nio.ByteOrder;
  *
  * <p>Not thread-safe (a plain value object).
  */
-final class CodebookAssignParams {
-  static final int BYTES = 48;
+public final class CodebookAssignParams {
+  public static final int BYTES = 48;
   /** Points per block (kmeans.cu's kAssignThreads). */
-  static final int THREADS = 128;
+  public static final int THREADS = 128;
 
   long points;
   long codebooks;
@@ -23,7 +23,7 @@ final class CodebookAssignParams {
   int subDims;
   int k;
 
-  byte[] encode() {
+  public byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(points).putLong(codebooks).putLong(out).putLong(count).putInt(dims).putInt(groups).putInt(subDims)
         .putInt(k);

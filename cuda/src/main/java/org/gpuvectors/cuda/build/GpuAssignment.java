@@ -1,5 +1,8 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.build;
 
+import org.gpuvectors.cuda.GpuFlatIndex;
+import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.runtime.KernelModule;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import jcuda.Pointer;
@@ -271,7 +274,7 @@ public final class GpuAssignment implements AutoCloseable {
    * most {@code absMax} sum to less than 2^62 in magnitude (a sum's resolution is then ~2^-(61 - log2 count) of
    * {@code absMax}: far below a float's rounding of the mean).
    */
-  static int scaleLog2(float absMax, int count) {
+  public static int scaleLog2(float absMax, int count) {
     if (!(absMax > 0) || Float.isInfinite(absMax)) {
       return 0; // all zeros (or no finite bound: the caller's floats are finite, Lucene rejects others)
     }
@@ -284,7 +287,7 @@ public final class GpuAssignment implements AutoCloseable {
   public static final int MAX_GROUPS = 65535;
 
   /** The kernel for sub-vectors of any length with the codebook in shared memory (4 and 8 floats have their own). */
-  static final String SHARED_KERNEL = "gv_codebook_assign_shared";
+  public static final String SHARED_KERNEL = "gv_codebook_assign_shared";
   static final String GLOBAL_KERNEL = "gv_codebook_assign_global";
 
   /** Points held. */

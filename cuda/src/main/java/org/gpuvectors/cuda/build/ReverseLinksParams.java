@@ -1,4 +1,4 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.cuda.build;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -10,8 +10,8 @@ import java.nio.ByteOrder;
  *
  * <p>Not thread-safe (a plain value object).
  */
-final class ReverseLinksParams {
-  static final int BYTES = 56;
+public final class ReverseLinksParams {
+  public static final int BYTES = 56;
 
   long pruned;
   long start;
@@ -23,7 +23,7 @@ final class ReverseLinksParams {
   /** The struct's tail to its 8-byte alignment (zero). */
   int pad;
 
-  byte[] encode() {
+  public byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(pruned).putLong(start).putLong(cursor).putLong(keys).putLong(out).putLong(n).putInt(degree).putInt(pad);
     return b.array();
