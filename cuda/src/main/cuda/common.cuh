@@ -420,7 +420,7 @@ __device__ __forceinline__ float radixValue(unsigned key) {
 // keys in shared memory (radixKey(value) << 32 | id); each pair's rank is the number of keys before it (ties by
 // position), and write(rank, e) runs for every pair e whose rank is below k. count^2 / threads compares of broadcast
 // reads and no barrier: for a few hundred pairs far cheaper than a bitonic sort's barrier per stage (256 pairs sorted
-// by 128 threads: ~13 us, ncu, H100). Every thread of the block calls it, after a barrier that published the keys.
+// by 128 threads: ~13 us, ncu). Every thread of the block calls it, after a barrier that published the keys.
 constexpr int kRankOrderMax = 512;  // the most pairs worth ranking this way
 
 template <typename Write>

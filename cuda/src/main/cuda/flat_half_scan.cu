@@ -1,7 +1,7 @@
 // Candidates of a few queries from the index's FP16 copy (GpuFlatIndex's small batches; HalfBound.java says why the
 // FP32 re-rank of k' candidates gives the exact answer). flat_scan.cu reads the FP32 vectors and spends its time in
 // shared-memory reads (a row's float4 serves 8 queries from 8 broadcasts): 0.24-0.25 ms for 1 to 8 queries over
-// 1M x 128 on an H100, against the 0.17 ms it takes to read them once. Here the tensor cores take the products:
+// 1M x 128, against the 0.17 ms it takes to read them once. Here the tensor cores take the products:
 //
 //   block (group, chunk): 8 warps; the group's 8 queries (n8 of mma.m16n8k16), each scaled by a power of two and
 //   rounded to FP16 in shared memory; the chunk's rows in tiles of 256, 32 a warp (two m16 tiles). A lane loads its
@@ -77,9 +77,9 @@ __device__ __forceinline__ void loadKeyInputs(const HalfScanParams& p, long long
 }
 
 // ShortRows (the host's choice for dimsPad <= kHalfScanPrefetchDims): the keys' inputs are loaded with the rows. Loaded
-// after the products, one by one, each waited a memory latency of its own, tile after tile (docs/BENCHMARKS.md 34:
-// the 1M x 128 scan kernel 6-8 % faster). Long rows load them after the products as before: the same early loads
-// made the 768-d scan 12 % slower, for a reason not found (section 34).
+// after the products, one by one, each waited a memory latency of its own, tile after tile (loaded with the rows, the
+// 1M x 128 scan kernel ran 6-8 % faster). Long rows load them after the products as before: the same early loads
+// made the 768-d scan 12 % slower, for a reason not found.
 template <int K, bool ShortRows>
 __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
   constexpr int Q = kHalfScanQueries;
@@ -127,9 +127,9 @@ __device__ __forceinline__ void halfScan(const HalfScanParams& p) {
   const bool selects = warp < queries;  // warp-uniform
   const bool prefetch = p.dimsPad <= kHalfScanPrefetchDims;
   // Short rows: a tile's loads take about as long as its keys' selection, during which no load is in flight (1M x
-  // 128: the scan read at 54 % of the bandwidth, docs/BENCHMARKS.md 30a). The next tile is prefetched into L2 before
-  // the selection; a whole wave's next tiles (256 rows x 256 bytes x 2 blocks x SMs: 17 MB on an H100) fit its L2,
-  // which wider rows would not. Measured: 0.105 against 0.113 ms at one query (H200, section 31a).
+  // 128: the scan read at 54 % of the bandwidth). The next tile is prefetched into L2 before the selection; a whole
+  // wave's next tiles (256 rows x 256 bytes x 2 blocks x SMs: 17 MB at 132 multiprocessors) fit its L2, which wider
+  // rows would not. Measured: 0.105 against 0.113 ms at one query.
   WarpQueue<K, Bucket<K>::T> queue;
   queue.init(p.k);
   const int steps = p.dimsPad / kHalfScanDimStep;
@@ -223,7 +223,7 @@ __device__ __forceinline__ void halfScanTable(const HalfScanTable& t) {
   if (entry == nullptr || (int)blockIdx.x * kHalfScanQueries >= entry->numQueries || (int)blockIdx.y >= entry->chunks) {
     return;
   }
-  const HalfScanParams p = *entry;  // in registers, as flat_scan.cu's table (docs/BENCHMARKS.md 18d)
+  const HalfScanParams p = *entry;  // in registers, as flat_scan.cu's table: through a pointer each read is a load
   halfScan<K, ShortRows>(p);
 }
 

@@ -1,8 +1,8 @@
 // Exact search of a few queries at once (GpuFlatIndex's small batches: a pass of concurrent searches over a flat
 // segment). The GEMM path pays for a distance matrix and a tiled SGEMM whose M (the queries) is a handful: on
 // 1M x 128 a pass of 1 to 8 queries took 0.27-0.41 ms of GPU time against the 0.174 ms it takes to read the vectors
-// once (H100). Here the vectors are read once per block of kFlatScanQueries queries, coalesced, and never leave the
-// SM as distances:
+// once. Here the vectors are read once per block of kFlatScanQueries queries, coalesced, and never leave the SM as
+// distances:
 //
 //   block (group, chunk): 8 warps; queries [group * 8, group * 8 + 8) in shared memory; the chunk's rows in tiles
 //   of 256, one row a thread. A tile is staged through shared memory a slab of 32 floats (a row's 128-byte line)
@@ -11,8 +11,8 @@
 //   query w's to its WarpSelect queue (select.cuh): one queue per query and block, no merge inside the block. The
 //   chunks' k-lists are merged by a BlockSelect pass (GpuFlatIndex).
 //
-// Measured (docs/BENCHMARKS.md section 17a): one block of queries costs about the read (1M x 128: 0.24-0.25 ms for
-// 1 to 8 queries), each further block ~0.13-0.15 ms more: it reads the vectors again (from L2) and its shared-memory
+// Measured: one block of queries costs about the read (1M x 128: 0.24-0.25 ms for 1 to 8 queries), each further
+// block ~0.13-0.15 ms more: it reads the vectors again (from L2) and its shared-memory
 // reads (a row's float4 serves 8 queries, a query's one row) bound the loop. Two or four rows a thread (fewer
 // shared-memory reads per FMA, narrower slabs to fit) were slower below 8 queries (narrow slabs waste DRAM bursts)
 // and only ~10 % faster above, where the L2 re-reads bound them: so batches past 8 queries take the GEMM path.
@@ -195,8 +195,8 @@ __device__ __forceinline__ void flatScanTable(const FlatScanTable& t) {
     return;
   }
   // a copy in registers: the scan's loop reads the parameters again and again, and through a pointer into the
-  // table (an index known at run time) each read was a load: 4-9 % slower at 32-128 queries (H100, a table of one
-  // entry against this copy; docs/BENCHMARKS.md 18d)
+  // table (an index known at run time) each read was a load: 4-9 % slower at 32-128 queries (a table of one entry
+  // against this copy)
   const FlatScanParams p = *entry;
   flatScan<K, VEC4>(p);
 }

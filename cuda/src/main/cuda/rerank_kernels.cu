@@ -102,7 +102,7 @@ __device__ __forceinline__ void rerankExactRow(const RerankParams& p, int query,
 // With p.rowsDone, the re-rank selects too (GpuIvfPqIndex.enqueueRerank, a few queries' candidates): the last of
 // a row's gridDim.y blocks to finish its keys ranks the row's candidates (rankOrder, by key then id; a NaN or +inf
 // key as an empty slot, +inf and id -1) and writes the k best, outScale x key: one launch where a one-query IVF-PQ
-// pass took two (10M x 128, 160 candidates, ncu at real clocks, H100: 12.4 us against 6.2 + 8.4 us). With p.stats
+// pass took two (10M x 128, 160 candidates, ncu at real clocks: 12.4 us against 6.2 + 8.4 us). With p.stats
 // too (the half scan's re-rank, FlatHalfCopy.java) it also writes the k-th key of gv_rerank_stats.
 constexpr int kRerankSelectMax = kRankOrderMax;  // RerankParams.SELECT_MAX_CANDIDATES
 

@@ -152,7 +152,7 @@ __device__ __forceinline__ void tangSelect(const SelectParams& p) {
 
 // ---- Radix selection of a large k (the set of the k smallest, then sorted) ----
 // WarpSelect and BlockSelect keep sorted queues of K per warp: at K = 512 one block over a few thousand values
-// took 60-85 us (ncu, H100), most of it in the queues' merges, and the IVF-PQ pass of one query ran three of
+// took 60-85 us (ncu), most of it in the queues' merges, and the IVF-PQ pass of one query ran three of
 // them in a row (list scans, two merge levels). A radix selection (as in cuVS's select_k for large k) finds the
 // k-th smallest value itself, digit by digit over the values' order-preserving bits: a histogram of the next
 // digit among the values that share the digits found so far, and the bin where the count crosses k; then a pass
@@ -173,9 +173,9 @@ __device__ __forceinline__ void tangSelect(const SelectParams& p) {
 // (counted in `arrived`, after a fence) concludes it: the row's range, the digit's bin, the final sort.
 // gv_radix_fused runs all the passes in one launch (cooperative, so that every block of the grid is resident): a
 // row's blocks wait between passes until its last block has concluded the pass (passDone). Five launches were a
-// third of the host time that enqueues a one-query IVF-PQ pass (JFR, H100; the host, not the GPU, bounded
-// concurrent searches, docs/BENCHMARKS.md section 16). The state is read with __ldcg: within one launch a block's
-// L1 may still hold what it read of the row before another block concluded a pass.
+// third of the host time that enqueues a one-query IVF-PQ pass (JFR; the host, not the GPU, bounded concurrent
+// searches). The state is read with __ldcg: within one launch a block's L1 may still hold what it read of the row
+// before another block concluded a pass.
 constexpr int kRadixThreads = 512;
 constexpr int kRadixDigitBits = 12;
 constexpr int kRadixBins = 1 << kRadixDigitBits;
@@ -533,7 +533,7 @@ __device__ __forceinline__ void radixFused(const SelectParams& p, RadixRow* rows
 // ---- Radix selection of a short row in one block ----
 // The passes above meet in global memory (each digit's 4096-bin histogram summed by global atomics, the last
 // block's scan, fences and waits between passes): ~19-31 us of device time for one row of 2k-50k values whatever
-// its length (H100, ShortRowBench, the passes captured in a graph), the longest stage of a one-query IVF-PQ pass
+// its length (ShortRowBench, the passes captured in a graph), the longest stage of a one-query IVF-PQ pass
 // once its launches cost nothing. One block of kRadixBlockThreads selects a short row instead, its keys read once
 // into shared memory (SelectConfig.radixBlockMaxLen). Its digits (kRadixBlockBits at a time, of key - min from the top
 // bit of max - min, as above) are resolved by block histograms; once the values matching the digits found so far

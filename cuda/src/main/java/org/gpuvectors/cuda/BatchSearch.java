@@ -452,7 +452,7 @@ public final class BatchSearch {
    * Groups of at least this many queries (not cosine) are uploaded from their own array or rows ({@link
    * QueryUploads}, block by block on the pass's copy stream) and their L2
    * norms computed on the device: packing and summing norms on the host costs ~2 us per 784-float
-   * query (H100 box, Fashion-MNIST batches of 10k: ~20 ms of a 58 ms pass), while a norm kernel per
+   * query (Fashion-MNIST batches of 10k: ~20 ms of a 58 ms pass), while a norm kernel per
    * group costs a launch, which only small groups (one query per segment, speculation) feel.
    */
   static final int DIRECT_UPLOAD_QUERIES = 64;

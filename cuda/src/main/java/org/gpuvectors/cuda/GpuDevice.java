@@ -190,7 +190,7 @@ public final class GpuDevice implements AutoCloseable {
     return info.ordinal();
   }
 
-  /** major * 10 + minor, e.g. 90 for an H100. */
+  /** major * 10 + minor, e.g. 90 for compute capability 9.0. */
   public int computeCapability() {
     return info.computeCapability();
   }

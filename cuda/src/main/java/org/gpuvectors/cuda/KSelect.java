@@ -25,7 +25,7 @@ public final class KSelect {
   /**
    * Hierarchical partition targets: (row, chunk) pairs per SM for WarpSelect (warps) and BlockSelect
    * (blocks). WarpSelect 8: with the cp.async scan, 8 warps per SM keep the loads in flight, and fewer
-   * chunks mean fewer inserts and a smaller merge pass than at 16 (NOTES-kselect.md round 3).
+   * chunks mean fewer inserts and a smaller merge pass than at 16.
    */
   static final int WARP_ROWS_PER_SM = 8;
   static final int BLOCK_ROWS_PER_SM = 2;
@@ -367,7 +367,7 @@ public final class KSelect {
   /**
    * The partition of {@link #select}: as {@link #chunksFor}, but BlockSelect and Tang aim at
    * BLOCK_ROWS_PER_SM_SELECT blocks per SM for k <= 32 (at larger k the extra blocks' merge cost as much as they
-   * saved: NOTES-kselect.md).
+   * saved).
    */
   static int selectChunks(GpuDevice device, Algorithm algorithm, int rows, int len, int k) {
     int blockTarget = bucket(k) == 32 ? BLOCK_ROWS_PER_SM_SELECT : BLOCK_ROWS_PER_SM;

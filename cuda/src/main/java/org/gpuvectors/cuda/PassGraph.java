@@ -13,8 +13,8 @@ import jcuda.driver.JCudaDriver;
  * cuStreamEndCapture}, then {@code cuGraphInstantiate}) and launched again by {@link BatchSearch} for every later
  * pass of the same shape ({@link PassGraphs.Key}): one {@code cuGraphLaunch} instead of the pass's chain of
  * launches, memsets and lane events. A query over a large {@code ivf_pq} segment is about seven launches whose
- * enqueue (~85 us on the H100 box's host) outlasts their GPU work (~30 us): the host's launches, not the GPU,
- * bounded a lone query (BENCHMARKS section 20e).
+ * enqueue (~85 us of host time) outlasts their GPU work (~30 us): the host's launches, not the GPU, bounded a lone
+ * query.
  *
  * <p>A graph bakes in every address its kernels read and write: so it owns them. The pass's input block (packed
  * queries, norms, masks) and output block (distances, ids) are its own, and the temporaries the pass allocated and

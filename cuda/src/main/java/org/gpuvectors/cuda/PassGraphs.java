@@ -84,11 +84,10 @@ final class PassGraphs {
    * copied from its own array), and every group holds at most {@link #GROUP_QUERIES} queries (a pass of one group:
    * {@link #LONE_GROUP_QUERIES}): a few queries per segment, the passes whose launches outlast their kernels. Passes
    * of more queries are bound by their kernels, and under concurrent searches their shapes vary more: Elasticsearch
-   * at 16 and 64 clients captured one pass in ten with groups of up to 64 queries eligible (docs/BENCHMARKS.md section
-   * 21). A pass over one segment has one shape per query count: at 16 clients its passes of 4-5 searches spent 70-95
-   * us enqueuing while the device idled (section 31b). A pass over a field's segments has one per query count too
-   * since its groups come in a fixed order with a k that does not depend on the segment that led (SearchBatcher,
-   * GpuSearchService.passK).
+   * at 16 and 64 clients captured one pass in ten with groups of up to 64 queries eligible. A pass over one segment
+   * has one shape per query count: at 16 clients its passes of 4-5 searches spent 70-95 us enqueuing while the device
+   * idled. A pass over a field's segments has one per query count too since its groups come in a fixed order with a k
+   * that does not depend on the segment that led (SearchBatcher, GpuSearchService.passK).
    */
   static boolean eligible(List<SearchGroup> groups, PassLayout layout) {
     if (!layout.staged || layout.anyDirect || groups.isEmpty()) {
@@ -105,7 +104,7 @@ final class PassGraphs {
 
   /**
    * The most queries of a group in a pass of several groups that is captured ({@link #eligible}): a block of the flat
-   * scans' queries. Elasticsearch at 64 clients over 8 segments gathered 7.5 queries a segment a pass (section 32).
+   * scans' queries. Elasticsearch at 64 clients over 8 segments gathered 7.5 queries a segment a pass.
    */
   static final int GROUP_QUERIES = 8;
   /** The most queries of the group of a one-group pass that is captured ({@link #eligible}). */
@@ -113,7 +112,7 @@ final class PassGraphs {
   /**
    * Sightings of a shape before its pass is captured: two for a pass of one group; three for a pass of several, whose
    * shapes vary more (Elasticsearch, 7 segments, 16 clients: 567-2,246 captures against 617-1,749 launches a point
-   * when the second sighting captured, section 31b): a capture costs about what a few launches save.
+   * when the second sighting captured): a capture costs about what a few launches save.
    */
   static int sightingsToCapture(int groups) {
     return groups == 1 ? 2 : 3;

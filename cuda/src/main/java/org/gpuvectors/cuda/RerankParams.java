@@ -63,7 +63,7 @@ final class RerankParams {
   /**
    * Enqueues {@code gv_rerank_exact} for these parameters: grid (numQueries, parts), where a few queries' candidates
    * are split over several blocks so that about four blocks per multiprocessor run (one query's 400 candidates in
-   * one block took ~90 us, ncu, H100), each block at least {@link #MIN_CANDIDATES_PER_BLOCK} candidates; large
+   * one block took ~90 us), each block at least {@link #MIN_CANDIDATES_PER_BLOCK} candidates; large
    * batches keep one block per query. Caller holds the device lock.
    */
   void enqueueExact(GpuDevice device) {

@@ -11,8 +11,8 @@ import jcuda.Pointer;
  * step uploaded): the entry points' farthest-first traversal over a sample of them ({@code gv_farthest_step},
  * graph_build.cu; the rule is the host's {@code GraphBuilder.seeds} in lucene-codec, computed here without the host's
  * triangle-inequality pruning) and the scale it keys by past its first choices ({@code gv_neighbour_gaps}). On the
- * host the two took a third of a Fashion-MNIST graph build on 16 cores (0.29-0.38 s of 0.84-1.0 s, docs/BENCHMARKS.md
- * section 25): each step scans the whole sample, one step per entry point (about 500 there), each waiting for the last.
+ * host the two took a third of a Fashion-MNIST graph build on 16 cores (0.29-0.38 s of 0.84-1.0 s): each step scans
+ * the whole sample, one step per entry point (about 500 there), each waiting for the last.
  *
  * <p>The traversal's state stays on the device: the host enqueues {@link #STEPS_PER_WAIT} steps, then reads whether
  * it has stopped (a stopped traversal's further steps return at once). Each call takes the device lock and is

@@ -17,11 +17,11 @@ import jcuda.Pointer;
  *       and the held points as its queries, k = 1 ({@link GpuFlatIndex}: GEMM + selection), for every metric;
  *   <li>several groups (the sub-quantizers of a product quantizer, squared L2 only): {@code gv_codebook_assign}, all
  *       groups in one launch. Fashion-MNIST's 98 sub-quantizers were 98 small brute-force searches an iteration, each
- *       one a GPU call with its own uploads (1.4-1.7 s of a 2.5 s build, docs/BENCHMARKS.md 19f).
+ *       one a GPU call with its own uploads (1.4-1.7 s of a 2.5 s build).
  * </ul>
  *
  * The update step of k-means runs here too ({@link #step}, {@link #means}: the assignment stays on the device, the
- * sums are exact fixed point). Kernels in kmeans.cu; docs/BENCHMARKS.md section 24.
+ * sums are exact fixed point). Kernels in kmeans.cu.
  *
  * Owns the points' device buffer, released by {@link #close}. Not thread-safe; each call takes the device lock.
  */

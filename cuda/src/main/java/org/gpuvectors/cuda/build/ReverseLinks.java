@@ -7,8 +7,8 @@ import jcuda.Pointer;
 /**
  * Step (3) of a graph build on the device: the reverse links ({@code gv_reverse_count}, {@code gv_reverse_fill},
  * {@code gv_reverse_rows} in graph_build.cu), the same output as the host's {@code GraphPruner.addReverseLinks} in
- * lucene-codec, which documents the rule. On the host it took 26-30 ms of a 0.2 s Fashion-MNIST graph build on 16 cores
- * (docs/BENCHMARKS.md section 25); here the in-degrees' prefix sums are the only step on the host.
+ * lucene-codec, which documents the rule. On the host it took 26-30 ms of a 0.2 s Fashion-MNIST graph build on 16
+ * cores; here the in-degrees' prefix sums are the only step on the host.
  */
 public final class ReverseLinks {
 

@@ -101,8 +101,8 @@ public final class KernelModule implements AutoCloseable {
 
   /**
    * The most dynamic shared memory a block of kernel {@code name} may use on this context's device: the
-   * device's opt-in maximum per block (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; 227 KB on an
-   * H100, 163 KB on an A100, 99 KB on sm_86 / sm_89) less the kernel's static shared memory. Remembered.
+   * device's opt-in maximum per block (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; 227 KB at compute
+   * capability 9.0, 163 KB at 8.0, 99 KB at 8.6 / 8.9) less the kernel's static shared memory. Remembered.
    */
   public int maxDynamicSharedBytes(String name) {
     return maxDynamicShared.computeIfAbsent(name, n -> {

@@ -10,7 +10,7 @@ import jcuda.driver.JCudaDriver;
  * A page-locked (pinned) host buffer that staging copies go through: the driver copies pinned memory
  * to the device by DMA at full bus speed, whereas an upload from a Java array (pageable) is copied
  * through the driver's own staging buffers first, at a fraction of it (~4 ms for the 31 MB of a
- * 10k x 784 batch on the H100 box). Allocating pinned memory is slow (it locks pages), so the buffer
+ * 10k x 784 batch). Allocating pinned memory is slow (it locks pages), so the buffer
  * is kept and reused, grown to the largest copy up to {@link #MAX_BYTES} (larger copies go in
  * chunks).
  *

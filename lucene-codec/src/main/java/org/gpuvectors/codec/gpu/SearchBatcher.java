@@ -161,9 +161,9 @@ public final class SearchBatcher {
    * When a thread with queued searches may start a pass: now (0), in that many nanoseconds, or when a pass ends (-1).
    * Now when none runs (a lone query never waits). With fewer than {@code maxPasses} running, once the newest of them
    * is expected to end within a pass's host enqueue: a pass begun at once would take the few searches queued so far
-   * and read the vectors again (two passes at once halved a one-segment rate, docs/BENCHMARKS.md 11c), while one
-   * begun after the last ends leaves the device idle during its enqueue (90-200 us of a 270-700 us flat pass through
-   * Elasticsearch, section 31). Caller holds the lock.
+   * and read the vectors again (two passes at once halved a one-segment rate), while one begun after the last ends
+   * leaves the device idle during its enqueue (90-200 us of a 270-700 us flat pass through Elasticsearch). Caller
+   * holds the lock.
    */
   private long startsIn(long now) {
     if (running == 0) {
@@ -228,9 +228,9 @@ public final class SearchBatcher {
    * The groups of a pass in an order that does not depend on which search came first: a pass's shape (its groups'
    * indexes, query counts and k, in order) is what the device captures and launches again as a CUDA graph, and a
    * query's searches over a field's segments arrive led by whichever segment Lucene asked first (Elasticsearch, 7
-   * segments, 16 clients: 567-2,246 captures against 617-1,749 launches a point, docs/BENCHMARKS.md section 31b). By
-   * the indexes' identity hash codes (stable while they live; two equal ones keep their order of appearance, a sort
-   * being stable), walks before exact searches.
+   * segments, 16 clients: 567-2,246 captures against 617-1,749 launches a point while the leading segment set the
+   * order). By the indexes' identity hash codes (stable while they live; two equal ones keep their order of
+   * appearance, a sort being stable), walks before exact searches.
    */
   private static final Comparator<GroupKey> GROUP_ORDER = Comparator
       .comparingInt((GroupKey k) -> System.identityHashCode(k.index()))

@@ -6,7 +6,7 @@ import java.util.Locale;
  * Why a segment could not take the result that its query's speculation parked for it ({@link Speculations}), and
  * searched alone instead; counted per reason in {@link GpuSearchStats}. Every miss is a search outside the query's
  * pass: an index whose segments miss often pays a second pass per query (the natural segments of an Elasticsearch
- * node ran at half the rate when a third of their searches missed, docs/BENCHMARKS.md section 15b).
+ * node ran at half the rate when a third of their searches missed).
  */
 public enum SpeculationMiss {
   /** The query's array holds another vector now (the caller reused it). */
