@@ -26,8 +26,7 @@
 # as for fmnist; BENCH_ARGS "reps hnswReps types cpu", default 5 3 flat,ivf_flat,ivf_pq,graph true: each type reps times
 # on the GPU and once on the CPU) against Lucene HNSW built on all cores
 # in the same JVM: median build, median writer time (train + encode + write) with its phases, recall@10, bytes a vector
-# (the index structure and the raw vectors on disk, GPU memory). BENCH_OPTS
-# passes system properties, e.g. -Dgpuvectors.gpu.double_buffered_uploads=false.
+# (the index structure and the raw vectors on disk, GPU memory). BENCH_OPTS passes JVM options to the benchmark.
 # graphmerge: GraphMergeBenchmark: Fashion-MNIST ($FMNIST_DIR) in segments of a graph field, force-merged by a rebuild
 # (its k-NN step on the GPU), from the segments' graphs (the merge that runs where there is no GPU, here on the CPU's
 # cores) and by Lucene HNSW from the same documents' segments: times and recall@10.
