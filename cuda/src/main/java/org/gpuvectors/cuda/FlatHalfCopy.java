@@ -221,7 +221,7 @@ final class FlatHalfCopy implements AutoCloseable {
     int[] out = bound.uncertified(own, nq);
     queries.addAndGet(nq);
     rejected.addAndGet(out.length);
-    device.countHalfScan(nq, out.length);
+    device.counters().countHalfScan(nq, out.length);
     for (int q : out) {
       chunkLimited |= bound.chunkLimited(own, q);
     }

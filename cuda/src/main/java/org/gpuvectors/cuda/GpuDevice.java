@@ -51,13 +51,7 @@ public final class GpuDevice implements AutoCloseable {
   private final GpuConfig config;
   private final PassGraphs passGraphs;
   private boolean closed;
-  private long lanePasses; // passes spread over two lanes or more (for tests and benchmarks)
-  private long sharedSelections; // passes whose small ivf_pq groups shared one selection (SharedKeySelection)
-  private long flatScanTables; // passes whose small flat groups shared one scan launch (FlatScanTable)
-  private final java.util.concurrent.atomic.LongAdder halfScanQueries = new java.util.concurrent.atomic.LongAdder();
-  private final java.util.concurrent.atomic.LongAdder halfScanRejected = new java.util.concurrent.atomic.LongAdder();
-  private long overlappedPasses; // passes begun while another was in flight (for tests and benchmarks)
-  private final KSelect.Counts selectCounts = new KSelect.Counts(); // radix selections by path (for tests)
+  private final PassCounters counters = new PassCounters(); // what its passes did
 
   /**
    * The device whose context each thread made current last: {@link #lock()} sets the context only when another
@@ -516,7 +510,9 @@ public final class GpuDevice implements AutoCloseable {
     if (defers) {
       pool.deferReleases();
     }
-    lanePasses += count > 1 ? 1 : 0;
+    if (count > 1) {
+      counters.countLanePass();
+    }
     return new Lanes(base, count, defers);
   }
 
@@ -536,17 +532,9 @@ public final class GpuDevice implements AutoCloseable {
     return slots.length;
   }
 
-  /** Passes begun while another pass was in flight, since the device opened. */
-  public long overlappedPasses() {
-    try (Scope s = lock()) {
-      return overlappedPasses;
-    }
-  }
-
-  /** The radix selections this device ran by each path since it opened; caller holds the lock. */
-  KSelect.Counts selectCounts() {
-    checkLocked();
-    return selectCounts;
+  /** What this device's search passes did since it opened. */
+  public PassCounters counters() {
+    return counters;
   }
 
   /** The device's captured search passes; caller holds the lock. */
@@ -555,50 +543,11 @@ public final class GpuDevice implements AutoCloseable {
     return passGraphs;
   }
 
-  /**
-   * Queries the flat indexes' FP16 candidate scan answered on this device since it opened, and those its certificate
-   * rejected (searched again in FP32): {@link GpuFlatIndex#halfStats} summed over the indexes, closed ones included.
-   */
-  public GpuFlatIndex.RerankStats halfScanStats() {
-    return new GpuFlatIndex.RerankStats(halfScanQueries.sum(), halfScanRejected.sum());
-  }
-
-  /** Counts one certificate check of the half scan ({@link GpuFlatIndex#uncertifiedHalf}); any thread. */
-  void countHalfScan(int queries, int rejected) {
-    halfScanQueries.add(queries);
-    halfScanRejected.add(rejected);
-  }
-
   /** What the device's captured search passes did since it opened, and what they hold ({@link PassGraph}). */
   public PassGraphStats passGraphStats() {
     try (Scope s = lock()) {
       return passGraphs.stats();
     }
-  }
-
-  /**
-   * The counters a search pass moves (lane passes, shared selections, flat scan tables), for {@link PassGraph}: a
-   * launch of a captured pass counts what the pass counted when it was captured. Caller holds the lock.
-   */
-  long[] passCounters() {
-    checkLocked();
-    return new long[] {lanePasses, sharedSelections, flatScanTables};
-  }
-
-  /** Adds {@code delta} (as {@link #passCounters} orders them) to the pass counters; caller holds the lock. */
-  void addPassCounters(long[] delta) {
-    checkLocked();
-    lanePasses += delta[0];
-    sharedSelections += delta[1];
-    flatScanTables += delta[2];
-  }
-
-  /** Sets the pass counters back to {@code values} ({@link #passCounters}); caller holds the lock. */
-  void restorePassCounters(long[] values) {
-    checkLocked();
-    lanePasses = values[0];
-    sharedSelections = values[1];
-    flatScanTables = values[2];
   }
 
   /**
@@ -614,39 +563,6 @@ public final class GpuDevice implements AutoCloseable {
   void releaseBlocks(ArrayDeque<long[]> blocks) {
     checkLocked();
     pool.releaseAll(blocks);
-  }
-
-  /** Passes spread over two lanes or more since the device opened. */
-  long lanePasses() {
-    try (Scope s = lock()) {
-      return lanePasses;
-    }
-  }
-
-  /** Passes whose small {@code ivf_pq} groups shared one candidate selection since the device opened. */
-  long sharedSelections() {
-    try (Scope s = lock()) {
-      return sharedSelections;
-    }
-  }
-
-  /** Counts a pass whose groups share one candidate selection; caller holds the lock. */
-  void countSharedSelection() {
-    checkLocked();
-    sharedSelections++;
-  }
-
-  /** Passes whose small flat groups shared one scan launch ({@link FlatScanTable}) since the device opened. */
-  long flatScanTables() {
-    try (Scope s = lock()) {
-      return flatScanTables;
-    }
-  }
-
-  /** Counts a pass whose flat groups share one scan launch; caller holds the lock. */
-  void countFlatScanTable() {
-    checkLocked();
-    flatScanTables++;
   }
 
   /** A pass over several lanes ({@link #lanes(int)}); close it (under the lock) before the pass's downloads. */
@@ -721,7 +637,7 @@ public final class GpuDevice implements AutoCloseable {
     }
     for (PassSlot other : slots) {
       if (other != null && other.busy) {
-        overlappedPasses++;
+        counters.countOverlappedPass();
         break;
       }
     }

@@ -217,7 +217,7 @@ public final class KSelect {
       if (device.cooperativeLaunch()
           && grid <= (long) module.maxBlocksPerSm(RADIX_FUSED_KERNEL, RADIX_THREADS) * device.multiprocessorCount()) {
         module.launchCooperative(RADIX_FUSED_KERNEL, (int) grid, RADIX_THREADS, device.stream(), params, state, blocks);
-        device.selectCounts().fusedRadix++;
+        device.counters().select.fusedRadix++;
         return;
       }
       // the fallback: no cooperative launch, or more blocks than the device holds at once
@@ -257,7 +257,7 @@ public final class KSelect {
     int shared = 4 * held;
     module.allowDynamicShared(RADIX_BLOCK_KERNEL, shared);
     module.launch(RADIX_BLOCK_KERNEL, p.rows, 1, RADIX_BLOCK_THREADS, shared, device.stream(), Pointer.to(p.encode()));
-    device.selectCounts().radixBlock++;
+    device.counters().select.radixBlock++;
     return true;
   }
 
@@ -341,7 +341,7 @@ public final class KSelect {
       }
       try (GpuDevice.Scope s = device.lock()) {
         if (radixBlock(device, merge)) {
-          device.selectCounts().radixMerges++;
+          device.counters().select.radixMerges++;
           return;
         }
       }

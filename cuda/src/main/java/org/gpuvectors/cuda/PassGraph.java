@@ -65,7 +65,7 @@ final class PassGraph {
   static PassGraph capture(GpuDevice device, PassGraphs.Key key, DeviceBuffer input, DeviceBuffer output,
                            Enqueue pass, long[] resultsAt) {
     PassGraph g = new PassGraph(key, input, output);
-    long[] before = device.passCounters();
+    long[] before = device.counters().passCounts();
     CUgraph graph = new CUgraph();
     boolean began = false;
     boolean instantiated = false;
@@ -96,12 +96,12 @@ final class PassGraph {
         JCudaDriver.cuGraphDestroy(graph); // the executable graph keeps what it needs
       }
       if (!instantiated) {
-        device.restorePassCounters(before); // the pass runs again, uncaptured, and counts itself then
+        device.counters().restorePassCounts(before); // the pass runs again, uncaptured, and counts itself then
         device.releaseBlocks(g.temporaries); // into the pass's returned blocks: nothing of the capture ran
       }
     }
     g.resultsAt = resultsAt.clone();
-    long[] after = device.passCounters();
+    long[] after = device.counters().passCounts();
     g.counts = new long[after.length];
     for (int i = 0; i < after.length; i++) {
       g.counts[i] = after[i] - before[i];
@@ -121,7 +121,7 @@ final class PassGraph {
   boolean launch(GpuDevice device, boolean count) {
     Driver.check("cuGraphLaunch", JCudaDriver.cuGraphLaunch(exec, device.stream()));
     if (count) {
-      device.addPassCounters(counts);
+      device.counters().addPassCounts(counts);
     }
     return enqueued;
   }

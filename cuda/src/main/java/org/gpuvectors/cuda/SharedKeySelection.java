@@ -68,7 +68,7 @@ final class SharedKeySelection implements AutoCloseable {
     }
     keys = buffers;
     candValues = v;
-    device.countSharedSelection();
+    device.counters().countSharedSelection();
   }
 
   /**

@@ -182,7 +182,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
         int segments = variant == 1 ? 2 : 1;
         int nq = variant == 2 ? PassGraphs.LONE_GROUP_QUERIES : 2;
         long launchesBefore = graphLaunches();
-        long tablesBefore = device.flatScanTables();
+        long tablesBefore = device.counters().flatScanTables();
         for (int round = 0; round < 6; round++) {
           float[] queries = GpuFlatIndexGpuTest.random(nq * dims, r);
           List<SearchGroup> groups = new ArrayList<>(List.of(
@@ -205,7 +205,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
         }
         assertTrue(graphLaunches() > launchesBefore, "variant " + variant + ": later passes replayed a captured graph");
         if (segments == 2) {
-          assertEquals(6, device.flatScanTables() - tablesBefore, "every two-segment pass a half scan table");
+          assertEquals(6, device.counters().flatScanTables() - tablesBefore, "every two-segment pass a half scan table");
         }
       }
       assertEquals(6 * (2 + 2 + PassGraphs.LONE_GROUP_QUERIES), index.halfStats().queries());
@@ -250,11 +250,11 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
           GpuFlatIndex first = way == 2 ? plain : ia;
           GpuFlatIndex.RerankStats beforeA = ia.halfStats();
           GpuFlatIndex.RerankStats beforeB = ib.halfStats();
-          long tables = device.flatScanTables();
+          long tables = device.counters().flatScanTables();
           SearchResult[] res = BatchSearch.run(device, List.of(
               new SearchGroup(first, a.queries(), nq, k, null, masked ? a.masks() : null),
               new SearchGroup(ib, b.queries(), nq, Math.max(1, k / 2), null, masked ? b.masks() : null)));
-          assertEquals(tables + 1, device.flatScanTables(), "k=" + k + " way " + way + ": one table launch");
+          assertEquals(tables + 1, device.counters().flatScanTables(), "k=" + k + " way " + way + ": one table launch");
           long fellA = ia.halfStats().fallbacks() - beforeA.fallbacks();
           long fellB = ib.halfStats().fallbacks() - beforeB.fallbacks();
           if (way <= 1) {
@@ -378,10 +378,10 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
           GpuFlatIndex.Strategy.HALF_SCAN));
       index.search(queries, 4, GpuFlatIndex.HALF_MAX_K + 1, null);
       assertEquals(0, index.halfStats().queries(), "k above HALF_MAX_K takes the FP32 scan");
-      long deviceBefore = device.halfScanStats().queries();
+      long deviceBefore = device.counters().halfScanStats().queries();
       index.search(queries, 4, 10, null);
       assertEquals(4, index.halfStats().queries());
-      assertEquals(4, device.halfScanStats().queries() - deviceBefore, "the device's counters sum the indexes'");
+      assertEquals(4, device.counters().halfScanStats().queries() - deviceBefore, "the device's counters sum the indexes'");
     }
     try (GpuDevice noCopies = GpuFlatIndexGpuTest.openFlat(FlatConfig.defaults().withHalfCopy(false))) {
       try (GpuFlatIndex index = GpuFlatIndex.upload(noCopies, vectors, n, dims, Metric.L2)) {

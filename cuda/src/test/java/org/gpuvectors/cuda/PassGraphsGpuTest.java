@@ -97,7 +97,7 @@ class PassGraphsGpuTest extends GpuTestCase {
       GpuFlatIndex flat = GpuFlatIndex.upload(device, GpuIvfFlatIndexGpuTest.clustered(5_000, dims, r), 5_000, dims,
           Metric.L2);
       open.add(flat);
-      long selections = device.sharedSelections();
+      long selections = device.counters().sharedSelections();
       capturedEqualsUncaptured("4 ivf_pq segments + 1 flat, 1 query", run -> {
         float[] q = GpuIvfFlatIndexGpuTest.queries(data[0], 1, r);
         List<SearchGroup> groups = new ArrayList<>();
@@ -108,7 +108,7 @@ class PassGraphsGpuTest extends GpuTestCase {
         groups.add(new SearchGroup(flat, q, 1, 10, null, null));
         return groups;
       });
-      assertEquals(selections + 2 * RUNS, device.sharedSelections(), "a shared selection per pass, launched or not");
+      assertEquals(selections + 2 * RUNS, device.counters().sharedSelections(), "a shared selection per pass, launched or not");
     } finally {
       closeAll(open);
     }

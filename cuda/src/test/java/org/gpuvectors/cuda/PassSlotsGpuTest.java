@@ -108,7 +108,7 @@ class PassSlotsGpuTest extends GpuTestCase {
       try (GpuDevice.Scope s = device.lock()) {
         inUse = device.bytesInUse() - device.passGraphStats().bytes();
       }
-      long overlappedBefore = device.overlappedPasses();
+      long overlappedBefore = device.counters().overlappedPasses();
       List<Future<SearchResult[]>> together = new ArrayList<>();
       for (List<SearchGroup> groups : work) {
         together.add(threads.submit(() -> BatchSearch.run(device, groups)));
@@ -122,7 +122,7 @@ class PassSlotsGpuTest extends GpuTestCase {
               "pass " + p + " group " + g + ": values");
         }
       }
-      long overlapped = device.overlappedPasses() - overlappedBefore;
+      long overlapped = device.counters().overlappedPasses() - overlappedBefore;
       assertTrue(overlapped > 0, "passes from 8 threads overlapped");
       try (GpuDevice.Scope s = device.lock()) {
         assertEquals(inUse, device.bytesInUse() - device.passGraphStats().bytes(),

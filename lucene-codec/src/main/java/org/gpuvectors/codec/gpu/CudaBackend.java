@@ -229,7 +229,7 @@ final class CudaBackend implements GpuBackend {
 
   @Override
   public GpuFlatIndex.RerankStats halfScans() {
-    return device.halfScanStats();
+    return device.counters().halfScanStats();
   }
 
   @Override
