@@ -35,8 +35,9 @@ import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.Metric;
 
 /**
- * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
- * vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
+ * Reads the {@link GpuVectorsFormat} files of a segment, the counterpart of {@link GpuVectorsWriter}: one {@link
+ * FieldEntry} per field, read from the meta file, holds the field's approximate structure read from the data file.
+ * Raw vectors come from the wrapped flat vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
  * GpuSegmentSearcher}) when it can serve them, else on the CPU: exactly ({@link FlatExactSearcher})
  * for flat fields, over the nearest inverted lists for IVF fields ({@link IvfField}, {@link
  * IvfPqField}), by beam search for graph fields ({@link GraphField}). As a {@link GpuSegment} it tells the
