@@ -36,7 +36,8 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  * <h2>.gvm (vector index metadata) file</h2>
  *
  * <p>Starts with an index header (codec <code>GpuVectorsFormatMeta</code>, segment id and
- * suffix). Then, for each field written by this format:
+ * suffix). Then, for each field written by this format (a field's entry: written by {@code GpuVectorsWriter}, read
+ * by {@code GpuVectorsReader.FieldEntry#create}):
  *
  * <ul>
  *   <li><b>[int32]</b> field number
@@ -58,11 +59,13 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  *
  * <p>Starts with an index header (codec <code>GpuVectorsFormatData</code>, segment id and
  * suffix), ends with the codec footer. In between, each field's data at the offset/length recorded
- * in the .gvm file:
+ * in the .gvm file, written by the structure as built ({@code *Layout}) and read back by the structure as read
+ * ({@code *Field}; the reader's {@code FieldEntry} holds it):
  *
  * <ul>
  *   <li><b>flat</b>: empty; the raw vectors are searched directly.
- *   <li><b>ivf_flat</b> (inverted lists of raw vectors; see {@link org.gpuvectors.codec.ivf.IvfLayout}):
+ *   <li><b>ivf_flat</b> (inverted lists of raw vectors; written by {@link org.gpuvectors.codec.ivf.IvfLayout},
+ *       read by {@link org.gpuvectors.codec.ivf.IvfField}):
  *       <ul>
  *         <li><b>[vint]</b> nlist, the number of lists (k-means centroids)
  *         <li><b>[vint]</b> the lists a query probes by default (nprobe, at most nlist)
@@ -74,7 +77,8 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  *       </ul>
  *       The vectors themselves are read from the flat vectors format (by ordinal).
  *   <li><b>ivf_pq</b> (inverted lists of product-quantized residuals, re-ranked with the raw vectors;
- *       see {@link org.gpuvectors.codec.ivf.IvfPqLayout}; {@code dsub} = dims / pq_m, {@code ksub} =
+ *       written by {@link org.gpuvectors.codec.ivf.IvfPqLayout}, read by {@link
+ *       org.gpuvectors.codec.ivf.IvfPqField}; {@code dsub} = dims / pq_m, {@code ksub} =
  *       2<sup>pq_bits</sup>):
  *       <ul>
  *         <li>the lists exactly as <b>ivf_flat</b> writes them (everything above)
@@ -89,8 +93,9 @@ import org.apache.lucene.index.VectorSimilarityFunction;
  *             whose ordinal is at that position): byte j is the codeword of sub-vector j
  *       </ul>
  *       The raw vectors are read from the flat vectors format to re-rank candidates exactly.
- *   <li><b>graph</b> (fixed-degree proximity graph; see {@link org.gpuvectors.codec.graph.GraphLayout},
- *       built by {@link org.gpuvectors.codec.graph.GraphBuilder}):
+ *   <li><b>graph</b> (fixed-degree proximity graph; built by {@link org.gpuvectors.codec.graph.GraphBuilder},
+ *       written by {@link org.gpuvectors.codec.graph.GraphLayout}, read by {@link
+ *       org.gpuvectors.codec.graph.GraphField}):
  *       <ul>
  *         <li><b>[vint]</b> version of the graph data (0)
  *         <li><b>[vint]</b> degree, the out-degree of every vector (1 to 128)

@@ -4,6 +4,7 @@ import org.gpuvectors.codec.index.ApproximateIndex;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import org.apache.lucene.codecs.CodecUtil;
 import org.apache.lucene.codecs.KnnVectorsReader;
 import org.apache.lucene.codecs.hnsw.FlatVectorsReader;
@@ -30,13 +31,13 @@ import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSegment;
 import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.ivf.IvfField;
-import org.gpuvectors.codec.ivf.IvfIndex;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.Metric;
 
 /**
- * Reads the {@link GpuVectorsFormat} files of a segment. Raw vectors come from the wrapped flat
- * vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
+ * Reads the {@link GpuVectorsFormat} files of a segment, the counterpart of {@link GpuVectorsWriter}: one {@link
+ * FieldEntry} per field, read from the meta file, holds the field's approximate structure read from the data file.
+ * Raw vectors come from the wrapped flat vectors reader. Searches run on the GPU through the node's {@link GpuSearchService} ({@link
  * GpuSegmentSearcher}) when it can serve them, else on the CPU: exactly ({@link FlatExactSearcher})
  * for flat fields, over the nearest inverted lists for IVF fields ({@link IvfField}, {@link
  * IvfPqField}), by beam search for graph fields ({@link GraphField}). As a {@link GpuSegment} it tells the
@@ -49,11 +50,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsReader.class);
 
   private final FlatVectorsReader flatVectorsReader;
+  /** Each field's entry: its meta and its approximate structure in this segment. */
   private final Map<String, FieldEntry> fields = new HashMap<>();
-  /** The IVF indexes of this segment's IVF fields (fields below the IVF threshold are flat here). */
-  private final Map<String, IvfIndex> ivfFields = new HashMap<>();
-  /** The graphs of this segment's graph fields (fields below the threshold are flat here). */
-  private final Map<String, GraphField> graphFields = new HashMap<>();
   private final IndexInput data;
   /** Accept masks of this segment's fields (the live-docs mask is built once per deletion generation). */
   private final AcceptMasks acceptMasks = new AcceptMasks();
@@ -71,6 +69,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         IndexFileNames.segmentFileName(
             state.segmentInfo.name, state.segmentSuffix, GpuVectorsFormat.META_EXTENSION);
     int versionMeta = -1;
+    // the meta entries, completed with their structures once the data file is open
+    Map<String, FieldEntry> metaEntries = new HashMap<>();
     IndexInput dataIn = null;
     try {
       try (ChecksumIndexInput meta = state.directory.openChecksumInput(metaFileName)) {
@@ -84,7 +84,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
                   GpuVectorsFormat.VERSION_CURRENT,
                   state.segmentInfo.getId(),
                   state.segmentSuffix);
-          readFields(meta, state.fieldInfos);
+          readFields(meta, state.fieldInfos, metaEntries);
         } catch (Throwable exception) {
           priorE = exception;
         } finally {
@@ -92,22 +92,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         }
       }
       dataIn = openDataInput(state, versionMeta);
-      long dataEnd = dataIn.length() - CodecUtil.footerLength();
-      for (Map.Entry<String, FieldEntry> e : fields.entrySet()) {
-        FieldEntry entry = e.getValue();
-        if (entry.dataOffset() < 0
-            || entry.dataLength() < 0
-            || entry.dataOffset() + entry.dataLength() > dataEnd) {
-          throw new CorruptIndexException(
-              "field [" + e.getKey() + "] data out of bounds: " + entry, dataIn);
-        }
-        if (entry.indexType().isIvf()) {
-          ivfFields.put(e.getKey(), readIvf(dataIn, entry));
-        } else if (entry.indexType() == IndexType.GRAPH) {
-          graphFields.put(e.getKey(), GraphField.read(dataIn, entry.dataOffset(), entry.dataLength(), entry.size()));
-        } else if (entry.dataLength() != 0) {
-          throw new CorruptIndexException("flat field [" + e.getKey() + "] has index data: " + entry, dataIn);
-        }
+      for (Map.Entry<String, FieldEntry> e : metaEntries.entrySet()) {
+        fields.put(e.getKey(), e.getValue().withStructure(e.getKey(), dataIn));
       }
       success = true;
     } finally {
@@ -116,15 +102,6 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       }
     }
     this.data = dataIn;
-  }
-
-  private static IvfIndex readIvf(IndexInput data, FieldEntry entry) throws IOException {
-    Metric metric = GpuSearchService.metric(entry.similarityFunction());
-    return switch (entry.indexType()) {
-      case IVF_FLAT -> IvfField.read(data, entry.dataOffset(), entry.dataLength(), entry.dimension(), entry.size(), metric);
-      case IVF_PQ -> IvfPqField.read(data, entry.dataOffset(), entry.dataLength(), entry.dimension(), entry.size(), metric);
-      default -> throw new AssertionError("not an IVF type: " + entry.indexType());
-    };
   }
 
   private static IndexInput openDataInput(SegmentReadState state, int versionMeta)
@@ -158,7 +135,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     }
   }
 
-  private void readFields(ChecksumIndexInput meta, FieldInfos infos) throws IOException {
+  private static void readFields(ChecksumIndexInput meta, FieldInfos infos, Map<String, FieldEntry> entries)
+      throws IOException {
     for (int fieldNumber = meta.readInt();
         fieldNumber != GpuVectorsFormat.END_OF_FIELDS;
         fieldNumber = meta.readInt()) {
@@ -167,7 +145,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         throw new CorruptIndexException("Invalid field number: " + fieldNumber, meta);
       }
       FieldEntry entry = FieldEntry.create(meta, info);
-      if (fields.put(info.name, entry) != null) {
+      if (entries.put(info.name, entry) != null) {
         throw new CorruptIndexException("Duplicate field: " + info.name, meta);
       }
     }
@@ -190,17 +168,17 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
 
   /** The field's {@code ivf_flat} lists in this segment, or null (other types, or a segment below the threshold). */
   IvfField ivfField(String field) {
-    return ivfFields.get(field) instanceof IvfField lists ? lists : null;
+    return approximate(field) instanceof IvfField lists ? lists : null;
   }
 
   /** The field's {@code ivf_pq} index in this segment, or null (other types, or a segment below the threshold). */
   IvfPqField ivfPqField(String field) {
-    return ivfFields.get(field) instanceof IvfPqField pq ? pq : null;
+    return approximate(field) instanceof IvfPqField pq ? pq : null;
   }
 
   /** The field's graph in this segment, or null (other types, or a segment below the threshold). */
   GraphField graphField(String field) {
-    return graphFields.get(field);
+    return approximate(field) instanceof GraphField graph ? graph : null;
   }
 
   /** How the flat vectors format scores the field's vectors (a merge's walks of this segment's graph score so). */
@@ -210,8 +188,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
 
   /** The field's approximate structure in this segment (IVF lists or a graph), or null (flat here). */
   private ApproximateIndex approximate(String field) {
-    IvfIndex ivf = ivfFields.get(field);
-    return ivf != null ? ivf : graphFields.get(field);
+    FieldEntry entry = fields.get(field);
+    return entry == null ? null : entry.approximate();
   }
 
   @Override
@@ -219,7 +197,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     FieldEntry entry = fields.get(field);
     return entry == null
         ? k
-        : GpuSegmentSearcher.deviceK(approximate(field), k, standingCount(field, entry), rerankOnGpu);
+        : GpuSegmentSearcher.deviceK(entry.approximate(), k, standingCount(field, entry), rerankOnGpu);
   }
 
   /**
@@ -234,7 +212,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   @Override
   public int probes(String field, int k) {
     FieldEntry entry = fields.get(field);
-    return entry == null ? 1 : GpuSegmentSearcher.effort(approximate(field), k, standingCount(field, entry));
+    return entry == null ? 1 : GpuSegmentSearcher.effort(entry.approximate(), k, standingCount(field, entry));
   }
 
   @Override
@@ -271,7 +249,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         field,
         vectors,
         entry.similarityFunction(),
-        approximate(field),
+        entry.approximate(),
         flatVectorsReader.getFlatVectorScorer(field),
         target,
         knnCollector,
@@ -286,7 +264,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   private void searchOnCpu(
       String field, FieldEntry entry, FloatVectorValues vectors, float[][] targets, KnnCollector[] collectors,
       AcceptDocs acceptDocs) throws IOException {
-    ApproximateIndex index = approximate(field);
+    ApproximateIndex index = entry.approximate();
     if (index == null) {
       searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
       return;
@@ -318,7 +296,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        approximate(field),
+        entry.approximate(),
         flatVectorsReader.getFlatVectorScorer(field),
         targets,
         k,
@@ -354,7 +332,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         field,
         flatVectorsReader.getFloatVectorValues(field),
         entry.similarityFunction(),
-        GpuSegmentSearcher.gpuStructure(approximate(field), service.settings().ivfPqRerankOnGpu()));
+        GpuSegmentSearcher.gpuStructure(entry.approximate(), service.settings().ivfPqRerankOnGpu()));
   }
 
   @Override
@@ -406,8 +384,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
             fields, RamUsageEstimator.shallowSizeOfInstance(FieldEntry.class))
         + flatVectorsReader.ramBytesUsed()
         + acceptMasks.ramBytesUsed()
-        + ivfFields.values().stream().mapToLong(IvfIndex::ramBytesUsed).sum()
-        + graphFields.values().stream().mapToLong(GraphField::ramBytesUsed).sum();
+        + fields.values().stream()
+            .map(FieldEntry::approximate)
+            .filter(Objects::nonNull)
+            .mapToLong(ApproximateIndex::ramBytesUsed)
+            .sum();
   }
 
   @Override
@@ -419,7 +400,14 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     }
   }
 
-  /** One field's entry of the meta file. */
+  /**
+   * One field of the segment: its entry of the meta file (written by {@code GpuVectorsWriter#writeMeta}) and the
+   * approximate structure its range of the data file holds.
+   *
+   * @param indexType the structure this segment holds, {@link IndexType#FLAT} for a segment below the threshold
+   * @param approximate the field's IVF lists ({@link IvfField}, {@link IvfPqField}) or graph ({@link GraphField}),
+   *     read by {@link #withStructure}; null for a flat field
+   */
   record FieldEntry(
       IndexType indexType,
       VectorEncoding vectorEncoding,
@@ -427,9 +415,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       int dimension,
       int size,
       long dataOffset,
-      long dataLength) {
+      long dataLength,
+      ApproximateIndex approximate) {
 
-    /** Reads the entry that follows the field number, cross-checking it against {@code info}. */
+    /**
+     * Reads the entry that follows the field number, cross-checking it against {@code info}; its structure is
+     * read once the data file is open ({@link #withStructure}), the meta file being read and checked first.
+     */
     static FieldEntry create(IndexInput meta, FieldInfo info) throws IOException {
       int typeCode = meta.readVInt();
       final IndexType indexType;
@@ -491,7 +483,36 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         throw new CorruptIndexException("Invalid vector count: " + size, meta);
       }
       return new FieldEntry(
-          indexType, encoding, similarity, dimension, size, dataOffset, dataLength);
+          indexType, encoding, similarity, dimension, size, dataOffset, dataLength, null);
+    }
+
+    /**
+     * This entry with the structure that its range of {@code data} holds, read by the reader of its type (the
+     * counterpart of the writer that wrote it: {@link IvfField#read} of {@code IvfLayout#writeTo}, {@link
+     * IvfPqField#read} of {@code IvfPqLayout#writeTo}, {@link GraphField#read} of {@code GraphLayout#writeTo}) and
+     * checked against the entry: the range within the file, no data for a flat field.
+     */
+    FieldEntry withStructure(String field, IndexInput data) throws IOException {
+      long dataEnd = data.length() - CodecUtil.footerLength();
+      if (dataOffset < 0 || dataLength < 0 || dataOffset + dataLength > dataEnd) {
+        throw new CorruptIndexException("field [" + field + "] data out of bounds: " + this, data);
+      }
+      Metric metric = GpuSearchService.metric(similarityFunction);
+      ApproximateIndex structure =
+          switch (indexType) {
+            case IVF_FLAT -> IvfField.read(data, dataOffset, dataLength, dimension, size, metric);
+            case IVF_PQ -> IvfPqField.read(data, dataOffset, dataLength, dimension, size, metric);
+            case GRAPH -> GraphField.read(data, dataOffset, dataLength, size);
+            case FLAT, PQT -> {
+              // (pqt is refused by create: not implemented)
+              if (dataLength != 0) {
+                throw new CorruptIndexException("flat field [" + field + "] has index data: " + this, data);
+              }
+              yield null;
+            }
+          };
+      return new FieldEntry(
+          indexType, vectorEncoding, similarityFunction, dimension, size, dataOffset, dataLength, structure);
     }
   }
 }

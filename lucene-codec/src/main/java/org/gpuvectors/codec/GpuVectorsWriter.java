@@ -396,6 +396,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     return count;
   }
 
+  /** Writes the field's meta entry, which {@code GpuVectorsReader.FieldEntry#create} reads. */
   private void writeMeta(
       FieldInfo fieldInfo, IndexType type, int count, long dataOffset, long dataLength)
       throws IOException {

@@ -10,7 +10,8 @@ import org.apache.lucene.store.IndexOutput;
  * A segment field's graph as built, and its encoding in the {@code .gvd} file (see {@code
  * GpuVectorsFormat} for the layout): the fixed-degree adjacency ({@code n * degree} ordinals, row i
  * the out-neighbours of vector i, -1 padding only in segments of at most {@code degree} vectors), the
- * entry points, and the parameters the build used.
+ * entry points, and the parameters the build used. Its reader is {@link GraphField}: the same graph as
+ * read from the file.
  */
 public record GraphLayout(
     int degree, int buildDegree, int searchWidth, long seed, int[] adjacency, int[] seeds) {
@@ -48,7 +49,7 @@ public record GraphLayout(
     return new GraphLayout(degree, buildDegree, searchWidth, seed, mapped, mappedSeeds);
   }
 
-  /** Writes the graph: version, parameters, seeds, adjacency (int32 little-endian). */
+  /** Writes the graph: version, parameters, seeds, adjacency (int32 little-endian). Read back by {@link GraphField#read}. */
   public void writeTo(IndexOutput out) throws IOException {
     out.writeVInt(VERSION);
     out.writeVInt(degree);

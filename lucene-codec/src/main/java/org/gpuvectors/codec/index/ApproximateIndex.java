@@ -9,7 +9,8 @@ import org.apache.lucene.search.KnnCollector;
 
 /**
  * A segment field's approximate search structure as read from the {@code .gvd} file: IVF lists
- * ({@link org.gpuvectors.codec.ivf.IvfIndex}) or a graph ({@link org.gpuvectors.codec.graph.GraphField}).
+ * ({@link org.gpuvectors.codec.ivf.IvfIndex}) or a graph ({@link org.gpuvectors.codec.graph.GraphField}), held by
+ * the field's entry in the segment's reader (a flat field has none).
  * The GPU and the CPU search it with the same effort for the same query and k.
  */
 public interface ApproximateIndex {

@@ -6,7 +6,7 @@ import org.apache.lucene.store.IndexOutput;
 /**
  * A segment field's IVF structure as built at flush or merge, before it is written to the {@code
  * .gvd} file: {@code ivf_flat}'s lists ({@link IvfLayout}) or {@code ivf_pq}'s lists and codes
- * ({@link IvfPqLayout}). The writer handles both the same way.
+ * ({@link IvfPqLayout}). The writer handles both the same way. Read back, they are an {@link IvfIndex}.
  */
 public sealed interface BuiltIvf permits IvfLayout, IvfPqLayout {
 

@@ -10,7 +10,8 @@ import org.apache.lucene.store.IndexOutput;
  * A segment field's inverted lists as built: the coarse centroids, and the vector ordinals grouped
  * by list (list {@code l} holds {@code ords[offsets[l] .. offsets[l + 1])}, ascending within a list).
  * Also its encoding in the {@code .gvd} file (see {@code GpuVectorsFormat} for the layout): all of an
- * {@code ivf_flat} field's data, and the start of an {@code ivf_pq} field's ({@link IvfPqLayout}).
+ * {@code ivf_flat} field's data, and the start of an {@code ivf_pq} field's ({@link IvfPqLayout}). Its
+ * reader is {@link IvfField}: the same lists as read from the file.
  */
 public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuilder.Training training)
     implements BuiltIvf {
@@ -64,7 +65,7 @@ public record IvfLayout(float[][] centroids, int[] offsets, int[] ords, IvfBuild
 
   /**
    * Writes the lists: nlist, the training record, centroids (float32), offsets and ordinals (int32),
-   * all little-endian.
+   * all little-endian. Read back by {@link IvfField#readLists}.
    */
   @Override
   public void writeTo(IndexOutput out, int probes) throws IOException {

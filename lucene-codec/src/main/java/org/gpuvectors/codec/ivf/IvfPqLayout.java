@@ -7,7 +7,8 @@ import org.apache.lucene.store.IndexOutput;
  * A segment field's {@code ivf_pq} structure as built: the coarse lists, the product quantizer of
  * the residuals, and every vector's code ({@code m} bytes), held by ordinal here and written by
  * position in the lists (so a list's codes are read in one run). Also its encoding in the {@code
- * .gvd} file (see {@code GpuVectorsFormat} for the layout).
+ * .gvd} file (see {@code GpuVectorsFormat} for the layout). Its reader is {@link IvfPqField}: the same
+ * structure as read from the file.
  *
  * @param codes the code of ordinal {@code ord} at {@code [ord * pq.m(), (ord + 1) * pq.m())}
  */
@@ -32,7 +33,10 @@ public record IvfPqLayout(IvfLayout lists, ProductQuantizer pq, byte[] codes) im
     return new IvfPqLayout(lists.remap(oldToNew), pq, moved);
   }
 
-  /** Writes the lists (as {@code ivf_flat} does), the version, the quantizer, then the codes by position. */
+  /**
+   * Writes the lists (as {@code ivf_flat} does), the version, the quantizer, then the codes by position. Read back
+   * by {@link IvfPqField#read}.
+   */
   @Override
   public void writeTo(IndexOutput out, int probes) throws IOException {
     lists.writeTo(out, probes);
