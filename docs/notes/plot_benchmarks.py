@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots the benchmark results under docs/results/ into docs/*.png (matplotlib; Debian: python3-matplotlib).
+"""Plots the benchmark results under docs/notes/results/ (and docs/results/) into PNGs beside this file (matplotlib; Debian: python3-matplotlib).
 
     python3 docs/plot_benchmarks.py
 
@@ -46,10 +46,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 results = os.path.join(here, "results")
+# the runs that docs/RESULTS.md cites stay in docs/results/; the notebook's others moved here with it
+cited_results = os.path.join(here, os.pardir, "results")
+
+
+def result_path(*parts):
+    """The run or file under docs/notes/results/, else under docs/results/ (where RESULTS.md's runs are)."""
+    notes = os.path.join(results, *parts)
+    return notes if os.path.exists(notes) else os.path.join(cited_results, *parts)
 
 
 def rows(name):
-    with open(os.path.join(results, name)) as f:
+    with open(result_path(name)) as f:
         return list(csv.DictReader(f))
 
 
@@ -92,7 +100,7 @@ def kselect():
     copy = sorted(float(x["gbps"]) / float(x["fraction_of_copy_bw"]) for x in ours if float(x["fraction_of_copy_bw"]) > 0.1)
     copy = copy[len(copy) // 2]
     torch = {}
-    with open(os.path.join(results, "torch_peers.txt")) as f:
+    with open(result_path("torch_peers.txt")) as f:
         for line in f:
             m = re.match(r"^(\d+)x(\d+)\s+(\d+)\s+(\d+)\s+\(", line)
             if m:
@@ -123,11 +131,11 @@ FMNIST_RUN = "fmnist-2026-11-28-s22"
 def fashion_mnist():
     """The latest Fashion-MNIST run (FashionMnistBenchmark + torch_fmnist.py in one call), plus the exact-search
     kernels' FP32 / TF32-rerank rows of ExactSearchBench tf32 (the same data; kernel level, wall clock)."""
-    run = os.path.join(results, FMNIST_RUN)
+    run = result_path(FMNIST_RUN)
     if not os.path.exists(os.path.join(run, "fashion-mnist.csv")):
         return
     data = rows(f"{FMNIST_RUN}/fashion-mnist.csv") + rows(f"{FMNIST_RUN}/torch-fmnist.csv")
-    tf32 = os.path.join(results, "tf32", "exact_tf32.csv")
+    tf32 = result_path("tf32", "exact_tf32.csv")
     if os.path.exists(tf32):
         for r in rows("tf32/exact_tf32.csv"):
             if r.get("k") == "10":
@@ -169,7 +177,7 @@ def fashion_mnist():
 def concurrent_rows(name):
     """The `ivf_pq,...` rows of a ConcurrentSearchBenchmark log: (layout, filter, clients, q/s)."""
     out = []
-    with open(os.path.join(results, name)) as f:
+    with open(result_path(name)) as f:
         for line in f:
             fields = line.strip().split(",")
             if len(fields) > 6 and fields[0] == "ivf_pq":
@@ -179,7 +187,7 @@ def concurrent_rows(name):
 
 def es_concurrent(run, system, segments=None):
     """The `concurrent` points of one system in a bench_es.py run's es_bench.jsonl (one layout, when given)."""
-    with open(os.path.join(results, run, "es_bench.jsonl")) as f:
+    with open(result_path(run, "es_bench.jsonl")) as f:
         pts = [json.loads(line) for line in f if line.startswith("{")]
     return [p for p in pts if p.get("step") == "concurrent" and p.get("system") == system
             and (segments is None or p.get("segments") == segments)]
@@ -234,7 +242,7 @@ def half_scan():
     base = "half-scan-s23"
     ours = rows(base + "/small-first-run/exact_small.csv")
     torch = []
-    with open(os.path.join(results, base, "torch-peer-first-run.log")) as f:
+    with open(result_path(base, "torch-peer-first-run.log")) as f:
         for line in f:
             m = re.match(r"1000kx(\d+)\s+(\d+)\s+(\d+)\s+(fp32|tf32)\s+([\d.]+)\s+(\d+)", line)
             if m:
@@ -298,7 +306,7 @@ def log_rows(name, pattern, value):
     """The lines of a results log that start `NkxDIMS batch k label` and match `pattern` (those four its first groups):
     {(dims, batch, k, label): value(match)}."""
     out = {}
-    with open(os.path.join(results, name)) as f:
+    with open(result_path(name)) as f:
         for line in f:
             m = re.match(pattern, line)
             if m:
