@@ -560,7 +560,7 @@ def stats_delta(s0, s1):
                                         for k, v in b["searches"]["cpu_fallbacks_by_reason"].items()
                                         if v - a["searches"]["cpu_fallbacks_by_reason"].get(k, 0)}
         # segment searches answered by their query's pass (7 of 8 when every query over 8 segments is one pass) and
-        # those that missed it, per reason (older plugins: no reasons); docs/BENCHMARKS.md section 15b
+        # those that missed it, per reason (older plugins: no reasons); docs/notes/BENCHMARKS.md section 15b
         searches = b["searches"]["batches"]["searches"] - a["searches"]["batches"]["searches"]
         hits = b["searches"]["speculative_hits"] - a["searches"]["speculative_hits"]
         d["parked_share"] = round(hits / searches, 3) if searches else None

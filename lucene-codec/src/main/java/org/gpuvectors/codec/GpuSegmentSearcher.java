@@ -313,7 +313,7 @@ final class GpuSegmentSearcher {
   /**
    * Queries of one batch whose ivf_pq candidates are re-ranked on the common fork-join pool rather than
    * one after another: the re-rank reads each candidate's raw vector (random reads) and costs ~24 us a
-   * query for 40 candidates of 784 floats (H100 box, Fashion-MNIST: 240 ms of a 276 ms batch of 10k). A
+   * query for 40 candidates of 784 floats (Fashion-MNIST: 240 ms of a 276 ms batch of 10k). A
    * single search (Elasticsearch's path: one query per search thread) stays on its thread.
    */
   static final int PARALLEL_RERANK_QUERIES = 64;

@@ -43,7 +43,7 @@ import org.gpuvectors.codec.gpu.GpuSearchStats;
  * Many concurrent single-query knn searches through Lucene (the way Elasticsearch sends them: one
  * {@link KnnFloatVectorQuery} per request, leaves run on a 16-thread search executor), against an
  * index left at several segments and then force-merged to one: how batching and one GPU pass over
- * all segments turn concurrency into throughput. Not a test: a program for docs/BENCHMARKS.md.
+ * all segments turn concurrency into throughput. Not a test: a program for docs/notes/BENCHMARKS.md.
  *
  * <pre>
  * java ... [-Dgv.bench.clients=1,16,64,256] [-Dgv.bench.layouts=natural,natural-per-segment,merged]

@@ -41,7 +41,7 @@ import org.apache.lucene.util.VectorUtil;
  * several nprobe (GPU batches; CPU path at one), and Lucene's HNSW
  * (m = 16, beam width 100, as Elasticsearch's defaults) at several search widths on all cores.
  * Recall@10 against a brute-force ground truth; queries/s; build times. Not a test: a program
- * whose output goes into docs/BENCHMARKS.md and the recall-vs-queries/s plot.
+ * whose output goes into docs/notes/BENCHMARKS.md and the recall-vs-queries/s plot.
  *
  * <pre>
  * java ... org.gpuvectors.codec.FashionMnistBenchmark DATA_DIR OUT_DIR [TRAIN_LIMIT QUERY_LIMIT]

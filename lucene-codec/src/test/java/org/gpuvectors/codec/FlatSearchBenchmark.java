@@ -36,7 +36,7 @@ import org.apache.lucene.util.IOUtils;
 /**
  * Exact search of a {@code flat} field through the Lucene codec: the GPU path against the CPU path
  * on the same index, in the same run, with {@link KnnBatchSearcher}. Not a test: a program whose
- * output goes into docs/BENCHMARKS.md.
+ * output goes into docs/notes/BENCHMARKS.md.
  *
  * <pre>
  * java ... org.gpuvectors.codec.FlatSearchBenchmark N DIMS OUT_DIR [CPU_QUERIES]

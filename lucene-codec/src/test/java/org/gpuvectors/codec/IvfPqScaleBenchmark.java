@@ -60,7 +60,7 @@ import org.gpuvectors.cuda.SearchResult;
  * one {@code ivf_pq} segment built on the GPU, searched through {@link KnnBatchSearcher} at batch 10k and batch 1
  * for a sweep of {@code num_candidates}, against our exact GPU search ({@link GpuFlatIndex} on the same vectors,
  * timed the same way: wall clock of the call, transfers included) in the same run. Not a test: a program whose
- * output goes into docs/BENCHMARKS.md.
+ * output goes into docs/notes/BENCHMARKS.md.
  *
  * <pre>
  * java ... org.gpuvectors.codec.IvfPqScaleBenchmark N DIMS OUT_DIR

@@ -35,7 +35,7 @@ import org.gpuvectors.codec.graph.GraphField;
 /**
  * Recall of a {@code graph} field at an index's natural segments and after a force-merge, on the CPU, and of each
  * segment alone (its own top 10 by brute force, at k = 10, 30, 64, 100) with its size, origin and entry points: how
- * the recall loss at Elasticsearch's natural segments was found (docs/BENCHMARKS.md). Not a test: a program.
+ * the recall loss at Elasticsearch's natural segments was found (docs/notes/BENCHMARKS.md). Not a test: a program.
  *
  * <pre>
  * java ... org.gpuvectors.codec.NaturalSegmentsRecallProbe N THREADS RAM_MB CLUSTERS [es|uniform-centres] [SIZES]

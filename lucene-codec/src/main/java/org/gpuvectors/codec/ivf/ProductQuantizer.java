@@ -72,8 +72,7 @@ public final class ProductQuantizer {
    *
    * Why finer codes for short vectors: with sub-vectors of 8 dimensions, 1M x 128 clustered vectors
    * reached recall@10 0.93 through Elasticsearch at its defaults (num_candidates 100: 400 candidates
-   * re-ranked; docs/BENCHMARKS.md 9b), while codes of {@code dims / 4} bytes gave 0.9996 on 10M x 128
-   * with the same 400 (9c). The device keeps the raw vectors for the exact re-rank anyway (4 x dims
+   * re-ranked), while codes of {@code dims / 4} bytes gave 0.9996 on 10M x 128 with the same 400. The device keeps the raw vectors for the exact re-rank anyway (4 x dims
    * bytes a vector), so the finer codes cost 3 % more device memory at 128 dimensions; long vectors
    * (Fashion-MNIST's 784: 98 bytes, recall 0.995 at nprobe 12, 8a) keep the coarser codes, whose scan
    * reads half the bytes.
@@ -115,8 +114,8 @@ public final class ProductQuantizer {
    * <p>The {@code m} sub-quantizers are {@code m} independent k-means ({@link KMeans#train(float[][], int, int,
    * Metric, int, long, Assigner)} with a group per sub-space), which assign all their sub-vectors in one step an
    * iteration: on the GPU the residuals go up once and each iteration is one launch. One brute-force search per
-   * sub-quantizer and iteration made Fashion-MNIST's 98 sub-quantizers 1,470 GPU calls, 1.4-1.7 s of a 2.5 s build
-   * (BENCHMARKS 19f's log).
+   * sub-quantizer and iteration made Fashion-MNIST's 98 sub-quantizers 1,470 GPU calls, 1.4-1.7 s of a 2.5 s
+   * build.
    *
    * @param seed k-means of sub-quantizer {@code j} starts from {@code seed + j}
    */
@@ -167,10 +166,10 @@ public final class ProductQuantizer {
   /**
    * Candidates re-ranked exactly per result ({@link IvfPqField#rerankDepth}), from how coarse the codes are:
    * 4 at 2 code bits per dimension (the default codes up to {@value #FINE_CODES_MAX_DIMS} dimensions: recall@10
-   * 0.998 through Elasticsearch on 1M x 128 at num_candidates 100, docs/BENCHMARKS.md 12c), doubled for each
+   * 0.998 through Elasticsearch on 1M x 128 at num_candidates 100), doubled for each
    * halving of the bits per dimension, within [{@value #MIN_RERANK_FACTOR}, {@value #MAX_RERANK_FACTOR}]. Why:
-   * at 1 bit per dimension (768-d, 96-byte codes) 4 x k candidates gave recall@10 0.920 on 1M x 768 (12d) and
-   * 0.959-0.963 on 2M x 768, where 8 x k gave 0.993 (10e): the codes' ranking, not the lists probed, lost the
+   * at 1 bit per dimension (768-d, 96-byte codes) 4 x k candidates gave recall@10 0.920 on 1M x 768 and
+   * 0.959-0.963 on 2M x 768, where 8 x k gave 0.993: the codes' ranking, not the lists probed, lost the
    * neighbours, and the exact re-rank of a few hundred more rows is a small share of a search.
    */
   public int rerankFactor() {
@@ -206,7 +205,7 @@ public final class ProductQuantizer {
    * Encodes {@code count} residual rows: the code of row {@code i} goes to {@code codes[offset + i * m ..]}, byte
    * {@code j} the nearest codeword (squared L2) of sub-vector {@code j}. One {@link Assigner} step for the whole
    * block, all sub-quantizers at once (on the GPU one launch; 10M x 128 made 39k GPU calls when each sub-quantizer was
-   * its own, 18 s of its build one after another, BENCHMARKS 9c).
+   * its own, 18 s of its build one after another).
    */
   public void encode(float[][] residuals, int count, byte[] codes, int offset, Assigner assigner) throws IOException {
     if (count == 0) {
