@@ -8,7 +8,8 @@ import java.util.List;
  * The by-value kernel argument of the table launches ({@code gv_graph_search_table}, {@code
  * gv_fused_search_table_kK}, {@code gv_ivf_pq_query_tables_table}, {@code gv_ivf_pq_table_keys_table}): the entry
  * count, a pad int, then {@code capacity} encoded parameter blocks (unused ones zero), little-endian, as the CUDA
- * side's {@code {int entries; int pad; P entry[N];}} lays it out.
+ * side's {@code {int entries; int pad; P entry[N];}} lays it out. Entries come encoded, or as values that their
+ * {@link StructLayout} writes straight into the table.
  */
 public final class ParamTable {
   private ParamTable() {}
