@@ -1,19 +1,37 @@
 package org.gpuvectors.cuda;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 import jcuda.Pointer;
 
 /**
  * Parameters of the small-batch exact scan ({@code gv_flat_scan_*}, flat_scan.cu); mirrors {@code gv::FlatScanParams}
- * in common.cuh (96 bytes, little-endian; member by member checked by ParamLayoutTest), and plans its grid: blocks
- * of {@link #QUERIES_PER_BLOCK} queries by chunks of rows, about {@link #BLOCKS_PER_SM} blocks per multiprocessor.
- * Device addresses are longs.
+ * in common.cuh (96 bytes, little-endian; declared once in {@link #LAYOUT}, checked by ParamLayoutTest), and plans its
+ * grid: blocks of {@link #QUERIES_PER_BLOCK} queries by chunks of rows, about {@link #BLOCKS_PER_SM} blocks per
+ * multiprocessor. Device addresses are longs.
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class FlatScanParams {
-  static final int BYTES = 96;
+  /** The layout of {@code gv::FlatScanParams} (common.cuh): its members in its order, read from these fields. */
+  static final StructLayout<FlatScanParams> LAYOUT =
+      StructLayout.<FlatScanParams>struct("FlatScanParams")
+          .i64("vectors", p -> p.vectors)
+          .i64("norms", p -> p.norms)
+          .i64("queries", p -> p.queries)
+          .i64("acceptBits", p -> p.acceptBits)
+          .i64("outK", p -> p.outK)
+          .i64("outIdx", p -> p.outIdx)
+          .i64("n", p -> p.n)
+          .i64("acceptRowWords", p -> p.acceptRowWords)
+          .i64("outRowStride", p -> p.outRowStride)
+          .i32("dims", p -> p.dims)
+          .i32("numQueries", p -> p.numQueries)
+          .i32("k", p -> p.k)
+          .i32("chunks", p -> p.chunks)
+          .i32("chunkLen", p -> p.chunkLen)
+          .i32("metric", p -> p.metric)
+          .build();
+  static final int BYTES = LAYOUT.bytes();
   /** Queries a block scores (one warp queue each): flat_scan.cu's kFlatScanQueries. */
   static final int QUERIES_PER_BLOCK = 8;
   /** Threads of a block: flat_scan.cu's kFlatScanThreads. */
@@ -113,10 +131,6 @@ final class FlatScanParams {
   }
 
   byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(vectors).putLong(norms).putLong(queries).putLong(acceptBits).putLong(outK).putLong(outIdx);
-    b.putLong(n).putLong(acceptRowWords).putLong(outRowStride);
-    b.putInt(dims).putInt(numQueries).putInt(k).putInt(chunks).putInt(chunkLen).putInt(metric);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }

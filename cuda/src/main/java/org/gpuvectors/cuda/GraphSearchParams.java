@@ -1,13 +1,12 @@
 package org.gpuvectors.cuda;
 
 import org.gpuvectors.cuda.runtime.ParamTable;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 
 /**
  * Parameters of one graph-search launch ({@code gv_graph_search}, graph_search.cu); mirrors {@code
- * gv::GraphSearchParams} in common.cuh (120 bytes, little-endian; member by member checked by ParamLayoutTest).
- * Device addresses are longs; 0 = none for the optional accept mask.
+ * gv::GraphSearchParams} in common.cuh (120 bytes, little-endian; declared once in {@link #LAYOUT}, checked by
+ * ParamLayoutTest). Device addresses are longs; 0 = none for the optional accept mask.
  *
  * <p>Block q searches query q from the seeds and writes its k best (distance, ordinal) pairs at
  * {@code outK / outIdx + q * k}.
@@ -15,7 +14,33 @@ import java.nio.ByteOrder;
  * <p>Not thread-safe (a plain value object).
  */
 final class GraphSearchParams {
-  static final int BYTES = 120;
+  /** The layout of {@code gv::GraphSearchParams} (common.cuh): its members in its order, read from these fields. */
+  static final StructLayout<GraphSearchParams> LAYOUT =
+      StructLayout.<GraphSearchParams>struct("GraphSearchParams")
+          .i64("vectors", p -> p.vectors)
+          .i64("graph", p -> p.graph)
+          .i64("seeds", p -> p.seeds)
+          .i64("queries", p -> p.queries)
+          .i64("acceptBits", p -> p.acceptBits)
+          .i64("outK", p -> p.outK)
+          .i64("outIdx", p -> p.outIdx)
+          .i64("acceptRowWords", p -> p.acceptRowWords)
+          .i32("numQueries", p -> p.numQueries)
+          .i32("n", p -> p.n)
+          .i32("dims", p -> p.dims)
+          .i32("degree", p -> p.degree)
+          .i32("numSeeds", p -> p.numSeeds)
+          .i32("k", p -> p.k)
+          .i32("width", p -> p.width)
+          .i32("batch", p -> p.batch)
+          .i32("parents", p -> p.parents)
+          .i32("teamSize", p -> p.teamSize)
+          .i32("hashWords", p -> p.hashWords)
+          .i32("metric", p -> p.metric)
+          .i32("maxIterations", p -> p.maxIterations)
+          .pad32("pad")
+          .build();
+  static final int BYTES = LAYOUT.bytes();
   /** Entries of {@code gv::GraphSearchTable}, the parameter of {@code gv_graph_search_table} (common.cuh). */
   static final int TABLE_ENTRIES = 32;
   /** Bytes of {@code gv::GraphSearchTable}: the entry count, padding, then the entries. */
@@ -48,22 +73,13 @@ final class GraphSearchParams {
   /** 0 = squared L2, 1 = inner product (selected largest). */
   int metric;
   int maxIterations;
-  /** To the struct's 8-byte alignment (unused). */
-  int pad;
 
   byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(vectors).putLong(graph).putLong(seeds).putLong(queries).putLong(acceptBits).putLong(outK)
-        .putLong(outIdx).putLong(acceptRowWords);
-    b.putInt(numQueries).putInt(n).putInt(dims).putInt(degree).putInt(numSeeds).putInt(k).putInt(width).putInt(batch)
-        .putInt(parents).putInt(teamSize).putInt(hashWords).putInt(metric).putInt(maxIterations)
-        .putInt(pad);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 
   /** {@code gv::GraphSearchTable} holding {@code entries} (1..{@link #TABLE_ENTRIES}); unused slots zero. */
   static byte[] encodeTable(java.util.List<GraphSearchParams> entries) {
-    return ParamTable.encode("graph search", TABLE_ENTRIES, BYTES,
-        entries.stream().map(GraphSearchParams::encode).toList());
+    return ParamTable.encode("graph search", TABLE_ENTRIES, LAYOUT, entries);
   }
 }

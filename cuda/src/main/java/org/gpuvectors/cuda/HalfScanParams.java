@@ -1,19 +1,39 @@
 package org.gpuvectors.cuda;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 import jcuda.Pointer;
 
 /**
  * Parameters of the half-precision candidate scan ({@code gv_half_scan_k*}, flat_half_scan.cu); mirrors {@code
- * gv::HalfScanParams} in common.cuh (104 bytes, little-endian; member by member checked by ParamLayoutTest), and
- * plans its grid as {@link FlatScanParams} does: blocks of {@link #QUERIES_PER_BLOCK} queries by chunks of whole
- * tiles of rows. Device addresses are longs.
+ * gv::HalfScanParams} in common.cuh (104 bytes, little-endian; declared once in {@link #LAYOUT}, checked by
+ * ParamLayoutTest), and plans its grid as {@link FlatScanParams} does: blocks of {@link #QUERIES_PER_BLOCK} queries by
+ * chunks of whole tiles of rows. Device addresses are longs.
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class HalfScanParams {
-  static final int BYTES = 104;
+  /** The layout of {@code gv::HalfScanParams} (common.cuh): its members in its order, read from these fields. */
+  static final StructLayout<HalfScanParams> LAYOUT =
+      StructLayout.<HalfScanParams>struct("HalfScanParams")
+          .i64("vectors", p -> p.vectors)
+          .i64("norms", p -> p.norms)
+          .i64("queries", p -> p.queries)
+          .i64("acceptBits", p -> p.acceptBits)
+          .i64("outK", p -> p.outK)
+          .i64("outIdx", p -> p.outIdx)
+          .i64("n", p -> p.n)
+          .i64("acceptRowWords", p -> p.acceptRowWords)
+          .i64("outRowStride", p -> p.outRowStride)
+          .i32("dims", p -> p.dims)
+          .i32("dimsPad", p -> p.dimsPad)
+          .i32("numQueries", p -> p.numQueries)
+          .i32("k", p -> p.k)
+          .i32("chunks", p -> p.chunks)
+          .i32("chunkLen", p -> p.chunkLen)
+          .i32("metric", p -> p.metric)
+          .f32("vectorUnscale", p -> p.vectorUnscale)
+          .build();
+  static final int BYTES = LAYOUT.bytes();
   /** Queries a block scores (the n of an m16n8k16 mma; one warp queue each): kHalfScanQueries. */
   static final int QUERIES_PER_BLOCK = 8;
   /** Threads of a block: kHalfScanThreads. */
@@ -169,11 +189,6 @@ final class HalfScanParams {
   }
 
   byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(vectors).putLong(norms).putLong(queries).putLong(acceptBits).putLong(outK).putLong(outIdx);
-    b.putLong(n).putLong(acceptRowWords).putLong(outRowStride);
-    b.putInt(dims).putInt(dimsPad).putInt(numQueries).putInt(k).putInt(chunks).putInt(chunkLen).putInt(metric)
-        .putFloat(vectorUnscale);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }

@@ -1,13 +1,12 @@
 package org.gpuvectors.cuda;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 
 /**
  * Parameters of the grouped IVF-Flat scan's kernels ({@code gv_ivf_group_count}, {@code _offsets},
  * {@code _scatter}, {@code gv_ivf_grouped_scan_kK}; ivf_grouped.cu), passed next to the search's
  * {@link IvfScanParams}; mirrors {@code gv::IvfGroupParams} in common.cuh (48 bytes, little-endian;
- * member by member checked by ParamLayoutTest, as are the constants below).
+ * declared once in {@link #LAYOUT}, checked by ParamLayoutTest, as are the constants below).
  *
  * <p>The (query, probe) pairs of a search, pair id {@code query * nprobe + probe}, counting-sorted by
  * list: {@code counts} (nlist, zeroed by the host), {@code ranks} and {@code pairs} (numQueries *
@@ -16,7 +15,18 @@ import java.nio.ByteOrder;
  * <p>Not thread-safe (a plain value object).
  */
 final class IvfGroupParams {
-  static final int BYTES = 48;
+  /** The layout of {@code gv::IvfGroupParams} (common.cuh): its members in its order, read from these fields. */
+  static final StructLayout<IvfGroupParams> LAYOUT =
+      StructLayout.<IvfGroupParams>struct("IvfGroupParams")
+          .i64("counts", p -> p.counts)
+          .i64("ranks", p -> p.ranks)
+          .i64("pairs", p -> p.pairs)
+          .i64("pairOffsets", p -> p.pairOffsets)
+          .i64("tileOffsets", p -> p.tileOffsets)
+          .i32("numQueries", p -> p.numQueries)
+          .i32("nlist", p -> p.nlist)
+          .build();
+  static final int BYTES = LAYOUT.bytes();
   /** Pairs of one list per block of the grouped scan ({@code kIvfTileQueries}). */
   static final int TILE_QUERIES = 32;
   /** Threads per block of the grouped scan ({@code kIvfGroupedThreads}). */
@@ -33,9 +43,6 @@ final class IvfGroupParams {
   int nlist;
 
   byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(counts).putLong(ranks).putLong(pairs).putLong(pairOffsets).putLong(tileOffsets);
-    b.putInt(numQueries).putInt(nlist);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }

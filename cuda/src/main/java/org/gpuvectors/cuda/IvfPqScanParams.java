@@ -1,20 +1,46 @@
 package org.gpuvectors.cuda;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 
 /**
  * Parameters of the IVF-PQ kernels: the full-table list scan ({@code gv_ivf_pq_scan_kK}, ivf_pq.cu) and the
  * precomputed-table kernels ({@code gv_ivf_pq_code_terms}, {@code gv_ivf_pq_query_tables}, {@code
  * gv_ivf_pq_table_scan_kK}, {@code gv_ivf_pq_table_keys}, ivf_pq_tables.cu); mirrors {@code gv::IvfPqScanParams} in
- * common.cuh (152 bytes, little-endian; member by member checked by ParamLayoutTest). Device addresses are longs;
- * 0 = none for the optional accept mask, for {@code codeTerms} (inner product) and, in the full-table scan, for
- * {@code tables} (then the lookup table is in shared memory).
+ * common.cuh (152 bytes, little-endian; declared once in {@link #LAYOUT}, checked by ParamLayoutTest). Device addresses
+ * are longs; 0 = none for the optional accept mask, for {@code codeTerms} (inner product) and, in the full-table scan,
+ * for {@code tables} (then the lookup table is in shared memory).
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class IvfPqScanParams {
-  static final int BYTES = 152;
+  /** The layout of {@code gv::IvfPqScanParams} (common.cuh): its members in its order, read from these fields. */
+  static final StructLayout<IvfPqScanParams> LAYOUT =
+      StructLayout.<IvfPqScanParams>struct("IvfPqScanParams")
+          .i64("codes", p -> p.codes)
+          .i64("ords", p -> p.ords)
+          .i64("listOffsets", p -> p.listOffsets)
+          .i64("queries", p -> p.queries)
+          .i64("centroids", p -> p.centroids)
+          .i64("codebooks", p -> p.codebooks)
+          .i64("probes", p -> p.probes)
+          .i64("acceptBits", p -> p.acceptBits)
+          .i64("tables", p -> p.tables)
+          .i64("codeTerms", p -> p.codeTerms)
+          .i64("outK", p -> p.outK)
+          .i64("outIdx", p -> p.outIdx)
+          .i64("acceptRowWords", p -> p.acceptRowWords)
+          .i64("outRowStride", p -> p.outRowStride)
+          .i64("rowLengths", p -> p.rowLengths)
+          .i32("dims", p -> p.dims)
+          .i32("k", p -> p.k)
+          .i32("nprobe", p -> p.nprobe)
+          .i32("metric", p -> p.metric)
+          .i32("m", p -> p.m)
+          .i32("bits", p -> p.bits)
+          .i32("probesPerBlock", p -> p.probesPerBlock)
+          .i32("numQueries", p -> p.numQueries)
+          .build();
+  static final int BYTES = LAYOUT.bytes();
 
   long codes;
   long ords;
@@ -45,12 +71,6 @@ final class IvfPqScanParams {
   int numQueries;
 
   byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(codes).putLong(ords).putLong(listOffsets).putLong(queries).putLong(centroids).putLong(codebooks)
-        .putLong(probes).putLong(acceptBits).putLong(tables).putLong(codeTerms).putLong(outK).putLong(outIdx)
-        .putLong(acceptRowWords).putLong(outRowStride).putLong(rowLengths);
-    b.putInt(dims).putInt(k).putInt(nprobe).putInt(metric).putInt(m).putInt(bits).putInt(probesPerBlock)
-        .putInt(numQueries);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }

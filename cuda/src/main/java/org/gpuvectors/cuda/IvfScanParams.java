@@ -1,7 +1,6 @@
 package org.gpuvectors.cuda;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 
 /**
  * Parameters of one IVF-Flat list-scan launch ({@code gv_ivf_flat_scan_kK}); mirrors {@code
@@ -14,7 +13,25 @@ import java.nio.ByteOrder;
  * <p>Not thread-safe (a plain value object).
  */
 final class IvfScanParams {
-  static final int BYTES = 96;
+  /** The layout of {@code gv::IvfScanParams} (common.cuh): its members in its order, read from these fields. */
+  static final StructLayout<IvfScanParams> LAYOUT =
+      StructLayout.<IvfScanParams>struct("IvfScanParams")
+          .i64("vectors", p -> p.vectors)
+          .i64("ords", p -> p.ords)
+          .i64("listOffsets", p -> p.listOffsets)
+          .i64("queries", p -> p.queries)
+          .i64("probes", p -> p.probes)
+          .i64("acceptBits", p -> p.acceptBits)
+          .i64("outK", p -> p.outK)
+          .i64("outIdx", p -> p.outIdx)
+          .i64("acceptRowWords", p -> p.acceptRowWords)
+          .i64("outRowStride", p -> p.outRowStride)
+          .i32("dims", p -> p.dims)
+          .i32("k", p -> p.k)
+          .i32("nprobe", p -> p.nprobe)
+          .i32("metric", p -> p.metric)
+          .build();
+  static final int BYTES = LAYOUT.bytes();
 
   long vectors;
   long ords;
@@ -33,10 +50,6 @@ final class IvfScanParams {
   int metric;
 
   byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(vectors).putLong(ords).putLong(listOffsets).putLong(queries).putLong(probes).putLong(acceptBits)
-        .putLong(outK).putLong(outIdx).putLong(acceptRowWords).putLong(outRowStride);
-    b.putInt(dims).putInt(k).putInt(nprobe).putInt(metric);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }

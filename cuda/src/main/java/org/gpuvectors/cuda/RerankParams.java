@@ -1,18 +1,41 @@
 package org.gpuvectors.cuda;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 import jcuda.Pointer;
 
 /**
  * Parameters of the TF32 candidate pass's exact re-rank ({@code gv_rerank_exact}, {@code gv_rerank_stats}); mirrors
- * {@code gv::RerankParams} in common.cuh (120 bytes, little-endian; member by member checked by ParamLayoutTest).
- * Device addresses are longs. Keys: smaller = better (squared L2, or -x.q for inner product and cosine).
+ * {@code gv::RerankParams} in common.cuh (120 bytes, little-endian; declared once in {@link #LAYOUT}, checked by
+ * ParamLayoutTest). Device addresses are longs. Keys: smaller = better (squared L2, or -x.q for inner product and
+ * cosine).
  *
  * <p>Not thread-safe (a plain value object).
  */
 final class RerankParams {
-  static final int BYTES = 120;
+  /** The layout of {@code gv::RerankParams} (common.cuh): its members in its order, read from these fields. */
+  static final StructLayout<RerankParams> LAYOUT =
+      StructLayout.<RerankParams>struct("RerankParams")
+          .i64("vectors", p -> p.vectors)
+          .i64("queries", p -> p.queries)
+          .i64("candIdx", p -> p.candIdx)
+          .i64("candKeys", p -> p.candKeys)
+          .i64("exactKeys", p -> p.exactKeys)
+          .i64("stats", p -> p.stats)
+          .i64("outK", p -> p.outK)
+          .i64("outIdx", p -> p.outIdx)
+          .i64("rowsDone", p -> p.rowsDone)
+          .i64("chunkKeys", p -> p.chunkKeys)
+          .i64("chunkRowStride", p -> p.chunkRowStride)
+          .i32("dims", p -> p.dims)
+          .i32("numQueries", p -> p.numQueries)
+          .i32("candidates", p -> p.candidates)
+          .i32("k", p -> p.k)
+          .i32("metric", p -> p.metric)
+          .f32("outScale", p -> p.outScale)
+          .i32("chunkK", p -> p.chunkK)
+          .i32("chunks", p -> p.chunks)
+          .build();
+  static final int BYTES = LAYOUT.bytes();
 
   long vectors;
   long queries;
@@ -98,11 +121,6 @@ final class RerankParams {
   }
 
   byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(vectors).putLong(queries).putLong(candIdx).putLong(candKeys).putLong(exactKeys).putLong(stats)
-        .putLong(outK).putLong(outIdx).putLong(rowsDone).putLong(chunkKeys).putLong(chunkRowStride);
-    b.putInt(dims).putInt(numQueries).putInt(candidates).putInt(k).putInt(metric).putFloat(outScale).putInt(chunkK)
-        .putInt(chunks);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }

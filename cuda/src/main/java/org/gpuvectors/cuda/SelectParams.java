@@ -1,8 +1,7 @@
 package org.gpuvectors.cuda;
 
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 
 /**
  * Parameters of one k-selection launch over the rows of a row-major float matrix in device memory
@@ -17,7 +16,31 @@ import java.nio.ByteOrder;
  * <p>Not thread-safe (a plain value object).
  */
 public final class SelectParams {
-  static final int BYTES = 128;
+  /** The layout of {@code gv::SelectParams} (common.cuh): its members in its order, read from these fields. */
+  static final StructLayout<SelectParams> LAYOUT =
+      StructLayout.<SelectParams>struct("SelectParams")
+          .i64("in", p -> p.in)
+          .i64("inIdx", p -> p.inIdx)
+          .i64("colNorms", p -> p.colNorms)
+          .i64("rowNorms", p -> p.rowNorms)
+          .i64("acceptBits", p -> p.acceptBits)
+          .i64("outK", p -> p.outK)
+          .i64("outIdx", p -> p.outIdx)
+          .i64("rowLens", p -> p.rowLens)
+          .i64("inRowStride", p -> p.inRowStride)
+          .i64("idxOffset", p -> p.idxOffset)
+          .i64("outRowStride", p -> p.outRowStride)
+          .i64("acceptRowWords", p -> p.acceptRowWords)
+          .i32("rows", p -> p.rows)
+          .i32("len", p -> p.len)
+          .i32("k", p -> p.k)
+          .i32("chunksPerRow", p -> p.chunksPerRow)
+          .i32("chunkLen", p -> p.chunkLen)
+          .f32("inScale", p -> p.inScale)
+          .f32("outScale", p -> p.outScale)
+          .i32("clampZero", p -> p.clampZero ? 1 : 0)
+          .build();
+  static final int BYTES = LAYOUT.bytes();
 
   long in;
   long inIdx;
@@ -178,12 +201,6 @@ public final class SelectParams {
   }
 
   byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(in).putLong(inIdx).putLong(colNorms).putLong(rowNorms).putLong(acceptBits).putLong(outK).putLong(outIdx)
-        .putLong(rowLens);
-    b.putLong(inRowStride).putLong(idxOffset).putLong(outRowStride).putLong(acceptRowWords);
-    b.putInt(rows).putInt(len).putInt(k).putInt(chunksPerRow).putInt(chunkLen);
-    b.putFloat(inScale).putFloat(outScale).putInt(clampZero ? 1 : 0);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }

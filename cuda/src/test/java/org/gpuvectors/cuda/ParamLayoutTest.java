@@ -7,6 +7,8 @@ import org.gpuvectors.cuda.build.NeighbourGapParams;
 import org.gpuvectors.cuda.build.GraphPruneParams;
 import org.gpuvectors.cuda.build.ReverseLinksParams;
 import org.gpuvectors.cuda.runtime.ParamTable;
+import org.gpuvectors.cuda.runtime.StructLayout;
+import org.gpuvectors.cuda.runtime.StructLayout.Member;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -18,75 +20,98 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The Java encodings of {@link SelectParams}, {@link IvfScanParams}, {@link IvfGroupParams},
- * {@link IvfPqScanParams}, {@link RerankParams}, {@link FlatScanParams}, {@link HalfScanParams}, {@link GraphSearchParams}, {@link GraphPruneParams}, {@link FarthestStepParams}, {@link NeighbourGapParams}, {@link ReverseLinksParams}, {@link CodebookAssignParams} and {@link CentroidMeansParams} against the CUDA structs they mirror, read from {@code common.cuh} itself: every
- * struct member has a Java field of the same name, and a value set in that field lands at the member's
- * offset (natural alignment, as nvcc lays it out) with its size. Adding a member on one side only, or
- * reordering, fails here and not on a GPU. Likewise the grouped scan's launch constants.
+ * Each parameter class's declared {@link StructLayout} against the CUDA struct it mirrors, read from {@code
+ * common.cuh} itself ({@link CommonCuhStructs}): the same members by name, in order, with their types, offsets and the
+ * struct's size; and its {@code encode()} puts each same-named field at its member's offset. Adding a member on one
+ * side only, or reordering, fails here and not on a GPU. Likewise the table launches' and kernels' constants.
  */
 class ParamLayoutTest {
 
-  private record Member(String name, int size, int offset) {}
-
-  private static final Pattern MEMBER =
-      Pattern.compile("^\\s*(?:const\\s+)?([A-Za-z_][A-Za-z0-9_ ]*?)\\s*(\\*?)\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*;");
-
-  private static String header() throws IOException {
-    return Files.readString(Path.of("src/main/cuda/common.cuh"));
-  }
-
-  private static List<Member> struct(String name) throws IOException {
-    String header = header();
-    int start = header.indexOf("struct " + name + " {");
-    assertTrue(start >= 0, "struct " + name + " in common.cuh");
-    int end = header.indexOf("};", start);
-    List<Member> members = new ArrayList<>();
-    int offset = 0;
-    for (String line : header.substring(header.indexOf('{', start) + 1, end).split("\n")) {
-      Matcher m = MEMBER.matcher(line);
-      if (m.find() == false) {
-        continue;
-      }
-      String type = m.group(1).trim();
-      int size = m.group(2).isEmpty() == false || type.equals("long long") ? 8 : 4;
-      assertTrue(size == 8 || type.equals("int") || type.equals("float"), "known type: " + line);
-      offset = (offset + size - 1) / size * size;
-      members.add(new Member(m.group(3), size, offset));
-      offset += size;
+  /** A parameter class: its declared layout, its {@code BYTES}, a new instance, its {@code encode()}. */
+  private record Params<T>(StructLayout<T> layout, int bytes, Supplier<T> create, Function<T, byte[]> encode) {
+    @Override
+    public String toString() {
+      return layout.name();
     }
-    return members;
   }
 
-  @Test
-  void selectParamsMatchesCommonCuh() throws Exception {
-    SelectParams params = new SelectParams();
-    assertEncodes("SelectParams", params, params::encode, SelectParams.BYTES);
+  static Stream<Params<?>> params() {
+    return Stream.of(
+        new Params<>(SelectParams.LAYOUT, SelectParams.BYTES, SelectParams::new, SelectParams::encode),
+        new Params<>(IvfScanParams.LAYOUT, IvfScanParams.BYTES, IvfScanParams::new, IvfScanParams::encode),
+        new Params<>(IvfGroupParams.LAYOUT, IvfGroupParams.BYTES, IvfGroupParams::new, IvfGroupParams::encode),
+        new Params<>(IvfPqScanParams.LAYOUT, IvfPqScanParams.BYTES, IvfPqScanParams::new, IvfPqScanParams::encode),
+        new Params<>(RerankParams.LAYOUT, RerankParams.BYTES, RerankParams::new, RerankParams::encode),
+        new Params<>(FlatScanParams.LAYOUT, FlatScanParams.BYTES, FlatScanParams::new, FlatScanParams::encode),
+        new Params<>(HalfScanParams.LAYOUT, HalfScanParams.BYTES, HalfScanParams::new, HalfScanParams::encode),
+        new Params<>(GraphSearchParams.LAYOUT, GraphSearchParams.BYTES, GraphSearchParams::new,
+            GraphSearchParams::encode),
+        new Params<>(GraphPruneParams.LAYOUT, GraphPruneParams.BYTES, GraphPruneParams::new, GraphPruneParams::encode),
+        new Params<>(FarthestStepParams.LAYOUT, FarthestStepParams.BYTES, FarthestStepParams::new,
+            FarthestStepParams::encode),
+        new Params<>(NeighbourGapParams.LAYOUT, NeighbourGapParams.BYTES, NeighbourGapParams::new,
+            NeighbourGapParams::encode),
+        new Params<>(ReverseLinksParams.LAYOUT, ReverseLinksParams.BYTES, ReverseLinksParams::new,
+            ReverseLinksParams::encode),
+        new Params<>(CodebookAssignParams.LAYOUT, CodebookAssignParams.BYTES, CodebookAssignParams::new,
+            CodebookAssignParams::encode),
+        new Params<>(CentroidMeansParams.LAYOUT, CentroidMeansParams.BYTES, CentroidMeansParams::new,
+            CentroidMeansParams::encode));
   }
 
-  @Test
-  void ivfScanParamsMatchesCommonCuh() throws Exception {
-    IvfScanParams params = new IvfScanParams();
-    assertEncodes("IvfScanParams", params, params::encode, IvfScanParams.BYTES);
+  /** The declared members are the struct's: same names, order, types and offsets; the same size; BYTES that size. */
+  @ParameterizedTest
+  @MethodSource("params")
+  void layoutIsTheStructInCommonCuh(Params<?> p) throws IOException {
+    String struct = p.layout().name();
+    assertEquals(describe(CommonCuhStructs.members(struct)), describe(p.layout().members()), struct);
+    assertEquals(CommonCuhStructs.sizeof(struct), p.layout().bytes(), struct + ": sizeof");
+    assertEquals(p.layout().bytes(), p.bytes(), struct + ": BYTES");
   }
 
-  @Test
-  void ivfPqScanParamsMatchesCommonCuh() throws Exception {
-    IvfPqScanParams params = new IvfPqScanParams();
-    assertEncodes("IvfPqScanParams", params, params::encode, IvfPqScanParams.BYTES);
+  /**
+   * {@code encode()} writes each member's same-named Java field (every field distinct) at the member's offset, with
+   * the member's type, and nothing else (pads zero): an accessor that reads the wrong field fails here.
+   */
+  @ParameterizedTest
+  @MethodSource("params")
+  void encodePutsEachFieldAtItsMembersOffset(Params<?> p) throws Exception {
+    assertEncodesFields(p);
   }
 
-  @Test
-  void ivfGroupParamsMatchesCommonCuh() throws Exception {
-    IvfGroupParams params = new IvfGroupParams();
-    assertEncodes("IvfGroupParams", params, params::encode, IvfGroupParams.BYTES);
+  private static <T> void assertEncodesFields(Params<T> p) throws Exception {
+    String struct = p.layout().name();
+    T params = DistinctFields.fill(p.create().get());
+    ByteBuffer expected = ByteBuffer.allocate(CommonCuhStructs.sizeof(struct)).order(ByteOrder.LITTLE_ENDIAN);
+    for (Member m : CommonCuhStructs.members(struct)) {
+      if (m.name().equals("pad")) {
+        continue; // alignment filler: zero, no Java field
+      }
+      Field field = params.getClass().getDeclaredField(m.name());
+      field.setAccessible(true); // the build steps' parameter classes live in another package
+      Object value = field.get(params);
+      switch (m.type()) {
+        case I64 -> expected.putLong(m.offset(), (Long) value);
+        case I32 -> expected.putInt(m.offset(), value instanceof Boolean b ? (b ? 1 : 0) : (Integer) value);
+        case F32 -> expected.putFloat(m.offset(), (Float) value);
+      }
+    }
+    assertArrayEquals(expected.array(), p.encode().apply(params), struct);
+  }
+
+  private static List<String> describe(List<Member> members) {
+    return members.stream().map(m -> m.name() + " " + m.type() + " @" + m.offset()).toList();
   }
 
   @Test
@@ -144,7 +169,7 @@ class ParamLayoutTest {
     assertEquals(GpuFlatIndex.TABLE_ENTRIES, constant(kernels, "kFusedTableEntries"));
     assertTrue(kernels.contains("static_assert(sizeof(FusedTable) == 8 + kFusedTableEntries * sizeof(FusedParams),"),
         "size asserted");
-    assertTrue(header().contains("static_assert(sizeof(FusedParams) == " + GpuFlatIndex.FUSED_PARAMS_BYTES + ","),
+    assertTrue(CommonCuhStructs.source().contains("static_assert(sizeof(FusedParams) == " + GpuFlatIndex.FUSED_PARAMS_BYTES + ","),
         "FusedParams' size");
     assertTrue(8 + GpuFlatIndex.TABLE_ENTRIES * GpuFlatIndex.FUSED_PARAMS_BYTES <= 4096, "within a launch's 4 KB");
     for (int bucket = 32; bucket <= 2048; bucket <<= 1) {
@@ -187,15 +212,9 @@ class ParamLayoutTest {
 
   /** The value of {@code constexpr int name = value;} in common.cuh. */
   private static int constant(String name) throws IOException {
-    Matcher m = Pattern.compile("constexpr int " + name + " = (\\d+);").matcher(header());
+    Matcher m = Pattern.compile("constexpr int " + name + " = (\\d+);").matcher(CommonCuhStructs.source());
     assertTrue(m.find(), name + " in common.cuh");
     return Integer.parseInt(m.group(1));
-  }
-
-  @Test
-  void graphSearchParamsMatchesCommonCuh() throws Exception {
-    GraphSearchParams params = new GraphSearchParams();
-    assertEncodes("GraphSearchParams", params, params::encode, GraphSearchParams.BYTES);
   }
 
   /** The most parents a {@link GraphConfig} accepts: what graph_search.cu's kernel holds. */
@@ -208,8 +227,8 @@ class ParamLayoutTest {
   @Test
   void graphSearchTableMatchesCommonCuh() throws Exception {
     assertEquals(GraphSearchParams.TABLE_ENTRIES, constant("kGraphTableEntries"));
-    List<Member> members = struct("GraphSearchTable");
-    assertEquals(List.of("entries", "pad"), members.stream().map(Member::name).toList(),
+    assertEquals(List.of("entries", "pad"),
+        CommonCuhStructs.members("GraphSearchTable").stream().map(Member::name).toList(),
         "the table's header; the entries follow at byte 8");
     // each entry encodes as the kernel reads it: entry e at 8 + e * GraphSearchParams.BYTES
     GraphSearchParams first = new GraphSearchParams();
@@ -228,54 +247,12 @@ class ParamLayoutTest {
     assertThrows(IllegalArgumentException.class, () -> GraphSearchParams.encodeTable(List.of()));
   }
 
-  @Test
-  void graphPruneParamsMatchesCommonCuh() throws Exception {
-    GraphPruneParams params = new GraphPruneParams();
-    assertEncodes("GraphPruneParams", params, params::encode, GraphPruneParams.BYTES);
-  }
-
-  @Test
-  void farthestStepParamsMatchesCommonCuh() throws Exception {
-    FarthestStepParams params = new FarthestStepParams();
-    assertEncodes("FarthestStepParams", params, params::encode, FarthestStepParams.BYTES);
-  }
-
-  @Test
-  void neighbourGapParamsMatchesCommonCuh() throws Exception {
-    NeighbourGapParams params = new NeighbourGapParams();
-    assertEncodes("NeighbourGapParams", params, params::encode, NeighbourGapParams.BYTES);
-  }
-
-  @Test
-  void reverseLinksParamsMatchesCommonCuh() throws Exception {
-    ReverseLinksParams params = new ReverseLinksParams();
-    assertEncodes("ReverseLinksParams", params, params::encode, ReverseLinksParams.BYTES);
-  }
-
-  @Test
-  void codebookAssignParamsMatchesCommonCuh() throws Exception {
-    CodebookAssignParams params = new CodebookAssignParams();
-    assertEncodes("CodebookAssignParams", params, params::encode, CodebookAssignParams.BYTES);
-  }
-
-  @Test
-  void centroidMeansParamsMatchesCommonCuh() throws Exception {
-    CentroidMeansParams params = new CentroidMeansParams();
-    assertEncodes("CentroidMeansParams", params, params::encode, CentroidMeansParams.BYTES);
-  }
-
   /** The k-means kernels' block sizes against kmeans.cu. */
   @Test
   void kmeansConstantsMatchKernels() throws IOException {
     String kernels = Files.readString(Path.of("src/main/cuda/kmeans.cu"));
     assertEquals(CodebookAssignParams.THREADS, constant(kernels, "kAssignThreads"));
     assertEquals(CentroidMeansParams.THREADS, constant(kernels, "kMeansThreads"));
-  }
-
-  @Test
-  void flatScanParamsMatchesCommonCuh() throws Exception {
-    FlatScanParams params = new FlatScanParams();
-    assertEncodes("FlatScanParams", params, params::encode, FlatScanParams.BYTES);
   }
 
   /** The small-batch flat scan's launch constants and table against flat_scan.cu, its shared memory within an A100's. */
@@ -295,12 +272,6 @@ class ParamLayoutTest {
     FlatScanParams widest = new FlatScanParams();
     widest.dims = FlatScanParams.MAX_DIMS;
     assertTrue(widest.sharedBytes() <= 163 << 10, "the widest scan's shared memory fits an A100 block (163 KB opt-in)");
-  }
-
-  @Test
-  void halfScanParamsMatchesCommonCuh() throws Exception {
-    HalfScanParams params = new HalfScanParams();
-    assertEncodes("HalfScanParams", params, params::encode, HalfScanParams.BYTES);
   }
 
   /** The half scan's launch constants against flat_half_scan.cu; its shared memory at the widest dims. */
@@ -344,56 +315,5 @@ class ParamLayoutTest {
     assertEquals(1f, HalfScanParams.halfScale(0f));
     assertEquals(1f, HalfScanParams.halfScale(Float.POSITIVE_INFINITY));
     assertEquals(1f, HalfScanParams.halfScale(Float.NaN));
-  }
-
-  @Test
-  void rerankParamsMatchesCommonCuh() throws Exception {
-    RerankParams params = new RerankParams();
-    assertEncodes("RerankParams", params, params::encode, RerankParams.BYTES);
-  }
-
-  /**
-   * Sets a distinct marker in the Java field of each member of {@code struct}, encodes {@code params}
-   * and finds each marker at its member's offset; the encoding is exactly the struct's size.
-   */
-  private static void assertEncodes(String struct, Object params, Supplier<byte[]> encode, int bytes)
-      throws Exception {
-    List<Member> members = struct(struct);
-    int expectedBytes = 0;
-    for (int i = 0; i < members.size(); i++) {
-      Member member = members.get(i);
-      Field field = params.getClass().getDeclaredField(member.name());
-      field.setAccessible(true); // the build steps' parameter classes live in another package
-      long marker = 1000 + i;
-      if (field.getType() == long.class) {
-        field.setLong(params, marker);
-      } else if (field.getType() == int.class) {
-        field.setInt(params, (int) marker);
-      } else if (field.getType() == float.class) {
-        field.setFloat(params, marker);
-      } else if (field.getType() == boolean.class) {
-        field.setBoolean(params, true);
-      }
-      expectedBytes = Math.max(expectedBytes, member.offset() + member.size());
-    }
-    ByteBuffer b = ByteBuffer.wrap(encode.get()).order(ByteOrder.LITTLE_ENDIAN);
-    assertEquals(expectedBytes, b.capacity(), struct + ": encoded size = the struct's size");
-    assertEquals(bytes, b.capacity(), struct + ": BYTES");
-    for (int i = 0; i < members.size(); i++) {
-      Member member = members.get(i);
-      Field field = params.getClass().getDeclaredField(member.name());
-      field.setAccessible(true); // the build steps' parameter classes live in another package
-      long marker = 1000 + i;
-      String what = struct + "." + member.name();
-      if (field.getType() == long.class) {
-        assertEquals(marker, b.getLong(member.offset()), what);
-      } else if (field.getType() == int.class) {
-        assertEquals((int) marker, b.getInt(member.offset()), what);
-      } else if (field.getType() == float.class) {
-        assertEquals((float) marker, b.getFloat(member.offset()), what);
-      } else {
-        assertEquals(1, b.getInt(member.offset()), what + " (boolean as int 1)");
-      }
-    }
   }
 }

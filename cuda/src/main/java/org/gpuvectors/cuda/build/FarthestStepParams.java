@@ -1,16 +1,33 @@
 package org.gpuvectors.cuda.build;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 
 /**
  * Parameters of {@code gv_farthest_step}; mirrors {@code gv::FarthestStepParams} in common.cuh (88 bytes,
- * little-endian; member by member checked by ParamLayoutTest). Device addresses are longs.
+ * little-endian; declared once in {@link #LAYOUT}, checked by ParamLayoutTest). Device addresses are longs.
  *
  * <p>Not thread-safe (a plain value object).
  */
 public final class FarthestStepParams {
-  public static final int BYTES = 88;
+  /** The layout of {@code gv::FarthestStepParams} (common.cuh): its members in its order, read from these fields. */
+  public static final StructLayout<FarthestStepParams> LAYOUT =
+      StructLayout.<FarthestStepParams>struct("FarthestStepParams")
+          .i64("points", p -> p.points)
+          .i64("sample", p -> p.sample)
+          .i64("nearest", p -> p.nearest)
+          .i64("scale", p -> p.scale)
+          .i64("state", p -> p.state)
+          .i64("blockKeys", p -> p.blockKeys)
+          .i64("blockPositions", p -> p.blockPositions)
+          .i64("count", p -> p.count)
+          .i32("dims", p -> p.dims)
+          .i32("metric", p -> p.metric)
+          .i32("seedCount", p -> p.seedCount)
+          .i32("limit", p -> p.limit)
+          .f32("uncovered", p -> p.uncovered)
+          .pad32("pad")
+          .build();
+  public static final int BYTES = LAYOUT.bytes();
 
   long points;
   long sample;
@@ -25,13 +42,8 @@ public final class FarthestStepParams {
   int seedCount;
   int limit;
   float uncovered;
-  /** The struct's tail to its 8-byte alignment (zero). */
-  int pad;
 
   public byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(points).putLong(sample).putLong(nearest).putLong(scale).putLong(state).putLong(blockKeys)
-        .putLong(blockPositions).putLong(count).putInt(dims).putInt(metric).putInt(seedCount).putInt(limit).putFloat(uncovered).putInt(pad);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }

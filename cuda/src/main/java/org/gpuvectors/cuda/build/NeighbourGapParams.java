@@ -1,16 +1,28 @@
 package org.gpuvectors.cuda.build;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import org.gpuvectors.cuda.runtime.StructLayout;
 
 /**
  * Parameters of {@code gv_neighbour_gaps}; mirrors {@code gv::NeighbourGapParams} in common.cuh (56 bytes,
- * little-endian; member by member checked by ParamLayoutTest). Device addresses are longs.
+ * little-endian; declared once in {@link #LAYOUT}, checked by ParamLayoutTest). Device addresses are longs.
  *
  * <p>Not thread-safe (a plain value object).
  */
 public final class NeighbourGapParams {
-  public static final int BYTES = 56;
+  /** The layout of {@code gv::NeighbourGapParams} (common.cuh): its members in its order, read from these fields. */
+  public static final StructLayout<NeighbourGapParams> LAYOUT =
+      StructLayout.<NeighbourGapParams>struct("NeighbourGapParams")
+          .i64("points", p -> p.points)
+          .i64("sample", p -> p.sample)
+          .i64("adjacency", p -> p.adjacency)
+          .i64("out", p -> p.out)
+          .i64("count", p -> p.count)
+          .i32("dims", p -> p.dims)
+          .i32("degree", p -> p.degree)
+          .i32("metric", p -> p.metric)
+          .pad32("pad")
+          .build();
+  public static final int BYTES = LAYOUT.bytes();
 
   long points;
   long sample;
@@ -20,13 +32,8 @@ public final class NeighbourGapParams {
   int dims;
   int degree;
   int metric;
-  /** The struct's tail to its 8-byte alignment (zero). */
-  int pad;
 
   public byte[] encode() {
-    ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(points).putLong(sample).putLong(adjacency).putLong(out).putLong(count).putInt(dims).putInt(degree)
-        .putInt(metric).putInt(pad);
-    return b.array();
+    return LAYOUT.encode(this);
   }
 }
