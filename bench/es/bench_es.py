@@ -58,7 +58,10 @@ def parse_args(argv=None):
                         "are measured at those segments (layout natural), then force-merged (one): what Elasticsearch's "
                         "own per-segment work costs a knn search when the vector search costs nothing")
     p.add_argument("--shards", type=int, default=1)
-    p.add_argument("--keep", action="store_true", help="keep the indices (default: delete each after its run)")
+    p.add_argument("--keep", action="store_true", help="keep the indices (default: delete each after its run); a kept "
+                   "index is flushed after its load, so that a node restarted on the same data opens the same segments")
+    p.add_argument("--reuse", action="store_true", help="measure an index of --n documents that a run with --keep left "
+                   "(its natural segments as they are) instead of loading it again: two plugin builds on one data path")
     p.add_argument("--paired", action="store_true",
                    help="keep the knn ceiling's index and measure it again right before each knn point of the other "
                         "systems, at the same clients (its _msearch too, before each _msearch point): each point gets its "
@@ -392,6 +395,15 @@ def load_in_parts(system, index, n, parts):
     bulk_s = time.time() - t0
     log(step="load", system=system, index=index, n=n, parts=parts, bulk_s=round(bulk_s, 1),
         docs_per_s=round(n / bulk_s), count=cnt.get("count"), segments=segment_count(index))
+
+
+def existing_count(index):
+    """Documents of `index` after a refresh, or None when it does not exist."""
+    st, _ = req("POST", "/%s/_refresh" % index)
+    if st != 200:
+        return None
+    st, cnt = req("GET", "/%s/_count" % index)
+    return cnt.get("count") if st == 200 and isinstance(cnt, dict) else None
 
 
 def segment_count(index):
@@ -742,8 +754,14 @@ def run_system(system):
     if system != "noop" and n > A.n:
         n = A.n
     t0 = time.time()
-    say("%s: loading %d docs into %s" % (system, 0 if system == "noop" else n, index))
-    create_and_load(system, index, n)
+    if A.reuse and system != "noop" and existing_count(index) == n:
+        log(step="reuse", system=system, index=index, n=n, segments=segment_count(index))
+        say("%s: reusing %s (%d docs, %s segments)" % (system, index, n, segment_count(index)))
+    else:
+        say("%s: loading %d docs into %s" % (system, 0 if system == "noop" else n, index))
+        create_and_load(system, index, n)
+        if A.keep and system != "noop":
+            req("POST", "/%s/_flush" % index)  # a restarted node then opens these segments, not a translog replay
     if system == "noop" or (tiny and A.tiny_segments == 1):
         layouts = ["one"]
     else:
