@@ -260,7 +260,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
   }
 
   /**
-   * Width {@link GpuGraphIndex#EXACT}: the flat search of the accepted vectors over the index's own vectors, for
+   * {@link SearchParams#EXACT}: the flat search of the accepted vectors over the index's own vectors, for
    * every metric, no mask, a shared mask and per-query masks (1 % and 10 %): the brute force's ids (a swap of
    * float32 near-ties aside) with exact distances.
    */
