@@ -9,10 +9,11 @@ import java.util.List;
 
 /**
  * Runs a batch of searches, over one or many {@link DeviceIndex}es ({@link GpuFlatIndex}, {@link
- * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}), as one GPU pass: every group's queries and accept masks go to the device in one
- * copy each, every group's kernels are enqueued without waiting (small graph walks as one table launch, small
- * groups spread over the device's lanes so that their chains of launches run side by side), and all results
- * come back in one copy per array. The host waits once per batch, not once per index: what makes
+ * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}), as one GPU pass: every group's queries and accept
+ * masks go to the device in one copy each, every group's kernels are enqueued without waiting (each index enqueues its
+ * own from its group's {@link SearchParams} and {@link GroupAddresses}, {@link ResidentIndex#enqueue}; small graph
+ * walks as one table launch, small groups spread over the device's lanes so that their chains of launches run side by
+ * side), and all results come back in one copy per array. The host waits once per batch, not once per index: what makes
  * many segments cost about what one does. A small pass of a shape seen before runs as one launch of the CUDA graph
  * captured from it ({@link PassGraphs}): the host's launches had outlasted the GPU work of a query or a few.
  *
@@ -101,26 +102,14 @@ public final class BatchSearch {
   /**
    * The half-scanned groups' certificates (alone or in a half scan table; {@link GpuFlatIndex#uncertifiedHalf}, from
    * the stats the pass brought back with the results): each query without one is searched again alone by the FP32
-   * scan and its results written over the pass's. Runs after the pass, outside its slot (a search takes the device
-   * lock itself).
+   * scan and its results written over the pass's ({@link ResidentIndex#searchUncertifiedAgain}). Runs after the
+   * pass, outside its slot (a search takes the device lock itself).
    */
   private static void searchRejectedAgain(List<SearchGroup> groups, PassLayout layout, float[] distances, int[] ids) {
     for (int g = 0; g < groups.size(); g++) {
-      if (layout.statsAt[g] < 0) {
-        continue;
-      }
-      SearchGroup group = groups.get(g);
-      GpuFlatIndex flat = (GpuFlatIndex) group.index();
-      int k = group.k();
-      float empty = flat.metric() == Metric.L2 ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY;
-      for (int q : flat.uncertifiedHalf(distances, (int) layout.statsAt[g], group.numQueries())) {
-        SearchResult again = flat.searchAgainFp32(group, q);
-        int row = (int) (layout.outAt[g] + (long) q * layout.stride[g]);
-        for (int i = 0; i < k; i++) {
-          boolean present = i < again.count(0);
-          ids[row + i] = present ? again.id(0, i) : -1;
-          distances[row + i] = present ? again.distance(0, i) : empty;
-        }
+      if (layout.statsAt[g] >= 0) {
+        ResidentIndex.of(groups.get(g).index()).searchUncertifiedAgain(groups.get(g), distances, ids,
+            (int) layout.statsAt[g], layout.outAt[g], layout.stride[g]);
       }
     }
   }
@@ -279,17 +268,16 @@ public final class BatchSearch {
                                  DeviceBuffer outI, QueryUploads.Feed[] feeds) {
     boolean[] walked = layout.walked;
     FlatScanTable flats = layout.flats;
-    long[] queryAt = layout.queryAt;
-    long[] normsAt = layout.normsAt;
-    long[] maskAt = layout.maskAt;
-    long[] maskRowWords = layout.maskRowWords;
-    long[] outAt = layout.outAt;
     int count = groups.size();
+    GroupAddresses[] at = new GroupAddresses[count];
+    for (int g = 0; g < count; g++) {
+      at[g] = addresses(layout, g, dq, dm, outV, outI, feeds[g]);
+    }
     // queries still to be copied: every search but a lone flat or ivf_pq group's takes all of them before its first
     // kernel (those ask block by block); the tables and the shared selection read several groups' at once
     for (int g = 0; g < count; g++) {
-      if (feeds[g] != null && !asksBlockByBlock(groups.get(g), flats != null && flats.member(g),
-          shared != null && shared.member(g))) {
+      boolean inTable = (flats != null && flats.member(g)) || (shared != null && shared.member(g));
+      if (feeds[g] != null && (inTable || !ResidentIndex.of(groups.get(g).index()).readsQueriesBlockByBlock())) {
         feeds[g].awaitAll();
       }
     }
@@ -308,33 +296,20 @@ public final class BatchSearch {
         long[] queries = new long[count];
         long[] accept = new long[count];
         for (int g = 0; g < count; g++) {
-          queries[g] = dq.address() + 4L * queryAt[g];
-          accept[g] = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
+          queries[g] = at[g].queries();
+          accept[g] = at[g].accept();
         }
         if (lanes != null) {
           lanes.use(chain++);
         }
-        flats.enqueue(device, groups, queries, accept, maskRowWords, outV, outI, outAt, layout.statsAt);
+        flats.enqueue(device, groups, queries, accept, layout.maskRowWords, outV, outI, layout.outAt, layout.statsAt);
         any = true;
       }
       if (walked != null) {
-        int launchQueries = 0;
-        for (int g = 0; g < count; g++) {
-          launchQueries += walked[g] ? groups.get(g).numQueries() : 0;
-        }
-        List<GpuGraphIndex.Walk> walks = new ArrayList<>();
-        for (int g = 0; g < count; g++) {
-          if (walked[g]) {
-            SearchGroup group = groups.get(g);
-            long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
-            walks.add(((GpuGraphIndex) group.index()).walk(dq.address() + 4L * queryAt[g], group.numQueries(),
-                group.k(), group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g], launchQueries));
-          }
-        }
         if (lanes != null) {
           lanes.use(chain++);
         }
-        GpuGraphIndex.enqueueWalks(device, walks);
+        GpuGraphIndex.enqueueWalkTable(device, groups, walked, at);
         any = true;
       }
       for (int g = 0; g < count; g++) {
@@ -347,34 +322,10 @@ public final class BatchSearch {
         if (lanes != null && !(member && shared.coarseInTable(g))) {
           lanes.use(chain++); // a chain of its own (a member in the coarse table launch enqueues nothing here)
         }
-        long accept = maskAt[g] < 0 ? 0 : dm.address() + 8L * maskAt[g];
-        long norms = normsAt[g] < 0 ? 0 : dq.address() + 4L * normsAt[g]; // 0: the index computes them
-        long groupQueries = dq.address() + 4L * queryAt[g];
         if (member) { // prepared now; coarse step, scan, selection and re-rank below
-          shared.enqueueProbes(g, (GpuIvfPqIndex) group.index(), groupQueries, norms, group.numQueries(),
-              group.nprobe(), accept, maskRowWords[g]);
-          any = true;
-          continue;
-        }
-        boolean halfScanned = layout.statsAt[g] >= 0;
-        switch (group.index()) {
-          case GpuFlatIndex flat when halfScanned -> { // a few queries: FP16 candidates, re-ranked
-            if (feeds[g] != null) {
-              feeds[g].awaitAll();
-            }
-            flat.enqueueHalfSearch(groupQueries, group.numQueries(), group.k(), accept, maskRowWords[g], outV, outI,
-                outAt[g], outV.address() + 4L * layout.statsAt[g]);
-          }
-          case GpuFlatIndex flat -> flat.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(), accept,
-              maskRowWords[g], outV, outI, outAt[g], feeds[g]);
-          case GpuIvfFlatIndex ivf -> ivf.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]);
-          case GpuIvfPqIndex pq -> pq.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g], feeds[g]);
-          case GpuGraphIndex graph -> graph.enqueueSearch(groupQueries, norms, group.numQueries(), group.k(),
-              group.nprobe(), accept, maskRowWords[g], outV, outI, outAt[g]); // nprobe: the search width (or EXACT)
-          default -> throw new IllegalArgumentException(
-              "no batched search for " + group.index().getClass().getSimpleName());
+          shared.enqueueProbes(g, group, at[g]);
+        } else {
+          ResidentIndex.of(group.index()).enqueue(group, at[g]);
         }
         any = true;
       }
@@ -382,21 +333,24 @@ public final class BatchSearch {
     if (shared != null) { // one scan, selection and re-rank of every member's rows, on lane 0
       long[] queries = new long[count];
       for (int g = 0; g < count; g++) {
-        queries[g] = dq.address() + 4L * queryAt[g];
+        queries[g] = at[g].queries();
       }
       shared.enqueueSelection();
-      shared.enqueueRerank(queries, outV, outI, outAt, groups);
+      shared.enqueueRerank(queries, outV, outI, layout.outAt, groups);
     }
     return any;
   }
 
   /**
-   * Whether a group's search asks for its arriving queries block by block ({@link QueryUploads.Feed#await}): a flat
-   * or {@code ivf_pq} group searched by its own launches, not in the flat scan table or the shared selection.
+   * Group g's addresses in the pass's device buffers: its queries and norms in {@code dq}, its masks in {@code dm},
+   * its results (and a half-scanned group's certificate inputs) in {@code outV} / {@code outI}.
    */
-  private static boolean asksBlockByBlock(SearchGroup group, boolean inFlatTable, boolean inSharedSelection) {
-    return (group.index() instanceof GpuFlatIndex && !inFlatTable)
-        || (group.index() instanceof GpuIvfPqIndex && !inSharedSelection);
+  private static GroupAddresses addresses(PassLayout layout, int g, DeviceBuffer dq, DeviceBuffer dm,
+                                          DeviceBuffer outV, DeviceBuffer outI, QueryUploads.Feed feed) {
+    long accept = layout.maskAt[g] < 0 ? 0 : dm.address() + 8L * layout.maskAt[g];
+    long norms = layout.normsAt[g] < 0 ? 0 : dq.address() + 4L * layout.normsAt[g]; // 0: the index computes them
+    return new GroupAddresses(dq.address() + 4L * layout.queryAt[g], norms, accept, layout.maskRowWords[g], outV,
+        outI, layout.outAt[g], layout.statsAt[g], feed);
   }
 
   /**
@@ -425,10 +379,10 @@ public final class BatchSearch {
   static final int LANE_GROUP_QUERIES = 64;
 
   /**
-   * The graph walks of a pass that run as one launch ({@link GpuGraphIndex#enqueueWalks}), or null to launch each
-   * group alone: a table launch when two or more groups walk a graph (not an exact search) and none of them
-   * fills the GPU by itself ({@link GpuGraphIndex#SMALL_BATCH} queries). That is a query or a few over the
-   * segments of an index: one launch per segment would run them one after another, each on a few
+   * The graph walks of a pass that run as one launch ({@link GpuGraphIndex#enqueueWalkTable}), or null to launch each
+   * group alone: a table launch when two or more groups walk a graph ({@link ResidentIndex#walks}: not an exact
+   * search) and none of them fills the GPU by itself ({@link GpuGraphIndex#SMALL_BATCH} queries). That is a query
+   * or a few over the segments of an index: one launch per segment would run them one after another, each on a few
    * multiprocessors. Large groups keep their own launches, planned for their own size.
    */
   static boolean[] tableWalks(List<SearchGroup> groups) {
@@ -436,8 +390,8 @@ public final class BatchSearch {
     int walks = 0;
     for (int g = 0; g < groups.size(); g++) {
       SearchGroup group = groups.get(g);
-      if (group.index() instanceof GpuGraphIndex && group.nprobe() != GpuGraphIndex.EXACT
-          && group.numQueries() > 0 && group.index().size() > 0) {
+      if (group.numQueries() > 0 && group.index().size() > 0
+          && ResidentIndex.of(group.index()).walks(group.params())) {
         if (group.numQueries() >= GpuGraphIndex.SMALL_BATCH) {
           return null;
         }

@@ -4,7 +4,7 @@ package org.gpuvectors.cuda;
  * A search structure of one segment field resident in GPU memory ({@link GpuFlatIndex}, {@link
  * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}). It owns its device memory:
  * {@link #close()} returns it. Searches go through {@link BatchSearch}, which runs many queries over
- * many indexes in one pass.
+ * many indexes in one pass: each index enqueues its own part of it, with the {@link SearchParams} of its kind.
  */
 public interface DeviceIndex extends AutoCloseable {
 
@@ -19,6 +19,12 @@ public interface DeviceIndex extends AutoCloseable {
 
   /** Device memory held by the index. */
   long deviceBytes();
+
+  /**
+   * Refuses, before a pass starts, search parameters this index cannot take: another kind of index's (an {@link
+   * IllegalArgumentException} naming the kind it takes), or a search past its kernels' limits for {@code k}.
+   */
+  void checkSearch(SearchParams params, int k);
 
   /** Returns the index's device memory; searches after this fail. */
   @Override

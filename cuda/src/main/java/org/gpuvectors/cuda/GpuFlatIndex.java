@@ -561,6 +561,56 @@ public final class GpuFlatIndex extends ResidentIndex {
     return search(query, 1, group.k(), mask, FlatScanParams.supports(group.k(), dims) ? Strategy.SCAN : Strategy.GEMM);
   }
 
+  /** A flat search has no knob: {@link SearchParams#FLAT} only. */
+  @Override
+  public void checkSearch(SearchParams params, int k) {
+    if (!(params instanceof SearchParams.Flat)) {
+      throw refused("Flat", params);
+    }
+  }
+
+  /**
+   * A group's search in a pass: the half scan when the pass reserved its certificate's inputs ({@link
+   * #writesCertificates}: a few queries, FP16 candidates re-ranked), else the FP32 search, which asks for the
+   * group's arriving queries block by block.
+   */
+  @Override
+  void enqueue(SearchGroup group, GroupAddresses at) {
+    if (at.statsAt() >= 0) {
+      at.awaitQueries();
+      enqueueHalfSearch(at.queries(), group.numQueries(), group.k(), at.accept(), at.acceptRowWords(), at.outV(),
+          at.outI(), at.outAt(), at.outV().address() + 4L * at.statsAt());
+    } else {
+      enqueueSearch(at.queries(), at.norms(), group.numQueries(), group.k(), at.accept(), at.acceptRowWords(),
+          at.outV(), at.outI(), at.outAt(), at.feed());
+    }
+  }
+
+  @Override
+  boolean readsQueriesBlockByBlock() {
+    return true;
+  }
+
+  @Override
+  boolean writesCertificates(SearchGroup group) {
+    return n > 0 && halfScans(group.numQueries(), group.k());
+  }
+
+  @Override
+  void searchUncertifiedAgain(SearchGroup group, float[] distances, int[] ids, int statsAt, long outAt, int stride) {
+    int k = group.k();
+    float empty = metric == Metric.L2 ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY;
+    for (int q : uncertifiedHalf(distances, statsAt, group.numQueries())) {
+      SearchResult again = searchAgainFp32(group, q);
+      int row = (int) (outAt + (long) q * stride);
+      for (int i = 0; i < k; i++) {
+        boolean present = i < again.count(0);
+        ids[row + i] = present ? again.id(0, i) : -1;
+        distances[row + i] = present ? again.distance(0, i) : empty;
+      }
+    }
+  }
+
   /** Queries answered by {@link Strategy#SCAN} so far (tests and benchmarks tell the paths apart by it). */
   public long scanQueries() {
     return scanQueries.get();

@@ -20,29 +20,21 @@ import jcuda.Pointer;
  * {@link SearchPlan#maxIterations} iterations), and returns the list's k best. With an accept mask, every node is
  * traversed but only accepted ones are returned: the kernel keeps a second list of the k best accepted nodes.
  *
- * <p>A search of width {@link #EXACT} is exact instead: the flat search ({@link GpuFlatIndex}) of the accepted
+ * <p>A search with {@link SearchParams#EXACT} is exact instead: the flat search ({@link GpuFlatIndex}) of the accepted
  * vectors, for filters so selective that a walk would score more vectors than they hold ({@link GraphFilterPlan}).
  *
  * <p>Device memory, owned here and returned by {@link #close()}: the vectors as a {@link GpuFlatIndex} (cosine:
  * normalised; L2: with their norms), which the walk reads and the exact search searches (one upload, one owner),
  * the adjacency ({@code n x degree} ints) and the seeds. A walk allocates nothing past its results: all its state
  * lives in the block's shared memory. Threading as {@link GpuFlatIndex}: every method takes the device lock; many
- * queries over many indexes run as one pass through {@link BatchSearch}, where a group's {@code nprobe} is the
- * search width.
+ * queries over many indexes run as one pass through {@link BatchSearch}, where a group's {@link SearchParams.Graph}
+ * holds the search width.
  */
 public final class GpuGraphIndex extends ResidentIndex {
   /** The largest search width (internal list size). */
   public static final int MAX_WIDTH = 2048;
   /** The largest out-degree. */
   public static final int MAX_DEGREE = 1024;
-  /**
-   * The search width that asks for an exact search of the accepted vectors (the flat path over this index's
-   * vectors) instead of a walk: above every walk's width, so that a batch that merges searches of one index by
-   * their largest width ({@code SearchBatcher}) runs the exact search for all of them, which loses none of the
-   * hits a walk would have found.
-   */
-  public static final int EXACT = Integer.MAX_VALUE;
-
   /**
    * Batches from this many queries are planned as throughput-bound ({@link GraphConfig#threads}: 128 threads a block
    * from here, {@link #SMALL_BATCH_THREADS} below).
@@ -176,23 +168,40 @@ public final class GpuGraphIndex extends ResidentIndex {
   }
 
   /**
-   * The k best vectors per query found by a beam search of width max({@code searchWidth}, k), or the exact k best
-   * when {@code searchWidth} is {@link #EXACT}; {@code acceptBits} null = all vectors may be returned, else by
+   * The k best vectors per query found by a beam search of width max({@link SearchParams.Graph#width}, k), or the
+   * exact k best for {@link SearchParams#EXACT}; {@code acceptBits} null = all vectors may be returned, else by
    * ordinal (a walk traverses them all). Synchronous.
    */
-  public SearchResult search(float[] queries, int numQueries, int k, int searchWidth, long[] acceptBits) {
+  public SearchResult search(float[] queries, int numQueries, int k, SearchParams params, long[] acceptBits) {
     try (GpuDevice.Scope s = device.lock()) {
       ensureOpen();
       return BatchSearch.run(device,
-          List.of(new SearchGroup(this, queries, numQueries, k, searchWidth, acceptBits, null)))[0];
+          List.of(new SearchGroup(this, queries, numQueries, k, params, acceptBits, null)))[0];
     }
   }
 
-  /** Checks a search width: {@link #EXACT}, or a walk's width ({@link #width}). */
-  static void checkSearchWidth(int searchWidth, int k) {
-    if (searchWidth != EXACT) {
-      width(searchWidth, k);
+  /**
+   * A graph is walked ({@link SearchParams.Graph}, its list within the kernel's: {@link #width}) or searched exactly
+   * ({@link SearchParams#EXACT}, no width limit).
+   */
+  @Override
+  public void checkSearch(SearchParams params, int k) {
+    checkParams(params, k);
+  }
+
+  /** {@link #checkSearch}, which depends on no index's shape. */
+  static void checkParams(SearchParams params, int k) {
+    switch (params) {
+      case SearchParams.Graph walk -> width(walk.width(), k);
+      case SearchParams.Exact exact -> { }
+      default -> throw new IllegalArgumentException(
+          "GpuGraphIndex searches with SearchParams.Graph or SearchParams.Exact, not " + params);
     }
+  }
+
+  @Override
+  boolean walks(SearchParams params) {
+    return params instanceof SearchParams.Graph;
   }
 
   /** The internal list size of a walk for k with {@code searchWidth}: max(searchWidth, k), checked. */
@@ -260,40 +269,39 @@ public final class GpuGraphIndex extends ResidentIndex {
   }
 
   /**
-   * Enqueues the search of {@code nq} queries at device address {@code queries} (row-major, already normalised for
-   * cosine) without waiting: per query the k best (distance, ordinal) pairs at {@code out + 4 * (outElement + q *
-   * k)}, as {@link GpuFlatIndex#enqueueSearch} writes them. Width {@link #EXACT}: the flat search of the accepted
-   * vectors, which reads the queries' squared norms at {@code queryNorms} (L2; 0 = computed there). Accept masks
-   * by ordinal: see {@link SelectParams#acceptBits(long, long)}. Caller holds the device lock.
+   * A group's search in a pass, alone (not in a table launch of walks, {@link #enqueueWalkTable}): per query the k
+   * best (distance, ordinal) pairs, as {@link GpuFlatIndex#enqueueSearch} writes them. {@link SearchParams#EXACT}:
+   * the flat search of the accepted vectors, which reads the queries' squared norms (L2; 0 = computed there); else a
+   * walk. Accept masks by ordinal: see {@link SelectParams#acceptBits(long, long)}. Caller holds the device lock.
    */
-  void enqueueSearch(long queries, long queryNorms, int nq, int k, int searchWidth, long acceptAddress,
-                     long acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
+  @Override
+  void enqueue(SearchGroup group, GroupAddresses at) {
     ensureOpen();
-    if (searchWidth == EXACT) {
-      vectors.enqueueSearch(queries, queryNorms, nq, k, acceptAddress, acceptRowWords, outV, outI, outElement);
+    int nq = group.numQueries();
+    if (!(group.params() instanceof SearchParams.Graph params)) { // checked: the exact search
+      vectors.enqueueSearch(at.queries(), at.norms(), nq, group.k(), at.accept(), at.acceptRowWords(), at.outV(),
+          at.outI(), at.outAt());
       return;
     }
-    Walk walk = walk(queries, nq, k, searchWidth, acceptAddress, acceptRowWords, outV, outI, outElement, nq);
+    Walk walk = walk(at.queries(), nq, group.k(), params.width(), at.accept(), at.acceptRowWords(), at.outV(),
+        at.outI(), at.outAt(), nq);
     KernelModule m = device.module();
     m.allowDynamicShared("gv_graph_search", walk.plan().sharedBytes());
     m.launch("gv_graph_search", nq, 1, walk.plan().threads(), walk.plan().sharedBytes(), device.stream(),
         Pointer.to(walk.params().encode()));
   }
 
-  /** One index's walk (a graph search, not {@link #EXACT}) in a launch: its parameters and its plan. */
+  /** One index's walk (a graph search, not an exact one) in a launch: its parameters and its plan. */
   record Walk(GraphSearchParams params, SearchPlan plan) {}
 
   /**
-   * The walk of {@code nq} queries as {@link #enqueueSearch} would launch it, planned for a launch of {@code
-   * launchQueries} blocks in all (the block size and the per-iteration expansion depend on how many blocks fill the
+   * The walk of {@code nq} queries of width {@code searchWidth} as {@link #enqueue} would launch it, planned for a
+   * launch of {@code launchQueries} blocks in all (the block size and the per-iteration expansion depend on how many blocks fill the
    * GPU: a walk launched with other indexes' walks is planned for all of them).
    */
   Walk walk(long queries, int nq, int k, int searchWidth, long acceptAddress, long acceptRowWords,
             DeviceBuffer outV, DeviceBuffer outI, long outElement, int launchQueries) {
     ensureOpen();
-    if (searchWidth == EXACT) {
-      throw new IllegalArgumentException("an exact search is not a walk");
-    }
     SearchPlan plan = SearchPlan.of(device.config().graph(), dims, degree, k, searchWidth, launchQueries);
     GraphSearchParams p = new GraphSearchParams();
     p.vectors = vectors.vectorsAddress();
@@ -318,6 +326,29 @@ public final class GpuGraphIndex extends ResidentIndex {
     p.metric = metric == Metric.L2 ? 0 : 1;
     p.maxIterations = plan.maxIterations();
     return new Walk(p, plan);
+  }
+
+  /**
+   * Enqueues the walks of the pass's groups in {@code walked} ({@link BatchSearch#tableWalks}: graph groups whose
+   * {@link #walks} parameters ask for a walk) as table launches ({@link #enqueueWalks}), each walk planned for all of
+   * their queries; {@code at[g]}: group g's addresses in the pass. Caller holds the device lock.
+   */
+  static void enqueueWalkTable(GpuDevice device, List<SearchGroup> groups, boolean[] walked, GroupAddresses[] at) {
+    int launchQueries = 0;
+    for (int g = 0; g < groups.size(); g++) {
+      launchQueries += walked[g] ? groups.get(g).numQueries() : 0;
+    }
+    List<Walk> walks = new java.util.ArrayList<>();
+    for (int g = 0; g < groups.size(); g++) {
+      if (walked[g]) { // a walk's group: a graph index's, with SearchParams.Graph (tableWalks asked the index)
+        SearchGroup group = groups.get(g);
+        GpuGraphIndex graph = (GpuGraphIndex) group.index();
+        int width = ((SearchParams.Graph) group.params()).width();
+        walks.add(graph.walk(at[g].queries(), group.numQueries(), group.k(), width, at[g].accept(),
+            at[g].acceptRowWords(), at[g].outV(), at[g].outI(), at[g].outAt(), launchQueries));
+      }
+    }
+    enqueueWalks(device, walks);
   }
 
   /**

@@ -354,13 +354,31 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     try (GpuDevice.Scope s = device.lock()) {
       ensureOpen();
       return BatchSearch.run(device,
-          List.of(new SearchGroup(this, queries, numQueries, k, nprobe, acceptBits, null)))[0];
+          List.of(new SearchGroup(this, queries, numQueries, k, new SearchParams.Ivf(nprobe), acceptBits, null)))[0];
     }
   }
 
   /** Lists a search with {@code nprobe} scans: as {@link GpuIvfFlatIndex#probes}. */
   int probes(int nprobe) {
     return IvfSearch.probes(nprobe, nlist);
+  }
+
+  /** An IVF search probes lists: {@link SearchParams.Ivf} only, with no more lists than its coarse step selects. */
+  @Override
+  public void checkSearch(SearchParams params, int k) {
+    probes(IvfSearch.nprobe(this, params));
+  }
+
+  /** A group's search in a pass: its queries in their {@link SearchParams.Ivf#nprobe} nearest lists. */
+  @Override
+  void enqueue(SearchGroup group, GroupAddresses at) {
+    enqueueSearch(at.queries(), at.norms(), group.numQueries(), group.k(), IvfSearch.nprobe(this, group.params()),
+        at.accept(), at.acceptRowWords(), at.outV(), at.outI(), at.outAt(), at.feed());
+  }
+
+  @Override
+  boolean readsQueriesBlockByBlock() {
+    return true;
   }
 
   /**

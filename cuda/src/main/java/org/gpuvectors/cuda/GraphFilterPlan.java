@@ -12,7 +12,7 @@ package org.gpuvectors.cuda;
  *       search is exact over the accepted vectors instead ({@link #exact}): it scores fewer vectors, and its recall
  *       is 1 where the walk's collapses (a walk through a graph mostly of rejected nodes finds few accepted ones).
  *       On the GPU that is the flat search over the graph index's own vectors with the filter's mask
- *       ({@link GpuGraphIndex#EXACT}).
+ *       ({@link SearchParams#EXACT}).
  * </ul>
  */
 public final class GraphFilterPlan {

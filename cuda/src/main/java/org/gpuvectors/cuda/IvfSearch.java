@@ -22,6 +22,14 @@ final class IvfSearch {
 
   private IvfSearch() {}
 
+  /** The lists of an IVF search's parameters: {@link SearchParams.Ivf}'s nprobe; another kind's are refused. */
+  static int nprobe(ResidentIndex index, SearchParams params) {
+    if (params instanceof SearchParams.Ivf ivf) {
+      return ivf.nprobe();
+    }
+    throw index.refused("Ivf", params);
+  }
+
   /**
    * Lists a search with {@code nprobe} scans: nprobe capped at nlist. The coarse step selects that many
    * centroids, so it may not pass {@link KSelect#MAX_K}.

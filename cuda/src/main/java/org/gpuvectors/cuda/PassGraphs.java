@@ -31,14 +31,14 @@ final class PassGraphs {
   private static final int REMEMBERED = 1024;
 
   /** One group of a pass as far as its launches depend on it: the index searched and the search's shape. */
-  record Shape(DeviceIndex index, int numQueries, int k, int nprobe, int masks) {
+  record Shape(DeviceIndex index, int numQueries, int k, SearchParams params, int masks) {
     static final int NO_MASK = 0;
     static final int SHARED_MASK = 1;
     static final int QUERY_MASKS = 2;
 
     static Shape of(SearchGroup group) {
       int masks = group.sharedMask() != null ? SHARED_MASK : group.queryMasks() != null ? QUERY_MASKS : NO_MASK;
-      return new Shape(group.index(), group.numQueries(), group.k(), group.nprobe(), masks);
+      return new Shape(group.index(), group.numQueries(), group.k(), group.params(), masks);
     }
   }
 

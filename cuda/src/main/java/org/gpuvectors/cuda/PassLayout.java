@@ -24,7 +24,7 @@ final class PassLayout {
   final long[] outAt; // element offset of the group's results ({@link BatchSearch#placeResults} sets them)
   // element offset of a half-scanned flat group's certificate inputs (4 floats a query, after every group's results,
   // in the distances; a half scan table's members one after another), -1 for other groups ({@link
-  // GpuFlatIndex#halfScans}, {@link FlatScanTable#half})
+  // ResidentIndex#writesCertificates}, {@link FlatScanTable#half})
   final long[] statsAt;
   final long maskWords;
   final long masksAt; // byte offset of the masks
@@ -88,8 +88,7 @@ final class PassLayout {
       SearchGroup group = groups.get(g);
       boolean alone = (flats == null || !flats.member(g)) && (walked == null || !walked[g]);
       statsAt[g] = flats != null && flats.half() && flats.member(g) ? tableStats + 4L * flats.firstRow(g) : -1;
-      if (alone && group.index() instanceof GpuFlatIndex flat && flat.size() > 0
-          && flat.halfScans(group.numQueries(), group.k())) {
+      if (alone && group.numQueries() > 0 && ResidentIndex.of(group.index()).writesCertificates(group)) {
         statsAt[g] = out;
         out += 4L * group.numQueries();
       }

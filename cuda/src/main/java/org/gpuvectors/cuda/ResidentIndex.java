@@ -61,6 +61,65 @@ public abstract class ResidentIndex implements DeviceIndex {
     }
   }
 
+  /**
+   * The index of a group of a pass: every index the pass runs is resident here; another implementation of {@link
+   * DeviceIndex} (a host-only test double) has no batched search.
+   */
+  static ResidentIndex of(DeviceIndex index) {
+    if (index instanceof ResidentIndex resident) {
+      return resident;
+    }
+    throw new IllegalArgumentException("no batched search for " + index.getClass().getSimpleName());
+  }
+
+  /**
+   * Enqueues this index's search of {@code group} (its {@link SearchParams} checked by {@link #checkSearch}) in a
+   * pass, without waiting: per query the group's k best (distance, ordinal) pairs at {@code at.outAt() + q * k} of
+   * the pass's results. Caller holds the device lock; the group has queries and this index vectors.
+   */
+  abstract void enqueue(SearchGroup group, GroupAddresses at);
+
+  /**
+   * Whether this index's lone search of a group asks for the group's arriving queries block by block ({@link
+   * QueryUploads.Feed#await}): else the pass waits for all of them before its first kernel.
+   */
+  boolean readsQueriesBlockByBlock() {
+    return false;
+  }
+
+  /**
+   * Whether {@code params} ask for a graph walk, which a pass of several small walks runs as one table launch
+   * ({@link BatchSearch#tableWalks}).
+   */
+  boolean walks(SearchParams params) {
+    return false;
+  }
+
+  /**
+   * Whether this index's lone search of {@code group} writes certificate inputs after the pass's results (4 floats
+   * a query, {@link GroupAddresses#statsAt}): its queries not certified are then searched again after the pass
+   * ({@link #searchUncertifiedAgain}).
+   */
+  boolean writesCertificates(SearchGroup group) {
+    return false;
+  }
+
+  /**
+   * After the pass: searches again each query of {@code group} whose certificate (at element {@code statsAt} of
+   * {@code distances}) does not hold, and writes its results over the pass's (rows {@code stride} elements apart
+   * from {@code outAt}). Only for a group whose search wrote certificates ({@link #writesCertificates}, or a member of
+   * a half scan table).
+   */
+  void searchUncertifiedAgain(SearchGroup group, float[] distances, int[] ids, int statsAt, long outAt, int stride) {
+    throw new IllegalStateException(getClass().getSimpleName() + " writes no certificates");
+  }
+
+  /** What {@link #checkSearch} throws for another kind's parameters: the kind this index searches with. */
+  final IllegalArgumentException refused(String wanted, SearchParams params) {
+    return new IllegalArgumentException(getClass().getSimpleName() + " searches with SearchParams." + wanted
+        + ", not " + params);
+  }
+
   /** Frees what the index holds on the device; called once, by {@link #close}, under the device lock. */
   abstract void freeDeviceMemory();
 

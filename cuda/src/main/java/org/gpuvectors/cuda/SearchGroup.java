@@ -7,10 +7,10 @@ import java.util.Objects;
  * The queries of a batch that search one {@link DeviceIndex}: {@code numQueries} query vectors,
  * row-major in {@code queries} or one array per query in {@code queryRows} (exactly one of the two
  * is given: rows let a caller hand over its own arrays, with no copy into one), the k wanted (per
- * query the k best, best first; callers wanting fewer take a prefix), the lists an IVF index probes
- * per query ({@code nprobe} >= 1, capped at its nlist; for a graph index its search width: the beam
- * keeps max(nprobe, k) nodes, and {@link GpuGraphIndex#EXACT} asks for the exact search of the
- * accepted vectors; ignored by flat indexes), and which vectors each query may return.
+ * query the k best, best first; callers wanting fewer take a prefix), the search parameters of the
+ * index's kind ({@link SearchParams}: the lists an IVF index probes, a graph's search width or its
+ * exact search; the index refuses another kind's, {@link DeviceIndex#checkSearch}), and which vectors
+ * each query may return.
  *
  * <p>Accepted vectors: {@code sharedMask} applies to every query (null: all vectors), unless {@code
  * queryMasks} is given, which holds one mask per query (a null entry accepts all). Masks are bit
@@ -21,7 +21,7 @@ public record SearchGroup(
     float[] queries,
     int numQueries,
     int k,
-    int nprobe,
+    SearchParams params,
     long[] sharedMask,
     long[][] queryMasks,
     float[][] queryRows) {
@@ -54,16 +54,8 @@ public record SearchGroup(
     if (k < 1 || k > KSelect.MAX_K) {
       throw new IllegalArgumentException("k must be in [1, " + KSelect.MAX_K + "]: " + k);
     }
-    if (nprobe < 1) {
-      throw new IllegalArgumentException("nprobe must be >= 1: " + nprobe);
-    }
-    if (index instanceof GpuIvfFlatIndex ivf) {
-      ivf.probes(nprobe); // refuses what its coarse step cannot select, before a pass starts
-    } else if (index instanceof GpuIvfPqIndex pq) {
-      pq.probes(nprobe);
-    } else if (index instanceof GpuGraphIndex) {
-      GpuGraphIndex.checkSearchWidth(nprobe, k); // refuses a width past the kernel's, before a pass starts
-    }
+    Objects.requireNonNull(params, "params");
+    index.checkSearch(params, k); // another kind's parameters, or past the kernels' limits: before a pass starts
     if (sharedMask != null && queryMasks != null) {
       throw new IllegalArgumentException("a shared mask or per-query masks, not both");
     }
@@ -84,21 +76,21 @@ public record SearchGroup(
   }
 
   /** A group of row-major queries. */
-  public SearchGroup(DeviceIndex index, float[] queries, int numQueries, int k, int nprobe, long[] sharedMask,
-                     long[][] queryMasks) {
-    this(index, queries, numQueries, k, nprobe, sharedMask, queryMasks, null);
+  public SearchGroup(DeviceIndex index, float[] queries, int numQueries, int k, SearchParams params,
+                     long[] sharedMask, long[][] queryMasks) {
+    this(index, queries, numQueries, k, params, sharedMask, queryMasks, null);
   }
 
-  /** A group of row-major queries with nprobe 1 (for flat indexes, which ignore it). */
+  /** A group of row-major queries searching a flat index ({@link SearchParams#FLAT}). */
   public SearchGroup(DeviceIndex index, float[] queries, int numQueries, int k, long[] sharedMask,
                      long[][] queryMasks) {
-    this(index, queries, numQueries, k, 1, sharedMask, queryMasks, null);
+    this(index, queries, numQueries, k, SearchParams.FLAT, sharedMask, queryMasks, null);
   }
 
   /** A group of the first {@code numQueries} of {@code rows}, one array per query (read, never written). */
-  public static SearchGroup ofRows(DeviceIndex index, float[][] rows, int numQueries, int k, int nprobe,
+  public static SearchGroup ofRows(DeviceIndex index, float[][] rows, int numQueries, int k, SearchParams params,
                                    long[] sharedMask, long[][] queryMasks) {
-    return new SearchGroup(index, null, numQueries, k, nprobe, sharedMask, queryMasks, rows);
+    return new SearchGroup(index, null, numQueries, k, params, sharedMask, queryMasks, rows);
   }
 
   /** Copies queries {@code [from, from + count)} row-major into {@code dst} at {@code dstOffset}. */

@@ -91,7 +91,8 @@ final class SharedKeySelection implements AutoCloseable {
           || pq.size() == 0) {
         continue;
       }
-      long w = pq.sharedKeysRowWidth(group.numQueries(), group.nprobe());
+      int nprobe = IvfSearch.nprobe(pq, group.params());
+      long w = pq.sharedKeysRowWidth(group.numQueries(), nprobe);
       if (w == 0) {
         continue;
       }
@@ -110,9 +111,9 @@ final class SharedKeySelection implements AutoCloseable {
       firstRow[g] = rows;
       rows += group.numQueries();
       width = wider;
-      typical = Math.max(typical, pq.typicalKeysRow(pq.probes(group.nprobe())));
+      typical = Math.max(typical, pq.typicalKeysRow(pq.probes(nprobe)));
       members++;
-      coarseInTable[g] = pq.coarseFitsTable(group.numQueries(), group.nprobe());
+      coarseInTable[g] = pq.coarseFitsTable(group.numQueries(), nprobe);
     }
     if (members < 2) {
       return null;
@@ -145,13 +146,14 @@ final class SharedKeySelection implements AutoCloseable {
   }
 
   /**
-   * Prepares member {@code g}'s scan (arguments as {@link GpuIvfPqIndex#enqueueSearch}): its coarse step is enqueued
-   * now when it cannot join the others' table launch; the rest follows in {@link #enqueueSelection}, with the
-   * other members'. Members are given in group order.
+   * Prepares member {@code g}'s scan ({@code group}, an {@code ivf_pq} group as {@link #plan} took it, at {@code at}
+   * in the pass): its coarse step is enqueued now when it cannot join the others' table launch; the rest follows in
+   * {@link #enqueueSelection}, with the other members'. Members are given in group order.
    */
-  void enqueueProbes(int g, GpuIvfPqIndex index, long queries, long queryNorms, int nq, int nprobe, long accept,
-                     long acceptRowWords) {
-    scans.add(index.enqueueProbes(queries, queryNorms, nq, nprobe, accept, acceptRowWords, keys.at(firstRow[g])));
+  void enqueueProbes(int g, SearchGroup group, GroupAddresses at) {
+    GpuIvfPqIndex index = (GpuIvfPqIndex) group.index(); // a member: plan took only ivf_pq groups
+    scans.add(index.enqueueProbes(at.queries(), at.norms(), group.numQueries(), IvfSearch.nprobe(index, group.params()),
+        at.accept(), at.acceptRowWords(), keys.at(firstRow[g])));
   }
 
   /**

@@ -142,7 +142,7 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
           for (int k : new int[] {1, 10, FlatScanParams.MAX_K}) {
             long before = index.scanQueries();
             SearchResult res = BatchSearch.run(device, List.of(
-                new SearchGroup(index, queries, nq, k, 1, null, masks, null)))[0];
+                new SearchGroup(index, queries, nq, k, SearchParams.FLAT, null, masks, null)))[0];
             assertEquals(before + nq, index.scanQueries(), "a batch of " + nq + " must take the scan");
             cases++;
             int[] ids = new int[k];
@@ -226,13 +226,13 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
               rowMasks[q] = q % 2 == 0 ? null : bits(sizes[s], 0.3, r);
             }
             masks.add(rowMasks);
-            groups.add(new SearchGroup(indexes.get(s), queries, nq, new int[] {10, 12, 7, 3, 25}[s], 1, null, rowMasks,
+            groups.add(new SearchGroup(indexes.get(s), queries, nq, new int[] {10, 12, 7, 3, 25}[s], SearchParams.FLAT, null, rowMasks,
                 null));
           }
-          groups.add(new SearchGroup(indexes.get(1), queries, nq, 40, 1, null, null, null));
-          groups.add(new SearchGroup(indexes.get(2), queries, nq, 100, 1, null, null, null)); // the largest k
-          groups.add(new SearchGroup(indexes.get(2), more, member, 10, 1, null, null, null)); // a member still
-          groups.add(new SearchGroup(indexes.get(0), many, over, 10, 1, null, null, null)); // the GEMM path: alone
+          groups.add(new SearchGroup(indexes.get(1), queries, nq, 40, SearchParams.FLAT, null, null, null));
+          groups.add(new SearchGroup(indexes.get(2), queries, nq, 100, SearchParams.FLAT, null, null, null)); // the largest k
+          groups.add(new SearchGroup(indexes.get(2), more, member, 10, SearchParams.FLAT, null, null, null)); // a member still
+          groups.add(new SearchGroup(indexes.get(0), many, over, 10, SearchParams.FLAT, null, null, null)); // the GEMM path: alone
           long[] memberQueries = {nq, 2 * nq, 2 * nq + member, nq, nq};
           long[] halfBefore = new long[sizes.length];
           for (int s = 0; s < sizes.length; s++) {

@@ -120,7 +120,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
         for (int w = 0; w < WIDTHS.length; w++) {
           int width = WIDTHS[w];
           String what = m + " width " + width;
-          SearchResult res = index.search(d.rawQueries(), NQ, k, width, null);
+          SearchResult res = index.search(d.rawQueries(), NQ, k, new SearchParams.Graph(width), null);
           checkShape(what, res, d, null);
           double gpu = GraphReference.recall(ids(res), k, truth, k, NQ, k);
           double ref = refs[w];
@@ -145,7 +145,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
         int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), m, d.queries(), NQ, k, null);
         try (GpuGraphIndex index = upload(d)) {
           String what = m + " k " + k;
-          SearchResult res = index.search(d.rawQueries(), NQ, k, 64, null); // width max(64, k)
+          SearchResult res = index.search(d.rawQueries(), NQ, k, new SearchParams.Graph(64), null); // width max(64, k)
           checkShape(what, res, d, null);
           double gpu = GraphReference.recall(ids(res), k, truth, k, NQ, k);
           double ref = GraphReference.recall(referenceSearch(d, NQ, k, 64, null), k, truth, k, NQ, k);
@@ -178,8 +178,8 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
           try (GpuGraphIndex index = upload(d)) {
             String what = m + " filter " + p + (perQuery ? " per query" : " shared");
             SearchResult res = perQuery
-                ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), NQ, k, 64, null, masks)))[0]
-                : index.search(d.rawQueries(), NQ, k, 64, shared);
+                ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), NQ, k, new SearchParams.Graph(64), null, masks)))[0]
+                : index.search(d.rawQueries(), NQ, k, new SearchParams.Graph(64), shared);
             checkShape(what, res, d, masks);
             double gpu = GraphReference.recall(ids(res), k, truth, k, NQ, k);
             System.out.printf("[gpu-vectors] graph %s: recall@10 GPU %.4f, reference %.4f%n", what, gpu, refRecall);
@@ -203,10 +203,10 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     // parents fixed at 1: the same search at both sizes, in blocks of 1024 and 128 threads
     try (GpuDevice oneParent = open(GraphConfig.defaults().withParents(1))) {
       try (GpuGraphIndex index = upload(oneParent, d)) {
-        SearchResult batch = index.search(d.rawQueries(), NQ, k, 64, null);
+        SearchResult batch = index.search(d.rawQueries(), NQ, k, new SearchParams.Graph(64), null);
         for (int q = 0; q < nq; q++) {
           float[] one = Arrays.copyOfRange(d.rawQueries(), q * d.dims(), (q + 1) * d.dims());
-          SearchResult single = index.search(one, 1, k, 64, null);
+          SearchResult single = index.search(one, 1, k, new SearchParams.Graph(64), null);
           for (int i = 0; i < k; i++) {
             // one block per query, its search independent of the others and of the block's size: the same ids
             assertEquals(batch.id(q, i), single.id(0, i), "query " + q + " rank " + i);
@@ -241,7 +241,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
           String what = "batch " + nq + " parents " + plan.parents() + " threads " + plan.threads();
           for (boolean filtered : new boolean[] {false, true}) {
             long[][] m = filtered ? masks : null;
-            SearchResult res = BatchSearch.run(on, List.of(new SearchGroup(index, d.rawQueries(), nq, k, width,
+            SearchResult res = BatchSearch.run(on, List.of(new SearchGroup(index, d.rawQueries(), nq, k, new SearchParams.Graph(width),
                 null, m)))[0];
             checkShape(what, res, d, m);
             int[] t0 = filtered ? filteredTruth : truth;
@@ -260,7 +260,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
   }
 
   /**
-   * Width {@link GpuGraphIndex#EXACT}: the flat search of the accepted vectors over the index's own vectors, for
+   * {@link SearchParams#EXACT}: the flat search of the accepted vectors over the index's own vectors, for
    * every metric, no mask, a shared mask and per-query masks (1 % and 10 %): the brute force's ids (a swap of
    * float32 near-ties aside) with exact distances.
    */
@@ -281,9 +281,9 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
             int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), m, d.queries(), NQ, k, masks);
             String what = m + " exact, filter " + p + (perQuery ? " per query" : " shared");
             SearchResult res = perQuery
-                ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), NQ, k, GpuGraphIndex.EXACT,
+                ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), NQ, k, SearchParams.EXACT,
                     null, masks)))[0]
-                : index.search(d.rawQueries(), NQ, k, GpuGraphIndex.EXACT, shared);
+                : index.search(d.rawQueries(), NQ, k, SearchParams.EXACT, shared);
             checkShape(what, res, d, masks);
             double recall = GraphReference.recall(ids(res), k, truth, k, NQ, k);
             System.out.printf("[gpu-vectors] graph %s: recall@10 %.5f%n", what, recall);
@@ -326,11 +326,11 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
             boolean exact = GraphFilterPlan.exact(searchWidth, k, d.degree(), d.seeds().length, accepted, d.n());
             int walkWidth = GraphFilterPlan.width(searchWidth, k, accepted, d.n());
             SearchResult walk = BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), d.nq(), k,
-                walkWidth, null, masks)))[0];
+                new SearchParams.Graph(walkWidth), null, masks)))[0];
             double walkRecall = GraphReference.recall(ids(walk), k, truth, k, d.nq(), k);
             SearchResult res = exact
                 ? BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), d.nq(), k,
-                    GpuGraphIndex.EXACT, null, masks)))[0]
+                    SearchParams.EXACT, null, masks)))[0]
                 : walk;
             String what = d.n() + " x " + d.dims() + " " + d.metric() + " filter " + p + " width " + searchWidth
                 + (exact ? " exact" : " walk " + walkWidth);
@@ -363,7 +363,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     int[] truth = GraphReference.exact(d.vectors(), n, d.dims(), Metric.L2, d.queries(), nq, k, null);
     double ref = GraphReference.recall(referenceSearch(d, nq, k, 64, null), k, truth, k, nq, k);
     try (GpuGraphIndex index = upload(d)) {
-      SearchResult res = index.search(d.rawQueries(), nq, k, 64, null);
+      SearchResult res = index.search(d.rawQueries(), nq, k, new SearchParams.Graph(64), null);
       checkShape("FashionLike", res, d, null);
       double gpu = GraphReference.recall(ids(res), k, truth, k, nq, k);
       System.out.printf("[gpu-vectors] graph FashionLike width 64: recall@10 GPU %.4f, reference %.4f%n", gpu, ref);
@@ -388,7 +388,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       assertTrue(Arrays.stream(d.graph()).anyMatch(id -> id == -1), "padded rows");
       int[] truth = GraphReference.exact(d.vectors(), n, dims, m, d.queries(), nq, k, null);
       try (GpuGraphIndex index = upload(d)) {
-        SearchResult res = index.search(d.rawQueries(), nq, k, 32, null);
+        SearchResult res = index.search(d.rawQueries(), nq, k, new SearchParams.Graph(32), null);
         checkShape("small " + m, res, d, null);
         double recall = GraphReference.recall(ids(res), k, truth, k, nq, k);
         if (recall < 1.0) {
@@ -405,10 +405,10 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     try (GpuGraphIndex index = upload(d)) {
       float[] q = Arrays.copyOf(d.rawQueries(), 2 * d.dims());
       q[3] = Float.NaN;
-      SearchResult res = index.search(q, 2, 10, 64, null);
+      SearchResult res = index.search(q, 2, 10, new SearchParams.Graph(64), null);
       assertEquals(0, res.count(0), "a NaN query has no distances");
       assertEquals(10, res.count(1));
-      SearchResult alone = index.search(Arrays.copyOfRange(q, d.dims(), 2 * d.dims()), 1, 10, 64, null);
+      SearchResult alone = index.search(Arrays.copyOfRange(q, d.dims(), 2 * d.dims()), 1, 10, new SearchParams.Graph(64), null);
       for (int i = 0; i < 10; i++) {
         assertEquals(alone.id(0, i), res.id(1, i));
       }
@@ -427,15 +427,17 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     assertEquals(DIMS, index.dims());
     assertEquals(DEGREE, index.degree());
     float[] q = Arrays.copyOf(d.rawQueries(), DIMS);
-    assertThrows(IllegalArgumentException.class, () -> index.search(q, 1, 10, 0, null));
-    assertThrows(IllegalArgumentException.class, () -> index.search(q, 1, 0, 64, null));
-    assertThrows(IllegalArgumentException.class, () -> index.search(q, 1, 10, GpuGraphIndex.MAX_WIDTH + 1, null));
-    assertThrows(IllegalArgumentException.class, () -> index.search(q, 1, 10, 64, new long[1]));
-    assertThrows(IllegalArgumentException.class, () -> index.search(q, 2, 10, 64, null));
-    assertEquals(10, index.search(q, 1, 10, GpuGraphIndex.MAX_WIDTH, null).count(0), "the widest search runs");
+    assertThrows(IllegalArgumentException.class, () -> index.search(q, 1, 10, new SearchParams.Graph(0), null));
+    assertThrows(IllegalArgumentException.class, () -> index.search(q, 1, 0, new SearchParams.Graph(64), null));
+    assertThrows(IllegalArgumentException.class,
+        () -> index.search(q, 1, 10, new SearchParams.Graph(GpuGraphIndex.MAX_WIDTH + 1), null));
+    assertThrows(IllegalArgumentException.class, () -> index.search(q, 1, 10, new SearchParams.Graph(64), new long[1]));
+    assertThrows(IllegalArgumentException.class, () -> index.search(q, 2, 10, new SearchParams.Graph(64), null));
+    assertEquals(10, index.search(q, 1, 10, new SearchParams.Graph(GpuGraphIndex.MAX_WIDTH), null).count(0),
+        "the widest search runs");
     index.close();
     index.close();
-    assertThrows(IllegalStateException.class, () -> index.search(q, 1, 10, 64, null));
+    assertThrows(IllegalStateException.class, () -> index.search(q, 1, 10, new SearchParams.Graph(64), null));
     assertEquals(before, device.bytesInUse(), "close returned the index's memory");
     int[] bad = d.graph().clone();
     bad[5] = N;
@@ -459,13 +461,13 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
     try (GpuGraphIndex graph = upload(d);
          GpuFlatIndex flat = GpuFlatIndex.upload(device, d.raw(), d.n(), d.dims(), Metric.COSINE)) {
       SearchResult[] all = BatchSearch.run(device, List.of(
-          new SearchGroup(graph, d.rawQueries(), nq, k, 64, null, masks),
+          new SearchGroup(graph, d.rawQueries(), nq, k, new SearchParams.Graph(64), null, masks),
           new SearchGroup(flat, d.rawQueries(), nq, k, null, null),
-          new SearchGroup(graph, d.rawQueries(), nq, k, 128, null, null)));
-      SearchResult g64 = BatchSearch.run(device, List.of(new SearchGroup(graph, d.rawQueries(), nq, k, 64, null,
+          new SearchGroup(graph, d.rawQueries(), nq, k, new SearchParams.Graph(128), null, null)));
+      SearchResult g64 = BatchSearch.run(device, List.of(new SearchGroup(graph, d.rawQueries(), nq, k, new SearchParams.Graph(64), null,
           masks)))[0];
       SearchResult f = flat.search(d.rawQueries(), nq, k, null);
-      SearchResult g128 = graph.search(d.rawQueries(), nq, k, 128, null);
+      SearchResult g128 = graph.search(d.rawQueries(), nq, k, new SearchParams.Graph(128), null);
       assertArrayEquals(ids(g64), ids(all[0]), "graph group with masks");
       assertArrayEquals(ids(f), ids(all[1]), "flat group");
       assertArrayEquals(ids(g128), ids(all[2]), "graph group of width 128");
@@ -494,19 +496,19 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
          GpuGraphIndex a = upload(fixed, big);
          GpuGraphIndex b = upload(fixed, small)) {
       List<SearchGroup> groups = new ArrayList<>();
-      groups.add(new SearchGroup(a, big.rawQueries(), 5, 10, 64, null, null));
-      groups.add(new SearchGroup(b, small.rawQueries(), 7, 20, 32, null, masks));
+      groups.add(new SearchGroup(a, big.rawQueries(), 5, 10, new SearchParams.Graph(64), null, null));
+      groups.add(new SearchGroup(b, small.rawQueries(), 7, 20, new SearchParams.Graph(32), null, masks));
       for (int g = 0; g < 40; g++) {
         groups.add(new SearchGroup(a, Arrays.copyOfRange(big.rawQueries(), g * 3 * DIMS, (g * 3 + 3) * DIMS), 3, 10,
-            48, null, null));
+            new SearchParams.Graph(48), null, null));
       }
       assertNotNull(BatchSearch.tableWalks(groups), "small walking groups share launches");
       SearchResult[] all = BatchSearch.run(fixed, groups);
-      assertArrayEquals(ids(a.search(big.rawQueries(), 5, 10, 64, null)), ids(all[0]), "graph a, width 64");
+      assertArrayEquals(ids(a.search(big.rawQueries(), 5, 10, new SearchParams.Graph(64), null)), ids(all[0]), "graph a, width 64");
       SearchResult alone = BatchSearch.run(fixed, List.of(groups.get(1)))[0];
       assertArrayEquals(ids(alone), ids(all[1]), "graph b, width 32, k 20, per-query masks");
       checkShape("table graph b", all[1], small, masks);
-      SearchResult many = a.search(big.rawQueries(), 120, 10, 48, null);
+      SearchResult many = a.search(big.rawQueries(), 120, 10, new SearchParams.Graph(48), null);
       int[] manyIds = ids(many);
       for (int g = 0; g < 40; g++) {
         assertArrayEquals(Arrays.copyOfRange(manyIds, g * 30, g * 30 + 30), ids(all[2 + g]), "group " + g);
@@ -537,11 +539,11 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
       try (GpuGraphIndex graph = upload(d);
            GpuFlatIndex flat = GpuFlatIndex.upload(device, d.raw(), d.n(), d.dims(), Metric.L2)) {
         SearchResult[] all = BatchSearch.run(device, List.of(
-            new SearchGroup(graph, d.rawQueries(), nq, k, GpuGraphIndex.EXACT, null, masks),
-            new SearchGroup(graph, d.rawQueries(), nq, k, 64, null, null)));
+            new SearchGroup(graph, d.rawQueries(), nq, k, SearchParams.EXACT, null, masks),
+            new SearchGroup(graph, d.rawQueries(), nq, k, new SearchParams.Graph(64), null, null)));
         SearchResult exact = BatchSearch.run(device, List.of(new SearchGroup(flat, d.rawQueries(), nq, k, null,
             masks)))[0];
-        SearchResult walk = graph.search(d.rawQueries(), nq, k, 64, null);
+        SearchResult walk = graph.search(d.rawQueries(), nq, k, new SearchParams.Graph(64), null);
         assertArrayEquals(ids(exact), ids(all[0]), nq + " queries: the exact group");
         assertArrayEquals(ids(walk), ids(all[1]), nq + " queries: the walking group");
         checkShape("batch exact " + nq, all[0], d, masks);

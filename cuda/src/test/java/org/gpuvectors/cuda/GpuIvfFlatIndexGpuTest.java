@@ -178,7 +178,7 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   private static SearchResult search(DeviceIndex index, float[] queries, int k, int nprobe, Filter f, long[][] masks) {
     if (f == Filter.PER_QUERY) {
       return BatchSearch.run(((ResidentIndex) index).device,
-          List.of(new SearchGroup(index, queries, NQ, k, nprobe, null, masks)))[0];
+          List.of(new SearchGroup(index, queries, NQ, k, new SearchParams.Ivf(nprobe), null, masks)))[0];
     }
     return switch (index) {
       case GpuIvfFlatIndex ivf -> ivf.search(queries, NQ, k, nprobe, masks[0]);
@@ -274,9 +274,9 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
            GpuIvfFlatIndex ivfCos = upload(path, cosine, dims, Metric.COSINE)) {
         SearchResult[] res = BatchSearch.run(d, List.of(
             new SearchGroup(flat, queries, NQ, 10, shared[0], null),
-            new SearchGroup(ivfL2, queries, NQ, 100, 8, null, perQuery),
-            new SearchGroup(ivfCos, queries, NQ, 300, 2, null, null),
-            new SearchGroup(ivfL2, queries, NQ, 10, NLIST, shared[0], null)));
+            new SearchGroup(ivfL2, queries, NQ, 100, new SearchParams.Ivf(8), null, perQuery),
+            new SearchGroup(ivfCos, queries, NQ, 300, new SearchParams.Ivf(2), null, null),
+            new SearchGroup(ivfL2, queries, NQ, 10, new SearchParams.Ivf(NLIST), shared[0], null)));
         String f = GpuFlatIndexGpuTest.compare(res[0], vectors, N, dims, Metric.L2, queries, NQ, 10, shared[0]);
         if (f != null) {
           failures.add("flat group: " + f);
@@ -352,9 +352,9 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   private static SearchResult searchBehindOne(GpuIvfFlatIndex ivf, float[] queries, int nq, int k, int nprobe,
                                               Filter f, long[][] masks) {
     float[] lead = Arrays.copyOfRange(queries, ivf.dims(), 2 * ivf.dims());
-    SearchGroup main = f == Filter.PER_QUERY ? new SearchGroup(ivf, queries, nq, k, nprobe, null, masks)
-        : new SearchGroup(ivf, queries, nq, k, nprobe, masks[0], null);
-    return BatchSearch.run(ivf.device, List.of(new SearchGroup(ivf, lead, 1, k, nprobe, null, null), main))[1];
+    SearchGroup main = f == Filter.PER_QUERY ? new SearchGroup(ivf, queries, nq, k, new SearchParams.Ivf(nprobe), null, masks)
+        : new SearchGroup(ivf, queries, nq, k, new SearchParams.Ivf(nprobe), masks[0], null);
+    return BatchSearch.run(ivf.device, List.of(new SearchGroup(ivf, lead, 1, k, new SearchParams.Ivf(nprobe), null, null), main))[1];
   }
 
   /**

@@ -303,7 +303,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
                                      long[][] masks) {
     int nq = masks.length;
     if (f == Filter.PER_QUERY) {
-      return BatchSearch.run(index.device, List.of(new SearchGroup(index, queries, nq, k, nprobe, null, masks)))[0];
+      return BatchSearch.run(index.device, List.of(new SearchGroup(index, queries, nq, k, new SearchParams.Ivf(nprobe), null, masks)))[0];
     }
     return index.search(queries, nq, k, nprobe, masks[0]);
   }
@@ -525,10 +525,10 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
          GpuIvfPqIndex ivfPqCos = upload(pqCos, cosine)) {
       SearchResult[] res = BatchSearch.run(device, List.of(
           new SearchGroup(flat, queries, NQ, 10, shared[0], null),
-          new SearchGroup(ivfPqL2, queries, NQ, 100, 8, null, perQuery),
-          new SearchGroup(ivfFlat, queries, NQ, 100, 8, shared[0], null),
-          new SearchGroup(ivfPqCos, queries, NQ, 400, nlist, shared[0], null),
-          new SearchGroup(ivfPqL2, queries, NQ, 10, nlist, null, null)));
+          new SearchGroup(ivfPqL2, queries, NQ, 100, new SearchParams.Ivf(8), null, perQuery),
+          new SearchGroup(ivfFlat, queries, NQ, 100, new SearchParams.Ivf(8), shared[0], null),
+          new SearchGroup(ivfPqCos, queries, NQ, 400, new SearchParams.Ivf(nlist), shared[0], null),
+          new SearchGroup(ivfPqL2, queries, NQ, 10, new SearchParams.Ivf(nlist), null, null)));
       String f = GpuFlatIndexGpuTest.compare(res[0], vectors, N, dims, Metric.L2, queries, NQ, 10, shared[0]);
       if (f != null) {
         failures.add("flat group: " + f);
@@ -837,8 +837,8 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
             for (int s = 0; s < sizes.length; s++) {
               Filter f = Filter.values()[s % Filter.values().length];
               masks[s] = GpuIvfFlatIndexGpuTest.masks(f, sizes[s], nq, r);
-              groups.add(f == Filter.SHARED ? new SearchGroup(index[s], queries, nq, k, 8, masks[s][0], null)
-                  : new SearchGroup(index[s], queries, nq, k, 8, null, f == Filter.PER_QUERY ? masks[s] : null));
+              groups.add(f == Filter.SHARED ? new SearchGroup(index[s], queries, nq, k, new SearchParams.Ivf(8), masks[s][0], null)
+                  : new SearchGroup(index[s], queries, nq, k, new SearchParams.Ivf(8), null, f == Filter.PER_QUERY ? masks[s] : null));
             }
             groups.add(new SearchGroup(flats[v], queries, nq, k, null, null));
             long before = devices[v].counters().sharedSelections();
@@ -904,7 +904,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
             long[][] masks = GpuIvfFlatIndexGpuTest.masks(f, N, nq, r);
             Reference[] refs = references(data, pq, queries, 8, masks, index.candidates(k));
             SearchResult res = f == Filter.PER_QUERY
-                ? BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, 8, null, masks)))[0]
+                ? BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, new SearchParams.Ivf(8), null, masks)))[0]
                 : index.search(queries, nq, k, 8, null);
             checkReranked("rerank " + metric + " " + nq + " queries " + f + " k=" + k, res, refs, k,
                 index.candidates(k), data, searchedVectors, searchedQueries);

@@ -170,9 +170,11 @@ class GraphReferenceTest {
     assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.width(10, GpuGraphIndex.MAX_WIDTH + 1));
     assertEquals(100, GpuGraphIndex.width(64, 100));
     assertEquals(64, GpuGraphIndex.width(64, 10));
-    GpuGraphIndex.checkSearchWidth(GpuGraphIndex.EXACT, 10); // the exact search: no walk, no width limit
-    GpuGraphIndex.checkSearchWidth(GpuGraphIndex.MAX_WIDTH, 10);
-    assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.checkSearchWidth(GpuGraphIndex.MAX_WIDTH + 1, 10));
-    assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.checkSearchWidth(0, 10));
+    GpuGraphIndex.checkParams(SearchParams.EXACT, 10); // the exact search: no walk, no width limit
+    GpuGraphIndex.checkParams(new SearchParams.Graph(GpuGraphIndex.MAX_WIDTH), 10);
+    assertThrows(IllegalArgumentException.class,
+        () -> GpuGraphIndex.checkParams(new SearchParams.Graph(GpuGraphIndex.MAX_WIDTH + 1), 10));
+    assertThrows(IllegalArgumentException.class, () -> new SearchParams.Graph(0));
+    assertThrows(IllegalArgumentException.class, () -> GpuGraphIndex.checkParams(new SearchParams.Ivf(8), 10));
   }
 }

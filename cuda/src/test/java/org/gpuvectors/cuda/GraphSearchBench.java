@@ -110,7 +110,7 @@ public final class GraphSearchBench {
           SearchResult res = null;
           for (int r = -1; r < t.length; r++) {
             long s = System.nanoTime();
-            res = index.search(queries, nq, K, width, null);
+            res = index.search(queries, nq, K, new SearchParams.Graph(width), null);
             if (r >= 0) {
               t[r] = (System.nanoTime() - s) / 1e6;
             }
@@ -119,7 +119,7 @@ public final class GraphSearchBench {
           print(csv, name, n, dims, degree, width, nq, recall, BenchUtil.median(t));
           // batch 1
           int[] found = new int[SINGLE_QUERIES * K];
-          double ms = single(index, queries, width, null, found);
+          double ms = single(index, queries, new SearchParams.Graph(width), null, found);
           print(csv, name, n, dims, degree, width, 1, GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K),
               ms);
         }
@@ -160,7 +160,7 @@ public final class GraphSearchBench {
           GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(graph, index.dims(), index.degree(), K, width,
               1);
           int[] found = new int[SINGLE_QUERIES * K];
-          double ms = single(index, queries, width, null, found);
+          double ms = single(index, queries, new SearchParams.Graph(width), null, found);
           double recall = GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K);
           String label = (setting[0] == 0 ? "(" + plan.parents() + ")" : String.valueOf(plan.parents()));
           String tlabel = (setting[1] == 0 ? "(" + plan.threads() + ")" : String.valueOf(plan.threads()));
@@ -198,13 +198,13 @@ public final class GraphSearchBench {
         boolean exactPicked = GraphFilterPlan.exact(width, K, index.degree(), index.numSeeds(), accepted, n);
         int walkWidth = Math.min(GpuGraphIndex.MAX_WIDTH, GraphFilterPlan.width(width, K, accepted, n));
         for (boolean exact : new boolean[] {false, true}) {
-          int searchWidth = exact ? GpuGraphIndex.EXACT : walkWidth;
+          SearchParams params = exact ? SearchParams.EXACT : new SearchParams.Graph(walkWidth);
           String mode = (exact ? "exact" : "walk " + walkWidth) + (exact == exactPicked ? "*" : "");
           double[] t = new double[3];
           SearchResult res = null;
           for (int i = -1; i < t.length; i++) {
             long s = System.nanoTime();
-            res = index.search(queries, nq, K, searchWidth, mask);
+            res = index.search(queries, nq, K, params, mask);
             if (i >= 0) {
               t[i] = (System.nanoTime() - s) / 1e6;
             }
@@ -212,7 +212,7 @@ public final class GraphSearchBench {
           double recall = GraphReference.recall(GpuGraphIndexGpuTest.ids(res), K, truth, K, nq, K);
           filterRow(csv, name, index, p, width, mode, nq, recall, BenchUtil.median(t));
           int[] found = new int[SINGLE_QUERIES * K];
-          double ms = single(index, queries, searchWidth, mask, found);
+          double ms = single(index, queries, params, mask, found);
           filterRow(csv, name, index, p, width, mode, 1, GraphReference.recall(found, K, truth, K, SINGLE_QUERIES, K),
               ms);
         }
@@ -230,14 +230,14 @@ public final class GraphSearchBench {
   }
 
   /** Median ms of {@link #SINGLE_QUERIES} searches of one query (after 10 warm-ups); their ids into {@code found}. */
-  private static double single(GpuGraphIndex index, float[] queries, int searchWidth, long[] mask, int[] found) {
+  private static double single(GpuGraphIndex index, float[] queries, SearchParams params, long[] mask, int[] found) {
     int dims = index.dims();
     double[] one = new double[SINGLE_QUERIES];
     for (int i = -10; i < SINGLE_QUERIES; i++) {
       int qi = Math.floorMod(i, SINGLE_QUERIES);
       float[] query = Arrays.copyOfRange(queries, qi * dims, (qi + 1) * dims);
       long s = System.nanoTime();
-      SearchResult r1 = index.search(query, 1, K, searchWidth, mask);
+      SearchResult r1 = index.search(query, 1, K, params, mask);
       if (i >= 0) {
         one[i] = (System.nanoTime() - s) / 1e6;
         System.arraycopy(GpuGraphIndexGpuTest.ids(r1), 0, found, i * K, K);

@@ -70,10 +70,10 @@ class LanesGpuTest extends GpuTestCase {
             new SearchGroup(flats[2], queries, 40, 1, null, null),
             new SearchGroup(flats[3], queries, 7, 20, null, perQuery),
             new SearchGroup(flats[4], queries, 3, 10, null, null),
-            new SearchGroup(ivfL2, queries, 30, 10, 8, null, null),
-            new SearchGroup(ivfIp, queries, 16, 50, 4, ivfMask, null),
+            new SearchGroup(ivfL2, queries, 30, 10, new SearchParams.Ivf(8), null, null),
+            new SearchGroup(ivfIp, queries, 16, 50, new SearchParams.Ivf(4), ivfMask, null),
             new SearchGroup(flats[0], queries, 5, 100, null, null),
-            new SearchGroup(ivfL2, queries, 2, 100, 64, ivfMask, null),
+            new SearchGroup(ivfL2, queries, 2, 100, new SearchParams.Ivf(64), ivfMask, null),
             new SearchGroup(flats[3], queries, 40, 10, null, null)));
       }
       List<SearchGroup> groups = passes.get(1);

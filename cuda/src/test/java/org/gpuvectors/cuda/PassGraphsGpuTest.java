@@ -64,12 +64,12 @@ class PassGraphsGpuTest extends GpuTestCase {
     GpuIvfPqIndexGpuTest.Pq pq = GpuIvfPqIndexGpuTest.quantize(data, 8, 8, r);
     try (GpuIvfPqIndex index = GpuIvfPqIndexGpuTest.uploadWithRawVectors(pq, data, 4)) {
       capturedEqualsUncaptured("ivf_pq, 1 query", run -> List.of(
-          new SearchGroup(index, GpuIvfFlatIndexGpuTest.queries(data, 1, r), 1, 10, 8, null, null)));
+          new SearchGroup(index, GpuIvfFlatIndexGpuTest.queries(data, 1, r), 1, 10, new SearchParams.Ivf(8), null, null)));
       capturedEqualsUncaptured("ivf_pq, 1 query, a filter", run -> List.of(
-          new SearchGroup(index, GpuIvfFlatIndexGpuTest.queries(data, 1, r), 1, 10, 8,
+          new SearchGroup(index, GpuIvfFlatIndexGpuTest.queries(data, 1, r), 1, 10, new SearchParams.Ivf(8),
               GraphReference.mask(n, 0.3, r), null)));
       capturedEqualsUncaptured("ivf_pq, 3 queries, k 100, per-query filters", run -> List.of(
-          new SearchGroup(index, GpuIvfFlatIndexGpuTest.queries(data, 3, r), 3, 100, 16, null,
+          new SearchGroup(index, GpuIvfFlatIndexGpuTest.queries(data, 3, r), 3, 100, new SearchParams.Ivf(16), null,
               new long[][] {GraphReference.mask(n, 0.5, r), null, GraphReference.mask(n, 0.05, r)})));
     }
   }
@@ -103,7 +103,7 @@ class PassGraphsGpuTest extends GpuTestCase {
         List<SearchGroup> groups = new ArrayList<>();
         for (int s = 0; s < sizes.length; s++) {
           long[] mask = s == 1 ? GraphReference.mask(sizes[s], 0.2, r) : null;
-          groups.add(new SearchGroup(index[s], q, 1, 10, 8, mask, null));
+          groups.add(new SearchGroup(index[s], q, 1, 10, new SearchParams.Ivf(8), mask, null));
         }
         groups.add(new SearchGroup(flat, q, 1, 10, null, null));
         return groups;
@@ -142,7 +142,7 @@ class PassGraphsGpuTest extends GpuTestCase {
             new SearchGroup(flats[0], q, 1, 10, null, null),
             new SearchGroup(flats[1], q, 4, 100, GraphReference.mask(sizes[1], 0.5, r), null),
             new SearchGroup(flats[2], q, 3, 20, null, perQuery),
-            new SearchGroup(ivf, q, 4, 10, 8, null, null),
+            new SearchGroup(ivf, q, 4, 10, new SearchParams.Ivf(8), null, null),
             new SearchGroup(flats[0], q, 2, 100, null, null));
       });
     } finally {
@@ -163,8 +163,8 @@ class PassGraphsGpuTest extends GpuTestCase {
         float[] q = new float[3 * dims];
         int at = r.nextInt(60);
         System.arraycopy(d.rawQueries(), at * dims, q, 0, q.length);
-        return List.of(new SearchGroup(graph, q, 2, 10, 32, null, null),
-            new SearchGroup(graph, q, 1, 10, 64, GraphReference.mask(n, 0.5, r), null));
+        return List.of(new SearchGroup(graph, q, 2, 10, new SearchParams.Graph(32), null, null),
+            new SearchGroup(graph, q, 1, 10, new SearchParams.Graph(64), GraphReference.mask(n, 0.5, r), null));
       });
     }
   }
@@ -196,9 +196,9 @@ class PassGraphsGpuTest extends GpuTestCase {
         float[] q = GpuIvfFlatIndexGpuTest.queries(data, 3, r);
         List<SearchGroup> groups = switch (p % 3) {
           case 0 -> List.of(new SearchGroup(flat, q, 1, 10, null, null));
-          case 1 -> List.of(new SearchGroup(ivf, q, 2, 10, 8, null, null));
+          case 1 -> List.of(new SearchGroup(ivf, q, 2, 10, new SearchParams.Ivf(8), null, null));
           default -> List.of(new SearchGroup(flat, q, 3, 100, GraphReference.mask(n, 0.3, r), null),
-              new SearchGroup(ivf, q, 1, 20, 16, null, null));
+              new SearchGroup(ivf, q, 1, 20, new SearchParams.Ivf(16), null, null));
         };
         work.add(groups);
         expected.add(BatchSearch.runUncaptured(device, groups));

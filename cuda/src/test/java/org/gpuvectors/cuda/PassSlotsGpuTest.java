@@ -94,7 +94,7 @@ class PassSlotsGpuTest extends GpuTestCase {
           int nq = 1 + r.nextInt(8);
           int k = ks[r.nextInt(ks.length)];
           groups.add(index instanceof GpuIvfFlatIndex
-              ? new SearchGroup(index, queries, nq, k, 1 + r.nextInt(16), null, null)
+              ? new SearchGroup(index, queries, nq, k, new SearchParams.Ivf(1 + r.nextInt(16)), null, null)
               : new SearchGroup(index, queries, nq, k, i == 1 && r.nextBoolean() ? mask : null, null));
         }
         work.add(groups);

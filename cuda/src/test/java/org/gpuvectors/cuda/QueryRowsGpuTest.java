@@ -76,8 +76,8 @@ class QueryRowsGpuTest extends GpuTestCase {
             mask[i >>> 6] |= 1L << i;
           }
           SearchResult[] byRows = BatchSearch.run(device, List.of(
-              SearchGroup.ofRows(index, rows, nq, 10, 1, null, null),
-              SearchGroup.ofRows(index, rows, nq, 10, 1, mask, null)));
+              SearchGroup.ofRows(index, rows, nq, 10, SearchParams.FLAT, null, null),
+              SearchGroup.ofRows(index, rows, nq, 10, SearchParams.FLAT, mask, null)));
           SearchResult[] byArray = BatchSearch.run(device, List.of(
               new SearchGroup(index, packed, nq, 10, null, null),
               new SearchGroup(index, packed, nq, 10, mask, null)));
@@ -134,11 +134,11 @@ class QueryRowsGpuTest extends GpuTestCase {
           tf32.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
           List<SearchGroup> pass = List.of(
               new SearchGroup(fp32, packed, nq, 10, null, null),
-              SearchGroup.ofRows(fp32, rows, nq, 7, 1, mask, null),
-              SearchGroup.ofRows(tf32, rows, nq, 10, 1, null, null),
-              SearchGroup.ofRows(ivf, rows, nq, 10, 4, null, null),
-              SearchGroup.ofRows(pq, rows, nq, 10, 4, mask, null),
-              new SearchGroup(pq, packed, nq, 256, 4, null, null));
+              SearchGroup.ofRows(fp32, rows, nq, 7, SearchParams.FLAT, mask, null),
+              SearchGroup.ofRows(tf32, rows, nq, 10, SearchParams.FLAT, null, null),
+              SearchGroup.ofRows(ivf, rows, nq, 10, new SearchParams.Ivf(4), null, null),
+              SearchGroup.ofRows(pq, rows, nq, 10, new SearchParams.Ivf(4), mask, null),
+              new SearchGroup(pq, packed, nq, 256, new SearchParams.Ivf(4), null, null));
           results[run] = BatchSearch.run(d, pass);
         }
         assertEquals(0, d.bytesInUse(), "all device buffers returned to the pool");

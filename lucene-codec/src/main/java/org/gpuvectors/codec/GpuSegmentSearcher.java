@@ -20,7 +20,7 @@ import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfIndex;
 import org.gpuvectors.codec.ivf.IvfPqField;
-import org.gpuvectors.cuda.GpuGraphIndex;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -68,7 +68,8 @@ final class GpuSegmentSearcher {
     /** The service's request for this share (the batch API sends several segments' in one pass). */
     GpuSearchService.Request request() {
       return new GpuSearchService.Request(
-          segment, field, vectors, similarity, gpuStructure(index, rerankOnGpu), effort, queries, queries.length, k,
+          segment, field, vectors, similarity, gpuStructure(index, rerankOnGpu), searchParams(index, effort), queries,
+          queries.length, k,
           accepted.bits());
     }
 
@@ -107,6 +108,11 @@ final class GpuSegmentSearcher {
    */
   static int effort(ApproximateIndex index, int k, long accepted) {
     return index == null ? 1 : index.effort(k, accepted);
+  }
+
+  /** The device's search parameters at this effort: a flat field's search, or its structure's ({@link #effort}). */
+  static SearchParams searchParams(ApproximateIndex index, int effort) {
+    return index == null ? SearchParams.FLAT : index.searchParams(effort);
   }
 
   /** Whether the device re-ranks this field's candidates (ivf_pq whose raw vectors go up with the codes). */
@@ -164,7 +170,8 @@ final class GpuSegmentSearcher {
     boolean speculative = p.accepted().standing();
     SearchResult result =
         service.search(
-            segment, field, vectors, similarity, gpuStructure(index, p.rerankOnGpu()), p.effort(), queries, 1, p.k(),
+            segment, field, vectors, similarity, gpuStructure(index, p.rerankOnGpu()), searchParams(index, p.effort()),
+            queries, 1, p.k(),
             p.accepted().bits(), speculative, p.accepted().token(), p.requestedK());
     if (result == null) {
       return false;
@@ -226,7 +233,7 @@ final class GpuSegmentSearcher {
     if (p.index() instanceof IvfIndex ivf && p.effort() == ivf.nlist() && p.accepted().count() < p.vectors().size()) {
       service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
     }
-    if (p.index() instanceof GraphField && p.effort() == GpuGraphIndex.EXACT) {
+    if (p.index() instanceof GraphField && p.effort() == GraphField.EXACT_EFFORT) {
       service.stats().recordGraphExactSearch(); // the filter made this an exact search, on the GPU
     }
     if (p.index() instanceof IvfPqField) {

@@ -33,6 +33,7 @@ import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchParams;
 
 /**
  * Reads the {@link GpuVectorsFormat} files of a segment, the counterpart of {@link GpuVectorsWriter}: one {@link
@@ -210,9 +211,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   }
 
   @Override
-  public int probes(String field, int k) {
+  public SearchParams searchParams(String field, int k) {
     FieldEntry entry = fields.get(field);
-    return entry == null ? 1 : GpuSegmentSearcher.effort(entry.approximate(), k, standingCount(field, entry));
+    if (entry == null) {
+      return SearchParams.FLAT;
+    }
+    int effort = GpuSegmentSearcher.effort(entry.approximate(), k, standingCount(field, entry));
+    return GpuSegmentSearcher.searchParams(entry.approximate(), effort);
   }
 
   @Override

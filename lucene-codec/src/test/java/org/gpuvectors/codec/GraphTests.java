@@ -54,7 +54,7 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.graph.GraphField;
-import org.gpuvectors.cuda.GpuGraphIndex;
+import org.gpuvectors.cuda.SearchParams;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -534,7 +534,7 @@ class GraphTests {
    */
   /**
    * On the device: a filter so selective that a walk could score as many vectors as it accepts runs
-   * the exact search there (the group's width is GpuGraphIndex.EXACT; counted as graph_exact), with
+   * the exact search there (the group's parameters are SearchParams.EXACT; counted as graph_exact), with
    * the brute force's hits; an unfiltered search walks (the field's width); a 50 % filter under a
    * search width of 16 walks its widened width. No CPU fallback for the visit limit.
    */
@@ -550,17 +550,17 @@ class GraphTests {
       try (DirectoryReader reader = DirectoryReader.open(dir)) {
         IndexSearcher searcher = new IndexSearcher(reader);
         float[] query = data.point(sim);
-        device.groupNprobes.clear();
+        device.groupParams.clear();
         List<Hit> hits = search(searcher, query, 10, new TermQuery(new Term("f1", "yes")));
-        assertEquals(List.of(GpuGraphIndex.EXACT), List.copyOf(device.groupNprobes), "1 %: the exact search");
+        assertEquals(List.of(SearchParams.EXACT), List.copyOf(device.groupParams), "1 %: the exact search");
         assertEquals(1, service.stats().graphExactSearches());
         assertEquals(ids(oracleTopK(vectors, query, sim, 10, id -> id % 100 == 0)), ids(hits), "the accepted top 10");
-        device.groupNprobes.clear();
+        device.groupParams.clear();
         search(searcher, query, 10, new TermQuery(new Term("f50", "yes")));
-        assertEquals(List.of(32), List.copyOf(device.groupNprobes), "50 %: a walk of twice the width");
-        device.groupNprobes.clear();
+        assertEquals(List.of(new SearchParams.Graph(32)), List.copyOf(device.groupParams), "50 %: a walk of twice the width");
+        device.groupParams.clear();
         search(searcher, query, 10, null);
-        assertEquals(List.of(16), List.copyOf(device.groupNprobes), "no filter: the field's width");
+        assertEquals(List.of(new SearchParams.Graph(16)), List.copyOf(device.groupParams), "no filter: the field's width");
         assertEquals(1, service.stats().graphExactSearches(), "walks are not counted");
         assertEquals(3, service.stats().gpuSearches());
         assertEquals(0, service.stats().cpuFallbacks(FallbackReason.VISIT_LIMIT), "nothing left to the CPU");

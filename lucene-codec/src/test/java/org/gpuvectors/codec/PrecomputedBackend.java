@@ -16,6 +16,7 @@ import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -27,7 +28,7 @@ import org.gpuvectors.cuda.SearchResult;
  */
 final class PrecomputedBackend implements GpuBackend {
 
-  private record Key(DeviceIndex index, int numQueries, int k, int nprobe, int queriesHash, Object mask) {}
+  private record Key(DeviceIndex index, int numQueries, int k, SearchParams params, int queriesHash, Object mask) {}
 
   private final Map<Key, SearchResult> answers = new ConcurrentHashMap<>();
 
@@ -85,7 +86,7 @@ final class PrecomputedBackend implements GpuBackend {
     for (int g = 0; g < out.length; g++) {
       SearchGroup group = groups.get(g);
       Object mask = group.queryMasks() != null ? Arrays.asList(group.queryMasks()) : group.sharedMask();
-      Key key = new Key(group.index(), group.numQueries(), group.k(), group.nprobe(), sampleHash(group), mask);
+      Key key = new Key(group.index(), group.numQueries(), group.k(), group.params(), sampleHash(group), mask);
       out[g] = answers.computeIfAbsent(key, unused -> compute(group));
     }
     return out;
@@ -121,7 +122,7 @@ final class PrecomputedBackend implements GpuBackend {
       float[] best = new float[k];
       int[] bestIds = new int[k];
       int filled = 0;
-      for (int id : index.candidates(query, group.nprobe())) {
+      for (int id : index.candidates(query, org.gpuvectors.codec.gpu.FakeBackend.nprobe(group))) {
         if (mask != null && ((mask[id >>> 6] >>> id) & 1) == 0) {
           continue;
         }
@@ -171,6 +172,14 @@ final class PrecomputedBackend implements GpuBackend {
       this.dims = dims;
       this.metric = metric;
       this.lists = lists;
+    }
+
+    /** An IVF index takes the lists to probe, the others (flat, and graph fields held as flat) anything else. */
+    @Override
+    public void checkSearch(SearchParams params, int k) {
+      if ((lists != null) != (params instanceof SearchParams.Ivf)) {
+        throw new IllegalArgumentException((lists != null ? "an IVF index" : "no IVF index") + " searched with " + params);
+      }
     }
 
     /** All ordinals of a flat index; of an IVF index, those in the nprobe lists nearest to the query. */

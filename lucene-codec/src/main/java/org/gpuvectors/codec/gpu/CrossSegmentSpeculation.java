@@ -8,6 +8,7 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.util.IOSupplier;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -79,7 +80,7 @@ final class CrossSegmentSpeculation {
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
       GpuStructure structure,
-      int nprobe,
+      SearchParams params,
       float[][] queries,
       int k,
       long[] mask,
@@ -103,7 +104,8 @@ final class CrossSegmentSpeculation {
       return alone.get();
     }
     try {
-      return searchIndex(segment, key, vectors, similarity, structure, nprobe, queries, k, mask, token, mine, requestedK);
+      return searchIndex(
+          segment, key, vectors, similarity, structure, params, queries, k, mask, token, mine, requestedK);
     } finally {
       speculations.finish(mine); // whatever happened, segments waiting on it go on
     }
@@ -120,7 +122,7 @@ final class CrossSegmentSpeculation {
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
       GpuStructure structure,
-      int nprobe,
+      SearchParams params,
       float[][] query,
       int k,
       long[] mask,
@@ -176,8 +178,8 @@ final class CrossSegmentSpeculation {
         }
         int searchK = Math.max(1, Math.min(wanted, index.size()));
         // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
-        int probes = i == 0 ? nprobe : segments.get(i).probes(keys.get(i).field(), searchK);
-        searches.add(new SearchBatcher.Search(index, query, 1, searchK, masks.get(i), probes));
+        SearchParams searchParams = i == 0 ? params : segments.get(i).searchParams(keys.get(i).field(), searchK);
+        searches.add(new SearchBatcher.Search(index, query, 1, searchK, masks.get(i), searchParams));
       }
       batcher.run(searches);
       SearchBatcher.Search mine = searches.get(0);

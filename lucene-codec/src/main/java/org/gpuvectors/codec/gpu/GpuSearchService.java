@@ -16,6 +16,7 @@ import org.gpuvectors.cuda.KSelect;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -359,7 +360,8 @@ public final class GpuSearchService implements Closeable {
     for (int q = 0; q < numQueries; q++) {
       rows[q] = numQueries == 1 && queries.length == dims ? queries : Arrays.copyOfRange(queries, q * dims, (q + 1) * dims);
     }
-    return search(segment, field, vectors, similarity, null, 1, rows, numQueries, k, mask, false, null, k);
+    return search(
+        segment, field, vectors, similarity, null, SearchParams.FLAT, rows, numQueries, k, mask, false, null, k);
   }
 
   /**
@@ -371,7 +373,8 @@ public final class GpuSearchService implements Closeable {
    * @param queries the queries, one array per query (read, never written; not copied: the device
    *     layer stages them for the copy to the device)
    * @param structure the field's inverted lists or graph, or null for a flat field
-   * @param nprobe lists to scan (IVF) or the beam's width (graph); ignored for flat fields
+   * @param params the device's search parameters of the field's kind: lists to scan (IVF), the beam's width or the
+   *     exact search (graph), {@link SearchParams#FLAT} for flat fields
    * @param speculative whether this is one unfiltered query that may search the index's other
    *     segments too (Lucene passes every segment the same vector array: its identity and contents
    *     tie the segments' calls together)
@@ -384,7 +387,7 @@ public final class GpuSearchService implements Closeable {
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
       GpuStructure structure,
-      int nprobe,
+      SearchParams params,
       float[][] queries,
       int numQueries,
       int k,
@@ -396,10 +399,10 @@ public final class GpuSearchService implements Closeable {
     if (canServe(Math.max(k, requestedK)) == false) {
       return null;
     }
-    Request alone = new Request(segment, field, vectors, similarity, structure, nprobe, queries, numQueries, k, mask);
+    Request alone = new Request(segment, field, vectors, similarity, structure, params, queries, numQueries, k, mask);
     if (speculation.enabled() && speculative && numQueries == 1 && segment instanceof GpuSegment gpuSegment) {
       return speculation.search(
-          gpuSegment, field, vectors, similarity, structure, nprobe, queries, k, mask, token, requestedK,
+          gpuSegment, field, vectors, similarity, structure, params, queries, k, mask, token, requestedK,
           () -> run(List.of(alone))[0]);
     }
     return run(List.of(alone))[0];
@@ -415,7 +418,7 @@ public final class GpuSearchService implements Closeable {
       FloatVectorValues vectors,
       VectorSimilarityFunction similarity,
       GpuStructure structure,
-      int nprobe,
+      SearchParams params,
       float[][] queries,
       int numQueries,
       int k,
@@ -425,7 +428,7 @@ public final class GpuSearchService implements Closeable {
     public Request(
         Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity,
         float[][] queries, int numQueries, int k, long[] mask) {
-      this(segment, field, vectors, similarity, null, 1, queries, numQueries, k, mask);
+      this(segment, field, vectors, similarity, null, SearchParams.FLAT, queries, numQueries, k, mask);
     }
   }
 
@@ -460,7 +463,7 @@ public final class GpuSearchService implements Closeable {
         }
         handles.add(handle);
         searches.add(
-            new SearchBatcher.Search(handle.index(), r.queries(), r.numQueries(), r.k(), r.mask(), r.nprobe()));
+            new SearchBatcher.Search(handle.index(), r.queries(), r.numQueries(), r.k(), r.mask(), r.params()));
         at.add(i);
       }
       if (searches.isEmpty()) {

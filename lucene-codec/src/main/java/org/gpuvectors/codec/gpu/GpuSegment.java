@@ -1,5 +1,7 @@
 package org.gpuvectors.codec.gpu;
 
+import org.gpuvectors.cuda.SearchParams;
+
 /**
  * A segment whose fields the service may hold, as the service needs to see it to search a query
  * over all of an index's segments at once ({@link CrossSegmentSpeculation}): which
@@ -18,11 +20,11 @@ public interface GpuSegment {
   Standing standing(String field);
 
   /**
-   * The effort of an unfiltered search of {@code field} for k results: lists scanned (IVF fields), the
-   * beam's width (graph fields; {@code GpuGraphIndex.EXACT} for an exact search of the live vectors),
-   * 1 for flat ones.
+   * The device's search parameters of an unfiltered search of {@code field} for k results: lists scanned (IVF
+   * fields), the beam's width or the exact search of the live vectors (graph fields), {@link SearchParams#FLAT} for
+   * flat ones.
    */
-  int probes(String field, int k);
+  SearchParams searchParams(String field, int k);
 
   /**
    * Results to ask the device for when an unfiltered search of {@code field} wants k: ivf_pq fields

@@ -17,6 +17,7 @@ import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.KSelect;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -115,7 +116,9 @@ final class IvfKnnGraph {
       GpuBackend backend, DeviceIndex index, float[] queries, int count, int ask, int nprobe, int[] ords, int first,
       int k, Metric metric, int[] out) {
     SearchResult result =
-        backend.search(List.of(new SearchGroup(index, queries, count, ask, nprobe, null, null)), new long[2])[0];
+        backend.search(
+            List.of(new SearchGroup(index, queries, count, ask, new SearchParams.Ivf(nprobe), null, null)),
+            new long[2])[0];
     boolean largestFirst = metric != Metric.L2;
     int[] rowIds = new int[k];
     float[] rowDistances = new float[k];

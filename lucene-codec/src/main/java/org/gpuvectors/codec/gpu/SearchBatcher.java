@@ -9,8 +9,8 @@ import java.util.Map;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -41,8 +41,8 @@ public final class SearchBatcher {
 
   /**
    * One caller's search of one resident index: its queries (one array per query, read only), its k, its accepted vectors
-   * ({@code mask} for all its queries, null = all) and the lists it scans (IVF indexes; flat ones
-   * ignore it). Filled by the pass that runs it.
+   * ({@code mask} for all its queries, null = all) and its search parameters (the index's kind: lists scanned,
+   * a graph's width or exact search). Filled by the pass that runs it.
    */
   public static final class Search {
     final DeviceIndex index;
@@ -50,24 +50,24 @@ public final class SearchBatcher {
     final int numQueries;
     final int k;
     final long[] mask;
-    final int nprobe;
+    final SearchParams params;
     private SearchResult result;
     private Throwable error;
     private boolean taken; // by a pass; guarded by the batcher's lock
     private boolean done; // guarded by the batcher's lock
 
-    public Search(DeviceIndex index, float[][] queries, int numQueries, int k, long[] mask, int nprobe) {
+    public Search(DeviceIndex index, float[][] queries, int numQueries, int k, long[] mask, SearchParams params) {
       this.index = index;
       this.queries = queries;
       this.numQueries = numQueries;
       this.k = k;
       this.mask = mask;
-      this.nprobe = nprobe;
+      this.params = params;
     }
 
     /** A search of a flat index. */
     public Search(DeviceIndex index, float[][] queries, int numQueries, int k, long[] mask) {
-      this(index, queries, numQueries, k, mask, 1);
+      this(index, queries, numQueries, k, mask, SearchParams.FLAT);
     }
 
     /** The k best per query, once run without error. */
@@ -243,7 +243,7 @@ public final class SearchBatcher {
     Map<GroupKey, List<Search>> byKey = new HashMap<>();
     List<GroupKey> order = new ArrayList<>();
     for (Search s : batch) {
-      byKey.computeIfAbsent(new GroupKey(s.index, s.nprobe == GpuGraphIndex.EXACT), key -> {
+      byKey.computeIfAbsent(new GroupKey(s.index, SearchParams.EXACT.equals(s.params)), key -> {
         order.add(key);
         return new ArrayList<>();
       }).add(s);
@@ -273,22 +273,23 @@ public final class SearchBatcher {
   }
 
   /**
-   * The searches of one index as one group: query rows stacked (the arrays, not their contents), the largest k and the most lists (more
-   * lists only add candidates: each search gets at least the hits it asked for), masks shared if equal.
+   * The searches of one index as one group: query rows stacked (the arrays, not their contents), the largest k and
+   * the widest parameters ({@link SearchParams#widest}: more lists or a wider walk only add candidates: each search
+   * gets at least the hits it asked for; a graph's exact searches are a group of their own), masks shared if equal.
    */
   private static SearchGroup group(DeviceIndex index, List<Search> searches) {
     if (searches.size() == 1) {
       Search s = searches.get(0);
-      return SearchGroup.ofRows(index, s.queries, s.numQueries, s.k, s.nprobe, s.mask, null);
+      return SearchGroup.ofRows(index, s.queries, s.numQueries, s.k, s.params, s.mask, null);
     }
     int numQueries = 0;
     int k = 0;
-    int nprobe = 1;
+    SearchParams params = searches.get(0).params;
     boolean oneMask = true;
     for (Search s : searches) {
       numQueries += s.numQueries;
       k = Math.max(k, s.k);
-      nprobe = Math.max(nprobe, s.nprobe);
+      params = params.widest(s.params);
       oneMask &= s.mask == searches.get(0).mask; // the same array: a segment's cached live docs, or none
     }
     float[][] queries = new float[numQueries][];
@@ -301,6 +302,6 @@ public final class SearchBatcher {
       }
       row += s.numQueries;
     }
-    return SearchGroup.ofRows(index, queries, numQueries, k, nprobe, oneMask ? searches.get(0).mask : null, masks);
+    return SearchGroup.ofRows(index, queries, numQueries, k, params, oneMask ? searches.get(0).mask : null, masks);
   }
 }

@@ -13,8 +13,8 @@ import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.codec.index.ApproximateIndex;
-import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.GraphFilterPlan;
+import org.gpuvectors.cuda.SearchParams;
 
 /**
  * One segment field's graph as read from the {@code .gvd} file ({@link GraphLayout#writeTo}), checked
@@ -22,6 +22,12 @@ import org.gpuvectors.cuda.GraphFilterPlan;
  * the adjacency stays in the file (read a row at a time through a clone per search).
  */
 public final class GraphField implements ApproximateIndex {
+  /**
+   * The effort of an exact search of the accepted vectors ({@link #exact}) instead of a walk: above every walk's
+   * width, so that efforts compare as the work they ask for.
+   */
+  public static final int EXACT_EFFORT = Integer.MAX_VALUE;
+
 
   private final int size;
   private final int degree;
@@ -211,10 +217,16 @@ public final class GraphField implements ApproximateIndex {
     return GraphFilterPlan.exact(searchWidth, k, degree, seeds.length, accepted, size);
   }
 
-  /** The beam's width ({@link #width}), or {@link GpuGraphIndex#EXACT} when the search is {@link #exact}. */
+  /** The beam's width ({@link #width}), or {@link #EXACT_EFFORT} when the search is {@link #exact}. */
   @Override
   public int effort(int k, long accepted) {
-    return exact(k, accepted) ? GpuGraphIndex.EXACT : width(k, accepted);
+    return exact(k, accepted) ? EXACT_EFFORT : width(k, accepted);
+  }
+
+  /** A walk of the beam's width, or the exact search ({@link SearchParams#EXACT}) at {@link #EXACT_EFFORT}. */
+  @Override
+  public SearchParams searchParams(int effort) {
+    return effort == EXACT_EFFORT ? SearchParams.EXACT : new SearchParams.Graph(effort);
   }
 
   /**
@@ -225,7 +237,7 @@ public final class GraphField implements ApproximateIndex {
    */
   @Override
   public long visited(long accepted, int effort) {
-    return effort == GpuGraphIndex.EXACT ? accepted : GraphFilterPlan.walkScores(effort, degree, seeds.length, size);
+    return effort == EXACT_EFFORT ? accepted : GraphFilterPlan.walkScores(effort, degree, seeds.length, size);
   }
 
   /**
@@ -242,7 +254,7 @@ public final class GraphField implements ApproximateIndex {
     Bits acceptDocs = accept == null ? null : accept.bits();
     Bits acceptOrds = scorer.getAcceptOrds(acceptDocs);
     int effort = effort(collector.k(), accepted);
-    if (effort == GpuGraphIndex.EXACT) {
+    if (effort == EXACT_EFFORT) {
       BeamSearch.exact(size, scorer, acceptOrds, collector);
     } else {
       new BeamSearch(this, entryLayer(scorers, similarity, vectors), scorer, acceptOrds, effort).run(collector);

@@ -14,6 +14,7 @@ import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 
 /**
@@ -48,8 +49,8 @@ public final class FakeBackend implements GpuBackend {
   public final AtomicInteger uploads = new AtomicInteger();
   /** Uploads of graph fields. */
   public final AtomicInteger graphUploads = new AtomicInteger();
-  /** The nprobe (IVF lists, graph search width or GpuGraphIndex.EXACT) of every group searched, in order. */
-  public final java.util.Queue<Integer> groupNprobes = new java.util.concurrent.ConcurrentLinkedQueue<>();
+  /** The search parameters (IVF lists, graph search width or exact search) of every group searched, in order. */
+  public final java.util.Queue<SearchParams> groupParams = new java.util.concurrent.ConcurrentLinkedQueue<>();
   public final AtomicInteger passes = new AtomicInteger();
   public final AtomicInteger maxGroupsPerPass = new AtomicInteger();
   /** Calls of {@link #nearest} (k-means assignment on the "device"). */
@@ -290,7 +291,7 @@ public final class FakeBackend implements GpuBackend {
     }
     SearchResult[] out = new SearchResult[groups.size()];
     for (int g = 0; g < groups.size(); g++) {
-      groupNprobes.add(groups.get(g).nprobe());
+      groupParams.add(groups.get(g).params());
       out[g] = search(groups.get(g));
     }
     return out;
@@ -313,7 +314,7 @@ public final class FakeBackend implements GpuBackend {
       }
       long[] mask = group.queryMasks() != null ? group.queryMasks()[q] : group.sharedMask();
       List<float[]> scored = new ArrayList<>(); // {distance, id}
-      for (int id : candidates(index, query, group.nprobe())) {
+      for (int id : candidates(index, query, nprobe(group))) {
         if (mask != null && ((mask[id >>> 6] >>> id) & 1) == 0) {
           continue;
         }
@@ -372,6 +373,11 @@ public final class FakeBackend implements GpuBackend {
       }
     }
     return acc;
+  }
+
+  /** The lists an IVF group probes (other groups' parameters name none). */
+  public static int nprobe(SearchGroup group) {
+    return group.params() instanceof SearchParams.Ivf ivf ? ivf.nprobe() : 1;
   }
 
   /** All ordinals of a flat index; of an IVF index, those in the nprobe lists nearest to the query. */
@@ -449,6 +455,14 @@ public final class FakeBackend implements GpuBackend {
     byte[] codes;
     int[] listOf;
     int rerankFactor;
+
+    /** An IVF index takes the lists to probe, the others (flat, and graph fields held as flat) anything else. */
+    @Override
+    public void checkSearch(SearchParams params, int k) {
+      if ((lists != null) != (params instanceof SearchParams.Ivf)) {
+        throw new IllegalArgumentException((lists != null ? "an IVF index" : "no IVF index") + " searched with " + params);
+      }
+    }
 
     /** Makes this an ivf_pq index: its codes by ordinal (from list order) and lists. */
     void quantized(org.gpuvectors.cuda.PqCodebook book, byte[] codesInListOrder, int rerankFactor) {

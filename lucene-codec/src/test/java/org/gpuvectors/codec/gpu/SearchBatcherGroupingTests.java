@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 import org.junit.jupiter.api.Test;
 
@@ -44,6 +44,9 @@ class SearchBatcherGroupingTests {
       }
 
       @Override
+      public void checkSearch(SearchParams params, int k) {}
+
+      @Override
       public void close() {}
     };
   }
@@ -72,9 +75,9 @@ class SearchBatcherGroupingTests {
     List<SearchGroup> seen = new ArrayList<>();
     SearchBatcher batcher = recording(seen);
     float[][] one = {{1, 2}};
-    SearchBatcher.Search walk64 = new SearchBatcher.Search(graph, one, 1, 10, null, 64);
-    SearchBatcher.Search exact = new SearchBatcher.Search(graph, one, 1, 10, new long[16], GpuGraphIndex.EXACT);
-    SearchBatcher.Search walk32 = new SearchBatcher.Search(graph, one, 1, 5, null, 32);
+    SearchBatcher.Search walk64 = new SearchBatcher.Search(graph, one, 1, 10, null, new SearchParams.Graph(64));
+    SearchBatcher.Search exact = new SearchBatcher.Search(graph, one, 1, 10, new long[16], SearchParams.EXACT);
+    SearchBatcher.Search walk32 = new SearchBatcher.Search(graph, one, 1, 5, null, new SearchParams.Graph(32));
     SearchBatcher.Search flat = new SearchBatcher.Search(other, one, 1, 3, null);
     batcher.run(List.of(walk64, exact, walk32, flat));
 
@@ -86,13 +89,13 @@ class SearchBatcherGroupingTests {
       SearchGroup group = seen.get(g);
       if (group.index() == other) {
         others = g;
-      } else if (group.nprobe() == GpuGraphIndex.EXACT) {
+      } else if (group.params().equals(SearchParams.EXACT)) {
         exacts = g;
       } else {
         walks = g;
       }
     }
-    assertEquals(64, seen.get(walks).nprobe(), "the walks run at their widest");
+    assertEquals(new SearchParams.Graph(64), seen.get(walks).params(), "the walks run at their widest");
     assertEquals(2, seen.get(walks).numQueries());
     assertEquals(1, seen.get(exacts).numQueries());
     assertTrue(walks < exacts, "an index's walks before its exact searches");

@@ -20,7 +20,6 @@ import org.apache.lucene.search.TopKnnCollector;
 import org.apache.lucene.util.BitSetIterator;
 import org.apache.lucene.util.FixedBitSet;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
-import org.gpuvectors.cuda.GpuGraphIndex;
 import org.gpuvectors.cuda.GraphFilterPlan;
 import org.gpuvectors.cuda.Metric;
 import org.junit.jupiter.api.BeforeAll;
@@ -136,7 +135,7 @@ class BeamSearchTests {
       boolean exact = graph.exact(K, count);
       String what = "search width " + graph.searchWidth() + ", " + percent + " %";
       assertEquals(GraphFilterPlan.exact(graph.searchWidth(), K, graph.degree(), graph.seeds().length, count, N), exact, what);
-      assertEquals(exact ? GpuGraphIndex.EXACT : graph.width(K, count), graph.effort(K, count), what);
+      assertEquals(exact ? GraphField.EXACT_EFFORT : graph.width(K, count), graph.effort(K, count), what);
       assertEquals(exact ? count : GraphFilterPlan.walkScores(graph.width(K, count), graph.degree(), graph.seeds().length, N),
           graph.visited(count, graph.effort(K, count)), what);
       for (int q = 0; q < 10; q++) {
