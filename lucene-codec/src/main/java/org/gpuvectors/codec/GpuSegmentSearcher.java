@@ -102,7 +102,7 @@ final class GpuSegmentSearcher {
 
   /**
    * The effort of a search for k over {@code accepted} vectors: lists probed (IVF), the beam's width
-   * (graph; at most the kernel's widest, {@link org.gpuvectors.cuda.GraphFilterPlan#width}, as on the
+   * (graph; at most the kernel's widest, {@link org.gpuvectors.codec.graph.GraphFilterPlan#width}, as on the
    * CPU), 1 (flat).
    */
   static int effort(ApproximateIndex index, int k, long accepted) {

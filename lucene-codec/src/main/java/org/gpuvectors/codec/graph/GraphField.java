@@ -14,7 +14,6 @@ import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.codec.index.ApproximateIndex;
 import org.gpuvectors.cuda.GpuGraphIndex;
-import org.gpuvectors.cuda.GraphFilterPlan;
 
 /**
  * One segment field's graph as read from the {@code .gvd} file ({@link GraphLayout#writeTo}), checked

@@ -13,7 +13,7 @@ import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.NeighborQueue;
 import org.gpuvectors.cuda.GpuIvfPqIndex;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * One segment field's {@code ivf_pq} index as read from the {@code .gvd} file, and its CPU search

@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.List;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuGraphIndex;
-import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
 import org.junit.jupiter.api.Test;
@@ -34,8 +33,8 @@ class SearchBatcherGroupingTests {
       }
 
       @Override
-      public Metric metric() {
-        return Metric.L2;
+      public org.gpuvectors.cuda.Metric metric() {
+        return org.gpuvectors.cuda.Metric.L2;
       }
 
       @Override
