@@ -11,6 +11,7 @@ import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
+import org.gpuvectors.codec.gpu.DeviceInputs;
 import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuGraph;
 import org.gpuvectors.codec.gpu.GpuIvf;
@@ -89,11 +90,11 @@ final class GpuSegmentSearcher {
   static GpuStructure gpuStructure(ApproximateIndex index, boolean rerankOnGpu) {
     return switch (index) {
       case null -> null;
-      case IvfField lists -> new GpuIvf(lists.nlist(), lists::toLists);
+      case IvfField lists -> new GpuIvf(lists.nlist(), () -> DeviceInputs.lists(lists));
       case IvfPqField pq -> new GpuIvf(
           pq.nlist(),
-          pq.lists()::toLists,
-          new GpuIvf.Pq(pq.pq().m(), pq.pq()::toCodebook, pq::codesInListOrder,
+          () -> DeviceInputs.lists(pq.lists()),
+          new GpuIvf.Pq(pq.pq().m(), () -> DeviceInputs.codebook(pq.pq()), pq::codesInListOrder,
               rerankOnGpu ? pq.rerankFactor() : 0));
       case GraphField graph -> new GpuGraph(graph.degree(), graph::toAdjacency, graph.seeds());
       default -> throw new IllegalArgumentException("no GPU form for " + index.getClass().getName());

@@ -4,7 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import org.gpuvectors.codec.graph.GraphFilterPlan;
 import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.GpuGraphIndex;
+import org.gpuvectors.cuda.GpuIvfPqIndex;
 import org.junit.jupiter.api.Test;
 
 /** Where the codec's search policy meets what the GPU module executes: both must agree. */
@@ -23,5 +25,15 @@ class DeviceBoundaryTests {
   void theFilterRuleWalksNoWiderThanTheKernel() {
     // the CPU walks the same width as the GPU only while the rule's cap is the kernel's widest beam
     assertEquals(GpuGraphIndex.MAX_WIDTH, GraphFilterPlan.MAX_WIDTH);
+  }
+
+  @Test
+  void theHostReRanksAsManyCandidatesAsTheDevice() {
+    for (int factor : new int[] {1, 2, 4, 8, 16, 64, 256}) {
+      for (int k : new int[] {1, 10, 100, 1000, 2048}) {
+        assertEquals(GpuIvfPqIndex.candidates(factor, k), IvfPqField.rerankCandidates(factor, k),
+            "factor " + factor + ", k " + k);
+      }
+    }
   }
 }
