@@ -77,7 +77,7 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuIvfPqIndexGpuTest \
     --select-class org.gpuvectors.cuda.PqCodebookTest --select-class org.gpuvectors.cuda.GpuGraphIndexGpuTest \
     --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.QueryRowsGpuTest \
-    --select-class org.gpuvectors.cuda.SearchGroupTest --select-class org.gpuvectors.cuda.GraphFilterPlanTest \
+    --select-class org.gpuvectors.cuda.SearchGroupTest --select-class org.gpuvectors.cuda.GraphWalkUnderFilterTest \
     --select-class org.gpuvectors.cuda.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
     --select-class org.gpuvectors.cuda.PassSlotsGpuTest --select-class org.gpuvectors.cuda.FlatScanParamsTest --select-class org.gpuvectors.cuda.QueryBlocksTest \
     --select-class org.gpuvectors.cuda.FlatConfigTest --select-class org.gpuvectors.cuda.runtime.DeviceMemoryPoolTest \

@@ -21,7 +21,7 @@ import jcuda.Pointer;
  * traversed but only accepted ones are returned: the kernel keeps a second list of the k best accepted nodes.
  *
  * <p>A search with {@link SearchParams#EXACT} is exact instead: the flat search ({@link GpuFlatIndex}) of the accepted
- * vectors, for filters so selective that a walk would score more vectors than they hold ({@link GraphFilterPlan}).
+ * vectors, for filters so selective that a walk would score more vectors than they hold (the codec's filter rule).
  *
  * <p>Device memory, owned here and returned by {@link #close()}: the vectors as a {@link GpuFlatIndex} (cosine:
  * normalised; L2: with their norms), which the walk reads and the exact search searches (one upload, one owner),
@@ -45,7 +45,7 @@ public final class GpuGraphIndex extends ResidentIndex {
    * Batches below this many queries are latency-bound: fewer blocks than a large GPU's multiprocessors, so each
    * query can have a wide block ({@link #LATENCY_BATCH_THREADS}) and expand several parents per iteration. A query's
    * latency is about iterations x the cost of one iteration, and p parents cut the iterations about p-fold (the
-   * reference search, GraphFilterPlanTest's data, widths 32 / 64: 33 / 65 iterations at p = 1, 17 / 33 at 2, 9.5 /
+   * reference search, GraphWalkUnderFilterTest's data, widths 32 / 64: 33 / 65 iterations at p = 1, 17 / 33 at 2, 9.5 /
    * 17 at 4) for 2-8 % more distances at the same recall; an iteration costs its barriers plus its distance rounds,
    * p x degree / teams, which a wide block keeps at the p = 1 count of a 256-thread block.
    */

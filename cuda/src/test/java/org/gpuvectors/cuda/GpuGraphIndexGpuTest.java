@@ -298,7 +298,7 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
   }
 
   /**
-   * The codec's rule ({@link GraphFilterPlan}) at 1 %, 10 % and 50 % per-query filters, widths 32 and 64: the
+   * The codec's rule ({@link FilterWidening}) at 1 %, 10 % and 50 % per-query filters, widths 32 and 64: the
    * widened walk or the exact search, recall@10 >= 0.95 at every selectivity (the walk also within {@link
    * #SAME_ALGORITHM} of the reference), on clustered data (L2, cosine) and FashionLike images.
    */
@@ -323,8 +323,8 @@ class GpuGraphIndexGpuTest extends GpuTestCase {
         int[] truth = GraphReference.exact(d.vectors(), d.n(), d.dims(), d.metric(), d.queries(), d.nq(), k, masks);
         try (GpuGraphIndex index = upload(d)) {
           for (int searchWidth : new int[] {32, 64}) {
-            boolean exact = GraphFilterPlan.exact(searchWidth, k, d.degree(), d.seeds().length, accepted, d.n());
-            int walkWidth = GraphFilterPlan.width(searchWidth, k, accepted, d.n());
+            boolean exact = FilterWidening.exact(searchWidth, k, d.degree(), d.seeds().length, accepted, d.n());
+            int walkWidth = FilterWidening.width(searchWidth, k, accepted, d.n());
             SearchResult walk = BatchSearch.run(device, List.of(new SearchGroup(index, d.rawQueries(), d.nq(), k,
                 new SearchParams.Graph(walkWidth), null, masks)))[0];
             double walkRecall = GraphReference.recall(ids(walk), k, truth, k, d.nq(), k);

@@ -14,7 +14,7 @@ import java.util.Random;
  * widths 32 / 64 / 128
  * ({@code latency} rows), and 1 %, 10 %, 50 % random filters (one mask for all queries) at widths 32 / 64 / 128,
  * each as the codec's widened walk and as the exact search of the accepted vectors, with the mode the codec's rule
- * ({@link GraphFilterPlan}) picks marked {@code *} ({@code filter} rows). Not a test.
+ * ({@link FilterWidening}) picks marked {@code *} ({@code filter} rows). Not a test.
  *
  * <p>The graph is built here, not by the codec: the k-NN graph with k = build_degree = 2 x degree by {@link
  * GpuFlatIndex}'s exact search on the GPU (every vector a query, itself dropped), then {@link GraphReference#graph}
@@ -195,8 +195,8 @@ public final class GraphSearchBench {
         truth = GpuGraphIndexGpuTest.ids(flat.search(queries, nq, K, mask));
       }
       for (int width : FILTER_WIDTHS) {
-        boolean exactPicked = GraphFilterPlan.exact(width, K, index.degree(), index.numSeeds(), accepted, n);
-        int walkWidth = Math.min(GpuGraphIndex.MAX_WIDTH, GraphFilterPlan.width(width, K, accepted, n));
+        boolean exactPicked = FilterWidening.exact(width, K, index.degree(), index.numSeeds(), accepted, n);
+        int walkWidth = Math.min(GpuGraphIndex.MAX_WIDTH, FilterWidening.width(width, K, accepted, n));
         for (boolean exact : new boolean[] {false, true}) {
           SearchParams params = exact ? SearchParams.EXACT : new SearchParams.Graph(walkWidth);
           String mode = (exact ? "exact" : "walk " + walkWidth) + (exact == exactPicked ? "*" : "");

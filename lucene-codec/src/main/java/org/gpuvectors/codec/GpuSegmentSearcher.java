@@ -11,6 +11,7 @@ import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
+import org.gpuvectors.codec.gpu.DeviceInputs;
 import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuGraph;
 import org.gpuvectors.codec.gpu.GpuIvf;
@@ -90,11 +91,11 @@ final class GpuSegmentSearcher {
   static GpuStructure gpuStructure(ApproximateIndex index, boolean rerankOnGpu) {
     return switch (index) {
       case null -> null;
-      case IvfField lists -> new GpuIvf(lists.nlist(), lists::toLists);
+      case IvfField lists -> new GpuIvf(lists.nlist(), () -> DeviceInputs.lists(lists));
       case IvfPqField pq -> new GpuIvf(
           pq.nlist(),
-          pq.lists()::toLists,
-          new GpuIvf.Pq(pq.pq().m(), pq.pq()::toCodebook, pq::codesInListOrder,
+          () -> DeviceInputs.lists(pq.lists()),
+          new GpuIvf.Pq(pq.pq().m(), () -> DeviceInputs.codebook(pq.pq()), pq::codesInListOrder,
               rerankOnGpu ? pq.rerankFactor() : 0));
       case GraphField graph -> new GpuGraph(graph.degree(), graph::toAdjacency, graph.seeds());
       default -> throw new IllegalArgumentException("no GPU form for " + index.getClass().getName());
@@ -103,16 +104,25 @@ final class GpuSegmentSearcher {
 
   /**
    * The effort of a search for k over {@code accepted} vectors: lists probed (IVF), the beam's width
-   * (graph; at most the kernel's widest, {@link org.gpuvectors.cuda.GraphFilterPlan#width}, as on the
+   * (graph; at most the kernel's widest, {@link org.gpuvectors.codec.graph.GraphFilterPlan#width}, as on the
    * CPU), 1 (flat).
    */
   static int effort(ApproximateIndex index, int k, long accepted) {
     return index == null ? 1 : index.effort(k, accepted);
   }
 
-  /** The device's search parameters at this effort: a flat field's search, or its structure's ({@link #effort}). */
+  /**
+   * The device's search parameters at this effort ({@link #effort}): a flat field's search, the lists an IVF field
+   * probes, a graph's beam width or its exact search. The effort is the codec's decision; here it becomes what the
+   * GPU module executes.
+   */
   static SearchParams searchParams(ApproximateIndex index, int effort) {
-    return index == null ? SearchParams.FLAT : index.searchParams(effort);
+    return switch (index) {
+      case null -> SearchParams.FLAT;
+      case GraphField graph -> effort == GraphField.EXACT_EFFORT ? SearchParams.EXACT : new SearchParams.Graph(effort);
+      case IvfIndex ivf -> new SearchParams.Ivf(effort);
+      default -> throw new IllegalArgumentException("no device search for " + index.getClass().getName());
+    };
   }
 
   /** Whether the device re-ranks this field's candidates (ivf_pq whose raw vectors go up with the codes). */

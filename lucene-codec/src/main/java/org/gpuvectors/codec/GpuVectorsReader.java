@@ -32,7 +32,7 @@ import org.gpuvectors.codec.gpu.GpuSegment;
 import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfPqField;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.SearchParams;
 
 /**
@@ -502,7 +502,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       if (dataOffset < 0 || dataLength < 0 || dataOffset + dataLength > dataEnd) {
         throw new CorruptIndexException("field [" + field + "] data out of bounds: " + this, data);
       }
-      Metric metric = GpuSearchService.metric(similarityFunction);
+      Metric metric = Metric.of(similarityFunction);
       ApproximateIndex structure =
           switch (indexType) {
             case IVF_FLAT -> IvfField.read(data, dataOffset, dataLength, dimension, size, metric);

@@ -38,7 +38,7 @@ import org.gpuvectors.codec.ivf.IvfPqBuilder;
 import org.gpuvectors.codec.ivf.IvfProbes;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.codec.ivf.ProductQuantizer;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Writes the {@link GpuVectorsFormat} files: raw vectors through the wrapped flat vectors writer,
@@ -328,7 +328,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     int degree = GraphBuilder.degree(params.get(IndexParams.DEGREE));
     return GraphBuilder.build(
         vectors,
-        GpuSearchService.metric(fieldInfo.getVectorSimilarityFunction()),
+        Metric.of(fieldInfo.getVectorSimilarityFunction()),
         degree,
         GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
         GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
@@ -355,7 +355,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       throws IOException {
     IndexParams params = params(fieldInfo);
     int nlist = IvfBuilder.nlist(params.get(IndexParams.NLIST), vectors.size());
-    Metric metric = GpuSearchService.metric(fieldInfo.getVectorSimilarityFunction());
+    Metric metric = Metric.of(fieldInfo.getVectorSimilarityFunction());
     Assigner assigner = GpuSearchServices.current().buildAcceleration().assigner();
     return switch (type) {
       case IVF_FLAT ->

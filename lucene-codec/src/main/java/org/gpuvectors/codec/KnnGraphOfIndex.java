@@ -13,6 +13,7 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.search.TotalHits;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.gpu.GpuBuildAcceleration;
 import org.gpuvectors.codec.gpu.GpuSearchService;
@@ -73,7 +74,7 @@ public final class KnnGraphOfIndex {
     int n = vectors.size();
     int[] ords = n == 0 ? new int[0]
         : GpuSearchServices.current().buildAcceleration().knnFinder()
-            .knn(vectors, k, GpuSearchService.metric(similarity));
+            .knn(vectors, k, Metric.of(similarity));
     int[] docs = new int[maxDoc * k];
     float[] scores = new float[maxDoc * k];
     Arrays.fill(docs, -1);

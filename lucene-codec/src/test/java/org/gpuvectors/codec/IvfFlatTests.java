@@ -43,6 +43,7 @@ import org.apache.lucene.search.SortField;
 import org.apache.lucene.search.TermQuery;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
+import org.gpuvectors.codec.gpu.DeviceInputs;
 import org.gpuvectors.codec.gpu.FakeBackend;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
@@ -106,7 +107,7 @@ class IvfFlatTests {
   private static void assertListInvariants(LeafReader leaf, VectorSimilarityFunction sim) throws IOException {
     IvfField ivf = lists(leaf);
     assertNotNull(ivf, "IVF lists built");
-    IvfTestSupport.assertListInvariants(ivf.toLists(), leaf.getFloatVectorValues(FIELD), sim);
+    IvfTestSupport.assertListInvariants(DeviceInputs.lists(ivf), leaf.getFloatVectorValues(FIELD), sim);
   }
 
   @ParameterizedTest
@@ -285,7 +286,7 @@ class IvfFlatTests {
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, config(0, 30_000), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 100, IndexParams.NPROBE, 5)));
       try (DirectoryReader reader = DirectoryReader.open(dir)) {
-        IvfLists lists = lists(reader.leaves().get(0).reader()).toLists();
+        IvfLists lists = DeviceInputs.lists(lists(reader.leaves().get(0).reader()));
         IndexSearcher searcher = new IndexSearcher(reader);
         GpuSearchService service = GpuSearchServices.current();
         int differing = 0;
@@ -341,7 +342,7 @@ class IvfFlatTests {
       try (Directory dir = FSDirectory.open(tempDir.resolve("run" + run))) {
         index(dir, config(0, 5000), vectors, ivfType(sim, Map.of(IndexParams.NLIST, 30)));
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
-          built[run] = lists(reader.leaves().get(0).reader()).toLists();
+          built[run] = DeviceInputs.lists(lists(reader.leaves().get(0).reader()));
         }
       }
     }

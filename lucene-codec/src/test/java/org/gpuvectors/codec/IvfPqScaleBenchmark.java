@@ -51,7 +51,7 @@ import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchResult;
 
@@ -292,7 +292,7 @@ public final class IvfPqScaleBenchmark {
     int nq = queries.length;
     try (GpuDevice device = GpuDevice.open(0)) {
       long t = System.nanoTime();
-      try (GpuFlatIndex index = GpuFlatIndex.upload(device, n, dims, Metric.L2,
+      try (GpuFlatIndex index = GpuFlatIndex.upload(device, n, dims, org.gpuvectors.cuda.Metric.L2,
           (first, count, dst) -> {
             for (int i = 0; i < count; i++) {
               System.arraycopy(base[first + i], 0, dst, i * dims, dims);

@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.gpu.DeviceInputs;
 import org.gpuvectors.codec.index.VectorRows;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.assertSameHits;
@@ -107,7 +108,7 @@ class IvfPqTests {
   private static void assertInvariants(LeafReader leaf, VectorSimilarityFunction sim) throws IOException {
     IvfPqField field = pq(leaf);
     assertNotNull(field, "ivf_pq built");
-    IvfLists lists = field.lists().toLists();
+    IvfLists lists = DeviceInputs.lists(field.lists());
     FloatVectorValues vectors = leaf.getFloatVectorValues(FIELD);
     IvfTestSupport.assertListInvariants(lists, vectors, sim);
     ProductQuantizer pq = field.pq();
@@ -380,7 +381,7 @@ class IvfPqTests {
         index(dir, config(0, 5000), vectors, pqType(sim, Map.of(IndexParams.NLIST, 30)));
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           IvfPqField field = pq(reader.leaves().get(0).reader());
-          lists[run] = field.lists().toLists();
+          lists[run] = DeviceInputs.lists(field.lists());
           int m = field.pq().m();
           codes[run] = new byte[vectors.size() * m];
           for (int p = 0; p < vectors.size(); p++) {

@@ -37,7 +37,7 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.gpu.KnnGraphPaths;
 import org.gpuvectors.codec.graph.GraphBuilder;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * k-NN graphs at scale: for Fashion-MNIST (60k x 784, when its files are in DATA_DIR) and N x 128

@@ -14,7 +14,7 @@ import org.gpuvectors.codec.gpu.GpuStructure;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -220,8 +220,8 @@ final class PrecomputedBackend implements GpuBackend {
     }
 
     @Override
-    public Metric metric() {
-      return metric;
+    public org.gpuvectors.cuda.Metric metric() {
+      return org.gpuvectors.codec.gpu.DeviceMetric.of(metric);
     }
 
     @Override

@@ -11,7 +11,7 @@ import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.Test;
 
 /**

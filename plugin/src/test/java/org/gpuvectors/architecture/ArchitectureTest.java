@@ -84,6 +84,16 @@ class ArchitectureTest {
     }
 
     @Test
+    void theCodecsIndexTypesKnowNothingOfTheGpuModule() {
+        noClasses().that().resideInAnyPackage(
+                "org.gpuvectors.codec.graph", "org.gpuvectors.codec.ivf", "org.gpuvectors.codec.index")
+            .should().dependOnClassesThat().resideInAPackage("org.gpuvectors.cuda..")
+            .because("search policy (metric, filter rule, probes, re-rank depth) is the codec's; codec.gpu maps it "
+                + "to what the GPU module executes")
+            .check(main);
+    }
+
+    @Test
     void noPackageCycles() {
         slices().matching("org.gpuvectors.(**)").should().beFreeOfCycles().check(main);
     }

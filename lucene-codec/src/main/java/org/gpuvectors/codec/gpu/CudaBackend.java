@@ -15,7 +15,7 @@ import org.gpuvectors.cuda.GpuIvfFlatIndex;
 import org.gpuvectors.cuda.GpuIvfPqIndex;
 import org.gpuvectors.cuda.build.GraphPrune;
 import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.build.ReverseLinks;
 import org.gpuvectors.cuda.SearchGroup;
@@ -64,7 +64,7 @@ final class CudaBackend implements GpuBackend {
 
   @Override
   public Assigner.Held hold(float[][] points, int count, int groups, Metric metric) {
-    GpuAssignment held = GpuAssignment.hold(device, points, count, points[0].length, groups, metric);
+    GpuAssignment held = GpuAssignment.hold(device, points, count, points[0].length, groups, DeviceMetric.of(metric));
     return new Assigner.Held() {
       @Override
       public int[] nearest(float[] centroids, int k) {
@@ -102,7 +102,7 @@ final class CudaBackend implements GpuBackend {
     int[] ids = new int[count * k];
     float[] distances = new float[count * k];
     // the base is uploaded once, the points go in blocks; the flat index tiles the distance matrix itself
-    try (GpuFlatIndex index = GpuFlatIndex.upload(device, base, numBase, dims, metric)) {
+    try (GpuFlatIndex index = GpuFlatIndex.upload(device, base, numBase, dims, DeviceMetric.of(metric))) {
       for (int first = 0; first < count; first += NEAREST_K_BLOCK) {
         int n = Math.min(NEAREST_K_BLOCK, count - first);
         float[] block = java.util.Arrays.copyOfRange(points, first * dims, (first + n) * dims);
@@ -121,7 +121,7 @@ final class CudaBackend implements GpuBackend {
 
   @Override
   public HeldVectors holdVectors(float[][] rows, int n, int dims, Metric metric) {
-    GpuFlatIndex index = GpuFlatIndex.upload(device, rows, n, dims, metric);
+    GpuFlatIndex index = GpuFlatIndex.upload(device, rows, n, dims, DeviceMetric.of(metric));
     return new HeldVectors() {
       @Override
       public int[] nearestKOwn(int k) {
@@ -166,14 +166,14 @@ final class CudaBackend implements GpuBackend {
     int dims = vectors.dimension();
     if (structure instanceof GpuGraph graph) {
       return GpuGraphIndex.upload(
-          device, vectors.size(), dims, metric, rowsInOrder(vectors), graph.adjacency().get(), graph.degree(),
+          device, vectors.size(), dims, DeviceMetric.of(metric), rowsInOrder(vectors), graph.adjacency().get(), graph.degree(),
           graph.seeds());
     }
     if (structure instanceof GpuIvf ivf && ivf.pq() != null) {
       GpuIvf.Pq pq = ivf.pq();
       // with the raw vectors (by ordinal) the device re-ranks its candidates: the searcher asked for k exact results
       return GpuIvfPqIndex.upload(
-          device, ivf.lists().get(), pq.codebook().get(), pq.codesInListOrder().get(), dims, metric,
+          device, ivf.lists().get(), pq.codebook().get(), pq.codesInListOrder().get(), dims, DeviceMetric.of(metric),
           pq.reranksOnDevice() ? rowsInOrder(vectors) : null, pq.rerankFactor());
     }
     if (structure instanceof GpuIvf ivf) {
@@ -184,7 +184,7 @@ final class CudaBackend implements GpuBackend {
           device,
           lists,
           dims,
-          metric,
+          DeviceMetric.of(metric),
           (first, count, dst) -> {
             for (int i = 0; i < count; i++) {
               System.arraycopy(vectors.vectorValue(ords[first + i]), 0, dst, i * dims, dims);
@@ -192,7 +192,7 @@ final class CudaBackend implements GpuBackend {
           });
     }
     // streamed a slab at a time: the segment's vectors never sit whole on the Java heap
-    GpuFlatIndex flat = GpuFlatIndex.upload(device, vectors.size(), dims, metric, rowsInOrder(vectors));
+    GpuFlatIndex flat = GpuFlatIndex.upload(device, vectors.size(), dims, DeviceMetric.of(metric), rowsInOrder(vectors));
     boolean ok = false;
     try {
       // large batches: TF32 candidates and an exact FP32 re-rank, the same results as FP32

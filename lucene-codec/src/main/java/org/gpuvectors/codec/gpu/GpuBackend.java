@@ -6,7 +6,7 @@ import java.util.List;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchGroup;

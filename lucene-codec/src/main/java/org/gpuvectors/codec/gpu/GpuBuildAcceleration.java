@@ -8,7 +8,7 @@ import org.apache.lucene.util.IOFunction;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.build.GraphPrune;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.build.ReverseLinks;
 import org.gpuvectors.cuda.runtime.CudaException;
 

@@ -8,7 +8,7 @@ import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphMerge;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.cuda.runtime.CudaException;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * One graph build's steps on the GPU ({@link KnnFinder#hold} of the service's finder). A segment that takes the exact

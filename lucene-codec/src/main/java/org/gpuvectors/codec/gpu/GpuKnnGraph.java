@@ -7,7 +7,7 @@ import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.codec.ivf.KMeans;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.SearchResult;
 
 /**

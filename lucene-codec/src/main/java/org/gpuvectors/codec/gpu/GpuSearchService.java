@@ -13,7 +13,7 @@ import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.KSelect;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchParams;
@@ -534,7 +534,7 @@ public final class GpuSearchService implements Closeable {
   private Residency.Handle acquire(
       Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuStructure structure)
       throws IOException {
-    Metric metric = metric(similarity);
+    Metric metric = Metric.of(similarity);
     long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric, structure);
     Residency.Acquired acquired;
     try {
@@ -595,15 +595,6 @@ public final class GpuSearchService implements Closeable {
           "gpu-vectors: searching on the CPU instead of the GPU: " + reason.description() + detail,
           cause);
     }
-  }
-
-  /** The GPU distance for a Lucene similarity (cosine: the kernels normalise vectors). */
-  public static Metric metric(VectorSimilarityFunction similarity) {
-    return switch (similarity) {
-      case EUCLIDEAN -> Metric.L2;
-      case DOT_PRODUCT, MAXIMUM_INNER_PRODUCT -> Metric.INNER_PRODUCT;
-      case COSINE -> Metric.COSINE;
-    };
   }
 
   /** Frees every resident field no search holds, then the device (after the last search ends). */

@@ -15,7 +15,7 @@ import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.cuda.KSelect;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;

@@ -8,7 +8,6 @@ import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.FixedBitSet;
 import org.apache.lucene.util.SparseFixedBitSet;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
-import org.gpuvectors.cuda.GraphFilterPlan;
 
 /**
  * One best-first beam search of a {@link GraphField} on the CPU (the CAGRA / SONG loop): a list of the

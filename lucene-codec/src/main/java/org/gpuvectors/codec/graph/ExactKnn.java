@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * The exact k-NN graph by brute force ({@code n^2} distances), blocks of rows computed in parallel.

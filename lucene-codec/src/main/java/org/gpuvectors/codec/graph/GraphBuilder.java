@@ -9,7 +9,7 @@ import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.util.FixedBitSet;
 import org.gpuvectors.codec.ivf.KMeans;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Builds a segment field's {@code graph} index, the same way with or without a GPU: (1) the k-NN

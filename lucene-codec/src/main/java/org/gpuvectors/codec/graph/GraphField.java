@@ -13,8 +13,6 @@ import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.codec.index.ApproximateIndex;
-import org.gpuvectors.cuda.GraphFilterPlan;
-import org.gpuvectors.cuda.SearchParams;
 
 /**
  * One segment field's graph as read from the {@code .gvd} file ({@link GraphLayout#writeTo}), checked
@@ -221,12 +219,6 @@ public final class GraphField implements ApproximateIndex {
   @Override
   public int effort(int k, long accepted) {
     return exact(k, accepted) ? EXACT_EFFORT : width(k, accepted);
-  }
-
-  /** A walk of the beam's width, or the exact search ({@link SearchParams#EXACT}) at {@link #EXACT_EFFORT}. */
-  @Override
-  public SearchParams searchParams(int effort) {
-    return effort == EXACT_EFFORT ? SearchParams.EXACT : new SearchParams.Graph(effort);
   }
 
   /**

@@ -13,7 +13,7 @@ import org.apache.lucene.search.TopKnnCollector;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Step (1) of a merge's graph build from the graphs of the segments it merges, instead of from scratch: GGNN's merge

@@ -3,7 +3,7 @@ package org.gpuvectors.codec.graph;
 import java.io.Closeable;
 import java.io.IOException;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Step (1) of a graph build: every vector's {@code k} nearest other vectors, the k-NN graph that

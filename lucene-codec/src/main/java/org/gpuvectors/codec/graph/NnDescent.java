@@ -7,7 +7,7 @@ import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
 import java.util.stream.IntStream;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * An approximate k-NN graph by NN-descent (Dong, Charikar, Li, "Efficient k-nearest neighbor graph

@@ -3,7 +3,7 @@ package org.gpuvectors.codec.graph;
 import java.io.IOException;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.util.VectorUtil;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Distances between a segment's vectors as the graph build ranks them: squared L2, minus the inner

@@ -6,7 +6,6 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
-import org.gpuvectors.cuda.SearchParams;
 
 /**
  * A segment field's approximate search structure as read from the {@code .gvd} file: IVF lists
@@ -24,9 +23,6 @@ public interface ApproximateIndex {
    * or the beam's width (graph).
    */
   int effort(int k, long accepted);
-
-  /** The device's search parameters for a search at this effort ({@link #effort}). */
-  SearchParams searchParams(int effort);
 
   /** About how many vectors a search at this effort scores (checked against a collector's visit limit). */
   long visited(long accepted, int effort);

@@ -2,7 +2,7 @@ package org.gpuvectors.codec.ivf;
 
 import java.io.Closeable;
 import java.io.IOException;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Finds each point's nearest centroid: the step of k-means and of IVF list assignment that costs {@code points x

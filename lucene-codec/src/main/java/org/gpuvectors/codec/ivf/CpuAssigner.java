@@ -2,7 +2,7 @@ package org.gpuvectors.codec.ivf;
 
 import java.util.stream.IntStream;
 import org.apache.lucene.util.VectorUtil;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * {@link Assigner#CPU}: nearest centroids by Lucene's SIMD {@link VectorUtil} distances, blocks of {@link #BLOCK}

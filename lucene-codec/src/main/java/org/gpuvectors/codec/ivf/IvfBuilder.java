@@ -5,7 +5,7 @@ import java.util.OptionalInt;
 import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.index.VectorRows;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Builds a segment field's inverted lists: trains the coarse quantizer with {@link KMeans} on a

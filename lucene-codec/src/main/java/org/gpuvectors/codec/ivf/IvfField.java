@@ -15,8 +15,7 @@ import org.apache.lucene.util.NumericUtils;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
-import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * One segment field's IVF lists as read from the {@code .gvd} file, and their CPU search: rank the
@@ -132,18 +131,23 @@ public final class IvfField implements IvfIndex {
     return IvfProbes.probes(defaultProbes, nlist(), k, accepted, size);
   }
 
-  /** The lists with every ordinal, for the GPU (reads the ordinals from the file). */
-  public IvfLists toLists() throws IOException {
+  /** Every vector's ordinal in list order (list l at {@link #listOffsets} l): read from the file. */
+  public int[] ordinalsInListOrder() throws IOException {
     int[] all = new int[size];
     IndexInput in = ords.clone();
     in.seek(0);
     in.readInts(all, 0, size);
+    return all;
+  }
+
+  /** The centroids, one row of dims floats per list, row-major. */
+  public float[] packedCentroids() {
     int dims = centroids[0].length;
     float[] packed = new float[nlist() * dims];
     for (int l = 0; l < nlist(); l++) {
       System.arraycopy(centroids[l], 0, packed, l * dims, dims);
     }
-    return new IvfLists(nlist(), packed, offsets, all);
+    return packed;
   }
 
   /** The {@code probes} lists nearest to {@code query}, nearest first (ties: lower list first). */

@@ -1,7 +1,6 @@
 package org.gpuvectors.codec.ivf;
 
 import org.gpuvectors.codec.index.ApproximateIndex;
-import org.gpuvectors.cuda.SearchParams;
 
 /**
  * A segment field's IVF index as read from the {@code .gvd} file, with its CPU search: {@code
@@ -24,12 +23,6 @@ public sealed interface IvfIndex extends ApproximateIndex permits IvfField, IvfP
   @Override
   default int effort(int k, long accepted) {
     return probes(k, accepted);
-  }
-
-  /** The device probes as many lists. */
-  @Override
-  default SearchParams searchParams(int nprobe) {
-    return new SearchParams.Ivf(nprobe);
   }
 
   /** About the accepted vectors in the probed lists. */

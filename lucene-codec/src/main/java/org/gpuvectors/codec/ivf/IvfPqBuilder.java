@@ -5,7 +5,7 @@ import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.util.ArrayUtil;
 import org.gpuvectors.codec.index.VectorRows;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Builds a segment field's {@code ivf_pq} structure (Faiss's IVFADC, Jégou et al. section 5): the

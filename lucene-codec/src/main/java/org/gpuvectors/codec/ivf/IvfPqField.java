@@ -12,8 +12,7 @@ import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.NeighborQueue;
-import org.gpuvectors.cuda.GpuIvfPqIndex;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * One segment field's {@code ivf_pq} index as read from the {@code .gvd} file, and its CPU search
@@ -125,13 +124,26 @@ public final class IvfPqField implements IvfIndex {
   }
 
   /**
-   * Candidates re-ranked for a search of k results over {@code accepted} vectors: the device re-rank's count
-   * ({@link GpuIvfPqIndex#candidates(int, int)}: factor x k, at most the device's k of 2,048 but at least k), so
-   * that the GPU and the CPU re-rank the same candidates (up to ties); at most the accepted vectors (then the
-   * re-ranking is exact over the probed lists), at least 1.
+   * The most candidates a search re-ranks: what the device's selection keeps (a test in the codec holds the two
+   * equal), so that the GPU and the CPU re-rank the same candidates.
+   */
+  public static final int MAX_RERANK_CANDIDATES = 2048;
+
+  /**
+   * Candidates re-ranked for a search of k results at {@code factor} candidates per result, before the filter:
+   * factor x k, at most {@link #MAX_RERANK_CANDIDATES} but at least k. The device re-rank takes as many (the GPU
+   * index is built with the same factor), so that both re-rank the same candidates (up to ties).
+   */
+  public static int rerankCandidates(int factor, int k) {
+    return (int) Math.max(k, Math.min(MAX_RERANK_CANDIDATES, (long) factor * k));
+  }
+
+  /**
+   * Candidates re-ranked for a search of k results over {@code accepted} vectors: {@link #rerankCandidates}, at
+   * most the accepted vectors (then the re-ranking is exact over the probed lists), at least 1.
    */
   public static int rerankDepth(int factor, int k, long accepted) {
-    return (int) Math.max(1, Math.min(GpuIvfPqIndex.candidates(factor, k), accepted));
+    return (int) Math.max(1, Math.min(rerankCandidates(factor, k), accepted));
   }
 
   /**

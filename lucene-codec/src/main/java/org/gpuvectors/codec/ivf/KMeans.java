@@ -7,7 +7,7 @@ import java.util.PriorityQueue;
 import java.util.Random;
 import java.util.concurrent.ForkJoinPool;
 import java.util.stream.IntStream;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Lloyd's k-means for the coarse quantizer of the IVF index types and, a group per sub-space, the codebooks of a

@@ -7,8 +7,7 @@ import org.apache.lucene.index.CorruptIndexException;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
 import org.apache.lucene.util.RamUsageEstimator;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.PqCodebook;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * A product quantizer (Jégou et al., "Product quantization for nearest neighbor search"; the PQ of
@@ -190,9 +189,9 @@ public final class ProductQuantizer {
     return training;
   }
 
-  /** The codebooks as the GPU index takes them (the same layout: codeword c of sub-quantizer j at (j * ksub + c) * subDims). */
-  public PqCodebook toCodebook() {
-    return new PqCodebook(m, bits, subDims(), codebooks.clone());
+  /** A copy of the codebooks: codeword c of sub-quantizer j at {@code (j * ksub + c) * subDims}. */
+  public float[] codebooks() {
+    return codebooks.clone();
   }
 
   /** A copy of codeword {@code c} of sub-quantizer {@code j}. */

@@ -12,7 +12,7 @@ import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -507,8 +507,8 @@ public final class FakeBackend implements GpuBackend {
     }
 
     @Override
-    public Metric metric() {
-      return metric;
+    public org.gpuvectors.cuda.Metric metric() {
+      return org.gpuvectors.codec.gpu.DeviceMetric.of(metric);
     }
 
     @Override

@@ -16,7 +16,7 @@ import org.gpuvectors.codec.graph.GraphPruner;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -9,7 +9,7 @@ import org.gpuvectors.codec.FashionMnistBenchmark;
 import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphPruner;
 import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Where a Fashion-MNIST graph build's device steps spend their time (the phases of {@code IndexBuildBenchmark} are

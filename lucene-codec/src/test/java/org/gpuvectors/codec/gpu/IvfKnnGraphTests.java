@@ -15,7 +15,7 @@ import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -4,7 +4,7 @@ import java.io.IOException;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * The device k-NN graph ({@link GpuKnnGraph}) with its bound of exact vectors chosen per call, for benchmarks outside

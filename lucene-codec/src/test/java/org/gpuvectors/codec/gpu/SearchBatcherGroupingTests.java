@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -34,8 +33,8 @@ class SearchBatcherGroupingTests {
       }
 
       @Override
-      public Metric metric() {
-        return Metric.L2;
+      public org.gpuvectors.cuda.Metric metric() {
+        return org.gpuvectors.cuda.Metric.L2;
       }
 
       @Override

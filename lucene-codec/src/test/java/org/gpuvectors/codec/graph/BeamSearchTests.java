@@ -20,8 +20,7 @@ import org.apache.lucene.search.TopKnnCollector;
 import org.apache.lucene.util.BitSetIterator;
 import org.apache.lucene.util.FixedBitSet;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
-import org.gpuvectors.cuda.GraphFilterPlan;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 

@@ -19,7 +19,7 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopKnnCollector;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 

@@ -13,7 +13,7 @@ import org.gpuvectors.codec.GpuTestSupport;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.cuda.GpuAvailability;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -10,7 +10,7 @@ import java.util.Locale;
 import java.util.Random;
 import java.util.zip.GZIPInputStream;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * The host phases of a graph build (pruning, reverse links, entry points, reachability) at scale,

@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * A CPU simulation that asks, before writing a kernel, whether one query's graph walk can be split over several

@@ -9,7 +9,7 @@ import java.util.Locale;
 import java.util.Random;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * Where an IVF build's time goes, step by step, on Fashion-MNIST's vectors (or any IDX3 file): the k-means of the

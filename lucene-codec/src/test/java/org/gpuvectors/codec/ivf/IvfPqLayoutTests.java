@@ -17,8 +17,9 @@ import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.IOContext;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
+import org.gpuvectors.codec.gpu.DeviceInputs;
 import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.Test;
 
 /** The ivf_pq structure as built, written and read back, without Lucene's index around it. */
@@ -62,7 +63,7 @@ class IvfPqLayoutTests {
         IvfPqField field = IvfPqField.read(in, 0, length, DIMS, N, Metric.L2);
         assertEquals(6, field.nlist());
         assertEquals(2, field.lists().defaultProbes());
-        IvfLists lists = field.lists().toLists();
+        IvfLists lists = DeviceInputs.lists(field.lists());
         assertArrayEquals(layout.lists().offsets(), lists.offsets());
         assertArrayEquals(layout.lists().ords(), lists.ords());
         assertEquals(4, field.pq().m());

@@ -1,8 +1,5 @@
 package org.gpuvectors.cuda;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -11,51 +8,15 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 /**
- * The filtered graph search's rule ({@link GraphFilterPlan}) without a GPU: its arithmetic, and what it buys, measured
- * with the reference beam search ({@link GraphReference}, the kernel's algorithm) against brute force at 1 %, 10 % and
- * 50 % random filters on clustered data and FashionLike images: recall@10 >= 0.95 at every selectivity, where the walk
- * alone collapses at 1 % on the clustered data; and the walk never scores more vectors than the rule's bound.
+ * What a beam widened under a filter buys, measured with the reference beam search ({@link GraphReference}, the
+ * kernel's algorithm) against brute force at 1 %, 10 % and 50 % random filters on clustered data and FashionLike
+ * images, at the widths of the codec's filter rule ({@link FilterWidening}): a walk never scores more vectors than
+ * the rule's bound, the walks the rule keeps reach recall@10 >= 0.95, and the walk alone collapses at 1 % on the
+ * clustered data (where the rule searches exactly).
  */
-class GraphFilterPlanTest {
+class GraphWalkUnderFilterTest {
   private static final int K = 10;
   private static final int DEGREE = 32;
-
-  @Test
-  void widthGrowsWithTheFilterUpToSixteenTimes() {
-    assertEquals(32, GraphFilterPlan.width(32, 10, 1000, 1000), "no filter: the search width");
-    assertEquals(100, GraphFilterPlan.width(32, 100, 1000, 1000), "at least k");
-    assertEquals(64, GraphFilterPlan.width(32, 10, 500, 1000), "half accepted: twice as wide");
-    assertEquals(320, GraphFilterPlan.width(32, 10, 10_000, 100_000), "10 %: ten times");
-    assertEquals(512, GraphFilterPlan.width(32, 10, 1_000, 100_000), "1 %: at most sixteen times");
-    assertEquals(512, GraphFilterPlan.width(32, 10, 0, 100_000), "nothing accepted: sixteen times");
-    assertEquals(300, GraphFilterPlan.width(32, 10, 10, 300), "at most the segment");
-  }
-
-  @Test
-  void exactWhereTheWalkMayScoreAsManyAsAreAccepted() {
-    // 60k vectors, degree 32, width 32, 100 entry points: 10 % -> width 320, up to 10,340 scored > 6,000
-    // accepted: exact
-    assertTrue(GraphFilterPlan.exact(32, 10, 32, 100, 6_000, 60_000));
-    // 20 %: width 160, 5,220 scored < 12,000 accepted: the walk
-    assertFalse(GraphFilterPlan.exact(32, 10, 32, 100, 12_000, 60_000));
-    assertTrue(GraphFilterPlan.exact(32, 10, 32, 100, 0, 60_000), "nothing accepted: exact (and empty)");
-    assertFalse(GraphFilterPlan.exact(32, 10, 32, 100, 1_000, 1_000), "no filter: never exact");
-    // the boundary: accepted = the bound (16,384 expansions' scores + the entry points)
-    assertTrue(GraphFilterPlan.exact(32, 10, 32, 0, 16_384, 10_000_000));
-    assertFalse(GraphFilterPlan.exact(32, 10, 32, 0, 16_385, 10_000_000));
-    assertTrue(GraphFilterPlan.exact(32, 10, 32, 1_000, 17_384, 10_000_000), "the entry points are scored too");
-    assertFalse(GraphFilterPlan.exact(32, 10, 32, 1_000, 17_385, 10_000_000));
-    assertEquals(16_384, GraphFilterPlan.walkScores(512, 32, 0, 10_000_000));
-    assertEquals(17_408, GraphFilterPlan.walkScores(512, 32, 1_024, 10_000_000));
-    assertEquals(1_000, GraphFilterPlan.walkScores(512, 32, 64, 1_000), "at most the segment");
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.width(0, 10, 5, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.width(32, 0, 5, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.width(32, 10, 11, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.exact(32, 10, 32, 1, -1, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.walkScores(0, 32, 1, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.walkScores(32, 0, 1, 10));
-    assertThrows(IllegalArgumentException.class, () -> GraphFilterPlan.walkScores(32, 32, -1, 10));
-  }
 
   /** The data of a measurement: prepared vectors, queries, graph and seeds. */
   private record Data(String name, float[] x, int n, int dims, Metric metric, int[] graph, int[] seeds, float[] q,
@@ -92,8 +53,9 @@ class GraphFilterPlanTest {
         accepted /= d.nq(); // about every query's count: the rule sees the filter's cost, not each mask
         int[] truth = GraphReference.exact(d.x(), d.n(), d.dims(), d.metric(), d.q(), d.nq(), K, masks);
         for (int searchWidth : new int[] {32, 64}) {
-          int width = GraphFilterPlan.width(searchWidth, K, accepted, d.n());
-          boolean exact = GraphFilterPlan.exact(searchWidth, K, DEGREE, d.seeds().length, accepted, d.n());
+          int width = FilterWidening.width(searchWidth, K, accepted, d.n());
+          long bound = FilterWidening.walkScores(width, DEGREE, d.seeds().length, d.n());
+          boolean exact = FilterWidening.exact(searchWidth, K, DEGREE, d.seeds().length, accepted, d.n());
           GraphReference.Cost cost = new GraphReference.Cost();
           GpuGraphIndex.SearchPlan plan = GpuGraphIndex.SearchPlan.of(d.dims(), DEGREE, K, width);
           int[] walk = GraphReference.search(d.x(), d.n(), d.dims(), d.metric(), d.graph(), DEGREE, d.seeds(), d.q(),
@@ -105,11 +67,11 @@ class GraphFilterPlanTest {
           String what = d.name() + " filter " + p + " width " + searchWidth + " -> " + width;
           System.out.printf("[gpu-vectors] %s: %s, recall@10 %.4f (the walk's %.4f, %.0f scored of at most %d; "
               + "%d accepted)%n", what, exact ? "exact" : "walk", recall, walkRecall, scored,
-              GraphFilterPlan.walkScores(width, DEGREE, d.seeds().length, d.n()), accepted);
+              bound, accepted);
           if (recall < 0.95) {
             failures.add(what + ": recall@10 " + recall);
           }
-          if (scored > GraphFilterPlan.walkScores(width, DEGREE, d.seeds().length, d.n())) {
+          if (scored > bound) {
             failures.add(what + ": the walk scored " + scored + " vectors, above the rule's bound");
           }
           if (p == 0.5 && exact && d.name().startsWith("clustered")) {

@@ -1,9 +1,10 @@
-package org.gpuvectors.cuda;
+package org.gpuvectors.codec.graph;
 
 /**
  * How a graph search runs under a filter that accepts {@code accepted} of a segment's {@code size} vectors: one rule
- * for the GPU ({@link GpuGraphIndex}, through the codec) and the CPU (the codec's beam search), so that both paths
- * search the same way.
+ * for the GPU search (the codec asks the device for the width or the exact search this plan chose) and the CPU
+ * (the codec's beam search), so that both paths search the same way. It is search policy, so it lives in the codec;
+ * the GPU module only executes the search it is given.
  *
  * <ul>
  *   <li>The beam is widened by {@code size / accepted} (at most {@link #MAX_WIDENING} times), so that about as many
@@ -11,20 +12,25 @@ package org.gpuvectors.cuda;
  *   <li>When the accepted vectors are no more than the widened walk may score ({@link #walkScores}), the
  *       search is exact over the accepted vectors instead ({@link #exact}): it scores fewer vectors, and its recall
  *       is 1 where the walk's collapses (a walk through a graph mostly of rejected nodes finds few accepted ones).
- *       On the GPU that is the flat search over the graph index's own vectors with the filter's mask
- *       ({@link SearchParams#EXACT}).
+ *       On the GPU that is the flat search over the graph index's own vectors with the filter's mask.
  * </ul>
  */
 public final class GraphFilterPlan {
   /** A filter widens the beam by at most this factor. */
   public static final int MAX_WIDENING = 16;
 
+  /**
+   * The widest beam either path walks: the GPU kernel's widest (its shared-memory beam; a test in the codec holds
+   * the two equal), on the CPU too, so that both paths walk the same width.
+   */
+  public static final int MAX_WIDTH = 2048;
+
   private GraphFilterPlan() {}
 
   /**
    * The beam width of a search for k over {@code accepted} of {@code size} vectors: {@code max(searchWidth, k)},
    * times {@code size / accepted} under a filter (at most {@link #MAX_WIDENING}), at most {@link
-   * GpuGraphIndex#MAX_WIDTH} and {@code size}, at least k.
+   * #MAX_WIDTH} and {@code size}, at least k.
    */
   public static int width(int searchWidth, int k, long accepted, int size) {
     check(searchWidth, k, accepted, size);
@@ -34,7 +40,7 @@ public final class GraphFilterPlan {
     }
     // at most the kernel's widest beam, on the CPU too, so that both paths walk the same width (k above it: the
     // GPU cannot serve the search, and the CPU walks a beam of k)
-    width = Math.min(width, GpuGraphIndex.MAX_WIDTH);
+    width = Math.min(width, MAX_WIDTH);
     return (int) Math.max(1, Math.min(size, Math.max(k, Math.ceil(width))));
   }
 
