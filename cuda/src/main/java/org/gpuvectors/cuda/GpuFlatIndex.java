@@ -4,8 +4,6 @@ import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.Cublas;
 import org.gpuvectors.cuda.runtime.ParamTable;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
 import jcuda.Pointer;
@@ -1020,17 +1018,26 @@ public final class GpuFlatIndex extends ResidentIndex {
         Pointer.to(fusedParams(q, nq, k, bits, outV, outI, outStride, chunks, chunkLen, ip)));
   }
 
-  /** {@code gv::FusedParams} (common.cuh, 80 bytes) of a fused search of this index. */
+  /** {@code gv::FusedParams} of a fused search of this index. */
   private byte[] fusedParams(long q, int nq, int k, long bits, long outV, long outI, long outStride, int chunks,
                              int chunkLen, boolean ip) {
-    ByteBuffer b = ByteBuffer.allocate(FUSED_PARAMS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(vectors.address()).putLong(q).putLong(bits).putLong(outV)
-        .putLong(outI).putLong(n).putLong(outStride);
-    b.putInt(dims).putInt(nq).putInt(k).putInt(chunks).putInt(chunkLen).putInt(ip ? 1 : 0);
-    return b.array();
+    FusedParams p = new FusedParams();
+    p.vectors = vectors.address();
+    p.queries = q;
+    p.acceptBits = bits;
+    p.outK = outV;
+    p.outIdx = outI;
+    p.n = n;
+    p.outRowStride = outStride;
+    p.dims = dims;
+    p.numQueries = nq;
+    p.k = k;
+    p.chunks = chunks;
+    p.chunkLen = chunkLen;
+    p.metric = ip ? 1 : 0;
+    return p.encode();
   }
 
-  static final int FUSED_PARAMS_BYTES = 80;
   /** The largest k bucket of {@code gv_fused_search_table_kK} (exact_kernels.cu): a coarse step's nprobe. */
   static final int TABLE_MAX_BUCKET = 128;
   /** Entries of a {@code gv::FusedTable} (exact_kernels.cu's kFusedTableEntries). */
@@ -1067,7 +1074,7 @@ public final class GpuFlatIndex extends ResidentIndex {
     for (int from = 0; from < entries.size(); from += TABLE_ENTRIES) {
       java.util.List<byte[]> part = entries.subList(from, Math.min(entries.size(), from + TABLE_ENTRIES));
       device.module().launch3d(kernel, maxNq, 1, part.size(), KSelect.blockSelectThreads(maxK), shared,
-          device.stream(), Pointer.to(ParamTable.encode("small search", TABLE_ENTRIES, FUSED_PARAMS_BYTES, part)));
+          device.stream(), Pointer.to(ParamTable.encode("small search", TABLE_ENTRIES, FusedParams.BYTES, part)));
     }
   }
 

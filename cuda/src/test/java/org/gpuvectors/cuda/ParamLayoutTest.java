@@ -52,6 +52,7 @@ class ParamLayoutTest {
         new Params<>(IvfScanParams.LAYOUT, IvfScanParams.BYTES, IvfScanParams::new, IvfScanParams::encode),
         new Params<>(IvfGroupParams.LAYOUT, IvfGroupParams.BYTES, IvfGroupParams::new, IvfGroupParams::encode),
         new Params<>(IvfPqScanParams.LAYOUT, IvfPqScanParams.BYTES, IvfPqScanParams::new, IvfPqScanParams::encode),
+        new Params<>(FusedParams.LAYOUT, FusedParams.BYTES, FusedParams::new, FusedParams::encode),
         new Params<>(RerankParams.LAYOUT, RerankParams.BYTES, RerankParams::new, RerankParams::encode),
         new Params<>(FlatScanParams.LAYOUT, FlatScanParams.BYTES, FlatScanParams::new, FlatScanParams::encode),
         new Params<>(HalfScanParams.LAYOUT, HalfScanParams.BYTES, HalfScanParams::new, HalfScanParams::encode),
@@ -169,9 +170,9 @@ class ParamLayoutTest {
     assertEquals(GpuFlatIndex.TABLE_ENTRIES, constant(kernels, "kFusedTableEntries"));
     assertTrue(kernels.contains("static_assert(sizeof(FusedTable) == 8 + kFusedTableEntries * sizeof(FusedParams),"),
         "size asserted");
-    assertTrue(CommonCuhStructs.source().contains("static_assert(sizeof(FusedParams) == " + GpuFlatIndex.FUSED_PARAMS_BYTES + ","),
+    assertTrue(CommonCuhStructs.source().contains("static_assert(sizeof(FusedParams) == " + FusedParams.BYTES + ","),
         "FusedParams' size");
-    assertTrue(8 + GpuFlatIndex.TABLE_ENTRIES * GpuFlatIndex.FUSED_PARAMS_BYTES <= 4096, "within a launch's 4 KB");
+    assertTrue(8 + GpuFlatIndex.TABLE_ENTRIES * FusedParams.BYTES <= 4096, "within a launch's 4 KB");
     for (int bucket = 32; bucket <= 2048; bucket <<= 1) {
       assertEquals(bucket <= GpuFlatIndex.TABLE_MAX_BUCKET, kernels.contains("gv_fused_search_table_k" + bucket + "("),
           "gv_fused_search_table_k" + bucket);
