@@ -265,8 +265,8 @@ final class FlatScanTable {
    * The {@link #half} table's enqueue: the members' candidates from their FP16 copies (one table launch; each
    * member's chunks keep {@link FlatHalfCopy#chunkCandidates} of k'), each row's k' best of its chunks (one merge,
    * unless every member is one chunk), the rows' FP32 re-rank into the results and the certificate inputs (one re-rank
-   * launch over the members' vectors, {@link ExactRerank#enqueueSelecting}, which also takes the last key of every chunk that
-   * kept fewer than k').
+   * launch over the members' vectors, {@link ExactRerank#enqueueSelecting}, which also takes the last key of every
+   * chunk that kept fewer than k').
    */
   private void enqueueHalf(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept,
                            long[] acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, long[] statsAt) {

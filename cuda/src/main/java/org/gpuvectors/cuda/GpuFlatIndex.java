@@ -1058,7 +1058,7 @@ public final class GpuFlatIndex extends ResidentIndex {
     long width = (long) tiles * chunksPerTile * k;
     DeviceBuffer qNorms = null;
     try (DeviceBuffer tile = device.allocate(4L * nq * tileN);
-         ChunkedSelection lists = ChunkedSelection.allocate(device, nq, tiles * chunksPerTile, k)) {
+         ChunkedSelection lists = ChunkedSelection.allocate(device, nq, width)) {
       long qNormsAddress = hostNorms;
       if (l2 && hostNorms == 0) {
         qNorms = device.allocate(4L * nq);
