@@ -137,6 +137,22 @@ final class ExactRerank {
   }
 
   /**
+   * Enqueues the re-rank that leaves its exact keys in {@code exact} (rows {@code candidates} apart; one index's rows
+   * with {@code table} null, else the table's), then each row's k best of them by their candidates' ids ({@link
+   * KSelect#mergeCandidates}) into {@code outV} / {@code outI} from element {@code outElement}, k a row, inner
+   * products as +x.q: for rows the re-rank cannot select itself, or a pass whose stats launch follows. The {@link
+   * #output}'s values are set here. Caller holds the device lock.
+   */
+  void enqueueThenMerge(GpuDevice device, RerankTable table, DeviceBuffer exact, DeviceBuffer outV, DeviceBuffer outI,
+                        long outElement) {
+    exactKeys(exact.address()).output(outV.address() + 4L * outElement, 0).enqueue(device, table);
+    SelectParams merge = new SelectParams().input(exact, p.numQueries, p.candidates, p.candidates).k(p.k)
+        .scales(1f, p.outScale).output(outV, outI, p.k, outElement);
+    merge.inIdx = p.candIdx;
+    KSelect.mergeCandidates(device, merge);
+  }
+
+  /**
    * Enqueues {@code gv_rerank_stats}: the certificate's inputs from the final values at the {@link #output} (for a
    * re-rank that did not select itself). Caller holds the device lock.
    */

@@ -752,12 +752,9 @@ public final class GpuFlatIndex extends ResidentIndex {
          DeviceBuffer exact = device.allocate(4L * nq * kc)) {
       searchGemm(q, hostNorms, nq, kc, accept, acceptRowWords, candV, candI, 0, true);
       ExactRerank rerank = new ExactRerank(metric, dims, nq, kc, k).vectors(vectors.address(), q)
-          .candidates(candV.address(), candI.address()).exactKeys(exact.address()).stats(stats)
-          .output(outV.address() + 4L * outElement, 0);
-      rerank.enqueue(device);
-      KSelect.mergeCandidates(device, new SelectParams().input(exact, nq, kc, kc).inputIds(candI).k(k)
-          .scales(1f, rerank.outScale()).output(outV, outI, k, outElement));
-      rerank.enqueueStats(device);
+          .candidates(candV.address(), candI.address()).stats(stats);
+      rerank.enqueueThenMerge(device, null, exact, outV, outI, outElement);
+      rerank.enqueueStats(device); // the stats read the merged k-th value
     }
   }
 

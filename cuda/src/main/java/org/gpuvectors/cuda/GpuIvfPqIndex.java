@@ -520,19 +520,14 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   static void enqueueRerank(GpuDevice device, RerankTable table, int rows, int k, int kc, int dims, Metric metric,
                             long candValues, long candIds, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     boolean fused = rows <= FUSED_SELECT_MAX_ROWS && kc <= device.config().ivf().fusedSelectMaxCandidates();
-    long outK = outV.address() + 4L * outElement;
     // no stats: the TF32 certificate's inputs are not needed here
     ExactRerank rerank = new ExactRerank(metric, dims, rows, kc, k).candidates(candValues, candIds);
     if (fused) {
-      rerank.output(outK, outI.address() + 4L * outElement).enqueueSelecting(device, table);
+      rerank.output(outV.address() + 4L * outElement, outI.address() + 4L * outElement).enqueueSelecting(device, table);
       return;
     }
     try (DeviceBuffer exact = device.allocate(4L * rows * kc)) {
-      rerank.output(outK, 0).exactKeys(exact.address()).enqueue(device, table);
-      SelectParams merge = new SelectParams().input(exact, rows, kc, kc).k(k).scales(1f, rerank.outScale())
-          .output(outV, outI, k, outElement);
-      merge.inIdx = candIds;
-      KSelect.mergeCandidates(device, merge);
+      rerank.enqueueThenMerge(device, table, exact, outV, outI, outElement);
     }
   }
 
