@@ -94,9 +94,12 @@ final class ExactRerank {
     return this;
   }
 
-  /** The factor the output's values carry over the keys: -1 for inner product (+x.q out), else 1. */
-  float outScale() {
-    return p.outScale;
+  /**
+   * The re-rank leaves its exact keys at {@code exactKeys} for a merge after it, and the output's values at {@code
+   * outK} (the merge's and the stats launch's; no ids).
+   */
+  ExactRerank merging(long exactKeys, long outK) {
+    return exactKeys(exactKeys).output(outK, 0);
   }
 
   /** The parameters as filled so far (tests compare their encoding). */
@@ -145,7 +148,7 @@ final class ExactRerank {
    */
   void enqueueThenMerge(GpuDevice device, RerankTable table, DeviceBuffer exact, DeviceBuffer outV, DeviceBuffer outI,
                         long outElement) {
-    exactKeys(exact.address()).output(outV.address() + 4L * outElement, 0).enqueue(device, table);
+    merging(exact.address(), outV.address() + 4L * outElement).enqueue(device, table);
     SelectParams merge = new SelectParams().input(exact, p.numQueries, p.candidates, p.candidates).k(p.k)
         .scales(1f, p.outScale).output(outV, outI, p.k, outElement);
     merge.inIdx = p.candIdx;

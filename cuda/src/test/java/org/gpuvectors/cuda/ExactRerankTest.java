@@ -1,7 +1,6 @@
 package org.gpuvectors.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import org.junit.jupiter.api.Test;
 
@@ -25,7 +24,7 @@ class ExactRerankTest {
     assertArrayEquals(expected.encode(), actual.params().encode(), what);
   }
 
-  /** The flat index's TF32 candidate pass: exact keys, a BlockSelect merge and gv_rerank_stats after. */
+  /** The TF32 candidate pass: exact keys, a merge, the stats launch ({@link ExactRerank#enqueueThenMerge}). */
   @Test
   void tf32CandidatePass() {
     for (Metric metric : Metric.values()) {
@@ -45,9 +44,8 @@ class ExactRerankTest {
       p.metric = ip ? 1 : 0;
       p.outScale = ip ? -1f : 1f;
       ExactRerank r = new ExactRerank(metric, 768, 1000, 400, 10).vectors(VECTORS, QUERIES)
-          .candidates(CAND_KEYS, CAND_IDS).exactKeys(EXACT).stats(STATS).output(OUT_K, 0);
+          .candidates(CAND_KEYS, CAND_IDS).stats(STATS).merging(EXACT, OUT_K);
       assertSame(p, r, "TF32 " + metric);
-      assertEquals(p.outScale, r.outScale(), "the merge's output scale");
     }
   }
 
@@ -94,7 +92,7 @@ class ExactRerankTest {
         if (fused) {
           r.output(OUT_K, OUT_IDX).selecting(EXACT, DONE);
         } else {
-          r.output(OUT_K, 0).exactKeys(EXACT);
+          r.merging(EXACT, OUT_K);
         }
         assertSame(p, r, "IVF-PQ " + metric + (fused ? " selecting" : " merged"));
       }
