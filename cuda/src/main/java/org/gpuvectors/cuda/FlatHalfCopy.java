@@ -126,27 +126,28 @@ final class FlatHalfCopy implements AutoCloseable {
     HalfScanParams p = params(index, normsAddress, queries, nq, kc, acceptAddress, acceptRowWords)
         .planChunks(device.multiprocessorCount());
     try (DeviceBuffer candV = device.allocate(4L * nq * kc); DeviceBuffer candI = device.allocate(4L * nq * kc)) {
+      ExactRerank rerank = new ExactRerank(index.metric(), index.dims(), nq, kc, k).vectors(vectors, queries)
+          .candidates(candV.address(), candI.address()).stats(stats)
+          .output(outV.address() + 4L * outElement, outI.address() + 4L * outElement);
       if (p.chunks == 1) {
         p.outK = candV.address();
         p.outIdx = candI.address();
         p.outRowStride = kc;
         p.enqueue(device);
-        enqueueRerank(device, index.metric(), index.dims(), vectors, queries, null, candV, candI, null, nq, kc, k,
-            outV.address() + 4L * outElement, outI.address() + 4L * outElement, stats);
-      } else {
-        p.k = chunkCandidates(kc, p.n, p.chunks, p.chunkLen);
-        long width = (long) p.chunks * p.k;
-        try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
-          p.outK = tv.address();
-          p.outIdx = ti.address();
-          p.outRowStride = width;
-          p.enqueue(device);
-          KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(kc)
-              .output(candV, candI, kc, 0));
-          ChunkKeys chunkKeys = p.k < kc ? new ChunkKeys(tv.address(), width, p.k, p.chunks) : null;
-          enqueueRerank(device, index.metric(), index.dims(), vectors, queries, null, candV, candI, chunkKeys, nq, kc,
-              k, outV.address() + 4L * outElement, outI.address() + 4L * outElement, stats);
+        rerank.enqueueSelecting(device, null);
+        return;
+      }
+      p.k = chunkCandidates(kc, p.n, p.chunks, p.chunkLen);
+      try (ChunkedSelection lists = ChunkedSelection.allocate(device, nq, p.chunks, p.k)) {
+        p.outK = lists.keys().address();
+        p.outIdx = lists.ids().address();
+        p.outRowStride = lists.width();
+        p.enqueue(device);
+        lists.merge(device, new SelectParams().k(kc).output(candV, candI, kc, 0));
+        if (p.k < kc) { // the certificate takes the least of the chunks' last keys too
+          rerank.chunkKeys(new ExactRerank.ChunkKeys(lists.keys().address(), lists.width(), p.k, p.chunks));
         }
+        rerank.enqueueSelecting(device, null);
       }
     }
   }
@@ -157,57 +158,6 @@ final class FlatHalfCopy implements AutoCloseable {
    */
   int chunkCandidates(int kc, long n, int chunks, long chunkLen) {
     return chunkLimited ? kc : HalfScanParams.chunkCandidates(kc, n, chunks, chunkLen);
-  }
-
-  /**
-   * The scan's keys by chunk before their merge, where the chunks kept fewer than k' candidates: rows {@code
-   * rowStride} keys apart from {@code address}, each of {@code chunks} chunks of {@code perChunk} keys (one index;
-   * a table's re-rank takes both from its entries and ignores them here).
-   */
-  record ChunkKeys(long address, long rowStride, int perChunk, int chunks) {}
-
-  /**
-   * Enqueues the FP32 re-rank of {@code rows} rows of {@code kc} candidates ({@code candV} / {@code candI}, rows kc
-   * apart, keys ascending as the half scan writes them): their exact keys, the k best of each row into {@code outK}
-   * / {@code outIdx} (device addresses, rows k apart; inner product and cosine as x.q) and the certificate's inputs
-   * into {@code stats} (4 floats a row). The rows are one index's ({@code vectors}, {@code queries}) or, with a
-   * {@code table}, each row its entry's ({@link FlatScanTable}'s members). With {@code chunkKeys} (or null), the
-   * certificate's inputs take the least of the chunks' last keys too. Caller holds the lock.
-   */
-  static void enqueueRerank(GpuDevice device, Metric metric, int dims, long vectors, long queries, RerankTable table,
-                            DeviceBuffer candV, DeviceBuffer candI, ChunkKeys chunkKeys, int rows, int kc, int k,
-                            long outK, long outIdx, long stats) {
-    boolean ip = metric != Metric.L2;
-    try (DeviceBuffer exact = device.allocate(4L * rows * kc); DeviceBuffer done = device.allocate(4L * rows)) {
-      device.clear(done);
-      RerankParams r = new RerankParams();
-      r.vectors = vectors;
-      r.queries = queries;
-      r.candIdx = candI.address();
-      r.candKeys = candV.address();
-      r.exactKeys = exact.address();
-      r.stats = stats;
-      r.outK = outK;
-      r.outIdx = outIdx;
-      r.rowsDone = done.address(); // k' <= 256: the re-rank selects each row's k best itself
-      if (chunkKeys != null) {
-        r.chunkKeys = chunkKeys.address();
-        r.chunkRowStride = chunkKeys.rowStride();
-        r.chunkK = chunkKeys.perChunk();
-        r.chunks = chunkKeys.chunks();
-      }
-      r.dims = dims;
-      r.numQueries = rows;
-      r.candidates = kc;
-      r.k = k;
-      r.metric = ip ? 1 : 0;
-      r.outScale = ip ? -1f : 1f;
-      if (table == null) { // selects, and with rowsDone writes the stats' k-th key too (no gv_rerank_stats launch)
-        r.enqueueExact(device);
-      } else {
-        r.enqueueExactTable(device, table);
-      }
-    }
   }
 
   /**

@@ -232,18 +232,20 @@ final class FlatScanTable {
       gaps |= mostChunks > 0 && p.chunks != mostChunks;
       mostChunks = Math.max(mostChunks, p.chunks);
     }
-    long width = (long) mostChunks * k;
-    try (DeviceBuffer tv = device.allocate(4L * rows * width); DeviceBuffer ti = device.allocate(4L * rows * width)) {
+    // even one chunk a member goes through the merge: the members' rows come out at the pass's output rows
+    try (ChunkedSelection lists = ChunkedSelection.allocate(device, rows, mostChunks, k)) {
+      long width = lists.width();
       if (gaps) { // fewer chunks or a smaller k leave slots past a member's lists: empty ones, as the kernel writes them
-        device.fill32(tv, Float.floatToRawIntBits(metric == Metric.L2 ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY));
-        device.fill32(ti, -1);
+        device.fill32(lists.keys(),
+            Float.floatToRawIntBits(metric == Metric.L2 ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY));
+        device.fill32(lists.ids(), -1);
       }
       List<byte[]> encoded = new ArrayList<>();
       int gridX = 0;
       int row = 0;
       for (FlatScanParams p : entries) {
-        p.outK = tv.address() + 4L * row * width;
-        p.outIdx = ti.address() + 4L * row * width;
+        p.outK = lists.keys().address() + 4L * row * width;
+        p.outIdx = lists.ids().address() + 4L * row * width;
         p.outRowStride = width;
         row += p.numQueries;
         gridX = Math.max(gridX, (p.numQueries + FlatScanParams.QUERIES_PER_BLOCK - 1) / FlatScanParams.QUERIES_PER_BLOCK);
@@ -255,8 +257,7 @@ final class FlatScanTable {
       device.module().allowDynamicShared(kernel, shared);
       device.module().launch3d(kernel, gridX, mostChunks, entries.size(), FlatScanParams.THREADS, shared, device.stream(),
           Pointer.to(ParamTable.encode("flat scan", MAX_ENTRIES, FlatScanParams.BYTES, encoded)));
-      KSelect.mergeCandidates(device, new SelectParams().input(tv, rows, (int) width, width).inputIds(ti).k(k)
-          .largest(metric != Metric.L2).output(outV, outI, k, out));
+      lists.merge(device, new SelectParams().k(k).largest(metric != Metric.L2).output(outV, outI, k, out));
     }
   }
 
@@ -264,8 +265,8 @@ final class FlatScanTable {
    * The {@link #half} table's enqueue: the members' candidates from their FP16 copies (one table launch; each
    * member's chunks keep {@link FlatHalfCopy#chunkCandidates} of k'), each row's k' best of its chunks (one merge,
    * unless every member is one chunk), the rows' FP32 re-rank into the results and the certificate inputs (one re-rank
-   * launch over the members' vectors, FlatHalfCopy.enqueueRerank, which also takes the last key of every chunk that
-   * kept fewer than k').
+   * launch over the members' vectors, {@link ExactRerank#enqueueSelecting}, which also takes the last key of every
+   * chunk that kept fewer than k').
    */
   private void enqueueHalf(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept,
                            long[] acceptRowWords, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, long[] statsAt) {
@@ -307,11 +308,11 @@ final class FlatScanTable {
     for (HalfScanParams p : entries) {
       gaps |= (long) p.chunks * p.k != width;
     }
+    // one chunk a member: the scan writes the candidates themselves, no merge
     try (DeviceBuffer candV = device.allocate(4L * rows * kc); DeviceBuffer candI = device.allocate(4L * rows * kc);
-         DeviceBuffer tv = mostChunks > 1 ? device.allocate(4L * rows * width) : null;
-         DeviceBuffer ti = mostChunks > 1 ? device.allocate(4L * rows * width) : null) {
-      DeviceBuffer scanV = tv != null ? tv : candV;
-      DeviceBuffer scanI = ti != null ? ti : candI;
+         ChunkedSelection lists = mostChunks > 1 ? ChunkedSelection.allocate(device, rows, width) : null) {
+      DeviceBuffer scanV = lists != null ? lists.keys() : candV;
+      DeviceBuffer scanI = lists != null ? lists.ids() : candI;
       if (gaps) { // the slots past a member's chunks: empty ones, as the kernel writes them (keys ascending)
         device.fill32(scanV, Float.floatToRawIntBits(Float.POSITIVE_INFINITY));
         device.fill32(scanI, -1);
@@ -334,15 +335,16 @@ final class FlatScanTable {
       device.module().allowDynamicShared(kernel, shared);
       device.module().launch3d(kernel, gridX, mostChunks, entries.size(), HalfScanParams.THREADS, shared,
           device.stream(), Pointer.to(ParamTable.encode("half scan", MAX_ENTRIES, HalfScanParams.BYTES, encoded)));
-      if (tv != null) {
-        KSelect.mergeCandidates(device, new SelectParams().input(tv, rows, (int) width, width).inputIds(ti).k(kc)
-            .output(candV, candI, kc, 0));
+      if (lists != null) {
+        lists.merge(device, new SelectParams().k(kc).output(candV, candI, kc, 0));
       }
       long out = BatchSearch.membersOut(firstRow, outAt, k);
       long stats = BatchSearch.membersOut(firstRow, statsAt, 4);
-      FlatHalfCopy.ChunkKeys chunkKeys = fewer ? new FlatHalfCopy.ChunkKeys(tv.address(), width, 0, 0) : null;
-      FlatHalfCopy.enqueueRerank(device, metric, lead.dims, 0, 0, vectors, candV, candI, chunkKeys, rows, kc, k,
-          outV.address() + 4L * out, outI.address() + 4L * out, outV.address() + 4L * stats);
+      // the chunks' keys per chunk and chunks a row are the table entries' (their members' own)
+      ExactRerank.ChunkKeys chunkKeys = fewer ? new ExactRerank.ChunkKeys(lists.keys().address(), width, 0, 0) : null;
+      new ExactRerank(metric, lead.dims, rows, kc, k).candidates(candV.address(), candI.address())
+          .stats(outV.address() + 4L * stats).output(outV.address() + 4L * out, outI.address() + 4L * out)
+          .chunkKeys(chunkKeys).enqueueSelecting(device, vectors);
     }
   }
 }

@@ -631,22 +631,14 @@ public final class GpuFlatIndex extends ResidentIndex {
   private void enqueueScan(long queries, int nq, int k, long acceptAddress, long acceptRowWords, DeviceBuffer outV,
                            DeviceBuffer outI, long outElement) {
     FlatScanParams p = scanParams(queries, nq, k, acceptAddress, acceptRowWords).planChunks(device.multiprocessorCount());
-    if (p.chunks == 1) {
-      p.outK = outV.address() + 4L * outElement;
-      p.outIdx = outI.address() + 4L * outElement;
-      p.outRowStride = k;
-      p.enqueue(device);
-      return;
-    }
-    long width = (long) p.chunks * k;
-    try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
-      p.outK = tv.address();
-      p.outIdx = ti.address();
-      p.outRowStride = width;
-      p.enqueue(device);
-      KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(k)
-          .largest(metric != Metric.L2).output(outV, outI, k, outElement));
-    }
+    ChunkedSelection.enqueue(device, nq, p.chunks, k,
+        new SelectParams().k(k).largest(metric != Metric.L2).output(outV, outI, k, outElement),
+        (keys, ids, stride) -> {
+          p.outK = keys;
+          p.outIdx = ids;
+          p.outRowStride = stride;
+          p.enqueue(device);
+        });
   }
 
   /**
@@ -755,29 +747,14 @@ public final class GpuFlatIndex extends ResidentIndex {
   private void searchCandidates(long q, long hostNorms, int nq, int k, long accept, long acceptRowWords,
                                 DeviceBuffer outV, DeviceBuffer outI, long outElement, long stats) {
     int kc = CandidateBound.candidates(k);
-    boolean ip = metric != Metric.L2;
     try (DeviceBuffer candV = device.allocate(4L * nq * kc);
          DeviceBuffer candI = device.allocate(4L * nq * kc);
          DeviceBuffer exact = device.allocate(4L * nq * kc)) {
       searchGemm(q, hostNorms, nq, kc, accept, acceptRowWords, candV, candI, 0, true);
-      RerankParams p = new RerankParams();
-      p.vectors = vectors.address();
-      p.queries = q;
-      p.candIdx = candI.address();
-      p.candKeys = candV.address();
-      p.exactKeys = exact.address();
-      p.stats = stats;
-      p.outK = outV.address() + 4L * outElement;
-      p.dims = dims;
-      p.numQueries = nq;
-      p.candidates = kc;
-      p.k = k;
-      p.metric = ip ? 1 : 0;
-      p.outScale = ip ? -1f : 1f;
-      p.enqueueExact(device);
-      KSelect.mergeCandidates(device, new SelectParams().input(exact, nq, kc, kc).inputIds(candI).k(k)
-          .scales(1f, p.outScale).output(outV, outI, k, outElement));
-      device.module().launch("gv_rerank_stats", (nq + 255) / 256, 1, 256, 0, device.stream(), Pointer.to(p.encode()));
+      ExactRerank rerank = new ExactRerank(metric, dims, nq, kc, k).vectors(vectors.address(), q)
+          .candidates(candV.address(), candI.address()).stats(stats);
+      rerank.enqueueThenMerge(device, null, exact, outV, outI, outElement);
+      rerank.enqueueStats(device); // the stats read the merged k-th value
     }
   }
 
@@ -909,20 +886,12 @@ public final class GpuFlatIndex extends ResidentIndex {
       smallScoredSearches.incrementAndGet();
       return true;
     }
-    int chunks = smallChunks(nq, k);
-    if (chunks == 1) {
-      launchFused(queries, nq, k, 0, outV.address() + 4L * outElement, outI.address() + 4L * outElement, k, 1, (int) n,
-          ip);
-      return true;
-    }
-    int chunkLen = (int) ((n + chunks - 1) / chunks);
-    chunks = (int) ((n + chunkLen - 1) / chunkLen);
-    long width = (long) chunks * k;
-    try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
-      launchFused(queries, nq, k, 0, tv.address(), ti.address(), width, chunks, chunkLen, ip);
-      KSelect.mergeCandidates(device, new SelectParams().input(tv, nq, (int) width, width).inputIds(ti).k(k)
-          .largest(ip).output(outV, outI, k, outElement));
-    }
+    int planned = smallChunks(nq, k);
+    int chunkLen = (int) ((n + planned - 1) / planned); // one chunk: the whole index
+    int chunks = (int) ((n + chunkLen - 1) / chunkLen);
+    SelectParams merge = new SelectParams().k(k).largest(ip).output(outV, outI, k, outElement);
+    ChunkedSelection.enqueue(device, nq, chunks, k, merge,
+        (keys, ids, stride) -> launchFused(queries, nq, k, 0, keys, ids, stride, chunks, chunkLen, ip));
     return true;
   }
 
@@ -939,16 +908,9 @@ public final class GpuFlatIndex extends ResidentIndex {
   private void enqueueSmallScored(long queries, int nq, int k, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
     boolean ip = metric != Metric.L2;
     try (DeviceBuffer keys = device.allocate(4L * nq * n)) {
-      RerankParams p = new RerankParams();
-      p.vectors = vectors.address();
-      p.queries = queries;
-      p.exactKeys = keys.address(); // candIdx, stats 0: every vector's key, no certificate
-      p.dims = dims;
-      p.numQueries = nq;
-      p.candidates = (int) n;
-      p.k = k;
-      p.metric = ip ? 1 : 0;
-      p.enqueueExact(device);
+      // no candidates, stats or output: every vector's key, no certificate
+      new ExactRerank(metric, dims, nq, (int) n, k).vectors(vectors.address(), queries).exactKeys(keys.address())
+          .enqueue(device);
       KSelect.radixSelect(device, new SelectParams().input(keys, nq, (int) n, n).k(k).scales(1f, ip ? -1f : 1f)
           .output(outV, outI, k, outElement));
     }
@@ -992,20 +954,13 @@ public final class GpuFlatIndex extends ResidentIndex {
     int kb = KSelect.bucket(k);
     long target = 4L * device.multiprocessorCount();
     long maxByLen = Math.max(1, n / Math.max(1024, 4L * kb));
-    int chunks = (int) Math.max(1, Math.min(Math.min((target + nq - 1) / nq, maxByLen), 65535));
-    int chunkLen = (int) ((n + (long) chunks - 1) / chunks);
-    chunks = (int) ((n + (long) chunkLen - 1) / chunkLen);
+    int planned = (int) Math.max(1, Math.min(Math.min((target + nq - 1) / nq, maxByLen), 65535));
+    int chunkLen = (int) ((n + (long) planned - 1) / planned);
+    int chunks = (int) ((n + (long) chunkLen - 1) / chunkLen);
     boolean ip = metric != Metric.L2;
-    if (chunks == 1) {
-      launchFused(q, nq, k, bits, outV.address(), outI.address(), k, 1, chunkLen, ip);
-      return;
-    }
-    long width = (long) chunks * k;
-    try (DeviceBuffer tv = device.allocate(4L * nq * width); DeviceBuffer ti = device.allocate(4L * nq * width)) {
-      launchFused(q, nq, k, bits, tv.address(), ti.address(), width, chunks, chunkLen, ip);
-      KSelect.select(device, KSelect.Algorithm.BLOCK_SELECT, new SelectParams().input(tv, nq, (int) width, width)
-          .inputIds(ti).k(k).largest(ip).output(outV, outI, k));
-    }
+    ChunkedSelection.enqueue(device, nq, chunks, k, new SelectParams().k(k).largest(ip).output(outV, outI, k),
+        (keys, ids, stride) -> launchFused(q, nq, k, bits, keys, ids, stride, chunks, chunkLen, ip),
+        (d, merge) -> KSelect.select(d, KSelect.Algorithm.BLOCK_SELECT, merge)); // FUSED: BlockSelect, not a choice
   }
 
   /** One launch of {@code gv_fused_search_kK}; {@code bits}: the accept mask's device address, or 0. */
@@ -1100,8 +1055,7 @@ public final class GpuFlatIndex extends ResidentIndex {
     long width = (long) tiles * chunksPerTile * k;
     DeviceBuffer qNorms = null;
     try (DeviceBuffer tile = device.allocate(4L * nq * tileN);
-         DeviceBuffer cv = device.allocate(4L * nq * width);
-         DeviceBuffer ci = device.allocate(4L * nq * width)) {
+         ChunkedSelection lists = ChunkedSelection.allocate(device, nq, width)) {
       long qNormsAddress = hostNorms;
       if (l2 && hostNorms == 0) {
         qNorms = device.allocate(4L * nq);
@@ -1123,7 +1077,8 @@ public final class GpuFlatIndex extends ResidentIndex {
         int chunkLen = ((len + chunksPerTile - 1) / chunksPerTile + 3) / 4 * 4;
         SelectParams p = new SelectParams().input(tile, nq, len, len).idOffset(start).k(k)
             .acceptBits(accept, acceptRowWords)
-            .output(cv, ci, width, (long) t * chunksPerTile * k).chunks(chunksPerTile, Math.max(1, chunkLen));
+            .output(lists.keys(), lists.ids(), width, (long) t * chunksPerTile * k).chunks(chunksPerTile,
+                Math.max(1, chunkLen));
         if (l2) {
           p.scales(-2f, 1f).norms(norms.address(), qNormsAddress).clampZero(true);
         } else if (tf32) {
@@ -1133,8 +1088,7 @@ public final class GpuFlatIndex extends ResidentIndex {
         }
         KSelect.run(device, tileSelect, p);
       }
-      KSelect.mergeCandidates(device, new SelectParams().input(cv, nq, (int) width, width).inputIds(ci).k(k)
-          .largest(!l2 && !tf32).output(outV, outI, k, outElement));
+      lists.merge(device, new SelectParams().k(k).largest(!l2 && !tf32).output(outV, outI, k, outElement));
     } finally {
       if (qNorms != null) {
         qNorms.close();

@@ -519,34 +519,15 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    */
   static void enqueueRerank(GpuDevice device, RerankTable table, int rows, int k, int kc, int dims, Metric metric,
                             long candValues, long candIds, DeviceBuffer outV, DeviceBuffer outI, long outElement) {
-    boolean ip = metric != Metric.L2;
     boolean fused = rows <= FUSED_SELECT_MAX_ROWS && kc <= device.config().ivf().fusedSelectMaxCandidates();
-    try (DeviceBuffer exact = device.allocate(4L * rows * kc);
-         DeviceBuffer done = fused ? device.allocate(4L * rows) : null) { // the rows' counts of done blocks
-      RerankParams p = new RerankParams();
-      if (fused) {
-        device.clear(done);
-        p.rowsDone = done.address();
-        p.outIdx = outI.address() + 4L * outElement;
-      }
-      p.candIdx = candIds;
-      p.candKeys = candValues;
-      p.exactKeys = exact.address(); // stats 0: the TF32 certificate's inputs are not needed here
-      p.outK = outV.address() + 4L * outElement;
-      p.dims = dims;
-      p.numQueries = rows;
-      p.candidates = kc;
-      p.k = k;
-      p.metric = ip ? 1 : 0;
-      p.outScale = ip ? -1f : 1f;
-      p.enqueueExactTable(device, table);
-      if (fused) {
-        return;
-      }
-      SelectParams merge = new SelectParams().input(exact, rows, kc, kc).k(k).scales(1f, p.outScale)
-          .output(outV, outI, k, outElement);
-      merge.inIdx = candIds;
-      KSelect.mergeCandidates(device, merge);
+    // no stats: the TF32 certificate's inputs are not needed here
+    ExactRerank rerank = new ExactRerank(metric, dims, rows, kc, k).candidates(candValues, candIds);
+    if (fused) {
+      rerank.output(outV.address() + 4L * outElement, outI.address() + 4L * outElement).enqueueSelecting(device, table);
+      return;
+    }
+    try (DeviceBuffer exact = device.allocate(4L * rows * kc)) {
+      rerank.enqueueThenMerge(device, table, exact, outV, outI, outElement);
     }
   }
 

@@ -80,13 +80,12 @@ final class IvfSearch {
       long blockQueries = queries + 4L * q0 * dims;
       try (DeviceBuffer probeDistances = device.allocate(4L * count * probes);
            DeviceBuffer probeLists = device.allocate(4L * count * probes);
-           DeviceBuffer cv = device.allocate(4L * count * width);
-           DeviceBuffer ci = device.allocate(4L * count * width)) {
+           ChunkedSelection lists = ChunkedSelection.allocate(device, count, slots, k)) {
         coarse(centroids, blockQueries, norms, count, probes, probeDistances, probeLists);
         scan.enqueue(new Block(blockQueries, count, k, probes, slots, probeLists.address(), accept, acceptRowWords,
-            cv.address(), ci.address()));
-        KSelect.mergeCandidates(device, new SelectParams().input(cv, count, width, width).inputIds(ci).k(k)
-            .largest(largestFirst).output(outV, outI, k, outElement + (long) q0 * k));
+            lists.keys().address(), lists.ids().address()));
+        lists.merge(device,
+            new SelectParams().k(k).largest(largestFirst).output(outV, outI, k, outElement + (long) q0 * k));
       }
     }
   }
