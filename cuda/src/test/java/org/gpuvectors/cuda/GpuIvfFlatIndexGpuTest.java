@@ -178,7 +178,8 @@ class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   private static SearchResult search(DeviceIndex index, float[] queries, int k, int nprobe, Filter f, long[][] masks) {
     if (f == Filter.PER_QUERY) {
       return BatchSearch.run(((ResidentIndex) index).device,
-          List.of(new SearchGroup(index, queries, NQ, k, new SearchParams.Ivf(nprobe), null, masks)))[0];
+          List.of(new SearchGroup(index, queries, NQ, k,
+              index instanceof GpuFlatIndex ? SearchParams.FLAT : new SearchParams.Ivf(nprobe), null, masks)))[0];
     }
     return switch (index) {
       case GpuIvfFlatIndex ivf -> ivf.search(queries, NQ, k, nprobe, masks[0]);
