@@ -11,7 +11,7 @@ package org.gpuvectors.cuda;
  *   <li>{@link Ivf}: the lists an IVF index ({@link GpuIvfFlatIndex}, {@link GpuIvfPqIndex}) probes per query;
  *   <li>{@link Graph}: the width of a graph index's ({@link GpuGraphIndex}) walk;
  *   <li>{@link Exact}: a graph index's exact search of the accepted vectors instead of a walk, for filters so
- *       selective that a walk would score more vectors than they hold ({@link GraphFilterPlan}).
+ *       selective that a walk would score more vectors than they hold (the codec's filter rule decides).
  * </ul>
  */
 public sealed interface SearchParams {
