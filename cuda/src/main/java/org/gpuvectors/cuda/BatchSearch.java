@@ -63,9 +63,13 @@ public final class BatchSearch {
       try (GpuDevice.Scope s = device.lock()) {
         long start = System.nanoTime();
         slot = device.beginPass();
-        PassGraph graph = key == null ? null : device.passGraphs().take(key);
+        if (slot.overlapped()) {
+          PassCounters.of(device).countOverlappedPass();
+        }
+        PassGraphs graphs = key == null ? null : PassGraphs.of(device);
+        PassGraph graph = key == null ? null : graphs.take(key);
         if (graph != null) { // this pass's shape was captured: its inputs in, one graph launch, its outputs out
-          slot.graph = graph;
+          slot.atEnd(() -> graphs.release(graph)); // idle again when the pass has ended
           System.arraycopy(graph.resultsAt, 0, layout.outAt, 0, count);
           stageInputs(device, slot, graph.input, layout);
           any = graph.launch(device, true);
@@ -79,7 +83,7 @@ public final class BatchSearch {
       long waitStart = System.nanoTime();
       device.awaitPass(slot);
       if (any && layout.staged) {
-        ByteBuffer down = slot.download.bytes(8L * outElements);
+        ByteBuffer down = slot.download().bytes(8L * outElements);
         down.asFloatBuffer().get(0, distances);
         down.asIntBuffer().get((int) outElements, ids);
       }
@@ -160,17 +164,19 @@ public final class BatchSearch {
         }
       };
       PassGraph graph = null;
-      if (key != null && device.passGraphs().shouldCapture(key)) {
+      if (key != null && PassGraphs.of(device).shouldCapture(key)) {
         try {
           graph = PassGraph.capture(device, key, dq, out, kernels, layout.outAt);
         } catch (CudaException e) { // e.g. a synchronous step inside the pass: its shape runs uncaptured
-          device.passGraphs().refuse(key);
+          PassGraphs.of(device).refuse(key);
         }
       }
       boolean any;
       if (graph != null) {
-        device.passGraphs().add(graph);
-        slot.graph = graph;
+        PassGraphs graphs = PassGraphs.of(device);
+        graphs.add(graph);
+        PassGraph launched = graph;
+        slot.atEnd(() -> graphs.release(launched)); // idle again when the pass has ended
         captured = true;
         any = graph.launch(device, false);
       } else {
@@ -197,21 +203,21 @@ public final class BatchSearch {
   /** The packed queries, norms and masks up in one copy, through the slot's pinned buffer, on the pass's stream. */
   private static void stageInputs(GpuDevice device, PassSlot slot, DeviceBuffer dq, PassLayout layout) {
     long[] masks = layout.masks;
-    ByteBuffer up = slot.upload.bytes(layout.masksAt + 8L * masks.length);
+    ByteBuffer up = slot.upload().bytes(layout.masksAt + 8L * masks.length);
     up.asFloatBuffer().put(0, layout.packed);
     up.asLongBuffer().put((int) (layout.masksAt / 8), masks);
     long upBytes = masks.length > 0 ? layout.masksAt + 8L * masks.length : 4L * layout.packed.length;
     if (upBytes > 0) {
-      device.uploadAsync(slot.upload, 0, dq, 0, upBytes); // queries, norms and masks in one copy
+      device.uploadAsync(slot.upload(), 0, dq, 0, upBytes); // queries, norms and masks in one copy
     }
   }
 
   /** The distances and ids down in one copy into the slot's pinned buffer, on the pass's stream (when any). */
   private static void stageOutputs(GpuDevice device, PassSlot slot, DeviceBuffer out, long outElements, boolean any) {
     if (any) {
-      slot.download.bytes(8L * outElements);
+      slot.download().bytes(8L * outElements);
       if (outElements > 0) { // distances and ids in one copy: the ids land 4 x outElements bytes in
-        device.downloadAsync(out, 0, slot.download, 0, 8L * outElements);
+        device.downloadAsync(out, 0, slot.download(), 0, 8L * outElements);
       }
     }
   }
@@ -290,7 +296,7 @@ public final class BatchSearch {
     int chains = alone + (walked != null ? 1 : 0) + (flats != null ? 1 : 0);
     boolean any = false;
     int maxLanes = device.config().pass().lanes();
-    try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? device.lanes(Math.min(chains, maxLanes)) : null) {
+    try (GpuDevice.Lanes lanes = chains >= 2 && maxLanes >= 2 ? spread(device, Math.min(chains, maxLanes)) : null) {
       int chain = 0;
       if (flats != null) {
         long[] queries = new long[count];
@@ -351,6 +357,15 @@ public final class BatchSearch {
     long norms = layout.normsAt[g] < 0 ? 0 : dq.address() + 4L * layout.normsAt[g]; // 0: the index computes them
     return new GroupAddresses(dq.address() + 4L * layout.queryAt[g], norms, accept, layout.maskRowWords[g], outV,
         outI, layout.outAt[g], layout.statsAt[g], feed);
+  }
+
+  /** The device's lanes for a pass's chains ({@link GpuDevice#lanes}), counted as a lane pass when more than one. */
+  private static GpuDevice.Lanes spread(GpuDevice device, int wanted) {
+    GpuDevice.Lanes lanes = device.lanes(wanted);
+    if (lanes.count() > 1) {
+      PassCounters.of(device).countLanePass();
+    }
+    return lanes;
   }
 
   /**
@@ -420,7 +435,7 @@ public final class BatchSearch {
     if (queries != null) {
       group.copyQueries(0, group.numQueries(), queries, queryAt);
       if (group.index().metric() == Metric.COSINE) {
-        GpuFlatIndex.normalizeRange(queries, queryAt, group.numQueries(), dims);
+        HostRows.normalize(queries, queryAt, group.numQueries(), dims);
       }
     }
     if (normsAt >= 0) {

@@ -163,7 +163,7 @@ final class FlatHalfCopy implements AutoCloseable {
   /**
    * The queries (ascending, 0-based within the search) whose candidates are not certified to hold their exact k best,
    * from the stats {@link #enqueueSearch} wrote ({@code nq} x 4 floats from {@code stats[from]}); counted here and on
-   * the device ({@link GpuDevice#halfScanStats}), not at enqueue: a pass replayed as a CUDA graph enqueues nothing.
+   * the device ({@link PassCounters#halfScanStats}), not at enqueue: a pass replayed as a CUDA graph enqueues nothing.
    * Such a query must be searched again on the FP32 path.
    */
   int[] uncertified(float[] stats, int from, int nq) {
@@ -171,7 +171,7 @@ final class FlatHalfCopy implements AutoCloseable {
     int[] out = bound.uncertified(own, nq);
     queries.addAndGet(nq);
     rejected.addAndGet(out.length);
-    device.counters().countHalfScan(nq, out.length);
+    PassCounters.of(device).countHalfScan(nq, out.length);
     for (int q : out) {
       chunkLimited |= bound.chunkLimited(own, q);
     }
@@ -187,8 +187,8 @@ final class FlatHalfCopy implements AutoCloseable {
   }
 
   /** Queries whose certificates were checked, and those rejected, since the copy was made. */
-  GpuFlatIndex.RerankStats stats() {
-    return new GpuFlatIndex.RerankStats(queries.get(), rejected.get());
+  RerankStats stats() {
+    return new RerankStats(queries.get(), rejected.get());
   }
 
   /** Returns the copy's device memory to the pool. Caller holds the lock (the owner's close). */

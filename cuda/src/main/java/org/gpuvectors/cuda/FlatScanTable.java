@@ -209,7 +209,7 @@ final class FlatScanTable {
     } else {
       enqueueFp32(device, groups, queries, accept, acceptRowWords, outV, outI, outAt);
     }
-    device.counters().countFlatScanTable();
+    PassCounters.of(device).countFlatScanTable();
   }
 
   private void enqueueFp32(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept,

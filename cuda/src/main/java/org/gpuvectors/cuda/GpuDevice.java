@@ -9,6 +9,11 @@ import org.gpuvectors.cuda.runtime.Lane;
 import org.gpuvectors.cuda.runtime.Cublas;
 import java.util.ArrayDeque;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Function;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import jcuda.Pointer;
@@ -49,9 +54,10 @@ public final class GpuDevice implements AutoCloseable {
   private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
   private final PinnedHostBuffer stagingBack = new PinnedHostBuffer(); // the other half of a double-buffered upload
   private final GpuConfig config;
-  private final PassGraphs passGraphs;
+  /** The device-scoped objects of the packages above ({@link #attachment}), in order of creation. */
+  private final Map<Class<?>, Attachment> attachments = new ConcurrentHashMap<>();
+  private final List<Attachment> attachmentOrder = new CopyOnWriteArrayList<>();
   private boolean closed;
-  private final PassCounters counters = new PassCounters(); // what its passes did
 
   /**
    * The device whose context each thread made current last: {@link #lock()} sets the context only when another
@@ -64,7 +70,6 @@ public final class GpuDevice implements AutoCloseable {
     this.config = java.util.Objects.requireNonNull(config, "config");
     this.lanes = new Lane[config.pass().lanes()];
     this.slots = new PassSlot[config.pass().passesInFlight()];
-    this.passGraphs = new PassGraphs(this);
     GpuAvailability a = GpuAvailability.get();
     if (!a.available()) {
       throw new IllegalStateException("GPU not usable: " + a.reason());
@@ -169,7 +174,8 @@ public final class GpuDevice implements AutoCloseable {
     }
   }
 
-  void checkLocked() {
+  /** Throws unless this thread holds the device lock and the device is open. */
+  public void checkLocked() {
     if (!lock.isHeldByCurrentThread()) {
       throw new IllegalStateException("GPU device used without holding its lock (GpuDevice.lock())");
     }
@@ -194,7 +200,7 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /** Whether the device takes cooperative launches (every block of a grid resident at once): sm_60 and later. */
-  boolean cooperativeLaunch() {
+  public boolean cooperativeLaunch() {
     return cooperativeLaunch;
   }
 
@@ -225,7 +231,7 @@ public final class GpuDevice implements AutoCloseable {
   /**
    * Copies {@code count} rows of {@code dims} floats to the device (synchronous) through the pinned staging buffer, at
    * most {@code bytesPerCopy} a copy: from {@code flat} (row-major) when not null, else from {@code rowArrays}, each
-   * row copied once on the host ({@link QueryUploads#stageRows}). Pinned memory goes to the device by DMA at the bus's
+   * row copied once on the host ({@link HostRows#stage}). Pinned memory goes to the device by DMA at the bus's
    * speed, several times the driver's pageable path. Copies of several slabs are double
    * buffered: the host stages the next slab into one pinned buffer while the device copies the last from the other
    * rather than staging and copying one after the other.
@@ -237,7 +243,7 @@ public final class GpuDevice implements AutoCloseable {
       for (int from = 0; from < count; from += rowsPerCopy) {
         int rows = Math.min(rowsPerCopy, count - from);
         long bytes = 4L * rows * dims;
-        QueryUploads.stageRows(flat, rowArrays, dims, from, rows, staging.floats(bytes), 0);
+        HostRows.stage(flat, rowArrays, dims, from, rows, staging.floats(bytes), 0);
         // synchronous from pinned memory: the buffer may be refilled when this returns
         Driver.check("cuMemcpyHtoD", JCudaDriver.cuMemcpyHtoD(
             Driver.deviceptr(dst.address() + dstByteOffset + 4L * from * dims), staging.pointer(), bytes));
@@ -280,7 +286,7 @@ public final class GpuDevice implements AutoCloseable {
       }
       int rows = Math.min(rowsPerCopy, count - from);
       long bytes = 4L * rows * dims;
-      QueryUploads.stageRows(flat, rowArrays, dims, from, rows, buffers[b].floats(bytes), 0);
+      HostRows.stage(flat, rowArrays, dims, from, rows, buffers[b].floats(bytes), 0);
       long at = dst.address() + dstByteOffset + 4L * from * dims;
       Driver.check("cuMemcpyHtoDAsync",
           JCudaDriver.cuMemcpyHtoDAsync(Driver.deviceptr(at), buffers[b].pointer(), bytes, stream()));
@@ -316,7 +322,7 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /** As {@link #uploadRows(float[][], int, int, DeviceBuffer, long)}, at most {@code bytesPerCopy} a copy. */
-  void uploadRows(float[][] rows, int count, int dims, DeviceBuffer dst, long dstByteOffset, long bytesPerCopy) {
+  public void uploadRows(float[][] rows, int count, int dims, DeviceBuffer dst, long dstByteOffset, long bytesPerCopy) {
     checkLocked();
     check(dst, dstByteOffset, 4L * count * dims);
     for (int r = 0; r < count; r++) {
@@ -404,7 +410,7 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /** Copies {@code bytes} from a pinned buffer to the device on the current stream (asynchronous). */
-  void uploadAsync(PinnedHostBuffer src, long srcByteOffset, DeviceBuffer dst, long dstByteOffset, long bytes) {
+  public void uploadAsync(PinnedHostBuffer src, long srcByteOffset, DeviceBuffer dst, long dstByteOffset, long bytes) {
     checkLocked();
     check(dst, dstByteOffset, bytes);
     Driver.check("cuMemcpyHtoDAsync", JCudaDriver.cuMemcpyHtoDAsync(Driver.deviceptr(dst.address() + dstByteOffset),
@@ -412,7 +418,7 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /** Copies {@code bytes} from the device to a pinned buffer on the current stream (asynchronous). */
-  void downloadAsync(DeviceBuffer src, long srcByteOffset, PinnedHostBuffer dst, long dstByteOffset, long bytes) {
+  public void downloadAsync(DeviceBuffer src, long srcByteOffset, PinnedHostBuffer dst, long dstByteOffset, long bytes) {
     checkLocked();
     check(src, srcByteOffset, bytes);
     Driver.check("cuMemcpyDtoHAsync", JCudaDriver.cuMemcpyDtoHAsync(dst.pointer().withByteOffset(dstByteOffset),
@@ -435,9 +441,9 @@ public final class GpuDevice implements AutoCloseable {
       }
     }
     for (PassSlot slot : slots) {
-      for (int i = 0; slot != null && i < slot.lanes.length; i++) {
-        if (slot.lanes[i] != null) {
-          slot.lanes[i].synchronize();
+      for (int i = 0; slot != null && i < slot.lanes().length; i++) {
+        if (slot.lanes()[i] != null) {
+          slot.lanes()[i].synchronize();
         }
       }
     }
@@ -473,7 +479,7 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /** The lane of {@link #stream()}; caller holds the lock. */
-  Lane currentLane() {
+  public Lane currentLane() {
     checkLocked();
     return current;
   }
@@ -483,7 +489,7 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   /** The cuBLAS handle of the current lane ({@link #stream()}), created on first use; caller holds the lock. */
-  Cublas.Handle cublas() {
+  public Cublas.Handle cublas() {
     checkLocked();
     return current.cublas();
   }
@@ -496,9 +502,9 @@ public final class GpuDevice implements AutoCloseable {
    * return to the pool only at the end of the slot's pass, or outside a slot when the lanes close, so that no lane
    * reuses a block that another lane may still be reading.
    */
-  Lanes lanes(int wanted) {
+  public Lanes lanes(int wanted) {
     checkLocked();
-    Lane[] base = enqueuing != null ? enqueuing.lanes : lanes;
+    Lane[] base = enqueuing != null ? enqueuing.lanes() : lanes;
     int count = Math.max(1, Math.min(wanted, lanes.length));
     for (int i = 1; i < count; i++) {
       if (base[i] == null) {
@@ -509,9 +515,6 @@ public final class GpuDevice implements AutoCloseable {
     boolean defers = enqueuing == null; // a slot keeps its pass's blocks until the pass ends anyway
     if (defers) {
       pool.deferReleases();
-    }
-    if (count > 1) {
-      counters.countLanePass();
     }
     return new Lanes(base, count, defers);
   }
@@ -532,41 +535,50 @@ public final class GpuDevice implements AutoCloseable {
     return slots.length;
   }
 
-  /** What this device's search passes did since it opened. */
-  public PassCounters counters() {
-    return counters;
+  /**
+   * A device-scoped object of a package above the device (the captured search passes, the counters of what the
+   * searches did): what the device holds for them without knowing them. Made on first use, held as long as the
+   * device, and closed by {@link #close()} (under the lock, after the passes in flight and before the device's own
+   * resources, in reverse order of creation).
+   */
+  public interface Attachment extends AutoCloseable {
+    @Override
+    default void close() {}
   }
 
-  /** The device's captured search passes; caller holds the lock. */
-  PassGraphs passGraphs() {
-    checkLocked();
-    return passGraphs;
-  }
-
-  /** What the device's captured search passes did since it opened, and what they hold ({@link PassGraph}). */
-  public PassGraphStats passGraphStats() {
-    try (Scope s = lock()) {
-      return passGraphs.stats();
+  /**
+   * This device's attachment of {@code type}, made by {@code create} on first use (once, also when threads race;
+   * {@code create} must not ask for another attachment). Any thread, with or without the lock.
+   */
+  public <T extends Attachment> T attachment(Class<T> type, Function<GpuDevice, T> create) {
+    Attachment a = attachments.get(type);
+    if (a == null) {
+      a = attachments.computeIfAbsent(type, t -> {
+        T made = create.apply(this);
+        attachmentOrder.add(made);
+        return made;
+      });
     }
+    return type.cast(a);
   }
 
   /**
    * Device blocks returned from now on wait in {@code sink} instead of the pool (a pass slot's returned blocks, a
    * {@link PassGraph}'s temporaries; null: straight back to the pool); returns the sink before. Caller holds the lock.
    */
-  ArrayDeque<long[]> returnBlocksTo(ArrayDeque<long[]> sink) {
+  public ArrayDeque<long[]> returnBlocksTo(ArrayDeque<long[]> sink) {
     checkLocked();
     return pool.deferTo(sink);
   }
 
   /** Returns the blocks in {@code blocks} (address, size class) as {@link DeviceBuffer#close} would; under the lock. */
-  void releaseBlocks(ArrayDeque<long[]> blocks) {
+  public void releaseBlocks(ArrayDeque<long[]> blocks) {
     checkLocked();
     pool.releaseAll(blocks);
   }
 
   /** A pass over several lanes ({@link #lanes(int)}); close it (under the lock) before the pass's downloads. */
-  final class Lanes implements AutoCloseable {
+  public final class Lanes implements AutoCloseable {
     private final Lane[] base;
     private final int count;
     private final boolean defers;
@@ -579,12 +591,12 @@ public final class GpuDevice implements AutoCloseable {
     }
 
     /** The lanes of this pass. */
-    int count() {
+    public int count() {
       return count;
     }
 
     /** Sends the work enqueued from now on to lane {@code i % count()}. */
-    void use(int i) {
+    public void use(int i) {
       checkLocked();
       current = base[Math.floorMod(i, count)];
     }
@@ -615,7 +627,7 @@ public final class GpuDevice implements AutoCloseable {
    * the pool until {@link #endPass}. Then: {@link #endEnqueue} under the lock, {@link #awaitPass} without it,
    * {@link #endPass}.
    */
-  PassSlot beginPass() {
+  public PassSlot beginPass() {
     checkLocked();
     if (enqueuing != null) {
       throw new IllegalStateException("a pass is already being enqueued on this device");
@@ -627,7 +639,7 @@ public final class GpuDevice implements AutoCloseable {
         if (slots[i] == null) {
           slots[i] = new PassSlot(lanes.length);
         }
-        if (!slots[i].busy) {
+        if (!slots[i].busy()) {
           slot = slots[i];
         }
       }
@@ -635,17 +647,18 @@ public final class GpuDevice implements AutoCloseable {
         slotFreed.awaitUninterruptibly(); // releases the lock; a pass in flight returns its slot under it
       }
     }
+    boolean overlapped = false;
     for (PassSlot other : slots) {
-      if (other != null && other.busy) {
-        counters.countOverlappedPass();
+      if (other != null && other.busy()) {
+        overlapped = true;
         break;
       }
     }
-    slot.busy = true;
-    slot.lanes[0].waitFor(lanes[0]);
-    current = slot.lanes[0];
+    slot.begin(overlapped);
+    slot.lanes()[0].waitFor(lanes[0]);
+    current = slot.lanes()[0];
     enqueuing = slot;
-    pool.deferTo(slot.returned);
+    pool.deferTo(slot.returned());
     return slot;
   }
 
@@ -653,13 +666,13 @@ public final class GpuDevice implements AutoCloseable {
    * Ends the enqueuing of the slot's pass (caller holds the lock): marks its end on its stream (after its
    * downloads), and sends later work back to lane 0 and returned blocks back to the pool.
    */
-  void endEnqueue(PassSlot slot) {
+  public void endEnqueue(PassSlot slot) {
     checkLocked();
     if (enqueuing != slot) {
       throw new IllegalStateException("not the pass being enqueued");
     }
     stopEnqueuing();
-    Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(slot.finished, slot.lanes[0].stream()));
+    Driver.check("cuEventRecord", JCudaDriver.cuEventRecord(slot.finished(), slot.lanes()[0].stream()));
   }
 
   /** No pass is being enqueued any more: later work goes to lane 0, returned blocks straight back to the pool. */
@@ -673,17 +686,17 @@ public final class GpuDevice implements AutoCloseable {
    * Waits for the end of the slot's pass, without the lock: other passes are enqueued meanwhile. The context is
    * current on this thread (it held the lock for {@link #beginPass}).
    */
-  void awaitPass(PassSlot slot) {
-    Driver.check("cuEventSynchronize", JCudaDriver.cuEventSynchronize(slot.finished));
+  public void awaitPass(PassSlot slot) {
+    Driver.check("cuEventSynchronize", JCudaDriver.cuEventSynchronize(slot.finished()));
   }
 
   /** Returns the slot and the blocks of its pass (ended, or failed) to the device; takes the lock. */
-  void endPass(PassSlot slot) {
+  public void endPass(PassSlot slot) {
     lock.lock();
     try {
       if (enqueuing == slot) { // failed while enqueuing: let what it enqueued end before its blocks are lent again
         stopEnqueuing();
-        for (Lane lane : slot.lanes) {
+        for (Lane lane : slot.lanes()) {
           if (lane != null) {
             JCudaDriver.cuStreamSynchronize(lane.stream()); // best effort: the failure is what the caller reports
           }
@@ -692,12 +705,9 @@ public final class GpuDevice implements AutoCloseable {
           JCudaDriver.cuStreamSynchronize(slot.copiesIfMade().stream());
         }
       }
-      if (slot.graph != null) {
-        passGraphs.release(slot.graph); // idle again: the pass that launched it has ended
-        slot.graph = null;
-      }
-      pool.releaseAll(slot.returned);
-      slot.busy = false;
+      slot.runAtEnd(); // a captured pass it launched is idle again: the pass has ended
+      pool.releaseAll(slot.returned());
+      slot.end();
       slotFreed.signalAll();
     } finally {
       lock.unlock();
@@ -713,13 +723,13 @@ public final class GpuDevice implements AutoCloseable {
       }
       Driver.check("cuCtxSetCurrent", JCudaDriver.cuCtxSetCurrent(context));
       CONTEXT_OF_THREAD.set(this);
-      while (Arrays.stream(slots).anyMatch(slot -> slot != null && slot.busy)) {
+      while (Arrays.stream(slots).anyMatch(slot -> slot != null && slot.busy())) {
         slotFreed.awaitUninterruptibly(); // a pass in flight: its thread returns the slot (and its blocks) first
       }
       try {
         try {
           try {
-            passGraphs.close(); // before the pool: their blocks go back to it
+            closeAttachments(); // before the pool: the captured passes' blocks go back to it
           } finally {
             try {
               staging.close();
@@ -753,6 +763,25 @@ public final class GpuDevice implements AutoCloseable {
       }
     } finally {
       lock.unlock();
+    }
+  }
+
+  /** Closes the attachments, the last made first; each is closed even when one before it throws. */
+  private void closeAttachments() {
+    RuntimeException failed = null;
+    for (int i = attachmentOrder.size() - 1; i >= 0; i--) {
+      try {
+        attachmentOrder.get(i).close();
+      } catch (RuntimeException e) {
+        if (failed == null) {
+          failed = e;
+        } else {
+          failed.addSuppressed(e);
+        }
+      }
+    }
+    if (failed != null) {
+      throw failed;
     }
   }
 

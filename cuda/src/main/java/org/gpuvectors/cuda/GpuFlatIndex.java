@@ -73,9 +73,6 @@ public final class GpuFlatIndex extends ResidentIndex {
   /** Smallest batch that {@link Precision#AUTO} runs as TF32 candidates. */
   static final int TF32_AUTO_MIN_QUERIES = 1024;
 
-  /** Queries the TF32 candidate path answered, and those of them its certificate sent back to FP32. */
-  public record RerankStats(long queries, long fallbacks) {}
-
   /**
    * Batches up to this many queries use the fused kernel under {@link Strategy#AUTO}: none. Each of its lanes reads
    * its own rows, so the tiled GEMM + select is as fast from one query and several times faster from 16 queries;
@@ -223,23 +220,7 @@ public final class GpuFlatIndex extends ResidentIndex {
   }
 
   static void normalize(float[] x, int rows, int dims) {
-    normalizeRange(x, 0, rows, dims);
-  }
-
-  /** Normalises {@code rows} rows of {@code dims} floats starting at {@code x[from]} (zero rows stay zero). */
-  static void normalizeRange(float[] x, int from, int rows, int dims) {
-    for (int r = 0; r < rows; r++) {
-      double s = 0;
-      for (int d = 0; d < dims; d++) {
-        s += (double) x[from + r * dims + d] * x[from + r * dims + d];
-      }
-      if (s > 0) {
-        float inv = (float) (1.0 / Math.sqrt(s));
-        for (int d = 0; d < dims; d++) {
-          x[from + r * dims + d] *= inv;
-        }
-      }
-    }
+    HostRows.normalize(x, 0, rows, dims);
   }
 
   private static void rowNorms(GpuDevice device, long x, long rows, int dims, long out) {
@@ -527,7 +508,7 @@ public final class GpuFlatIndex extends ResidentIndex {
     int[] out = half.uncertified(stats, from, nq);
     if (!chunkLimited && half.chunkLimited()) { // the captured passes keep the chunks' smaller count: retired
       try (GpuDevice.Scope s = device.lock()) {
-        device.passGraphs().evict(this);
+        PassGraphs.of(device).evict(this);
       }
     }
     return out;

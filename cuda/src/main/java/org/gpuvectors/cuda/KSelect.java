@@ -217,7 +217,7 @@ public final class KSelect {
       if (device.cooperativeLaunch()
           && grid <= (long) module.maxBlocksPerSm(RADIX_FUSED_KERNEL, RADIX_THREADS) * device.multiprocessorCount()) {
         module.launchCooperative(RADIX_FUSED_KERNEL, (int) grid, RADIX_THREADS, device.stream(), params, state, blocks);
-        device.counters().select.fusedRadix++;
+        counts(device).fusedRadix++;
         return;
       }
       // the fallback: no cooperative launch, or more blocks than the device holds at once
@@ -257,7 +257,7 @@ public final class KSelect {
     int shared = 4 * held;
     module.allowDynamicShared(RADIX_BLOCK_KERNEL, shared);
     module.launch(RADIX_BLOCK_KERNEL, p.rows, 1, RADIX_BLOCK_THREADS, shared, device.stream(), Pointer.to(p.encode()));
-    device.counters().select.radixBlock++;
+    counts(device).radixBlock++;
     return true;
   }
 
@@ -277,13 +277,18 @@ public final class KSelect {
    * The radix selections a device ran by each path since it opened ({@link GpuDevice#selectCounts}; tests: the path
    * they meant to check), counted when enqueued, under the device's lock: a captured pass's later launches add none.
    */
-  static final class Counts {
+  static final class Counts implements GpuDevice.Attachment {
     /** Selections by the one-block kernel ({@link #RADIX_BLOCK_KERNEL}), merges included. */
     long radixBlock;
     /** Selections whose passes ran as one cooperative launch ({@link #RADIX_FUSED_KERNEL}). */
     long fusedRadix;
     /** Merges ({@link #mergeCandidates}) by the one-block kernel. */
     long radixMerges;
+  }
+
+  /** The radix selections {@code device} ran by each path since it opened. */
+  static Counts counts(GpuDevice device) {
+    return device.attachment(Counts.class, d -> new Counts());
   }
 
   /**
@@ -341,7 +346,7 @@ public final class KSelect {
       }
       try (GpuDevice.Scope s = device.lock()) {
         if (radixBlock(device, merge)) {
-          device.counters().select.radixMerges++;
+          counts(device).radixMerges++;
           return;
         }
       }

@@ -9,17 +9,19 @@ import java.util.concurrent.atomic.LongAdder;
  * one ({@link GpuDevice#counters()}). Passes count under the device lock; the FP16 scan's certificates are checked
  * after a pass, off the lock; anyone may read at any time.
  */
-public final class PassCounters {
+public final class PassCounters implements GpuDevice.Attachment {
   private final AtomicLong lanePasses = new AtomicLong(); // passes spread over two lanes or more
   private final AtomicLong sharedSelections = new AtomicLong(); // passes whose ivf_pq groups shared one selection
   private final AtomicLong flatScanTables = new AtomicLong(); // passes whose flat groups shared one scan launch
   private final AtomicLong overlappedPasses = new AtomicLong(); // passes begun while another was in flight
   private final LongAdder halfScanQueries = new LongAdder();
   private final LongAdder halfScanRejected = new LongAdder();
-  /** Radix selections by path. */
-  final KSelect.Counts select = new KSelect.Counts();
+  private PassCounters() {}
 
-  PassCounters() {}
+  /** What the search passes on {@code device} did since it opened; any thread, with or without the lock. */
+  public static PassCounters of(GpuDevice device) {
+    return device.attachment(PassCounters.class, d -> new PassCounters());
+  }
 
   /** Passes spread over two lanes or more. */
   public long lanePasses() {
@@ -45,8 +47,8 @@ public final class PassCounters {
    * Queries the flat indexes' FP16 candidate scan answered, and those its certificate rejected (searched again in
    * FP32): {@link GpuFlatIndex#halfStats} summed over the device's indexes, closed ones included.
    */
-  public GpuFlatIndex.RerankStats halfScanStats() {
-    return new GpuFlatIndex.RerankStats(halfScanQueries.sum(), halfScanRejected.sum());
+  public RerankStats halfScanStats() {
+    return new RerankStats(halfScanQueries.sum(), halfScanRejected.sum());
   }
 
   void countLanePass() {

@@ -7,6 +7,7 @@ import jcuda.driver.CUgraph;
 import jcuda.driver.CUgraphExec;
 import jcuda.driver.CUstreamCaptureMode;
 import jcuda.driver.JCudaDriver;
+import org.gpuvectors.cuda.runtime.CudaException;
 
 /**
  * The kernels of one search pass, captured once as a CUDA graph ({@code cuStreamBeginCapture} ... {@code
@@ -65,7 +66,7 @@ final class PassGraph {
   static PassGraph capture(GpuDevice device, PassGraphs.Key key, DeviceBuffer input, DeviceBuffer output,
                            Enqueue pass, long[] resultsAt) {
     PassGraph g = new PassGraph(key, input, output);
-    long[] before = device.counters().passCounts();
+    long[] before = PassCounters.of(device).passCounts();
     CUgraph graph = new CUgraph();
     boolean began = false;
     boolean instantiated = false;
@@ -96,12 +97,12 @@ final class PassGraph {
         JCudaDriver.cuGraphDestroy(graph); // the executable graph keeps what it needs
       }
       if (!instantiated) {
-        device.counters().restorePassCounts(before); // the pass runs again, uncaptured, and counts itself then
+        PassCounters.of(device).restorePassCounts(before); // the pass runs again, uncaptured, and counts itself then
         device.releaseBlocks(g.temporaries); // into the pass's returned blocks: nothing of the capture ran
       }
     }
     g.resultsAt = resultsAt.clone();
-    long[] after = device.counters().passCounts();
+    long[] after = PassCounters.of(device).passCounts();
     g.counts = new long[after.length];
     for (int i = 0; i < after.length; i++) {
       g.counts[i] = after[i] - before[i];
@@ -121,7 +122,7 @@ final class PassGraph {
   boolean launch(GpuDevice device, boolean count) {
     Driver.check("cuGraphLaunch", JCudaDriver.cuGraphLaunch(exec, device.stream()));
     if (count) {
-      device.counters().addPassCounts(counts);
+      PassCounters.of(device).addPassCounts(counts);
     }
     return enqueued;
   }

@@ -21,7 +21,7 @@ import java.util.Map;
  *
  * <p>Owned by its {@link GpuDevice}; every method runs under the device lock.
  */
-final class PassGraphs {
+public final class PassGraphs implements GpuDevice.Attachment {
 
   static final int MAX_GRAPHS = 64;
   static final int PER_KEY = 4;
@@ -75,8 +75,21 @@ final class PassGraphs {
   private long launches;
   private long refusals;
 
-  PassGraphs(GpuDevice device) {
+  private PassGraphs(GpuDevice device) {
     this.device = device;
+  }
+
+  /** The captured passes of {@code device}, made on first use; caller holds the device lock. */
+  static PassGraphs of(GpuDevice device) {
+    device.checkLocked();
+    return device.attachment(PassGraphs.class, PassGraphs::new);
+  }
+
+  /** What the captured search passes of {@code device} did since it opened, and what they hold ({@link PassGraph}). */
+  public static PassGraphStats stats(GpuDevice device) {
+    try (GpuDevice.Scope s = device.lock()) {
+      return of(device).stats();
+    }
   }
 
   /**
@@ -247,7 +260,8 @@ final class PassGraphs {
   }
 
   /** Closes every graph (the device closes: no pass is in flight). */
-  void close() {
+  @Override
+  public void close() {
     for (Iterator<List<PassGraph>> it = graphs.values().iterator(); it.hasNext(); ) {
       List<PassGraph> list = it.next();
       it.remove();

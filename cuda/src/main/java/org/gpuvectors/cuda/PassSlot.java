@@ -18,16 +18,17 @@ import jcuda.driver.JCudaDriver;
  *
  * <p>Owned and closed by its device; used under the device's lock, except {@link GpuDevice#awaitPass}.
  */
-final class PassSlot implements AutoCloseable {
-  final Lane[] lanes; // [0] at once, the others on the first pass that spreads groups
-  final PinnedHostBuffer upload = new PinnedHostBuffer();
-  final PinnedHostBuffer download = new PinnedHostBuffer();
-  final PinnedHostBuffer queries = new PinnedHostBuffer(); // large groups' queries, staged for the copy stream
+public final class PassSlot implements AutoCloseable {
+  private final Lane[] lanes; // [0] at once, the others on the first pass that spreads groups
+  private final PinnedHostBuffer upload = new PinnedHostBuffer();
+  private final PinnedHostBuffer download = new PinnedHostBuffer();
+  private final PinnedHostBuffer queries = new PinnedHostBuffer(); // large groups' queries, staged for the copy stream
   private Lane copies; // created on the first pass with a large group
-  final ArrayDeque<long[]> returned = new ArrayDeque<>(); // (address, size class) of blocks returned in the pass
-  final CUevent finished = new CUevent();
-  boolean busy; // guarded by the device lock
-  PassGraph graph; // the captured pass this slot's pass launched, released when it ends; guarded by the device lock
+  private final ArrayDeque<long[]> returned = new ArrayDeque<>(); // (address, size class) of blocks returned in the pass
+  private final CUevent finished = new CUevent();
+  private boolean busy; // guarded by the device lock
+  private boolean overlapped; // whether another pass was in flight when this one began; guarded by the device lock
+  private Runnable atEnd; // what the pass gives back when it ends (a captured pass it launched); guarded by the device lock
 
   PassSlot(int laneCount) {
     lanes = new Lane[laneCount];
@@ -43,8 +44,81 @@ final class PassSlot implements AutoCloseable {
     }
   }
 
+  /** The slot's lanes: [0] carries the pass, the others its small groups (null until first spread over). */
+  Lane[] lanes() {
+    return lanes;
+  }
+
+  /** Pinned host memory of the pass's one input copy. */
+  public PinnedHostBuffer upload() {
+    return upload;
+  }
+
+  /** Pinned host memory of the pass's one result copy. */
+  public PinnedHostBuffer download() {
+    return download;
+  }
+
+  /** Pinned host memory of the large groups' queries on their way to the copy stream. */
+  public PinnedHostBuffer queries() {
+    return queries;
+  }
+
+  /** The lane that carries the pass. */
+  public Lane firstLane() {
+    return lanes[0];
+  }
+
+  /** Device blocks returned while the pass was enqueued: (address, size class). */
+  ArrayDeque<long[]> returned() {
+    return returned;
+  }
+
+  /** The event recorded after the pass's last work. */
+  CUevent finished() {
+    return finished;
+  }
+
+  /** Whether a pass holds the slot; under the device lock. */
+  boolean busy() {
+    return busy;
+  }
+
+  /** A pass takes the slot ({@code overlapped}: another pass was in flight); under the device lock. */
+  void begin(boolean overlapped) {
+    this.busy = true;
+    this.overlapped = overlapped;
+  }
+
+  /** The pass gave the slot back; under the device lock. */
+  void end() {
+    busy = false;
+  }
+
+  /** Whether another pass was in flight when this slot's pass began; under the device lock. */
+  public boolean overlapped() {
+    return overlapped;
+  }
+
+  /**
+   * Runs {@code release} when the pass ends ({@link GpuDevice#endPass}, under the device lock), ended or failed: a
+   * captured pass it launched becomes idle again. Under the device lock.
+   */
+  public void atEnd(Runnable release) {
+    atEnd = release;
+  }
+
+  /** Runs and forgets what {@link #atEnd} asked for; under the device lock. */
+  void runAtEnd() {
+    Runnable r = atEnd;
+    atEnd = null;
+    if (r != null) {
+      r.run();
+    }
+  }
+
   /** The stream that large groups' queries are copied on ({@link QueryUploads}), created on first use. */
-  Lane copies() {
+  public Lane copies() {
     if (copies == null) {
       copies = new Lane();
     }

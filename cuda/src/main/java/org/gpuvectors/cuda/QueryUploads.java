@@ -5,7 +5,6 @@ import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.Lane;
 import java.nio.FloatBuffer;
 import java.util.function.Consumer;
-import java.util.stream.IntStream;
 import jcuda.driver.JCudaDriver;
 
 /**
@@ -22,9 +21,6 @@ import jcuda.driver.JCudaDriver;
  */
 final class QueryUploads {
 
-  /** Rows staged on the common pool rather than on the calling thread from this many on. */
-  static final int PARALLEL_STAGING_ROWS = 1024;
-
   private final GpuDevice device;
   private final PassSlot slot;
   private long capacity; // bytes of the slot's pinned buffer this pass stages into (sized once, never grown)
@@ -40,7 +36,7 @@ final class QueryUploads {
     this.device = device;
     this.slot = slot;
     if (bytes > 0) {
-      capacity = Math.min(slot.queries.bytes(bytes).capacity(), device.config().pass().queryStagingBytes());
+      capacity = Math.min(slot.queries().bytes(bytes).capacity(), device.config().pass().queryStagingBytes());
     }
   }
 
@@ -52,7 +48,7 @@ final class QueryUploads {
   /** Orders the pass's first lane after every copy: before its downloads and the event that ends the pass. */
   void finish() {
     if (copied) {
-      slot.lanes[0].waitFor(slot.copies());
+      slot.firstLane().waitFor(slot.copies());
     }
   }
 
@@ -85,7 +81,7 @@ final class QueryUploads {
       }
       Lane copies = slot.copies();
       if (!copied) {
-        copies.waitFor(slot.lanes[0]); // the destination may be a block that work before the pass still reads
+        copies.waitFor(slot.firstLane()); // the destination may be a block that work before the pass still reads
         copied = true;
       }
       int dims = group.index().dims();
@@ -98,9 +94,9 @@ final class QueryUploads {
           copies.synchronize(); // the copies before read the buffer: wait for them (the GPU runs meanwhile)
           filled = 0;
         }
-        stage(group, uploaded, count, slot.queries.floats(capacity), (int) (filled / 4));
+        stage(group, uploaded, count, slot.queries().floats(capacity), (int) (filled / 4));
         Driver.check("cuMemcpyHtoDAsync", JCudaDriver.cuMemcpyHtoDAsync(
-            Driver.deviceptr(dst.address() + dstByteOffset + uploaded * rowBytes), slot.queries.pointer().withByteOffset(filled), bytes,
+            Driver.deviceptr(dst.address() + dstByteOffset + uploaded * rowBytes), slot.queries().pointer().withByteOffset(filled), bytes,
             copies.stream()));
         filled += bytes;
         uploaded += count;
@@ -166,29 +162,9 @@ final class QueryUploads {
 
   /**
    * Copies queries [from, from + rows) of the group row-major into {@code dst} from float {@code at} on, on the
-   * common pool from {@link #PARALLEL_STAGING_ROWS} rows on (blocks of 256 rows; absolute puts: no shared position).
+   * common pool from {@link HostRows#PARALLEL_STAGING_ROWS} rows on (blocks of 256 rows; absolute puts: no shared position).
    */
   static void stage(SearchGroup group, int from, int rows, FloatBuffer dst, int at) {
-    stageRows(group.queries(), group.queryRows(), group.index().dims(), from, rows, dst, at);
-  }
-
-  /**
-   * As {@link #stage}, for any rows of {@code dims} floats: from {@code queries} (row-major) when not null, else from
-   * {@code queryRows}.
-   */
-  static void stageRows(float[] queries, float[][] queryRows, int dims, int from, int rows, FloatBuffer dst, int at) {
-    int block = 256;
-    IntStream blocks = IntStream.range(0, (rows + block - 1) / block);
-    (rows >= PARALLEL_STAGING_ROWS ? blocks.parallel() : blocks).forEach(b -> {
-      int first = b * block;
-      int last = Math.min(rows, first + block);
-      if (queries != null) {
-        dst.put(at + first * dims, queries, (from + first) * dims, (last - first) * dims);
-      } else {
-        for (int q = first; q < last; q++) {
-          dst.put(at + q * dims, queryRows[from + q]);
-        }
-      }
-    });
+    HostRows.stage(group.queries(), group.queryRows(), group.index().dims(), from, rows, dst, at);
   }
 }

@@ -55,7 +55,7 @@ public abstract class ResidentIndex implements DeviceIndex {
     try (GpuDevice.Scope s = device.lock()) {
       if (!closed) {
         closed = true;
-        device.passGraphs().evict(this); // captured passes read the index's buffers
+        PassGraphs.of(device).evict(this); // captured passes read the index's buffers
         freeDeviceMemory();
       }
     }
@@ -127,7 +127,7 @@ public abstract class ResidentIndex implements DeviceIndex {
    * Frees a flat index and device buffers (nulls skipped): what an index owns, also when its upload
    * fails half way.
    */
-  static void free(GpuDevice device, GpuFlatIndex flat, DeviceBuffer... buffers) {
+  static void free(GpuDevice device, ResidentIndex flat, DeviceBuffer... buffers) {
     if (flat != null) {
       flat.close();
     }

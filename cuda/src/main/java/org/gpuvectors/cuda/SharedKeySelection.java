@@ -68,7 +68,7 @@ final class SharedKeySelection implements AutoCloseable {
     }
     keys = buffers;
     candValues = v;
-    device.counters().countSharedSelection();
+    PassCounters.of(device).countSharedSelection();
   }
 
   /**

@@ -80,7 +80,7 @@ class CpuOnlyTest {
   @Test
   void cosineNormalisationOnHost() {
     float[] x = {3, 4, 0, 0};
-    GpuFlatIndex.normalize(x, 2, 2);
+    HostRows.normalize(x, 0, 2, 2);
     assertEquals(0.6f, x[0], 1e-6);
     assertEquals(0.8f, x[1], 1e-6);
     assertEquals(0f, x[2]);

@@ -204,8 +204,8 @@ class CpuOracleTest {
     if (m == Metric.COSINE) {
       float[] xn = Arrays.copyOfRange(x, i * DIMS, (i + 1) * DIMS);
       float[] qn = q.clone();
-      GpuFlatIndex.normalize(xn, 1, DIMS);
-      GpuFlatIndex.normalize(qn, 1, DIMS);
+      HostRows.normalize(xn, 0, 1, DIMS);
+      HostRows.normalize(qn, 0, 1, DIMS);
       return dot(xn, 0, qn, 0);
     }
     float ip = dot(x, i * DIMS, q, 0);

@@ -136,7 +136,7 @@ public final class ExactSearchBench {
             // are searched (QueryUploads)
             double deviceMs = BenchUtil.median(deviceTimes(d, index, queries, nq, dims, k, 5,
                 GpuFlatIndex.Strategy.AUTO));
-            GpuFlatIndex.RerankStats before = index.rerankStats();
+            RerankStats before = index.rerankStats();
             double[] wall = new double[7];
             double[] enqueue = new double[wall.length];
             SearchResult res = null;
@@ -149,7 +149,7 @@ public final class ExactSearchBench {
                 enqueue[r] = timing[0] / 1e6;
               }
             }
-            GpuFlatIndex.RerankStats after = index.rerankStats();
+            RerankStats after = index.rerankStats();
             double fallbacks = (double) (after.fallbacks() - before.fallbacks()) / (wall.length + 2);
             if (precision == GpuFlatIndex.Precision.FP32 && fp32 == null) {
               fp32 = res;
@@ -259,7 +259,7 @@ public final class ExactSearchBench {
             for (int k : new int[] {10, 100}) {
               double deviceMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, false));
               double kernelMs = BenchUtil.median(halfDeviceTimes(d, index, queries, batch, dims, k, 30, true));
-              GpuFlatIndex.RerankStats before = index.halfStats();
+              RerankStats before = index.halfStats();
               double[] wall = new double[30];
               double[] enqueue = new double[wall.length];
               for (int r = -3; r < wall.length; r++) {

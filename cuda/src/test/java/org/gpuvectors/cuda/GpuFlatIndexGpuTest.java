@@ -238,9 +238,9 @@ class GpuFlatIndexGpuTest extends GpuTestCase {
           for (int s = 0; s < sizes.length; s++) {
             halfBefore[s] = indexes.get(s).halfStats().queries();
           }
-          long tables = device.counters().flatScanTables();
+          long tables = PassCounters.of(device).flatScanTables();
           SearchResult[] results = BatchSearch.run(device, groups);
-          assertEquals(tables + 1, device.counters().flatScanTables(), "the segments' small groups shared one scan launch");
+          assertEquals(tables + 1, PassCounters.of(device).flatScanTables(), "the segments' small groups shared one scan launch");
           for (int s = 0; half && s < sizes.length; s++) {
             assertEquals(memberQueries[s], indexes.get(s).halfStats().queries() - halfBefore[s],
                 "segment " + s + ": its members' queries took the half scan table");

@@ -133,7 +133,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
     try (GpuFlatIndex index = halfIndex(vectors, n, dims, Metric.L2)) {
       for (int k : KS) {
         for (int way = 0; way < 3; way++) { // a pass, a pass with masks, the direct HALF_SCAN search
-          GpuFlatIndex.RerankStats before = index.halfStats();
+          RerankStats before = index.halfStats();
           SearchResult res = switch (way) {
             case 0 -> BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, null, null)))[0];
             case 1 -> BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, null, masks)))[0];
@@ -182,7 +182,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
         int segments = variant == 1 ? 2 : 1;
         int nq = variant == 2 ? PassGraphs.LONE_GROUP_QUERIES : 2;
         long launchesBefore = graphLaunches();
-        long tablesBefore = device.counters().flatScanTables();
+        long tablesBefore = PassCounters.of(device).flatScanTables();
         for (int round = 0; round < 6; round++) {
           float[] queries = GpuFlatIndexGpuTest.random(nq * dims, r);
           List<SearchGroup> groups = new ArrayList<>(List.of(
@@ -205,7 +205,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
         }
         assertTrue(graphLaunches() > launchesBefore, "variant " + variant + ": later passes replayed a captured graph");
         if (segments == 2) {
-          assertEquals(6, device.counters().flatScanTables() - tablesBefore, "every two-segment pass a half scan table");
+          assertEquals(6, PassCounters.of(device).flatScanTables() - tablesBefore, "every two-segment pass a half scan table");
         }
       }
       assertEquals(6 * (2 + 2 + PassGraphs.LONE_GROUP_QUERIES), index.halfStats().queries());
@@ -248,13 +248,13 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
         for (int way = 0; way < 3; way++) { // half table, with masks, a member without a copy
           boolean masked = way == 1;
           GpuFlatIndex first = way == 2 ? plain : ia;
-          GpuFlatIndex.RerankStats beforeA = ia.halfStats();
-          GpuFlatIndex.RerankStats beforeB = ib.halfStats();
-          long tables = device.counters().flatScanTables();
+          RerankStats beforeA = ia.halfStats();
+          RerankStats beforeB = ib.halfStats();
+          long tables = PassCounters.of(device).flatScanTables();
           SearchResult[] res = BatchSearch.run(device, List.of(
               new SearchGroup(first, a.queries(), nq, k, null, masked ? a.masks() : null),
               new SearchGroup(ib, b.queries(), nq, Math.max(1, k / 2), null, masked ? b.masks() : null)));
-          assertEquals(tables + 1, device.counters().flatScanTables(), "k=" + k + " way " + way + ": one table launch");
+          assertEquals(tables + 1, PassCounters.of(device).flatScanTables(), "k=" + k + " way " + way + ": one table launch");
           long fellA = ia.halfStats().fallbacks() - beforeA.fallbacks();
           long fellB = ib.halfStats().fallbacks() - beforeB.fallbacks();
           if (way <= 1) {
@@ -355,7 +355,7 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
 
   private static long graphLaunches() {
     try (GpuDevice.Scope s = device.lock()) {
-      return device.passGraphs().stats().launches();
+      return PassGraphs.stats(device).launches();
     }
   }
 
@@ -378,10 +378,10 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
           GpuFlatIndex.Strategy.HALF_SCAN));
       index.search(queries, 4, GpuFlatIndex.HALF_MAX_K + 1, null);
       assertEquals(0, index.halfStats().queries(), "k above HALF_MAX_K takes the FP32 scan");
-      long deviceBefore = device.counters().halfScanStats().queries();
+      long deviceBefore = PassCounters.of(device).halfScanStats().queries();
       index.search(queries, 4, 10, null);
       assertEquals(4, index.halfStats().queries());
-      assertEquals(4, device.counters().halfScanStats().queries() - deviceBefore, "the device's counters sum the indexes'");
+      assertEquals(4, PassCounters.of(device).halfScanStats().queries() - deviceBefore, "the device's counters sum the indexes'");
     }
     try (GpuDevice noCopies = GpuFlatIndexGpuTest.openFlat(FlatConfig.defaults().withHalfCopy(false))) {
       try (GpuFlatIndex index = GpuFlatIndex.upload(noCopies, vectors, n, dims, Metric.L2)) {

@@ -172,7 +172,7 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
       index.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
       for (int k : KS) {
         for (boolean masked : new boolean[] {false, true}) {
-          GpuFlatIndex.RerankStats before = index.rerankStats();
+          RerankStats before = index.rerankStats();
           SearchResult res = masked
               ? BatchSearch.run(device, List.of(new SearchGroup(index, queries, nq, k, null, masks)))[0]
               : index.search(queries, nq, k, null, GpuFlatIndex.Strategy.GEMM);
@@ -209,7 +209,7 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
     try (GpuFlatIndex index = GpuFlatIndex.upload(device, vectors, n, dims, Metric.L2)) {
       assertEquals(GpuFlatIndex.Precision.FP32, index.precision());
       SearchResult fp32 = index.search(queries, 20, 10, null);
-      assertEquals(new GpuFlatIndex.RerankStats(0, 0), index.rerankStats());
+      assertEquals(new RerankStats(0, 0), index.rerankStats());
       index.setPrecision(GpuFlatIndex.Precision.TF32_RERANK);
       SearchResult tf32 = index.search(queries, 20, 10, null);
       assertEquals(20, index.rerankStats().queries());

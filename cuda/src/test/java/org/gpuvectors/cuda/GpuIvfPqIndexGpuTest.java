@@ -91,7 +91,7 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
   private static float[] asSearched(float[] x, int rows, int dims, Metric metric) {
     float[] y = x.clone();
     if (metric == Metric.COSINE) {
-      GpuFlatIndex.normalize(y, rows, dims);
+      HostRows.normalize(y, 0, rows, dims);
     }
     return y;
   }
@@ -841,9 +841,9 @@ class GpuIvfPqIndexGpuTest extends GpuTestCase {
                   : new SearchGroup(index[s], queries, nq, k, new SearchParams.Ivf(8), null, f == Filter.PER_QUERY ? masks[s] : null));
             }
             groups.add(new SearchGroup(flats[v], queries, nq, k, null, null));
-            long before = devices[v].counters().sharedSelections();
+            long before = PassCounters.of(devices[v]).sharedSelections();
             SearchResult[] res = BatchSearch.run(devices[v], groups);
-            assertEquals(before + 1, devices[v].counters().sharedSelections(), "the segments of one depth shared a selection");
+            assertEquals(before + 1, PassCounters.of(devices[v]).sharedSelections(), "the segments of one depth shared a selection");
             for (int s = 0; s < sizes.length; s++) {
               long[][] rowMasks = new long[nq][];
               for (int q = 0; q < nq; q++) {

@@ -32,7 +32,7 @@ final class GraphReference {
   static float[] prepare(float[] x, int rows, int dims, Metric m) {
     float[] y = Arrays.copyOf(x, rows * dims);
     if (m == Metric.COSINE) {
-      GpuFlatIndex.normalize(y, rows, dims);
+      HostRows.normalize(y, 0, rows, dims);
     }
     return y;
   }

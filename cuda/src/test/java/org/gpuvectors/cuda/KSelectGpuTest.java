@@ -134,7 +134,7 @@ class KSelectGpuTest extends GpuTestCase {
   /** The device's radix selections so far: by one block a row, in one cooperative launch, merges by one block. */
   private static long[] radixCounts(GpuDevice d) {
     try (GpuDevice.Scope scope = d.lock()) {
-      KSelect.Counts c = d.counters().select;
+      KSelect.Counts c = KSelect.counts(d);
       return new long[] {c.radixBlock, c.fusedRadix, c.radixMerges};
     }
   }

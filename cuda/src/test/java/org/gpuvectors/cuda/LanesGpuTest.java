@@ -82,10 +82,10 @@ class LanesGpuTest extends GpuTestCase {
       assertTrue(lanes > 1, "the default configuration spreads passes over lanes: " + lanes);
 
       SearchResult[] oneStream = BatchSearch.run(oneLane, passes.get(0));
-      assertEquals(0, oneLane.counters().lanePasses(), "one stream: no lanes");
-      long before = device.counters().lanePasses();
+      assertEquals(0, PassCounters.of(oneLane).lanePasses(), "one stream: no lanes");
+      long before = PassCounters.of(device).lanePasses();
       SearchResult[] onLanes = BatchSearch.run(device, groups);
-      assertEquals(before + 1, device.counters().lanePasses(), "the pass ran on lanes");
+      assertEquals(before + 1, PassCounters.of(device).lanePasses(), "the pass ran on lanes");
 
       for (int g = 0; g < groups.size(); g++) {
         assertArrayEquals(GpuGraphIndexGpuTest.ids(oneStream[g]), GpuGraphIndexGpuTest.ids(onLanes[g]),

@@ -31,7 +31,7 @@ class PassGraphsGpuTest extends GpuTestCase {
    * with capture off and on: equal ids and values; on, one capture and {@code RUNS - 2} launches of the kept graph.
    */
   private void capturedEqualsUncaptured(String name, IntFunction<List<SearchGroup>> pass) {
-    PassGraphStats before = device.passGraphStats();
+    PassGraphStats before = PassGraphs.stats(device);
     int sightings = 0;
     for (int run = 0; run < RUNS; run++) {
       List<SearchGroup> groups = pass.apply(run);
@@ -45,7 +45,7 @@ class PassGraphsGpuTest extends GpuTestCase {
             name + ", run " + run + ", group " + g + ": values");
       }
     }
-    PassGraphStats after = device.passGraphStats();
+    PassGraphStats after = PassGraphs.stats(device);
     assertEquals(0, after.refusals() - before.refusals(), name + ": a pass that could not be captured");
     assertEquals(1, after.captures() - before.captures(), name + ": captured once, on pass " + sightings);
     assertEquals(RUNS - sightings, after.launches() - before.launches(), name + ": the later passes launched the graph");
@@ -97,7 +97,7 @@ class PassGraphsGpuTest extends GpuTestCase {
       GpuFlatIndex flat = GpuFlatIndex.upload(device, GpuIvfFlatIndexGpuTest.clustered(5_000, dims, r), 5_000, dims,
           Metric.L2);
       open.add(flat);
-      long selections = device.counters().sharedSelections();
+      long selections = PassCounters.of(device).sharedSelections();
       capturedEqualsUncaptured("4 ivf_pq segments + 1 flat, 1 query", run -> {
         float[] q = GpuIvfFlatIndexGpuTest.queries(data[0], 1, r);
         List<SearchGroup> groups = new ArrayList<>();
@@ -108,7 +108,7 @@ class PassGraphsGpuTest extends GpuTestCase {
         groups.add(new SearchGroup(flat, q, 1, 10, null, null));
         return groups;
       });
-      assertEquals(selections + 2 * RUNS, device.counters().sharedSelections(), "a shared selection per pass, launched or not");
+      assertEquals(selections + 2 * RUNS, PassCounters.of(device).sharedSelections(), "a shared selection per pass, launched or not");
     } finally {
       closeAll(open);
     }
@@ -203,7 +203,7 @@ class PassGraphsGpuTest extends GpuTestCase {
         work.add(groups);
         expected.add(BatchSearch.runUncaptured(device, groups));
       }
-      PassGraphStats before = device.passGraphStats();
+      PassGraphStats before = PassGraphs.stats(device);
       ExecutorService pool = Executors.newFixedThreadPool(threads);
       try {
         List<Future<SearchResult[]>> together = new ArrayList<>();
@@ -222,7 +222,7 @@ class PassGraphsGpuTest extends GpuTestCase {
       } finally {
         pool.shutdownNow();
       }
-      PassGraphStats after = device.passGraphStats();
+      PassGraphStats after = PassGraphs.stats(device);
       assertTrue(after.launches() - before.launches() >= work.size() / 2,
           "most passes launched a kept graph: " + before + " -> " + after);
       assertTrue(after.captures() - before.captures() <= 3 * PassGraphs.PER_KEY, "at most " + PassGraphs.PER_KEY
@@ -247,17 +247,17 @@ class PassGraphsGpuTest extends GpuTestCase {
         dims, Metric.L2)) {
       int lone = PassGraphs.LONE_GROUP_QUERIES;
       float[] q = GpuIvfFlatIndexGpuTest.clustered(lone + 1, dims, r);
-      PassGraphStats before = device.passGraphStats();
+      PassGraphStats before = PassGraphs.stats(device);
       for (int i = 0; i < 4; i++) {
         BatchSearch.run(device, List.of(new SearchGroup(flat, q, lone + 1, 10, null, null)));
         BatchSearch.run(device, List.of(new SearchGroup(flat, q, PassGraphs.GROUP_QUERIES + 1, 10, null, null),
             new SearchGroup(other, q, 1, 10, null, null)));
       }
-      assertEquals(before, device.passGraphStats(), "no capture, no launch");
+      assertEquals(before, PassGraphs.stats(device), "no capture, no launch");
       for (int i = 0; i < 3; i++) {
         BatchSearch.run(device, List.of(new SearchGroup(flat, q, lone, 10, null, null)));
       }
-      PassGraphStats after = device.passGraphStats();
+      PassGraphStats after = PassGraphs.stats(device);
       assertEquals(1, after.captures() - before.captures(), "a lone group of " + lone + " captured on its second pass");
       assertEquals(1, after.launches() - before.launches(), "and launched on its third");
     }
@@ -280,14 +280,14 @@ class PassGraphsGpuTest extends GpuTestCase {
         BatchSearch.run(device, List.of(new SearchGroup(keep, q, 1, 10, null, null),
             new SearchGroup(closing, q, 1, 10, null, null)));
       }
-      PassGraphStats held = device.passGraphStats();
+      PassGraphStats held = PassGraphs.stats(device);
       assertEquals(2, held.graphs(), "a graph of each shape: " + held);
       closing.close();
-      PassGraphStats left = device.passGraphStats();
+      PassGraphStats left = PassGraphs.stats(device);
       assertEquals(1, left.graphs(), "the graph that read the closed index is gone: " + left);
       keep.close();
-      assertEquals(0, device.passGraphStats().graphs());
-      assertEquals(0, device.passGraphStats().bytes());
+      assertEquals(0, PassGraphs.stats(device).graphs());
+      assertEquals(0, PassGraphs.stats(device).bytes());
       assertEquals(inUse, device.bytesInUse(), "every block of the graphs back in the pool");
     } finally {
       keep.close();

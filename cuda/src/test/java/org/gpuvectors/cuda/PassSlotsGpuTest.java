@@ -106,9 +106,9 @@ class PassSlotsGpuTest extends GpuTestCase {
       // blocks the captured passes keep (their input, output and temporaries) are in use, not lost
       long inUse;
       try (GpuDevice.Scope s = device.lock()) {
-        inUse = device.bytesInUse() - device.passGraphStats().bytes();
+        inUse = device.bytesInUse() - PassGraphs.stats(device).bytes();
       }
-      long overlappedBefore = device.counters().overlappedPasses();
+      long overlappedBefore = PassCounters.of(device).overlappedPasses();
       List<Future<SearchResult[]>> together = new ArrayList<>();
       for (List<SearchGroup> groups : work) {
         together.add(threads.submit(() -> BatchSearch.run(device, groups)));
@@ -122,10 +122,10 @@ class PassSlotsGpuTest extends GpuTestCase {
               "pass " + p + " group " + g + ": values");
         }
       }
-      long overlapped = device.counters().overlappedPasses() - overlappedBefore;
+      long overlapped = PassCounters.of(device).overlappedPasses() - overlappedBefore;
       assertTrue(overlapped > 0, "passes from 8 threads overlapped");
       try (GpuDevice.Scope s = device.lock()) {
-        assertEquals(inUse, device.bytesInUse() - device.passGraphStats().bytes(),
+        assertEquals(inUse, device.bytesInUse() - PassGraphs.stats(device).bytes(),
             "every block of every pass back in the pool, but for those the captured passes keep");
       }
       System.out.printf("[gpu-vectors] %d passes from 8 threads, %d begun while another was in flight (3 slots):"

@@ -43,7 +43,7 @@ class QueryRowsGpuTest extends GpuTestCase {
   void stagedRowsReachTheDeviceAsTheyAre() {
     Random r = new Random(11);
     for (int dims : new int[] {37, 784}) {
-      for (int n : new int[] {1, 63, QueryUploads.PARALLEL_STAGING_ROWS + 476}) {
+      for (int n : new int[] {1, 63, HostRows.PARALLEL_STAGING_ROWS + 476}) {
         float[][] rows = rows(n, dims, r);
         float[] expected = rowMajor(rows);
         // one copy, and copies of 10 rows (the last one short)

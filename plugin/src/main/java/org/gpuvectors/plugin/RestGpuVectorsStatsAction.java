@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.gpuvectors.cuda.RerankStats;
 
 /**
  * {@code GET _gpu_vectors/stats}: the GPU search statistics of the node that receives the request — whether a GPU
@@ -78,7 +79,7 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("ivf_pq_host_rerank_queries", stats.hostRerankQueries());
             // flat segment searches of small batches answered from the FP16 copy, and those whose certificate
             // failed (searched again in FP32)
-            GpuFlatIndex.RerankStats half = service.halfScanStats();
+            RerankStats half = service.halfScanStats();
             builder.startObject("flat_half_scan");
             builder.field("queries", half.queries());
             builder.field("rejected", half.fallbacks());

@@ -20,6 +20,9 @@ import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.build.ReverseLinks;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.PassCounters;
+import org.gpuvectors.cuda.PassGraphs;
+import org.gpuvectors.cuda.RerankStats;
 
 /** The GPU as a {@link GpuBackend}: owns the {@link GpuDevice} it opens and closes it. */
 final class CudaBackend implements GpuBackend {
@@ -224,12 +227,12 @@ final class CudaBackend implements GpuBackend {
 
   @Override
   public PassGraphStats passGraphs() {
-    return device.passGraphStats();
+    return PassGraphs.stats(device);
   }
 
   @Override
-  public GpuFlatIndex.RerankStats halfScans() {
-    return device.counters().halfScanStats();
+  public RerankStats halfScans() {
+    return PassCounters.of(device).halfScanStats();
   }
 
   @Override

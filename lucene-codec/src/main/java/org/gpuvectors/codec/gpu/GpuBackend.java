@@ -11,6 +11,7 @@ import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.RerankStats;
 
 /**
  * The device that {@link GpuSearchService} runs on: uploads segment fields and runs batches of
@@ -136,8 +137,8 @@ public interface GpuBackend extends Closeable {
   }
 
   /** Flat queries answered by the FP16 candidate scan, and those its certificate sent back to FP32 (none here). */
-  default GpuFlatIndex.RerankStats halfScans() {
-    return new GpuFlatIndex.RerankStats(0, 0);
+  default RerankStats halfScans() {
+    return new RerankStats(0, 0);
   }
 
   /**

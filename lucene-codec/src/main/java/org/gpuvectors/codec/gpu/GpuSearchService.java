@@ -18,6 +18,7 @@ import org.gpuvectors.cuda.GpuFlatIndex;
 import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.RerankStats;
 
 /**
  * Searches segment fields on one GPU: the owner of the device ({@link GpuBackend}), of what is
@@ -250,8 +251,8 @@ public final class GpuSearchService implements Closeable {
    * Flat queries (per segment) answered by the FP16 candidate scan of small batches, and those its certificate sent
    * back to the FP32 scan (GpuFlatIndex.addHalfCopy).
    */
-  public GpuFlatIndex.RerankStats halfScanStats() {
-    return backend == null || closed ? new GpuFlatIndex.RerankStats(0, 0) : backend.halfScans();
+  public RerankStats halfScanStats() {
+    return backend == null || closed ? new RerankStats(0, 0) : backend.halfScans();
   }
 
   /** Whether searches currently go to the GPU. */
