@@ -157,8 +157,8 @@ public final class BatchSearch {
       }
       DeviceBuffer results = out;
       PassGraph.Enqueue kernels = () -> {
-        try (SharedKeySelection shared = laneGroups(groups, layout.walked) >= 2
-            ? SharedKeySelection.plan(device, groups, layout.walked) : null) {
+        try (SharedSelection shared = laneGroups(groups, layout.walked) >= 2
+            ? planSharedSelection(device, groups, layout.walked) : null) {
           placeResults(groups, layout.stride, layout.outAt, shared, layout.flats);
           return enqueue(device, groups, layout, shared, dq, dm, outV, outI, feeds);
         }
@@ -228,8 +228,8 @@ public final class BatchSearch {
    * outAt[g]} becomes group g's first element; a group holds its queries x {@code stride[g]} elements). Each table
    * writes its members' rows with one selection, so they must be contiguous.
    */
-  static void placeResults(List<SearchGroup> groups, int[] stride, long[] outAt, SharedKeySelection shared,
-                           FlatScanTable flats) {
+  static void placeResults(List<SearchGroup> groups, int[] stride, long[] outAt, SharedSelection shared,
+                           ScanTable flats) {
     long at = 0;
     for (int pass = 0; pass < 3; pass++) {
       for (int g = 0; g < groups.size(); g++) {
@@ -270,10 +270,10 @@ public final class BatchSearch {
    * ({@link SharedKeySelection}).
    */
   private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, PassLayout layout,
-                                 SharedKeySelection shared, DeviceBuffer dq, DeviceBuffer dm, DeviceBuffer outV,
+                                 SharedSelection shared, DeviceBuffer dq, DeviceBuffer dm, DeviceBuffer outV,
                                  DeviceBuffer outI, QueryUploads.Feed[] feeds) {
     boolean[] walked = layout.walked;
-    FlatScanTable flats = layout.flats;
+    ScanTable flats = layout.flats;
     int count = groups.size();
     GroupAddresses[] at = new GroupAddresses[count];
     for (int g = 0; g < count; g++) {
@@ -315,7 +315,7 @@ public final class BatchSearch {
         if (lanes != null) {
           lanes.use(chain++);
         }
-        GpuGraphIndex.enqueueWalkTable(device, groups, walked, at);
+        walkTable(groups, walked).enqueue(device, groups, walked, at);
         any = true;
       }
       for (int g = 0; g < count; g++) {
@@ -407,7 +407,7 @@ public final class BatchSearch {
       SearchGroup group = groups.get(g);
       if (group.numQueries() > 0 && group.index().size() > 0
           && ResidentIndex.of(group.index()).walks(group.params())) {
-        if (group.numQueries() >= GpuGraphIndex.SMALL_BATCH) {
+        if (group.numQueries() >= ResidentIndex.of(group.index()).walkTable().groupQueries()) {
           return null;
         }
         walked[g] = true;
@@ -415,6 +415,44 @@ public final class BatchSearch {
       }
     }
     return walks >= 2 ? walked : null;
+  }
+
+  /** The walk table of the walks in {@code walked} ({@link #tableWalks}): their index type's. */
+  private static WalkTable walkTable(List<SearchGroup> groups, boolean[] walked) {
+    for (int g = 0; g < groups.size(); g++) {
+      if (walked[g]) {
+        return ResidentIndex.of(groups.get(g).index()).walkTable();
+      }
+    }
+    throw new IllegalStateException("no group walks");
+  }
+
+  /**
+   * The selection the pass's groups share ({@link SharedSelection}), or null: planned by the first index type among
+   * the groups' that shares selections; without one no group could share.
+   */
+  private static SharedSelection planSharedSelection(GpuDevice device, List<SearchGroup> groups, boolean[] walked) {
+    for (SearchGroup group : groups) {
+      SharedSelection.Planner planner = group.index() instanceof ResidentIndex r ? r.sharedSelections() : null;
+      if (planner != null) {
+        return planner.plan(device, groups, walked);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The scan table the pass's groups share ({@link ScanTable}), or null: planned by the first index type among the
+   * groups' that has scan tables; without one no group could share.
+   */
+  static ScanTable planScanTable(List<SearchGroup> groups, boolean[] walked) {
+    for (SearchGroup group : groups) {
+      ScanTable.Planner planner = group.index() instanceof ResidentIndex r ? r.scanTables() : null;
+      if (planner != null) {
+        return planner.plan(groups, walked);
+      }
+    }
+    return null;
   }
 
   /**

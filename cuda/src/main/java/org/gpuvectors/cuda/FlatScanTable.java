@@ -32,7 +32,7 @@ import jcuda.Pointer;
  * the bytes it reads. When some member has no FP16 copy or a k the half scan does not take, the table scans the FP32
  * vectors ({@code gv_flat_scan_table_*}). Used under the device lock, within one pass.
  */
-final class FlatScanTable {
+final class FlatScanTable implements ScanTable {
   /**
    * The largest group in the table: past {@link FlatConfig#scanMaxQueries} a group alone would take the GEMM path,
    * which reads a segment once for many queries but costs a dozen host launches; in a pass over many segments (a
@@ -102,32 +102,38 @@ final class FlatScanTable {
   }
 
   /** Whether the members' candidates come from their FP16 copies and carry certificates (the class comment). */
-  boolean half() {
+  @Override
+  public boolean half() {
     return half;
   }
 
   /** The members' queries, whose result rows (and, for a half table, certificate inputs) lie one after another. */
-  int rows() {
+  @Override
+  public int rows() {
     return rows;
   }
 
   /** Group g's first row among the members' rows ({@link #member} g). */
-  int firstRow(int g) {
+  @Override
+  public int firstRow(int g) {
     return firstRow[g];
   }
 
   /** Elements between a member's result rows: the members' largest k (a member's results are a row's first k). */
-  int stride() {
+  @Override
+  public int stride() {
     return k;
   }
 
   /** Whether group {@code g} of the pass is in the table. */
-  boolean member(int g) {
+  @Override
+  public boolean member(int g) {
     return firstRow[g] >= 0;
   }
 
   /** The groups in the table. */
-  int members() {
+  @Override
+  public int members() {
     return members;
   }
 
@@ -202,8 +208,9 @@ final class FlatScanTable {
    * queries and accept masks, the masks' row words, and for a {@link #half} table the element offsets of the
    * certificate inputs in {@code outV}). Caller holds the device lock.
    */
-  void enqueue(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept, long[] acceptRowWords,
-               DeviceBuffer outV, DeviceBuffer outI, long[] outAt, long[] statsAt) {
+  @Override
+  public void enqueue(GpuDevice device, List<SearchGroup> groups, long[] queries, long[] accept, long[] acceptRowWords,
+                      DeviceBuffer outV, DeviceBuffer outI, long[] outAt, long[] statsAt) {
     if (half) {
       enqueueHalf(device, groups, queries, accept, acceptRowWords, outV, outI, outAt, statsAt);
     } else {

@@ -566,6 +566,11 @@ public final class GpuFlatIndex extends ResidentIndex {
   }
 
   @Override
+  ScanTable.Planner scanTables() {
+    return FlatScanTable::plan;
+  }
+
+  @Override
   boolean readsQueriesBlockByBlock() {
     return true;
   }

@@ -199,6 +199,24 @@ public final class GpuGraphIndex extends ResidentIndex {
     }
   }
 
+  /** The table launch of a pass's small walks ({@link #enqueueWalkTable}, below {@link #SMALL_BATCH} queries each). */
+  private static final WalkTable WALK_TABLE = new WalkTable() {
+    @Override
+    public int groupQueries() {
+      return SMALL_BATCH;
+    }
+
+    @Override
+    public void enqueue(GpuDevice device, List<SearchGroup> groups, boolean[] walked, GroupAddresses[] at) {
+      enqueueWalkTable(device, groups, walked, at);
+    }
+  };
+
+  @Override
+  WalkTable walkTable() {
+    return WALK_TABLE;
+  }
+
   @Override
   boolean walks(SearchParams params) {
     return params instanceof SearchParams.Graph;

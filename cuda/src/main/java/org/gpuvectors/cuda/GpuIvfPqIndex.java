@@ -377,6 +377,11 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   }
 
   @Override
+  SharedSelection.Planner sharedSelections() {
+    return SharedKeySelection::plan;
+  }
+
+  @Override
   boolean readsQueriesBlockByBlock() {
     return true;
   }

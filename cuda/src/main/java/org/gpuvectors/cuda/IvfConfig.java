@@ -39,11 +39,18 @@ package org.gpuvectors.cuda;
  *     its k best itself (a few rows, {@link GpuIvfPqIndex#FUSED_SELECT_MAX_ROWS}) instead of a selection launch after
  *     it. Why 256: the row's last block ranks them with its 128 threads, count^2 / 128 compares each, which past about
  *     256 outlasts the launch it saves. Tests raise it to the kernel's limit. 1..{@link
- *     RerankParams#SELECT_MAX_CANDIDATES}.
+ *     #MAX_FUSED_SELECT_CANDIDATES}.
  */
 public record IvfConfig(int groupedPairsPerList, int groupedMinQueries, int keysMaxQueries, int keysBatchMinK,
                         int keysBatchMaxBlock, boolean fullTables, boolean globalTables, boolean coarseAlone,
                         boolean skipDeviceRerank, int fusedSelectMaxCandidates) {
+
+  /**
+   * The re-rank kernel's limit on the candidates it selects from itself ({@code RerankParams.SELECT_MAX_CANDIDATES},
+   * rerank_kernels.cu's kRerankSelectMax; RerankParamsTest holds the two equal): the configuration is checked against
+   * it without depending on the re-rank.
+   */
+  public static final int MAX_FUSED_SELECT_CANDIDATES = 512;
 
   private static final IvfConfig DEFAULTS =
       new IvfConfig(8, 256, 32, 513, Integer.MAX_VALUE, false, false, false, false, 256);
@@ -54,8 +61,8 @@ public record IvfConfig(int groupedPairsPerList, int groupedMinQueries, int keys
     atLeast("keysMaxQueries", keysMaxQueries, 0);
     atLeast("keysBatchMinK", keysBatchMinK, 1);
     atLeast("keysBatchMaxBlock", keysBatchMaxBlock, 1);
-    if (fusedSelectMaxCandidates < 1 || fusedSelectMaxCandidates > RerankParams.SELECT_MAX_CANDIDATES) {
-      throw new IllegalArgumentException("fusedSelectMaxCandidates must be in [1, " + RerankParams.SELECT_MAX_CANDIDATES
+    if (fusedSelectMaxCandidates < 1 || fusedSelectMaxCandidates > MAX_FUSED_SELECT_CANDIDATES) {
+      throw new IllegalArgumentException("fusedSelectMaxCandidates must be in [1, " + MAX_FUSED_SELECT_CANDIDATES
           + "] but was [" + fusedSelectMaxCandidates + "]");
     }
   }

@@ -14,7 +14,7 @@ import java.util.List;
  */
 final class PassLayout {
   final boolean[] walked; // groups walked in the graph table launch, or null ({@link BatchSearch#tableWalks})
-  final FlatScanTable flats; // the flat scan table's members, or null ({@link FlatScanTable#plan})
+  final ScanTable flats; // the flat scan table's members, or null ({@link BatchSearch#planScanTable})
   final boolean[] direct; // queries uploaded from the group's own array, norms on the device
   final long[] queryAt; // float offset of the group's queries on the device
   final long[] normsAt; // float offset of their squared norms (L2, packed groups), -1 when none
@@ -24,7 +24,7 @@ final class PassLayout {
   final long[] outAt; // element offset of the group's results ({@link BatchSearch#placeResults} sets them)
   // element offset of a half-scanned flat group's certificate inputs (4 floats a query, after every group's results,
   // in the distances; a half scan table's members one after another), -1 for other groups ({@link
-  // ResidentIndex#writesCertificates}, {@link FlatScanTable#half})
+  // ResidentIndex#writesCertificates}, {@link ScanTable#half})
   final long[] statsAt;
   final long maskWords;
   final long masksAt; // byte offset of the masks
@@ -40,7 +40,7 @@ final class PassLayout {
   PassLayout(List<SearchGroup> groups) {
     int count = groups.size();
     walked = BatchSearch.tableWalks(groups);
-    flats = FlatScanTable.plan(groups, walked);
+    flats = BatchSearch.planScanTable(groups, walked);
     direct = new boolean[count];
     queryAt = new long[count];
     normsAt = new long[count];

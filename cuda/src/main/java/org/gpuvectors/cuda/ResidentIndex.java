@@ -114,6 +114,21 @@ public abstract class ResidentIndex implements DeviceIndex {
     throw new IllegalStateException(getClass().getSimpleName() + " writes no certificates");
   }
 
+  /** The planner of the scan table this index type's small groups share in a pass ({@link ScanTable}), or null. */
+  ScanTable.Planner scanTables() {
+    return null;
+  }
+
+  /** The planner of the selection this index type's small groups share in a pass ({@link SharedSelection}), or null. */
+  SharedSelection.Planner sharedSelections() {
+    return null;
+  }
+
+  /** The table launch of this index type's walks ({@link #walks}), or null when it does not walk. */
+  WalkTable walkTable() {
+    return null;
+  }
+
   /** What {@link #checkSearch} throws for another kind's parameters: the kind this index searches with. */
   final IllegalArgumentException refused(String wanted, SearchParams params) {
     return new IllegalArgumentException(getClass().getSimpleName() + " searches with SearchParams." + wanted

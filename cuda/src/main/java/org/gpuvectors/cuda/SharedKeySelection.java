@@ -24,7 +24,7 @@ import java.util.List;
  *
  * <p>Owns its device buffers (pool blocks, returned by {@link #close}); used under the device lock.
  */
-final class SharedKeySelection implements AutoCloseable {
+final class SharedKeySelection implements SharedSelection {
   /** Bytes of keys and ids (8 a vector) of all members' rows at most. */
   static final long BUDGET_BYTES = 4 * GpuIvfPqIndex.KEYS_BUDGET_BYTES;
 
@@ -124,7 +124,8 @@ final class SharedKeySelection implements AutoCloseable {
   }
 
   /** Whether group {@code g} of the pass shares the selection. */
-  boolean member(int g) {
+  @Override
+  public boolean member(int g) {
     return firstRow[g] >= 0;
   }
 
@@ -132,12 +133,14 @@ final class SharedKeySelection implements AutoCloseable {
    * Whether group {@code g} is a member whose coarse step is in {@link #enqueueSelection}'s table launch: its {@link
    * #enqueueProbes} enqueues nothing, so it needs no lane of its own (the other members' coarse steps do).
    */
-  boolean coarseInTable(int g) {
+  @Override
+  public boolean coarseInTable(int g) {
     return coarseInTable[g];
   }
 
   /** The members whose coarse step is in the table launch ({@link #coarseInTable}). */
-  int membersInTable() {
+  @Override
+  public int membersInTable() {
     int n = 0;
     for (boolean inTable : coarseInTable) {
       n += inTable ? 1 : 0;
@@ -150,7 +153,8 @@ final class SharedKeySelection implements AutoCloseable {
    * in the pass): its coarse step is enqueued now when it cannot join the others' table launch; the rest follows in
    * {@link #enqueueSelection}, with the other members'. Members are given in group order.
    */
-  void enqueueProbes(int g, SearchGroup group, GroupAddresses at) {
+  @Override
+  public void enqueueProbes(int g, SearchGroup group, GroupAddresses at) {
     GpuIvfPqIndex index = (GpuIvfPqIndex) group.index(); // a member: plan took only ivf_pq groups
     scans.add(index.enqueueProbes(at.queries(), at.norms(), group.numQueries(), IvfSearch.nprobe(index, group.params()),
         at.accept(), at.acceptRowWords(), keys.at(firstRow[g])));
@@ -160,7 +164,8 @@ final class SharedKeySelection implements AutoCloseable {
    * Enqueues the coarse steps that wait for a table launch, every member's scan into its rows (table launches) and
    * the radix selection of every row's candidates: after every member's {@link #enqueueProbes}, on the same stream.
    */
-  void enqueueSelection() {
+  @Override
+  public void enqueueSelection() {
     GpuIvfPqIndex.enqueueCoarseTable(device, scans);
     GpuIvfPqIndex.enqueueKeysTable(device, scans);
     keys.select(candidates, metric.largestFirst(), candValues, candIds, 0);
@@ -171,7 +176,8 @@ final class SharedKeySelection implements AutoCloseable {
    * ({@code queries[g]}: device address of group g's), the k best into the results from the first member's
    * {@code outAt}. After {@link #enqueueSelection}, on the same stream.
    */
-  void enqueueRerank(long[] queries, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, List<SearchGroup> groups) {
+  @Override
+  public void enqueueRerank(long[] queries, DeviceBuffer outV, DeviceBuffer outI, long[] outAt, List<SearchGroup> groups) {
     RerankTable table = new RerankTable();
     long out = BatchSearch.membersOut(firstRow, outAt, k);
     for (int g = 0; g < firstRow.length; g++) {

@@ -22,6 +22,11 @@ class RerankParamsTest {
   }
 
   @Test
+  void theConfigurationKnowsTheKernelsSelectLimit() {
+    assertEquals(RerankParams.SELECT_MAX_CANDIDATES, IvfConfig.MAX_FUSED_SELECT_CANDIDATES);
+  }
+
+  @Test
   void largeBatchesKeepABlockPerQuery() {
     assertEquals(1, parts(10_000, 400, 132));
     assertEquals(1, parts(528, 400, 132));
