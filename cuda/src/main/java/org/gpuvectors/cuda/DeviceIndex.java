@@ -1,5 +1,10 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.graph.GpuGraphIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
+
 /**
  * A search structure of one segment field resident in GPU memory ({@link GpuFlatIndex}, {@link
  * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}). It owns its device memory:

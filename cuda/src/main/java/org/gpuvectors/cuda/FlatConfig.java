@@ -1,5 +1,8 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.flat.HalfScanParams;
+
 /**
  * The flat part of {@link GpuConfig}: how a device's {@link GpuFlatIndex}es (exact search; also the centroids of the
  * IVF indexes) search. Each field is validated here; {@code withX} returns a copy with one field changed (tests move a

@@ -2,6 +2,7 @@ package org.gpuvectors.cuda;
 
 import java.nio.file.Path;
 import java.util.Objects;
+import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * How a {@link GpuDevice} searches: the tuning of the GPU runtime, immutable, fixed when the device is opened

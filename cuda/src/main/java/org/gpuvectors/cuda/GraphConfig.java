@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.graph.GpuGraphIndex;
+
 /**
  * The graph part of {@link GpuConfig}: the graph walk's launch shape ({@link GpuGraphIndex.SearchPlan}), which
  * tests and benchmarks fix to compare plans. Production takes {@link #defaults()}; {@code withX} returns a copy with

@@ -1,5 +1,9 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
+import org.gpuvectors.cuda.ivf.SharedKeySelection;
+
 /**
  * The ivf part of {@link GpuConfig}: the list scans' thresholds ({@link GpuIvfFlatIndex}, {@link GpuIvfPqIndex}),
  * which tests move to reach each scan on small data, and the flags that force a path for tests and benchmarks.

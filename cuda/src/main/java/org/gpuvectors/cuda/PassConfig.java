@@ -1,6 +1,7 @@
 package org.gpuvectors.cuda;
 
 import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
+import org.gpuvectors.cuda.pass.QueryUploads;
 
 /**
  * The pass part of {@link GpuConfig}: how a device runs the passes that search its indexes.

@@ -1,5 +1,9 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.graph.GpuGraphIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
+
 /**
  * How hard a search of one {@link DeviceIndex} looks, apart from what the index was built with (as cuVS keeps
  * {@code CagraSearchParams} apart from {@code CagraIndexParams}): one record per kind of index, each holding only

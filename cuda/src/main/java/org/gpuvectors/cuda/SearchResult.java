@@ -1,5 +1,7 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.pass.BatchSearch;
+
 /**
  * Per query up to k (id, distance) pairs, best first. {@link #count(int)} of query q's k entries are filled
  * (fewer than k when fewer vectors are accepted), the rest have id -1. Immutable.

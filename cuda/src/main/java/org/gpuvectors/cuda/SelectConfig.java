@@ -1,5 +1,8 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.select.KSelect;
+import org.gpuvectors.cuda.select.SelectParams;
+
 /**
  * The select part of {@link GpuConfig}: the k-selection's choices that tests and benchmarks move to reach a path
  * ({@link KSelect}). Production takes {@link #defaults()}; {@code withX} returns a copy with one field changed.

@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.gpuvectors.cuda.device.HostRows;
 
 /**
  * The GPU tests' result check ({@link CpuOracle#compare}) on hand-made results: it must fail on a

@@ -8,6 +8,8 @@ import java.util.HashSet;
 import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.gpuvectors.cuda.graph.GpuGraphIndex;
+import org.gpuvectors.cuda.graph.GpuGraphIndexGpuTest;
 
 /**
  * The graph index's host side without a GPU: the test graph construction and the reference beam search that

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * The kernels as one module per compile unit on a GPU: the device loads every unit the index lists, a kernel

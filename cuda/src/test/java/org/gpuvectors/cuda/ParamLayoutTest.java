@@ -29,6 +29,21 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.gpuvectors.cuda.flat.FlatScanParams;
+import org.gpuvectors.cuda.flat.FlatScanTable;
+import org.gpuvectors.cuda.flat.FusedParams;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
+import org.gpuvectors.cuda.graph.GraphSearchParams;
+import org.gpuvectors.cuda.flat.HalfScanParams;
+import org.gpuvectors.cuda.ivf.IvfGroupParams;
+import org.gpuvectors.cuda.ivf.IvfPqScanParams;
+import org.gpuvectors.cuda.ivf.IvfPqScanTable;
+import org.gpuvectors.cuda.ivf.IvfScanParams;
+import org.gpuvectors.cuda.select.KSelect;
+import org.gpuvectors.cuda.rerank.RerankParams;
+import org.gpuvectors.cuda.rerank.RerankTable;
+import org.gpuvectors.cuda.select.SelectParams;
 
 /**
  * Each parameter class's declared {@link StructLayout} against the CUDA struct it mirrors, read from {@code

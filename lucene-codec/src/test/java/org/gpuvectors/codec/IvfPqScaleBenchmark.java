@@ -48,11 +48,11 @@ import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.GpuAvailability;
-import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.IvfLists;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.ivf.IvfLists;
 import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.PassGraphStats;
+import org.gpuvectors.cuda.pass.PassGraphStats;
 import org.gpuvectors.cuda.SearchResult;
 
 /**

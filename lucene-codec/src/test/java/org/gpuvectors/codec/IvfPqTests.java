@@ -55,7 +55,7 @@ import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.codec.ivf.ProductQuantizer;
-import org.gpuvectors.cuda.IvfLists;
+import org.gpuvectors.cuda.ivf.IvfLists;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

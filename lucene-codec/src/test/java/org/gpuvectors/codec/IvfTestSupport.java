@@ -39,7 +39,7 @@ import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.ivf.KMeans;
-import org.gpuvectors.cuda.IvfLists;
+import org.gpuvectors.cuda.ivf.IvfLists;
 
 /**
  * What the IVF tests ({@link IvfFlatTests}, {@link IvfPqTests}) share: clustered data, the documents

@@ -13,9 +13,9 @@ import org.gpuvectors.codec.gpu.GpuIvf;
 import org.gpuvectors.codec.gpu.GpuStructure;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.IvfLists;
+import org.gpuvectors.cuda.ivf.IvfLists;
 import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 

@@ -10,15 +10,15 @@ import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.gpu.SpeculationMiss;
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.PassGraphStats;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.pass.PassGraphStats;
 
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import org.gpuvectors.cuda.RerankStats;
+import org.gpuvectors.cuda.rerank.RerankStats;
 
 /**
  * {@code GET _gpu_vectors/stats}: the GPU search statistics of the node that receives the request — whether a GPU

@@ -7,11 +7,11 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.PassGraphStats;
-import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.pass.PassGraphStats;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
-import org.gpuvectors.cuda.RerankStats;
+import org.gpuvectors.cuda.rerank.RerankStats;
 
 /**
  * The device that {@link GpuSearchService} runs on: uploads segment fields and runs batches of

@@ -13,10 +13,10 @@ import org.gpuvectors.codec.ivf.IvfBuilder;
 import org.gpuvectors.codec.ivf.IvfLayout;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.KSelect;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 

@@ -8,7 +8,7 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.FashionMnistBenchmark;
 import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphPruner;
-import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.codec.index.Metric;
 
 /**

@@ -14,7 +14,7 @@ import org.gpuvectors.codec.GpuTestSupport;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.GpuAvailability;
-import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.Test;
 

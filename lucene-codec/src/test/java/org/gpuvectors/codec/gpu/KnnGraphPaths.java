@@ -3,7 +3,7 @@ package org.gpuvectors.codec.gpu;
 import java.io.IOException;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.codec.index.Metric;
 
 /**

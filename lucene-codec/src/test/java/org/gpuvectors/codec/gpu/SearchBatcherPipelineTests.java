@@ -11,7 +11,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
 import org.junit.jupiter.api.Test;
 

@@ -18,7 +18,7 @@ import org.apache.lucene.store.IOContext;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
 import org.gpuvectors.codec.gpu.DeviceInputs;
-import org.gpuvectors.cuda.IvfLists;
+import org.gpuvectors.cuda.ivf.IvfLists;
 import org.gpuvectors.codec.index.Metric;
 import org.junit.jupiter.api.Test;
 
