@@ -4,6 +4,7 @@ import org.gpuvectors.cuda.pass.BatchSearch;
 import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.graph.GpuGraphIndex;
 import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
 
 /**
  * A search structure of one segment field resident in GPU memory ({@link GpuFlatIndex}, {@link

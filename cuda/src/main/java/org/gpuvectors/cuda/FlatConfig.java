@@ -2,6 +2,7 @@ package org.gpuvectors.cuda;
 
 import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.flat.HalfScanParams;
+import org.gpuvectors.cuda.flat.FlatScanParams;
 
 /**
  * The flat part of {@link GpuConfig}: how a device's {@link GpuFlatIndex}es (exact search; also the centroids of the

@@ -16,7 +16,6 @@ import org.apache.lucene.search.TotalHits;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.gpu.GpuBuildAcceleration;
-import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 
 /**

@@ -53,7 +53,6 @@ import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.ivf.IvfPqField;
-import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.codec.ivf.ProductQuantizer;
 import org.gpuvectors.cuda.ivf.IvfLists;
 import org.junit.jupiter.api.AfterEach;

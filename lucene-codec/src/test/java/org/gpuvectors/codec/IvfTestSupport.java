@@ -38,7 +38,6 @@ import org.apache.lucene.tests.util.TestUtil;
 import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
-import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.ivf.IvfLists;
 
 /**

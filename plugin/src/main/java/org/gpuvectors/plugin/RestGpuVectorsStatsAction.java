@@ -10,7 +10,6 @@ import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.gpu.SpeculationMiss;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.pass.PassGraphStats;
 
 import java.io.IOException;

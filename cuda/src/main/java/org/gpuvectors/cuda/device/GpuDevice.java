@@ -28,6 +28,7 @@ import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.PassConfig;
 import org.gpuvectors.cuda.pass.PassGraph;
+import org.gpuvectors.cuda.select.KSelect;
 
 /**
  * One CUDA device: its primary context, its streams ({@link Lane}s: lane 0 for everything by default, a few

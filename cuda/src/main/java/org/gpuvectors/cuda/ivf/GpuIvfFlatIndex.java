@@ -17,6 +17,7 @@ import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 import org.gpuvectors.cuda.select.SelectParams;
+import org.gpuvectors.cuda.IvfConfig;
 
 /**
  * IVF-Flat float32 k-NN over vectors resident in GPU memory: the vectors are partitioned into

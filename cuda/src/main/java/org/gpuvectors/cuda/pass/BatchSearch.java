@@ -19,6 +19,7 @@ import org.gpuvectors.cuda.device.PassSlot;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 import org.gpuvectors.cuda.ivf.SharedKeySelection;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
 
 /**
  * Runs a batch of searches, over one or many {@link DeviceIndex}es ({@link GpuFlatIndex}, {@link

@@ -10,8 +10,8 @@ import org.gpuvectors.cuda.ivf.SharedKeySelection;
 
 /**
  * What the search passes on one device did since it opened, for the node's stats, the tests that check which path a
- * pass took, and benchmarks. Kept apart from {@link GpuDevice}, which owns the device's resources; the device holds
- * one ({@link GpuDevice#counters()}). Passes count under the device lock; the FP16 scan's certificates are checked
+ * pass took, and benchmarks. Kept apart from {@link GpuDevice}, which owns the device's resources: the device holds
+ * one as an attachment it knows nothing of ({@link #of}). Passes count under the device lock; the FP16 scan's certificates are checked
  * after a pass, off the lock; anyone may read at any time.
  */
 public final class PassCounters implements GpuDevice.Attachment {

@@ -11,6 +11,7 @@ import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
 import org.gpuvectors.cuda.device.HostRows;
 import org.gpuvectors.cuda.device.PassSlot;
+import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
 
 /**
  * The queries of a pass's large groups ({@link BatchSearch}'s direct groups) on their way to the device: staged

@@ -276,7 +276,7 @@ public final class KSelect {
   static final String RADIX_FUSED_KERNEL = "gv_radix_fused";
 
   /**
-   * The radix selections a device ran by each path since it opened ({@link GpuDevice#selectCounts}; tests: the path
+   * The radix selections a device ran by each path since it opened ({@link #counts}; tests: the path
    * they meant to check), counted when enqueued, under the device's lock: a captured pass's later launches add none.
    */
   static final class Counts implements GpuDevice.Attachment {

@@ -7,7 +7,6 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.pass.PassGraphStats;
 import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;

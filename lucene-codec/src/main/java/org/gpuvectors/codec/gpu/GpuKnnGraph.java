@@ -6,7 +6,6 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.SearchResult;
 
