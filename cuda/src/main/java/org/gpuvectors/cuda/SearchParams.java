@@ -1,8 +1,5 @@
 package org.gpuvectors.cuda;
 
-import org.gpuvectors.cuda.graph.GpuGraphIndex;
-import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
-import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
 
 /**
  * How hard a search of one {@link DeviceIndex} looks, apart from what the index was built with (as cuVS keeps
@@ -12,8 +9,8 @@ import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
  *
  * <ul>
  *   <li>{@link Flat}: a flat index's exact search, which has no knob;
- *   <li>{@link Ivf}: the lists an IVF index ({@link GpuIvfFlatIndex}, {@link GpuIvfPqIndex}) probes per query;
- *   <li>{@link Graph}: the width of a graph index's ({@link GpuGraphIndex}) walk;
+ *   <li>{@link Ivf}: the lists an IVF index ({@code GpuIvfFlatIndex}, {@code GpuIvfPqIndex}) probes per query;
+ *   <li>{@link Graph}: the width of a graph index's ({@code GpuGraphIndex}) walk;
  *   <li>{@link Exact}: a graph index's exact search of the accepted vectors instead of a walk, for filters so
  *       selective that a walk would score more vectors than they hold (the codec's filter rule decides).
  * </ul>
@@ -58,7 +55,7 @@ public sealed interface SearchParams {
 
   /**
    * A graph walk whose list keeps max({@code width}, k) nodes ({@code width} >= 1; the index refuses a list past its
-   * kernel's, {@link GpuGraphIndex#MAX_WIDTH}).
+   * kernel's, {@code GpuGraphIndex#MAX_WIDTH}).
    */
   record Graph(int width) implements SearchParams {
     public Graph {

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -7,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.stream.IntStream;
-import org.gpuvectors.cuda.device.GpuDevice;
 
 /** Shared helpers of the benchmark programs (not tests). */
 public final class BenchUtil {

@@ -10,9 +10,8 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.IntStream;
-import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
-import org.gpuvectors.cuda.graph.GpuGraphIndex;
 import org.gpuvectors.cuda.device.HostRows;
+import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
 
 /**
  * The test side of the graph index type, independent of the kernel and of the codec's builder:
@@ -178,7 +177,7 @@ public final class GraphReference {
 
   /**
    * The reference beam search of every prepared query (nq x k ids, -1 = none), with the kernel's width, parents
-   * and iteration cap ({@link GpuGraphIndex.SearchPlan}).
+   * and iteration cap ({@code GpuGraphIndex.SearchPlan}).
    */
   public static int[] search(float[] x, int n, int dims, Metric m, int[] graph, int degree, int[] seeds, float[] q, int nq,
                       int k, int width, int parents, int maxIterations, long[][] masks) {

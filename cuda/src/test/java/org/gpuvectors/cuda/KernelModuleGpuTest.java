@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.runtime.KernelImages;
 import org.gpuvectors.cuda.runtime.KernelModule;
@@ -16,7 +17,6 @@ import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * The kernels as one module per compile unit on a GPU: the device loads every unit the index lists, a kernel

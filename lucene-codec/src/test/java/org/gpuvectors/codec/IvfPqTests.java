@@ -1,7 +1,14 @@
 package org.gpuvectors.codec;
 
 import org.gpuvectors.codec.gpu.DeviceInputs;
+import org.gpuvectors.codec.gpu.FakeBackend;
+import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.index.VectorRows;
+import org.gpuvectors.codec.ivf.IvfPqField;
+import org.gpuvectors.codec.ivf.ProductQuantizer;
+import org.gpuvectors.cuda.ivf.IvfLists;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.assertSameHits;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.oracleTopK;
@@ -48,13 +55,6 @@ import org.apache.lucene.search.TermQuery;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
-import org.gpuvectors.codec.gpu.FakeBackend;
-import org.gpuvectors.codec.gpu.FallbackReason;
-import org.gpuvectors.codec.gpu.GpuSearchService;
-import org.gpuvectors.codec.gpu.GpuSearchServices;
-import org.gpuvectors.codec.ivf.IvfPqField;
-import org.gpuvectors.codec.ivf.ProductQuantizer;
-import org.gpuvectors.cuda.ivf.IvfLists;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

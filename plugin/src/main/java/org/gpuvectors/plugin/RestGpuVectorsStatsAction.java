@@ -11,13 +11,13 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.gpu.SpeculationMiss;
 import org.gpuvectors.cuda.pass.PassGraphStats;
+import org.gpuvectors.cuda.rerank.RerankStats;
 
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import org.gpuvectors.cuda.rerank.RerankStats;
 
 /**
  * {@code GET _gpu_vectors/stats}: the GPU search statistics of the node that receives the request — whether a GPU

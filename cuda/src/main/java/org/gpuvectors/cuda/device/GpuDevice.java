@@ -1,12 +1,15 @@
 package org.gpuvectors.cuda.device;
 
-import org.gpuvectors.cuda.runtime.Driver;
-import org.gpuvectors.cuda.runtime.KernelModule;
+import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.PassConfig;
+import org.gpuvectors.cuda.runtime.Cublas;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.DeviceMemoryPool;
-import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
+import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.runtime.KernelModule;
 import org.gpuvectors.cuda.runtime.Lane;
-import org.gpuvectors.cuda.runtime.Cublas;
+import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.List;
@@ -23,12 +26,6 @@ import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
-import org.gpuvectors.cuda.GpuAvailability;
-import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.PassConfig;
-import org.gpuvectors.cuda.pass.PassGraph;
-import org.gpuvectors.cuda.select.KSelect;
 
 /**
  * One CUDA device: its primary context, its streams ({@link Lane}s: lane 0 for everything by default, a few
@@ -38,7 +35,7 @@ import org.gpuvectors.cuda.select.KSelect;
  *
  * <p>Threading rule: all GPU work on a device runs under its lock. Callers wrap enqueue + sync in
  * {@code try (GpuDevice.Scope s = device.lock()) { ... }}; the scope makes the context current on
- * the calling thread. The lock is reentrant, so library methods ({@link GpuFlatIndex}, {@link
+ * the calling thread. The lock is reentrant, so library methods ({@code GpuFlatIndex}, {@code
  * KSelect}) take it themselves and may be called from any thread; work from two threads is
  * serialised, never interleaved.
  */
@@ -570,7 +567,7 @@ public final class GpuDevice implements AutoCloseable {
 
   /**
    * Device blocks returned from now on wait in {@code sink} instead of the pool (a pass slot's returned blocks, a
-   * {@link PassGraph}'s temporaries; null: straight back to the pool); returns the sink before. Caller holds the lock.
+   * {@code PassGraph}'s temporaries; null: straight back to the pool); returns the sink before. Caller holds the lock.
    */
   public ArrayDeque<long[]> returnBlocksTo(ArrayDeque<long[]> sink) {
     checkLocked();

@@ -1,18 +1,17 @@
 package org.gpuvectors.cuda.device;
 
 import org.gpuvectors.cuda.runtime.Driver;
-import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
 import org.gpuvectors.cuda.runtime.Lane;
+import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
 import java.util.ArrayDeque;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
 import jcuda.driver.JCudaDriver;
-import org.gpuvectors.cuda.pass.QueryUploads;
 
 /**
  * What one search pass in flight owns, so that a second pass can be enqueued while the first runs on the device
  * ({@link GpuDevice#beginPass}): its lanes (its own streams and cuBLAS handles; the first carries the pass, the
- * others its small groups), the stream its large groups' queries are copied on ({@link QueryUploads}), pinned host
+ * others its small groups), the stream its large groups' queries are copied on ({@code QueryUploads}), pinned host
  * buffers for its asynchronous uploads and downloads, the event that marks
  * its end, and the device blocks returned while it was enqueued, which are not lent again before that end (another
  * pass's streams could otherwise overwrite them while this pass's kernels still read them).
@@ -118,7 +117,7 @@ public final class PassSlot implements AutoCloseable {
     }
   }
 
-  /** The stream that large groups' queries are copied on ({@link QueryUploads}), created on first use. */
+  /** The stream that large groups' queries are copied on ({@code QueryUploads}), created on first use. */
   public Lane copies() {
     if (copies == null) {
       copies = new Lane();

@@ -1,17 +1,17 @@
 package org.gpuvectors.cuda.flat;
 
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.pass.PassCounters;
+import org.gpuvectors.cuda.rerank.CandidateBound;
+import org.gpuvectors.cuda.rerank.ExactRerank;
+import org.gpuvectors.cuda.rerank.RerankStats;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.select.ChunkedSelection;
+import org.gpuvectors.cuda.select.SelectParams;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
 import jcuda.Pointer;
-import org.gpuvectors.cuda.rerank.CandidateBound;
-import org.gpuvectors.cuda.select.ChunkedSelection;
-import org.gpuvectors.cuda.rerank.ExactRerank;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.PassCounters;
-import org.gpuvectors.cuda.rerank.RerankStats;
-import org.gpuvectors.cuda.select.SelectParams;
 
 /**
  * A flat index's FP16 copy and the candidate search of small batches over it ({@link GpuFlatIndex.Strategy#HALF_SCAN}):

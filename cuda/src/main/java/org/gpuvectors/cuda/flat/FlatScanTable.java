@@ -1,23 +1,23 @@
 package org.gpuvectors.cuda.flat;
 
+import org.gpuvectors.cuda.FlatConfig;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.PassCounters;
+import org.gpuvectors.cuda.pass.ScanTable;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.rerank.CandidateBound;
+import org.gpuvectors.cuda.rerank.ExactRerank;
+import org.gpuvectors.cuda.rerank.RerankTable;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.ParamTable;
+import org.gpuvectors.cuda.select.ChunkedSelection;
+import org.gpuvectors.cuda.select.SelectParams;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import jcuda.Pointer;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.rerank.CandidateBound;
-import org.gpuvectors.cuda.select.ChunkedSelection;
-import org.gpuvectors.cuda.rerank.ExactRerank;
-import org.gpuvectors.cuda.FlatConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.PassCounters;
-import org.gpuvectors.cuda.rerank.RerankTable;
-import org.gpuvectors.cuda.pass.ScanTable;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.select.SelectParams;
 
 /**
  * The small flat searches of a pass ({@link GpuFlatIndex} groups that take the scan: a query or a few over a field's

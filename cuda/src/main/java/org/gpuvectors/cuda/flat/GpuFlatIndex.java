@@ -1,32 +1,32 @@
 package org.gpuvectors.cuda.flat;
 
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.FlatConfig;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.SelectConfig;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.device.HostRows;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.GroupAddresses;
+import org.gpuvectors.cuda.pass.PassGraphs;
+import org.gpuvectors.cuda.pass.QueryUploads;
+import org.gpuvectors.cuda.pass.ResidentIndex;
+import org.gpuvectors.cuda.pass.ScanTable;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.rerank.CandidateBound;
+import org.gpuvectors.cuda.rerank.ExactRerank;
+import org.gpuvectors.cuda.rerank.RerankStats;
 import org.gpuvectors.cuda.runtime.Cublas;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.ParamTable;
+import org.gpuvectors.cuda.select.ChunkedSelection;
+import org.gpuvectors.cuda.select.KSelect;
+import org.gpuvectors.cuda.select.SelectParams;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
 import jcuda.Pointer;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.rerank.CandidateBound;
-import org.gpuvectors.cuda.select.ChunkedSelection;
-import org.gpuvectors.cuda.rerank.ExactRerank;
-import org.gpuvectors.cuda.FlatConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.pass.GroupAddresses;
-import org.gpuvectors.cuda.device.HostRows;
-import org.gpuvectors.cuda.select.KSelect;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.PassGraphs;
-import org.gpuvectors.cuda.pass.QueryUploads;
-import org.gpuvectors.cuda.rerank.RerankStats;
-import org.gpuvectors.cuda.pass.ResidentIndex;
-import org.gpuvectors.cuda.pass.ScanTable;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
-import org.gpuvectors.cuda.SelectConfig;
-import org.gpuvectors.cuda.select.SelectParams;
 
 /**
  * Exact (brute-force) float32 k-NN over vectors resident in GPU memory: squared L2, inner product

@@ -1,9 +1,9 @@
 package org.gpuvectors.cuda.flat;
 
-import org.gpuvectors.cuda.runtime.StructLayout;
-import jcuda.Pointer;
 import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.StructLayout;
 import org.gpuvectors.cuda.select.KSelect;
+import jcuda.Pointer;
 
 /**
  * Parameters of the half-precision candidate scan ({@code gv_half_scan_k*}, flat_half_scan.cu); mirrors {@code

@@ -1,25 +1,25 @@
 package org.gpuvectors.cuda.graph;
 
-import org.gpuvectors.cuda.runtime.KernelModule;
+import org.gpuvectors.cuda.GraphConfig;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.ivf.IvfSearch;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.GroupAddresses;
+import org.gpuvectors.cuda.pass.ResidentIndex;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.pass.WalkTable;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.KernelModule;
+import org.gpuvectors.cuda.select.SelectParams;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import jcuda.Pointer;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.GraphConfig;
-import org.gpuvectors.cuda.pass.GroupAddresses;
-import org.gpuvectors.cuda.ivf.IvfSearch;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.ResidentIndex;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
-import org.gpuvectors.cuda.select.SelectParams;
-import org.gpuvectors.cuda.pass.WalkTable;
 
 /**
  * Graph-index (CAGRA-style) approximate k-NN over vectors resident in GPU memory: a fixed-degree proximity graph

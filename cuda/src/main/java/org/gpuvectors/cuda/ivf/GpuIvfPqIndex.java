@@ -1,28 +1,28 @@
 package org.gpuvectors.cuda.ivf;
 
-import org.gpuvectors.cuda.runtime.KernelModule;
+import org.gpuvectors.cuda.IvfConfig;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.GroupAddresses;
+import org.gpuvectors.cuda.pass.QueryUploads;
+import org.gpuvectors.cuda.pass.ResidentIndex;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.pass.SharedSelection;
+import org.gpuvectors.cuda.rerank.ExactRerank;
+import org.gpuvectors.cuda.rerank.RerankTable;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.KernelModule;
+import org.gpuvectors.cuda.select.KSelect;
+import org.gpuvectors.cuda.select.SelectParams;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import jcuda.Pointer;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.rerank.ExactRerank;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.pass.GroupAddresses;
-import org.gpuvectors.cuda.IvfConfig;
-import org.gpuvectors.cuda.select.KSelect;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.QueryUploads;
-import org.gpuvectors.cuda.rerank.RerankTable;
-import org.gpuvectors.cuda.pass.ResidentIndex;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
-import org.gpuvectors.cuda.select.SelectParams;
-import org.gpuvectors.cuda.pass.SharedSelection;
 
 /**
  * IVF-PQ (IVFADC) candidate search over product-quantized codes resident in GPU memory: the vectors are

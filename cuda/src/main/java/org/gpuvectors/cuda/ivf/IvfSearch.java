@@ -1,12 +1,12 @@
 package org.gpuvectors.cuda.ivf;
 
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
-import org.gpuvectors.cuda.select.ChunkedSelection;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.pass.ResidentIndex;
-import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.select.ChunkedSelection;
+import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.select.SelectParams;
 
 /**

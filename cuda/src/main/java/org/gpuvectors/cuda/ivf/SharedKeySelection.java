@@ -1,16 +1,16 @@
 package org.gpuvectors.cuda.ivf;
 
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.GroupAddresses;
+import org.gpuvectors.cuda.pass.PassCounters;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.pass.SharedSelection;
+import org.gpuvectors.cuda.rerank.RerankTable;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.pass.GroupAddresses;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.PassCounters;
-import org.gpuvectors.cuda.rerank.RerankTable;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.pass.SharedSelection;
 
 /**
  * The small {@link GpuIvfPqIndex} groups of one pass (a query or a few over each segment of an index) that share

@@ -1,29 +1,23 @@
 package org.gpuvectors.cuda.pass;
 
+import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassConfig;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.device.HostRows;
+import org.gpuvectors.cuda.device.PassSlot;
 import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.flat.FlatScanTable;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.graph.GpuGraphIndex;
-import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
-import org.gpuvectors.cuda.device.HostRows;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.PassConfig;
-import org.gpuvectors.cuda.device.PassSlot;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
-import org.gpuvectors.cuda.ivf.SharedKeySelection;
-import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
 
 /**
- * Runs a batch of searches, over one or many {@link DeviceIndex}es ({@link GpuFlatIndex}, {@link
- * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}), as one GPU pass: every group's queries and accept
+ * Runs a batch of searches, over one or many {@link DeviceIndex}es ({@code GpuFlatIndex}, {@code
+ * GpuIvfFlatIndex}, {@code GpuIvfPqIndex}, {@code GpuGraphIndex}), as one GPU pass: every group's queries and accept
  * masks go to the device in one copy each, every group's kernels are enqueued without waiting (each index enqueues its
  * own from its group's {@link SearchParams} and {@link GroupAddresses}, {@link ResidentIndex#enqueue}; small graph
  * walks as one table launch, small groups spread over the device's lanes so that their chains of launches run side by
@@ -118,7 +112,7 @@ public final class BatchSearch {
   }
 
   /**
-   * The half-scanned groups' certificates (alone or in a half scan table; {@link GpuFlatIndex#uncertifiedHalf}, from
+   * The half-scanned groups' certificates (alone or in a half scan table; {@code GpuFlatIndex#uncertifiedHalf}, from
    * the stats the pass brought back with the results): each query without one is searched again alone by the FP32
    * scan and its results written over the pass's ({@link ResidentIndex#searchUncertifiedAgain}). Runs after the
    * pass, outside its slot (a search takes the device lock itself).
@@ -279,9 +273,9 @@ public final class BatchSearch {
   /**
    * Enqueues every group's search (arguments: the pass's device buffers and each group's offsets in them); false
    * when nothing was enqueued. Graph walks in {@code walked} go to one table launch, small flat groups to one scan
-   * table launch ({@link FlatScanTable}); the other groups are launched one by one, spread over the device's lanes
+   * table launch ({@code FlatScanTable}); the other groups are launched one by one, spread over the device's lanes
    * when they are all small ({@link #laneGroups}); small {@code ivf_pq} groups share one candidate selection
-   * ({@link SharedKeySelection}).
+   * ({@code SharedKeySelection}).
    */
   private static boolean enqueue(GpuDevice device, List<SearchGroup> groups, PassLayout layout,
                                  SharedSelection shared, DeviceBuffer dq, DeviceBuffer dm, DeviceBuffer outV,
@@ -408,9 +402,9 @@ public final class BatchSearch {
   static final int LANE_GROUP_QUERIES = 64;
 
   /**
-   * The graph walks of a pass that run as one launch ({@link GpuGraphIndex#enqueueWalkTable}), or null to launch each
+   * The graph walks of a pass that run as one launch ({@code GpuGraphIndex#enqueueWalkTable}), or null to launch each
    * group alone: a table launch when two or more groups walk a graph ({@link ResidentIndex#walks}: not an exact
-   * search) and none of them fills the GPU by itself ({@link GpuGraphIndex#SMALL_BATCH} queries). That is a query
+   * search) and none of them fills the GPU by itself ({@code GpuGraphIndex#SMALL_BATCH} queries). That is a query
    * or a few over the segments of an index: one launch per segment would run them one after another, each on a few
    * multiprocessors. Large groups keep their own launches, planned for their own size.
    */

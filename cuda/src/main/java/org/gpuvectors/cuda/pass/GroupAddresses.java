@@ -1,7 +1,6 @@
 package org.gpuvectors.cuda.pass;
 
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
 
 /**
  * Where one {@link SearchGroup}'s part of a {@link BatchSearch} pass lies on the device: what an index needs to
@@ -16,7 +15,7 @@ import org.gpuvectors.cuda.flat.GpuFlatIndex;
  * @param outI the pass's ids
  * @param outAt element of {@code outV} / {@code outI} where the group's results start ({@code k} a query)
  * @param statsAt element of {@code outV} where a half-scanned flat group's certificate inputs go (4 floats a
- *     query, {@link GpuFlatIndex#enqueueHalfSearch}), or -1: the group is searched in FP32
+ *     query, {@code GpuFlatIndex#enqueueHalfSearch}), or -1: the group is searched in FP32
  * @param feed the group's queries arriving block by block on the pass's copy stream ({@link QueryUploads}), or null
  *     when they went up with the packed inputs
  */

@@ -2,11 +2,8 @@ package org.gpuvectors.cuda.pass;
 
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import org.gpuvectors.cuda.flat.FlatScanTable;
 import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.rerank.RerankStats;
-import org.gpuvectors.cuda.ivf.SharedKeySelection;
 
 /**
  * What the search passes on one device did since it opened, for the node's stats, the tests that check which path a
@@ -33,12 +30,12 @@ public final class PassCounters implements GpuDevice.Attachment {
     return lanePasses.get();
   }
 
-  /** Passes whose small {@code ivf_pq} groups shared one candidate selection ({@link SharedKeySelection}). */
+  /** Passes whose small {@code ivf_pq} groups shared one candidate selection ({@code SharedKeySelection}). */
   public long sharedSelections() {
     return sharedSelections.get();
   }
 
-  /** Passes whose small flat groups shared one scan launch ({@link FlatScanTable}). */
+  /** Passes whose small flat groups shared one scan launch ({@code FlatScanTable}). */
   public long flatScanTables() {
     return flatScanTables.get();
   }
@@ -50,7 +47,7 @@ public final class PassCounters implements GpuDevice.Attachment {
 
   /**
    * Queries the flat indexes' FP16 candidate scan answered, and those its certificate rejected (searched again in
-   * FP32): {@link GpuFlatIndex#halfStats} summed over the device's indexes, closed ones included.
+   * FP32): {@code GpuFlatIndex#halfStats} summed over the device's indexes, closed ones included.
    */
   public RerankStats halfScanStats() {
     return new RerankStats(halfScanQueries.sum(), halfScanRejected.sum());
@@ -72,7 +69,7 @@ public final class PassCounters implements GpuDevice.Attachment {
     overlappedPasses.incrementAndGet();
   }
 
-  /** Counts one certificate check of the half scan ({@link GpuFlatIndex#uncertifiedHalf}). */
+  /** Counts one certificate check of the half scan ({@code GpuFlatIndex#uncertifiedHalf}). */
   public void countHalfScan(int queries, int rejected) {
     halfScanQueries.add(queries);
     halfScanRejected.add(rejected);

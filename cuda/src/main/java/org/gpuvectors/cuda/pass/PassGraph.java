@@ -1,14 +1,14 @@
 package org.gpuvectors.cuda.pass;
 
-import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.Driver;
 import java.util.ArrayDeque;
 import jcuda.driver.CUgraph;
 import jcuda.driver.CUgraphExec;
 import jcuda.driver.CUstreamCaptureMode;
 import jcuda.driver.JCudaDriver;
-import org.gpuvectors.cuda.runtime.CudaException;
-import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * The kernels of one search pass, captured once as a CUDA graph ({@code cuStreamBeginCapture} ... {@code

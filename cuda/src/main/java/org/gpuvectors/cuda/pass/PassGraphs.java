@@ -6,8 +6,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * A device's captured search passes ({@link PassGraph}), by shape: the passes a search service repeats (one query

@@ -1,8 +1,8 @@
 package org.gpuvectors.cuda.pass;
 
+import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
 import java.util.List;
-import org.gpuvectors.cuda.Metric;
 
 /**
  * Where a {@link BatchSearch} pass's inputs and results lie on the device, and its packed inputs on the host.

@@ -1,24 +1,22 @@
 package org.gpuvectors.cuda.pass;
 
-import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.device.HostRows;
+import org.gpuvectors.cuda.device.PassSlot;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.Driver;
 import org.gpuvectors.cuda.runtime.Lane;
+import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
 import java.nio.FloatBuffer;
 import java.util.function.Consumer;
 import jcuda.driver.JCudaDriver;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
-import org.gpuvectors.cuda.device.HostRows;
-import org.gpuvectors.cuda.device.PassSlot;
-import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
 
 /**
  * The queries of a pass's large groups ({@link BatchSearch}'s direct groups) on their way to the device: staged
  * into the pass slot's pinned buffer and copied on the slot's copy stream ({@link PassSlot#copies()}), each copy
  * ordered before the kernels that read it by an event, not by a wait of the host. A search that enqueues its
- * queries block by block ({@link GpuFlatIndex}'s GEMM path: {@link GpuFlatIndex#queryBlocks}; {@link GpuIvfPqIndex}:
- * {@link GpuIvfPqIndex#queryBlocks}) asks for each block just before it enqueues it ({@link Feed#await}), so that the
+ * queries block by block ({@code GpuFlatIndex}'s GEMM path: {@code GpuFlatIndex#queryBlocks}; {@code GpuIvfPqIndex}:
+ * {@code GpuIvfPqIndex#queryBlocks}) asks for each block just before it enqueues it ({@link Feed#await}), so that the
  * next block is staged and copied while the GPU searches this one; the other searches ask for all their queries at
  * once. A batch's queries copied in one synchronous copy before the first kernel would leave the GPU idle for the
  * whole copy (tens of MB for a batch of 10k queries).

@@ -1,10 +1,10 @@
 package org.gpuvectors.cuda.pass;
 
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 
 /**
  * What every {@link DeviceIndex} shares: its device, its shape (vectors, floats per vector, metric) and

@@ -1,8 +1,8 @@
 package org.gpuvectors.cuda.pass;
 
 import java.util.List;
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 
 /**
  * A table launch of a pass that scans several small groups of one index type at once and merges their rows into the

@@ -3,8 +3,8 @@ package org.gpuvectors.cuda.pass;
 import java.util.Arrays;
 import java.util.Objects;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.select.KSelect;
 
 /**
  * The queries of a batch that search one {@link DeviceIndex}: {@code numQueries} query vectors,

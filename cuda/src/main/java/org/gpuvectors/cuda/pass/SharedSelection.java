@@ -1,8 +1,8 @@
 package org.gpuvectors.cuda.pass;
 
 import java.util.List;
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 
 /**
  * One candidate selection and re-rank that several small groups of one index type share in a pass (the IVF-PQ

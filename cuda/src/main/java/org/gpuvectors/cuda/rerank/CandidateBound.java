@@ -1,8 +1,7 @@
 package org.gpuvectors.cuda.rerank;
 
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.select.KSelect;
 
 /**
  * A candidate pass in reduced precision followed by an exact FP32 re-rank: how many candidates it keeps, how far its
@@ -10,7 +9,7 @@ import org.gpuvectors.cuda.Metric;
  * query without one is searched again on the FP32 path). Two passes use it, differing only in the dot product's
  * error c (the rest of the argument below is the same):
  * <ul>
- *   <li>{@link #tf32}: the GEMM path's TF32 candidates ({@link GpuFlatIndex.Precision#TF32_RERANK}), c = c_t below;
+ *   <li>{@link #tf32}: the GEMM path's TF32 candidates ({@code GpuFlatIndex.Precision#TF32_RERANK}), c = c_t below;
  *   <li>{@link #half}: the small batches' scan of the index's FP16 copy (flat_half_scan.cu), c = c_h below.
  * </ul>
  *

@@ -1,11 +1,11 @@
 package org.gpuvectors.cuda.rerank;
 
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
-import jcuda.Pointer;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.select.SelectParams;
+import jcuda.Pointer;
 
 /**
  * The exact FP32 re-rank of rows of candidates (rerank_kernels.cu: {@code gv_rerank_exact}, {@code

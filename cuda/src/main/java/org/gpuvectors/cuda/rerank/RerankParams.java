@@ -1,9 +1,8 @@
 package org.gpuvectors.cuda.rerank;
 
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.runtime.StructLayout;
 import jcuda.Pointer;
-import org.gpuvectors.cuda.flat.FlatHalfCopy;
-import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * Parameters of the TF32 candidate pass's exact re-rank ({@code gv_rerank_exact}, {@code gv_rerank_stats}); mirrors
@@ -60,7 +59,7 @@ public final class RerankParams {
   long rowsDone;
   /**
    * 0, or the candidate pass's keys by chunk before their merge: row q at {@code chunkKeys + 4 q chunkRowStride},
-   * {@link #chunkK} keys a chunk ({@link FlatHalfCopy}'s chunks that keep fewer than k' candidates each).
+   * {@link #chunkK} keys a chunk ({@code FlatHalfCopy}'s chunks that keep fewer than k' candidates each).
    */
   long chunkKeys;
   long chunkRowStride;

@@ -1,7 +1,7 @@
 package org.gpuvectors.cuda.select;
 
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 
 /**
  * "Chunks, then merge": a launch that splits each row's search over chunks writes every chunk's best candidates

@@ -1,10 +1,10 @@
 package org.gpuvectors.cuda.select;
 
-import org.gpuvectors.cuda.runtime.KernelModule;
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
-import jcuda.Pointer;
-import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.SelectConfig;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.KernelModule;
+import jcuda.Pointer;
 
 /**
  * k-selection on the GPU over the rows of a row-major float matrix: per row, the k smallest (or

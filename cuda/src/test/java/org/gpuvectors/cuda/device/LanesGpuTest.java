@@ -1,5 +1,20 @@
 package org.gpuvectors.cuda.device;
 
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.GraphReference;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassConfig;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
+import org.gpuvectors.cuda.graph.GpuGraphIndexGpuTest;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.PassCounters;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.DeviceMemoryPool;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -12,21 +27,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
-import org.gpuvectors.cuda.graph.GpuGraphIndexGpuTest;
-import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
-import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest;
-import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.GraphReference;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.PassConfig;
-import org.gpuvectors.cuda.pass.PassCounters;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
 
 /**
  * The small groups of a pass spread over the device's lanes ({@link BatchSearch#laneGroups}, {@link

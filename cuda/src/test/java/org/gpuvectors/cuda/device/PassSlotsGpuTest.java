@@ -1,5 +1,21 @@
 package org.gpuvectors.cuda.device;
 
+import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.GraphReference;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassConfig;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.graph.GpuGraphIndexGpuTest;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.PassCounters;
+import org.gpuvectors.cuda.pass.PassGraphs;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.DeviceMemoryPool;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -14,22 +30,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.graph.GpuGraphIndexGpuTest;
-import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
-import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest;
-import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.GraphReference;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.PassConfig;
-import org.gpuvectors.cuda.pass.PassCounters;
-import org.gpuvectors.cuda.pass.PassGraphs;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
 
 /**
  * Search passes in flight at once ({@link GpuDevice#beginPass}; a device of three slots here): passes run from many threads give the results of the same passes run one at a time, they do overlap, and a

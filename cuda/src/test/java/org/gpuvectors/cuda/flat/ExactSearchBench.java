@@ -1,22 +1,22 @@
 package org.gpuvectors.cuda.flat;
 
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.BenchUtil;
+import org.gpuvectors.cuda.FashionLike;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.rerank.CandidateBound;
+import org.gpuvectors.cuda.rerank.RerankStats;
 import org.gpuvectors.cuda.runtime.Cublas;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.BenchUtil;
-import org.gpuvectors.cuda.rerank.CandidateBound;
-import org.gpuvectors.cuda.FashionLike;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.rerank.RerankStats;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchResult;
 
 /**
  * Exact search throughput on synthetic data (uniform random, 1M x 128 and 1M x 768, squared L2):

@@ -1,6 +1,18 @@
 package org.gpuvectors.cuda.flat;
 
+import org.gpuvectors.cuda.CpuOracle;
+import org.gpuvectors.cuda.FlatConfig;
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.PassCounters;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.select.KSelect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,18 +25,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.CpuOracle;
-import org.gpuvectors.cuda.FlatConfig;
-import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.select.KSelect;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.PassCounters;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
 
 /** Exact search (every strategy) on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 public class GpuFlatIndexGpuTest extends GpuTestCase {

@@ -9,18 +9,18 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.rerank.CandidateBound;
 import org.gpuvectors.cuda.CpuOracle;
 import org.gpuvectors.cuda.FashionLike;
 import org.gpuvectors.cuda.FlatConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.GpuTestCase;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.NearTies;
-import org.gpuvectors.cuda.rerank.RerankStats;
-import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.rerank.CandidateBound;
+import org.gpuvectors.cuda.rerank.RerankStats;
 
 /**
  * {@link GpuFlatIndex.Precision#TF32_RERANK} on the GPU against the CPU oracle (exact id sets up to FP32 near-ties,

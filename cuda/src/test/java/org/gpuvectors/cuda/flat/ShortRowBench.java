@@ -1,15 +1,15 @@
 package org.gpuvectors.cuda.flat;
 
-import org.gpuvectors.cuda.runtime.Driver;
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
-import java.util.Arrays;
 import org.gpuvectors.cuda.BenchUtil;
 import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SelectConfig;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.Driver;
+import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.select.SelectParams;
+import java.util.Arrays;
 
 /**
  * The two selections of a one-query {@code ivf_pq} pass, timed on the GPU: each is captured 20 times over in a CUDA

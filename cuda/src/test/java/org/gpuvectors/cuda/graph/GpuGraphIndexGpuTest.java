@@ -17,21 +17,21 @@ import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.gpuvectors.cuda.pass.BatchSearch;
 import org.gpuvectors.cuda.CpuOracle;
 import org.gpuvectors.cuda.FashionLike;
 import org.gpuvectors.cuda.FilterWidening;
 import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
 import org.gpuvectors.cuda.GpuTestCase;
 import org.gpuvectors.cuda.GraphConfig;
 import org.gpuvectors.cuda.GraphReference;
 import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.SearchGroup;
 
 /**
  * The graph search kernel ({@link GpuGraphIndex}) against the reference beam search of {@link GraphReference} (the

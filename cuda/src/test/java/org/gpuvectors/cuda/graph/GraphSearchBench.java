@@ -10,13 +10,13 @@ import org.gpuvectors.cuda.BenchUtil;
 import org.gpuvectors.cuda.FashionLike;
 import org.gpuvectors.cuda.FilterWidening;
 import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.GraphConfig;
 import org.gpuvectors.cuda.GraphReference;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
 
 /**
  * Graph index search on the GPU ({@link GpuGraphIndex}): recall@10 and queries/s at batch 10k and batch 1 for search

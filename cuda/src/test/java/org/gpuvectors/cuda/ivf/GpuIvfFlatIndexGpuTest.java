@@ -17,22 +17,22 @@ import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
-import org.gpuvectors.cuda.pass.BatchSearch;
 import org.gpuvectors.cuda.CpuOracle;
 import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.IvfConfig;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
 import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
 import org.gpuvectors.cuda.graph.GpuGraphIndexGpuTest;
-import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.IvfConfig;
-import org.gpuvectors.cuda.select.KSelect;
-import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.pass.BatchSearch;
 import org.gpuvectors.cuda.pass.ResidentIndex;
 import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.select.KSelect;
 
 /**
  * IVF-Flat search on the GPU against a CPU reference IVF search written here (coarse: the nprobe

@@ -14,25 +14,25 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.function.Function;
-import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest.Data;
-import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest.Filter;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Test;
-import org.gpuvectors.cuda.pass.BatchSearch;
 import org.gpuvectors.cuda.CpuOracle;
 import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
 import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.device.HostRows;
 import org.gpuvectors.cuda.IvfConfig;
-import org.gpuvectors.cuda.select.KSelect;
 import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.pass.PassCounters;
-import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.device.HostRows;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest.Data;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest.Filter;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.PassCounters;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.select.KSelect;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * IVF-PQ (IVFADC) candidate search on the GPU against a CPU reference of the same ADC search written here, on

@@ -1,5 +1,13 @@
 package org.gpuvectors.cuda.ivf;
 
+import org.gpuvectors.cuda.BenchUtil;
+import org.gpuvectors.cuda.FashionLike;
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.IvfConfig;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -7,14 +15,6 @@ import java.util.HashSet;
 import java.util.Random;
 import java.util.Set;
 import java.util.stream.IntStream;
-import org.gpuvectors.cuda.BenchUtil;
-import org.gpuvectors.cuda.FashionLike;
-import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.IvfConfig;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.SearchResult;
 
 /**
  * GPU IVF-PQ search, the precomputed-table scan against the full per-pair table scan ({@link

@@ -1,5 +1,18 @@
 package org.gpuvectors.cuda.ivf;
 
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassConfig;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.device.HostRows;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.QueryUploads;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -9,19 +22,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
-import org.gpuvectors.cuda.pass.BatchSearch;
-import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
-import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.device.HostRows;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.PassConfig;
-import org.gpuvectors.cuda.pass.QueryUploads;
-import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
 
 /**
  * Queries handed over as rows ({@link SearchGroup#ofRows}): what reaches the device through the

@@ -1,5 +1,12 @@
 package org.gpuvectors.cuda.ivf;
 
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.IvfConfig;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.rerank.RerankParams;
+import org.gpuvectors.cuda.rerank.RerankTable;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -11,13 +18,6 @@ import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.IvfConfig;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.rerank.RerankParams;
-import org.gpuvectors.cuda.rerank.RerankTable;
 
 /**
  * The re-rank that selects its rows' k best itself ({@link GpuIvfPqIndex#enqueueRerank}, a few rows of at most {@link

@@ -14,6 +14,12 @@ import java.util.function.IntFunction;
 import org.junit.jupiter.api.Test;
 import org.gpuvectors.cuda.FashionLike;
 import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.GraphReference;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.PassConfig;
+import org.gpuvectors.cuda.SearchParams;
+import org.gpuvectors.cuda.SearchResult;
 import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.graph.GpuGraphIndex;
@@ -22,12 +28,6 @@ import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
 import org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest;
 import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
 import org.gpuvectors.cuda.ivf.GpuIvfPqIndexGpuTest;
-import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.GraphReference;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.PassConfig;
-import org.gpuvectors.cuda.SearchParams;
-import org.gpuvectors.cuda.SearchResult;
 
 /**
  * Search passes captured as CUDA graphs and launched again ({@link PassGraph}, {@link PassGraphs}): for every shape

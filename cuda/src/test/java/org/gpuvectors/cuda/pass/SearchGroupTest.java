@@ -7,17 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import org.junit.jupiter.api.Test;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.Metric;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.graph.GpuGraphIndex;
 import org.gpuvectors.cuda.ivf.IvfSearch;
 import org.gpuvectors.cuda.select.KSelect;
-import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.SearchParams;
 
 /** {@link SearchGroup}'s search parameters and query forms (no GPU needed: a host-only {@link DeviceIndex}). */
 class SearchGroupTest {
 
-  /** A flat-like index on the host: takes {@link SearchParams#FLAT} only, as {@link GpuFlatIndex} does. */
+  /** A flat-like index on the host: takes {@link SearchParams#FLAT} only, as {@code GpuFlatIndex} does. */
   private static final DeviceIndex INDEX = new DeviceIndex() {
     public int size() {
       return 100;

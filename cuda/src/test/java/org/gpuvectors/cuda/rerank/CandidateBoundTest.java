@@ -12,10 +12,10 @@ import java.util.Random;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.gpuvectors.cuda.FashionLike;
+import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.flat.HalfScanParams;
 import org.gpuvectors.cuda.select.KSelect;
-import org.gpuvectors.cuda.Metric;
 
 /**
  * {@link CandidateBound} on the CPU: the TF32 candidate pass and the FP16 scan emulated in Java (inputs cut to TF32, products summed in

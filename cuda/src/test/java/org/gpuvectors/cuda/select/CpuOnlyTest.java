@@ -11,9 +11,9 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.gpuvectors.cuda.CpuOracle;
 import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.device.HostRows;
-import org.gpuvectors.cuda.Metric;
 
 /** Tests that run everywhere (no GPU needed). */
 class CpuOnlyTest {

@@ -1,5 +1,10 @@
 package org.gpuvectors.cuda.select;
 
+import org.gpuvectors.cuda.CpuOracle;
+import org.gpuvectors.cuda.GpuConfig;
+import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.SelectConfig;
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -12,11 +17,6 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.gpuvectors.cuda.CpuOracle;
-import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.GpuTestCase;
-import org.gpuvectors.cuda.SelectConfig;
 
 /** WarpSelect / BlockSelect / Tang and the radix selection on the GPU against the CPU oracle. Skips (visibly) without a GPU. */
 class KSelectGpuTest extends GpuTestCase {

@@ -1,9 +1,9 @@
 package org.gpuvectors.cuda.select;
 
-import org.gpuvectors.cuda.runtime.DeviceBuffer;
-import java.io.PrintWriter;
 import org.gpuvectors.cuda.BenchUtil;
 import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import java.io.PrintWriter;
 
 /**
  * k-selection throughput: GB/s of input read and fraction of the device's measured copy bandwidth,

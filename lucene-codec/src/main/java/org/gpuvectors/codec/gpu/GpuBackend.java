@@ -4,12 +4,12 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.util.List;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.cuda.SearchResult;
 import org.gpuvectors.cuda.pass.PassGraphStats;
 import org.gpuvectors.cuda.pass.SearchGroup;
-import org.gpuvectors.cuda.SearchResult;
 import org.gpuvectors.cuda.rerank.RerankStats;
 
 /**

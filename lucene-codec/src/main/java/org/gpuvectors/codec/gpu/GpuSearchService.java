@@ -8,17 +8,17 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
-import org.gpuvectors.cuda.runtime.CudaException;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.device.GpuDevice;
-import org.gpuvectors.cuda.select.KSelect;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.flat.GpuFlatIndex;
-import org.gpuvectors.cuda.pass.PassGraphStats;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.pass.PassGraphStats;
 import org.gpuvectors.cuda.rerank.RerankStats;
+import org.gpuvectors.cuda.runtime.CudaException;
+import org.gpuvectors.cuda.select.KSelect;
 
 /**
  * Searches segment fields on one GPU: the owner of the device ({@link GpuBackend}), of what is

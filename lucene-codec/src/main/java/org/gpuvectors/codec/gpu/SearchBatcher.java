@@ -9,9 +9,9 @@ import java.util.Map;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.pass.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.pass.SearchGroup;
 
 /**
  * Gathers concurrent searches into batches that the device runs as one pass.

@@ -8,14 +8,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.cuda.runtime.CudaException;
-import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.ivf.IvfLists;
 import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.codec.ivf.Assigner;
+import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.runtime.CudaException;
 
 /**
  * A {@link GpuBackend} on the CPU for tests of the service on machines without a GPU: device
