@@ -14,17 +14,22 @@ import org.gpuvectors.cuda.runtime.DeviceBuffer;
  */
 public abstract class ResidentIndex implements DeviceIndex {
 
-  public final GpuDevice device;
+  protected final GpuDevice device;
   protected final int n;
   protected final int dims;
   protected final Metric metric;
   private boolean closed;
 
-  public ResidentIndex(GpuDevice device, int n, int dims, Metric metric) {
+  protected ResidentIndex(GpuDevice device, int n, int dims, Metric metric) {
     this.device = device;
     this.n = n;
     this.dims = dims;
     this.metric = metric;
+  }
+
+  /** The device that holds this index. */
+  public final GpuDevice device() {
+    return device;
   }
 
   @Override
@@ -146,7 +151,7 @@ public abstract class ResidentIndex implements DeviceIndex {
    * Frees a flat index and device buffers (nulls skipped): what an index owns, also when its upload
    * fails half way.
    */
-  public static void free(GpuDevice device, ResidentIndex flat, DeviceBuffer... buffers) {
+  protected static void free(GpuDevice device, ResidentIndex flat, DeviceBuffer... buffers) {
     if (flat != null) {
       flat.close();
     }

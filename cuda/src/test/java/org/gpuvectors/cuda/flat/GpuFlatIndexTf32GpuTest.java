@@ -53,7 +53,7 @@ class GpuFlatIndexTf32GpuTest extends GpuTestCase {
       for (int k : KS) {
         long before = index.rerankStats().fallbacks();
         SearchResult res = mask == 2
-            ? BatchSearch.run(index.device, List.of(new SearchGroup(index, queries, nq, k, null, perQuery)))[0]
+            ? BatchSearch.run(index.device(), List.of(new SearchGroup(index, queries, nq, k, null, perQuery)))[0]
             : index.search(queries, nq, k, mask == 0 ? null : shared, GpuFlatIndex.Strategy.GEMM);
         fallbacks[0] += index.rerankStats().fallbacks() - before;
         for (int q = 0; q < nq; q++) {

@@ -193,7 +193,7 @@ public class GpuIvfFlatIndexGpuTest extends GpuTestCase {
   /** One search of the NQ queries, through the index's convenience method or a BatchSearch group. */
   private static SearchResult search(DeviceIndex index, float[] queries, int k, int nprobe, Filter f, long[][] masks) {
     if (f == Filter.PER_QUERY) {
-      return BatchSearch.run(((ResidentIndex) index).device,
+      return BatchSearch.run(((ResidentIndex) index).device(),
           List.of(new SearchGroup(index, queries, NQ, k,
               index instanceof GpuFlatIndex ? SearchParams.FLAT : new SearchParams.Ivf(nprobe), null, masks)))[0];
     }
@@ -371,7 +371,7 @@ public class GpuIvfFlatIndexGpuTest extends GpuTestCase {
     float[] lead = Arrays.copyOfRange(queries, ivf.dims(), 2 * ivf.dims());
     SearchGroup main = f == Filter.PER_QUERY ? new SearchGroup(ivf, queries, nq, k, new SearchParams.Ivf(nprobe), null, masks)
         : new SearchGroup(ivf, queries, nq, k, new SearchParams.Ivf(nprobe), masks[0], null);
-    return BatchSearch.run(ivf.device, List.of(new SearchGroup(ivf, lead, 1, k, new SearchParams.Ivf(nprobe), null, null), main))[1];
+    return BatchSearch.run(ivf.device(), List.of(new SearchGroup(ivf, lead, 1, k, new SearchParams.Ivf(nprobe), null, null), main))[1];
   }
 
   /**

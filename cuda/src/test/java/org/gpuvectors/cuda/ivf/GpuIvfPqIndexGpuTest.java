@@ -318,7 +318,7 @@ public class GpuIvfPqIndexGpuTest extends GpuTestCase {
                                      long[][] masks) {
     int nq = masks.length;
     if (f == Filter.PER_QUERY) {
-      return BatchSearch.run(index.device, List.of(new SearchGroup(index, queries, nq, k, new SearchParams.Ivf(nprobe), null, masks)))[0];
+      return BatchSearch.run(index.device(), List.of(new SearchGroup(index, queries, nq, k, new SearchParams.Ivf(nprobe), null, masks)))[0];
     }
     return index.search(queries, nq, k, nprobe, masks[0]);
   }
