@@ -3,7 +3,7 @@
 # kernels there (all .cu files of a source directory, one translation unit) and runs a benchmark once
 # per variant, in one call, so the variants are compared on the same machine and data. The benchmark
 # is `SelectBench <maxFloats> levels` (first pass vs whole selection, WarpSelect and BlockSelect), or
-# the class and arguments in $BENCH (e.g. BENCH="org.gpuvectors.cuda.ExactSearchBench 1000000").
+# the class and arguments in $BENCH (e.g. BENCH="org.gpuvectors.cuda.flat.ExactSearchBench 1000000").
 # Run from the repository root after cuda/gpu-bundle/make-bundle.sh:
 #   bash cuda/bench/kselect-variants.sh [maxFloats] VARIANT...
 # VARIANT = name|sourceDir|nvccDefines|javaProps, e.g.
@@ -38,5 +38,5 @@ for v in "$@"; do
   echo "== $name ($src $defs $props)"
   # shellcheck disable=SC2086
   /tmp/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx16g "${fat[@]}" $props -cp "$root/.device/lib/*" \
-    ${BENCH:-org.gpuvectors.cuda.SelectBench "$max" levels} 2>&1 | tee "$OUT/variants-$name.log"
+    ${BENCH:-org.gpuvectors.cuda.select.SelectBench "$max" levels} 2>&1 | tee "$OUT/variants-$name.log"
 done

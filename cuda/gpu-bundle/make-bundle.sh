@@ -38,7 +38,7 @@ cp cuda/target/bundle-deps/jcuda-[0-9]*.jar cuda/target/bundle-deps/gpu-vectors-
 cp cuda/bench/*.py lucene-codec/bench/*.py "$dev/bench/"
 cp cuda/gpu-bundle/run-gpu.sh "$dev/run-gpu.sh"
 # run-gpu.sh names the cuda test classes it runs: a GPU test class it does not name would never run on the GPU
-for t in $(cd cuda/target/test-classes && ls org/gpuvectors/cuda/*GpuTest.class | sed 's|/|.|g; s|\.class$||'); do
+for t in $(cd cuda/target/test-classes && find org/gpuvectors/cuda -name '*GpuTest.class' | sed 's|/|.|g; s|\.class$||'); do
   grep -q -- "--select-class $t " "$dev/run-gpu.sh" || { echo "run-gpu.sh does not run $t: add it to its tests list" >&2; exit 1; }
 done
 listing=$(unzip -Z1 "$dev/lib/gpu-vectors-cuda.jar") # not piped into grep -q: pipefail + SIGPIPE

@@ -70,20 +70,20 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
   # the production defaults, capture of passes as CUDA graphs included; tests that need another configuration
   # open a device of their own with it
   "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner \
-    --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.CpuOnlyTest --select-class org.gpuvectors.cuda.CpuOracleTest \
-    --select-class org.gpuvectors.cuda.KSelectGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest \
-    --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.CandidateBoundTest \
-    --select-class org.gpuvectors.cuda.GpuFlatIndexHalfGpuTest --select-class org.gpuvectors.cuda.HalfScanParamsTest \
-    --select-class org.gpuvectors.cuda.GpuIvfFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuIvfPqIndexGpuTest \
-    --select-class org.gpuvectors.cuda.PqCodebookTest --select-class org.gpuvectors.cuda.GpuGraphIndexGpuTest \
-    --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.QueryRowsGpuTest \
-    --select-class org.gpuvectors.cuda.SearchGroupTest --select-class org.gpuvectors.cuda.GraphWalkUnderFilterTest \
-    --select-class org.gpuvectors.cuda.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
-    --select-class org.gpuvectors.cuda.PassSlotsGpuTest --select-class org.gpuvectors.cuda.FlatScanParamsTest --select-class org.gpuvectors.cuda.QueryBlocksTest \
+    --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.select.CpuOnlyTest --select-class org.gpuvectors.cuda.CpuOracleTest \
+    --select-class org.gpuvectors.cuda.select.KSelectGpuTest --select-class org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest \
+    --select-class org.gpuvectors.cuda.flat.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.rerank.CandidateBoundTest \
+    --select-class org.gpuvectors.cuda.flat.GpuFlatIndexHalfGpuTest --select-class org.gpuvectors.cuda.flat.HalfScanParamsTest \
+    --select-class org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest --select-class org.gpuvectors.cuda.ivf.GpuIvfPqIndexGpuTest \
+    --select-class org.gpuvectors.cuda.ivf.PqCodebookTest --select-class org.gpuvectors.cuda.graph.GpuGraphIndexGpuTest \
+    --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.ivf.QueryRowsGpuTest \
+    --select-class org.gpuvectors.cuda.pass.SearchGroupTest --select-class org.gpuvectors.cuda.graph.GraphWalkUnderFilterTest \
+    --select-class org.gpuvectors.cuda.device.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
+    --select-class org.gpuvectors.cuda.device.PassSlotsGpuTest --select-class org.gpuvectors.cuda.flat.FlatScanParamsTest --select-class org.gpuvectors.cuda.ivf.QueryBlocksTest \
     --select-class org.gpuvectors.cuda.FlatConfigTest --select-class org.gpuvectors.cuda.runtime.DeviceMemoryPoolTest \
-    --select-class org.gpuvectors.cuda.PqCodeLayoutTest --select-class org.gpuvectors.cuda.RerankSelectGpuTest \
+    --select-class org.gpuvectors.cuda.ivf.PqCodeLayoutTest --select-class org.gpuvectors.cuda.ivf.RerankSelectGpuTest \
     --select-class org.gpuvectors.cuda.GpuAssignmentGpuTest \
-    --select-class org.gpuvectors.cuda.BatchSearchLayoutTest --select-class org.gpuvectors.cuda.PassGraphsGpuTest \
+    --select-class org.gpuvectors.cuda.pass.BatchSearchLayoutTest --select-class org.gpuvectors.cuda.pass.PassGraphsGpuTest \
     --reports-dir "$OUT/junit" > "$OUT/tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/tests.log" | head -60
   check_summary "$OUT/tests.log"
@@ -91,11 +91,11 @@ fi
 if [ "$mode" = flat-tests ]; then
   # the flat index's GPU tests alone (exact search: FP32 scan, FP16 candidates, TF32 candidates, captured passes)
   "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner \
-    --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.GpuFlatIndexHalfGpuTest \
-    --select-class org.gpuvectors.cuda.GpuFlatIndexGpuTest --select-class org.gpuvectors.cuda.GpuFlatIndexTf32GpuTest \
-    --select-class org.gpuvectors.cuda.PassGraphsGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
-    --select-class org.gpuvectors.cuda.CandidateBoundTest --select-class org.gpuvectors.cuda.HalfScanParamsTest \
-    --select-class org.gpuvectors.cuda.RerankSelectGpuTest \
+    --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.flat.GpuFlatIndexHalfGpuTest \
+    --select-class org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest --select-class org.gpuvectors.cuda.flat.GpuFlatIndexTf32GpuTest \
+    --select-class org.gpuvectors.cuda.pass.PassGraphsGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
+    --select-class org.gpuvectors.cuda.rerank.CandidateBoundTest --select-class org.gpuvectors.cuda.flat.HalfScanParamsTest \
+    --select-class org.gpuvectors.cuda.ivf.RerankSelectGpuTest \
     --reports-dir "$OUT/junit-flat" > "$OUT/flat-tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/flat-tests.log" | head -60
   check_summary "$OUT/flat-tests.log"
@@ -120,32 +120,32 @@ if [ "$mode" = tests ] || [ "$mode" = codec-tests ] || [ "$mode" = all ]; then
   check_summary "$OUT/codec-tests.log"
 fi
 if [ "$mode" = select ] || [ "$mode" = all ]; then
-  "${java[@]}" org.gpuvectors.cuda.SelectBench "$sel_max" 2>&1 | tee "$OUT/select_bench.log" || rc=1
+  "${java[@]}" org.gpuvectors.cuda.select.SelectBench "$sel_max" 2>&1 | tee "$OUT/select_bench.log" || rc=1
 fi
 if [ "$mode" = exact ] || [ "$mode" = all ]; then
-  "${java[@]}" org.gpuvectors.cuda.ExactSearchBench "$exact_n" 2>&1 | tee "$OUT/exact_bench.log" || rc=1
+  "${java[@]}" org.gpuvectors.cuda.flat.ExactSearchBench "$exact_n" 2>&1 | tee "$OUT/exact_bench.log" || rc=1
 fi
 if [ "$mode" = tf32 ]; then
-  "${java[@]}" org.gpuvectors.cuda.ExactSearchBench tf32 "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/exact_tf32.log" || rc=1
+  "${java[@]}" org.gpuvectors.cuda.flat.ExactSearchBench tf32 "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/exact_tf32.log" || rc=1
   if [ -f "${FMNIST_DIR:-/tmp/fmnist}/train-images-idx3-ubyte.gz" ]; then # the PyTorch peer, right after ours
     PYTHONUNBUFFERED=1 python3 "$here/bench/torch_fmnist.py" "${FMNIST_DIR:-/tmp/fmnist}" "$OUT" 2>&1 | tee "$OUT/torch-fmnist.log"
   fi
 fi
 if [ "$mode" = ivfpq ]; then
-  "${java[@]}" org.gpuvectors.cuda.IvfPqBench "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/ivfpq.log" || rc=1
+  "${java[@]}" org.gpuvectors.cuda.ivf.IvfPqBench "${FMNIST_DIR:-/tmp/fmnist}" 2>&1 | tee "$OUT/ivfpq.log" || rc=1
 fi
 if [ "$mode" = graph ]; then
-  "${java[@]}" ${BENCH_OPTS:-} org.gpuvectors.cuda.GraphSearchBench "${FMNIST_DIR:-/tmp/fmnist}" "$exact_n" 2>&1 \
+  "${java[@]}" ${BENCH_OPTS:-} org.gpuvectors.cuda.graph.GraphSearchBench "${FMNIST_DIR:-/tmp/fmnist}" "$exact_n" 2>&1 \
     | tee "$OUT/graph_bench.log" || rc=1
 fi
 if [ "$mode" = small ]; then
-  "${java[@]}" org.gpuvectors.cuda.ExactSearchBench small "$exact_n" 2>&1 | tee "$OUT/exact_small.log" || rc=1
+  "${java[@]}" org.gpuvectors.cuda.flat.ExactSearchBench small "$exact_n" 2>&1 | tee "$OUT/exact_small.log" || rc=1
   OUT="$OUT" TORCH_BATCHES=1,2,4,8,16,32,64,128 TORCH_PRECISIONS=fp32,tf32 PYTHONUNBUFFERED=1 \
     python3 "$here/bench/torch_exact.py" "$exact_n" 2>&1 | tee "$OUT/torch_exact_small.log"
 fi
 if [ "$mode" = passes ]; then
   # the FP16 path's passes at 1-16 queries, chunks keeping k' candidates or fewer, then PyTorch at the same batches
-  "${java[@]}" org.gpuvectors.cuda.ExactSearchBench passes "$exact_n" 2>&1 | tee "$OUT/half_passes.log" || rc=1
+  "${java[@]}" org.gpuvectors.cuda.flat.ExactSearchBench passes "$exact_n" 2>&1 | tee "$OUT/half_passes.log" || rc=1
   OUT="$OUT" TORCH_BATCHES=1,2,4,8,16 TORCH_PRECISIONS=fp32,tf32 PYTHONUNBUFFERED=1 \
     python3 "$here/bench/torch_exact.py" "$exact_n" 2>&1 | tee "$OUT/torch_exact_passes.log"
 fi

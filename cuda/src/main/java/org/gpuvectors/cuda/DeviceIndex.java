@@ -1,9 +1,10 @@
 package org.gpuvectors.cuda;
 
+
 /**
- * A search structure of one segment field resident in GPU memory ({@link GpuFlatIndex}, {@link
- * GpuIvfFlatIndex}, {@link GpuIvfPqIndex}, {@link GpuGraphIndex}). It owns its device memory:
- * {@link #close()} returns it. Searches go through {@link BatchSearch}, which runs many queries over
+ * A search structure of one segment field resident in GPU memory ({@code GpuFlatIndex}, {@code
+ * GpuIvfFlatIndex}, {@code GpuIvfPqIndex}, {@code GpuGraphIndex}). It owns its device memory:
+ * {@link #close()} returns it. Searches go through {@code BatchSearch}, which runs many queries over
  * many indexes in one pass: each index enqueues its own part of it, with the {@link SearchParams} of its kind.
  */
 public interface DeviceIndex extends AutoCloseable {

@@ -76,7 +76,7 @@ public final class GpuAvailability {
   }
 
   /** Null when the kernels are on the classpath, else the reason they are not ({@link KernelImages}). */
-  static String kernelsMissingReason() {
+  public static String kernelsMissingReason() {
     return KernelImages.missingReason();
   }
 
@@ -147,7 +147,7 @@ public final class GpuAvailability {
   }
 
   /** Looks libcuda.so.1 up with the system loader (FFM) without loading any JCuda native. */
-  static boolean driverLibraryPresent() {
+  public static boolean driverLibraryPresent() {
     try (Arena arena = Arena.ofConfined()) {
       SymbolLookup.libraryLookup("libcuda.so.1", arena);
       return true;

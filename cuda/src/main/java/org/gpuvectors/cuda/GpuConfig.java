@@ -4,8 +4,8 @@ import java.nio.file.Path;
 import java.util.Objects;
 
 /**
- * How a {@link GpuDevice} searches: the tuning of the GPU runtime, immutable, fixed when the device is opened
- * ({@link GpuDevice#open(int, GpuConfig)}) and read by every index and pass on that device through {@link
+ * How a {@code GpuDevice} searches: the tuning of the GPU runtime, immutable, fixed when the device is opened
+ * ({@code GpuDevice#open(int, GpuConfig)}) and read by every index and pass on that device through {@code
  * GpuDevice#config()}. One part per concern, each a record that validates its own fields.
  *
  * <p>Why a value per device rather than system properties: a captured CUDA graph cannot see a flag change, a test

@@ -1,18 +1,19 @@
 package org.gpuvectors.cuda;
 
+
 /**
- * The graph part of {@link GpuConfig}: the graph walk's launch shape ({@link GpuGraphIndex.SearchPlan}), which
+ * The graph part of {@link GpuConfig}: the graph walk's launch shape ({@code GpuGraphIndex.SearchPlan}), which
  * tests and benchmarks fix to compare plans. Production takes {@link #defaults()}; {@code withX} returns a copy with
  * one field changed.
  *
  * @param parents nodes a walk expands per iteration, 1..{@value #MAX_PARENTS}, or 0 (the default): by the launch's
- *     batch size, {@link GpuGraphIndex#latencyParents}(width) below {@link GpuGraphIndex#LATENCY_BATCH} queries, else
+ *     batch size, {@code GpuGraphIndex#latencyParents}(width) below {@code GpuGraphIndex#LATENCY_BATCH} queries, else
  *     1. Why by batch size: a query's latency is about its iterations, which p parents cut about p-fold for a few
  *     percent more distances at the same recall; a batch that fills the GPU pays for those distances instead, so it
  *     expands one (the classic best-first search).
  * @param threads threads per walk block, 64..1024 and a multiple of 32, or 0 (the default): by the launch's batch
- *     size, {@link GpuGraphIndex#LATENCY_BATCH_THREADS} below {@link GpuGraphIndex#LATENCY_BATCH} queries (each query
- *     can have a whole multiprocessor), {@link GpuGraphIndex#SMALL_BATCH_THREADS} below {@link
+ *     size, {@code GpuGraphIndex#LATENCY_BATCH_THREADS} below {@code GpuGraphIndex#LATENCY_BATCH} queries (each query
+ *     can have a whole multiprocessor), {@code GpuGraphIndex#SMALL_BATCH_THREADS} below {@code
  *     GpuGraphIndex#SMALL_BATCH} (more distance teams per block where few blocks leave the GPU idle), else 128 (the
  *     blocks fill the GPU and a smaller block pays less per barrier).
  */

@@ -1,13 +1,14 @@
 package org.gpuvectors.cuda;
 
+
 /**
- * The ivf part of {@link GpuConfig}: the list scans' thresholds ({@link GpuIvfFlatIndex}, {@link GpuIvfPqIndex}),
+ * The ivf part of {@link GpuConfig}: the list scans' thresholds ({@code GpuIvfFlatIndex}, {@code GpuIvfPqIndex}),
  * which tests move to reach each scan on small data, and the flags that force a path for tests and benchmarks.
  * Production takes {@link #defaults()}; {@code withX} returns a copy with one field changed.
  *
  * @param groupedPairsPerList IVF-Flat: a search of nq queries probing nprobe lists each takes the grouped scan (each
  *     list's probing queries in tiles, the list read once per tile) from nq x nprobe >= this x nlist (and k up to
- *     {@link GpuIvfFlatIndex#GROUPED_MAX_K}), else a block per (query, list). Why 8, an estimate: a grouped tile
+ *     {@code GpuIvfFlatIndex#GROUPED_MAX_K}), else a block per (query, list). Why 8, an estimate: a grouped tile
  *     computes its 32 queries whether or not its slots are filled (about 3 pairs' list reads) and a block of queries
  *     pays the grouping launches, so the grouped scan should win from about 4 pairs a list; 8 keeps it ahead should a
  *     tile cost twice the estimate. 0: always (tests), {@link Integer#MAX_VALUE}: never. At least 0.
@@ -31,19 +32,26 @@ package org.gpuvectors.cuda;
  *     shared memory).
  * @param globalTables IVF-PQ, for tests: forces the full per-(query, list) table scan with its tables in global memory
  *     (implies {@code fullTables}; default false: global memory only where the table does not fit in shared memory).
- * @param coarseAlone IVF-PQ, for tests: forces each member of a shared selection ({@link SharedKeySelection}) to run
+ * @param coarseAlone IVF-PQ, for tests: forces each member of a shared selection ({@code SharedKeySelection}) to run
  *     its coarse step alone instead of as an entry of one table launch (default false).
  * @param skipDeviceRerank IVF-PQ, for tests: forces searches to return the approximate candidates even when the raw
  *     vectors are resident (the caller re-ranks them on the host; default false: re-ranked on the device).
  * @param fusedSelectMaxCandidates IVF-PQ re-rank: the most candidates a row may have for the re-rank kernel to select
- *     its k best itself (a few rows, {@link GpuIvfPqIndex#FUSED_SELECT_MAX_ROWS}) instead of a selection launch after
+ *     its k best itself (a few rows, {@code GpuIvfPqIndex#FUSED_SELECT_MAX_ROWS}) instead of a selection launch after
  *     it. Why 256: the row's last block ranks them with its 128 threads, count^2 / 128 compares each, which past about
  *     256 outlasts the launch it saves. Tests raise it to the kernel's limit. 1..{@link
- *     RerankParams#SELECT_MAX_CANDIDATES}.
+ *     #MAX_FUSED_SELECT_CANDIDATES}.
  */
 public record IvfConfig(int groupedPairsPerList, int groupedMinQueries, int keysMaxQueries, int keysBatchMinK,
                         int keysBatchMaxBlock, boolean fullTables, boolean globalTables, boolean coarseAlone,
                         boolean skipDeviceRerank, int fusedSelectMaxCandidates) {
+
+  /**
+   * The re-rank kernel's limit on the candidates it selects from itself ({@code RerankParams.SELECT_MAX_CANDIDATES},
+   * rerank_kernels.cu's kRerankSelectMax; RerankParamsTest holds the two equal): the configuration is checked against
+   * it without depending on the re-rank.
+   */
+  public static final int MAX_FUSED_SELECT_CANDIDATES = 512;
 
   private static final IvfConfig DEFAULTS =
       new IvfConfig(8, 256, 32, 513, Integer.MAX_VALUE, false, false, false, false, 256);
@@ -54,8 +62,8 @@ public record IvfConfig(int groupedPairsPerList, int groupedMinQueries, int keys
     atLeast("keysMaxQueries", keysMaxQueries, 0);
     atLeast("keysBatchMinK", keysBatchMinK, 1);
     atLeast("keysBatchMaxBlock", keysBatchMaxBlock, 1);
-    if (fusedSelectMaxCandidates < 1 || fusedSelectMaxCandidates > RerankParams.SELECT_MAX_CANDIDATES) {
-      throw new IllegalArgumentException("fusedSelectMaxCandidates must be in [1, " + RerankParams.SELECT_MAX_CANDIDATES
+    if (fusedSelectMaxCandidates < 1 || fusedSelectMaxCandidates > MAX_FUSED_SELECT_CANDIDATES) {
+      throw new IllegalArgumentException("fusedSelectMaxCandidates must be in [1, " + MAX_FUSED_SELECT_CANDIDATES
           + "] but was [" + fusedSelectMaxCandidates + "]");
     }
   }

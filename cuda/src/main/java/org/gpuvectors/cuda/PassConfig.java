@@ -13,7 +13,7 @@ import org.gpuvectors.cuda.runtime.PinnedHostBuffer;
  *     enqueued while the last one runs. One at a time gathers the most searches per pass; two helped loads of many
  *     small segments at moderate concurrency. 1..{@value #MAX_PASSES_IN_FLIGHT}.
  * @param queryStagingBytes bytes of a pass's pinned buffer that its large groups' queries are staged into before the
- *     host waits for the copies that still read it ({@link QueryUploads}): the buffer's largest size by default, so
+ *     host waits for the copies that still read it ({@code QueryUploads}): the buffer's largest size by default, so
  *     that a batch goes up without the host waiting; tests make it a few rows to reach the reuse. At least 4.
  */
 public record PassConfig(int lanes, int passesInFlight, long queryStagingBytes) {

@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+
 /**
  * How hard a search of one {@link DeviceIndex} looks, apart from what the index was built with (as cuVS keeps
  * {@code CagraSearchParams} apart from {@code CagraIndexParams}): one record per kind of index, each holding only
@@ -8,8 +9,8 @@ package org.gpuvectors.cuda;
  *
  * <ul>
  *   <li>{@link Flat}: a flat index's exact search, which has no knob;
- *   <li>{@link Ivf}: the lists an IVF index ({@link GpuIvfFlatIndex}, {@link GpuIvfPqIndex}) probes per query;
- *   <li>{@link Graph}: the width of a graph index's ({@link GpuGraphIndex}) walk;
+ *   <li>{@link Ivf}: the lists an IVF index ({@code GpuIvfFlatIndex}, {@code GpuIvfPqIndex}) probes per query;
+ *   <li>{@link Graph}: the width of a graph index's ({@code GpuGraphIndex}) walk;
  *   <li>{@link Exact}: a graph index's exact search of the accepted vectors instead of a walk, for filters so
  *       selective that a walk would score more vectors than they hold (the codec's filter rule decides).
  * </ul>
@@ -54,7 +55,7 @@ public sealed interface SearchParams {
 
   /**
    * A graph walk whose list keeps max({@code width}, k) nodes ({@code width} >= 1; the index refuses a list past its
-   * kernel's, {@link GpuGraphIndex#MAX_WIDTH}).
+   * kernel's, {@code GpuGraphIndex#MAX_WIDTH}).
    */
   record Graph(int width) implements SearchParams {
     public Graph {

@@ -1,10 +1,11 @@
 package org.gpuvectors.cuda;
 
+
 /**
  * Per query up to k (id, distance) pairs, best first. {@link #count(int)} of query q's k entries are filled
  * (fewer than k when fewer vectors are accepted), the rest have id -1. Immutable.
  *
- * <p>A result may be a view into larger arrays (a pass's results for all its groups, {@link BatchSearch}; a
+ * <p>A result may be a view into larger arrays (a pass's results for all its groups, {@code BatchSearch}; a
  * caller's share of a group, {@link #slice}): rows of k entries, {@code stride} elements apart from element
  * {@code offset}. Views copy nothing: cutting a pass's arrays into groups and groups into callers' shares by copy
  * showed in profiles of many small searches (Elasticsearch, 8 segments: as much host time per pass as the kernel

@@ -1,11 +1,12 @@
 package org.gpuvectors.cuda;
 
+
 /**
  * The select part of {@link GpuConfig}: the k-selection's choices that tests and benchmarks move to reach a path
- * ({@link KSelect}). Production takes {@link #defaults()}; {@code withX} returns a copy with one field changed.
+ * ({@code KSelect}). Production takes {@link #defaults()}; {@code withX} returns a copy with one field changed.
  *
- * @param radixBlockMaxLen the longest row (or typical row, {@link SelectParams#typicalLen}) that the radix selection
- *     selects by one block with the row in shared memory ({@link KSelect#RADIX_BLOCK_KERNEL}) rather than by its
+ * @param radixBlockMaxLen the longest row (or typical row, {@code SelectParams#typicalLen}) that the radix selection
+ *     selects by one block with the row in shared memory ({@code KSelect#RADIX_BLOCK_KERNEL}) rather than by its
  *     passes over the whole device; also the longest row that takes the radix merge and the flat index's scored
  *     small search. 0: never (tests and benchmarks take the passes that way). Why 40,000: the passes meet in global
  *     memory, a fixed cost whatever the row's length, which the one block beats on short rows; at about 40k values

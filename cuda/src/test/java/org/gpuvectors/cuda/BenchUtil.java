@@ -1,5 +1,6 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -9,17 +10,17 @@ import java.util.Arrays;
 import java.util.stream.IntStream;
 
 /** Shared helpers of the benchmark programs (not tests). */
-final class BenchUtil {
+public final class BenchUtil {
   private BenchUtil() {}
 
-  static double median(double[] x) {
+  public static double median(double[] x) {
     double[] s = x.clone();
     Arrays.sort(s);
     return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
   }
 
   /** Fast parallel pseudo-random floats in [-1, 1) (splitmix64 per element). */
-  static float[] randomFloats(long count, long seed) {
+  public static float[] randomFloats(long count, long seed) {
     float[] x = new float[Math.toIntExact(count)];
     IntStream.range(0, 64).parallel().forEach(part -> {
       int from = (int) (count * part / 64), to = (int) (count * (part + 1) / 64);
@@ -37,7 +38,7 @@ final class BenchUtil {
   }
 
   /** Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written. */
-  static double copyBandwidth(GpuDevice d, long bytes) {
+  public static double copyBandwidth(GpuDevice d, long bytes) {
     try (GpuDevice.Scope s = d.lock(); DeviceBuffer a = d.allocate(bytes); DeviceBuffer b = d.allocate(bytes)) {
       double[] t = new double[10];
       d.copy(a, b, bytes);
@@ -49,7 +50,7 @@ final class BenchUtil {
     }
   }
 
-  static PrintWriter csv(String name, String header) throws IOException {
+  public static PrintWriter csv(String name, String header) throws IOException {
     String out = System.getenv().getOrDefault("OUT", "/tmp");
     PrintWriter w = new PrintWriter(Files.newBufferedWriter(Path.of(out, name)));
     w.println(header);
@@ -60,7 +61,7 @@ final class BenchUtil {
    * Device 0 for a benchmark program, loading the fatbin that {@code -Dgv.cuda.fatbin=FILE} names instead of the
    * jar's kernels when given (kernel variants compiled on the GPU machine: bench/kselect-variants.sh).
    */
-  static GpuDevice openDevice() {
+  public static GpuDevice openDevice() {
     String file = System.getProperty("gv.cuda.fatbin");
     return GpuDevice.open(0, GpuConfig.builder().kernelFile(file == null ? null : Path.of(file)).build());
   }

@@ -9,16 +9,16 @@ import java.util.Map;
 import java.util.Set;
 
 /** Pure-Java reference for k-selection and exact search (double accumulation), and the result check. */
-final class CpuOracle {
+public final class CpuOracle {
   private CpuOracle() {}
 
   /** Unit roundoff of float32 (half an ulp of 1). */
-  static final double U32 = 0x1p-24;
+  public static final double U32 = 0x1p-24;
 
-  record Entry(int id, double value) {}
+  public record Entry(int id, double value) {}
 
   /** k best of row[off, off+len) by value; NaN and the worst infinity excluded; ids are column numbers. */
-  static List<Entry> select(float[] data, long off, int len, int k, boolean largest) {
+  public static List<Entry> select(float[] data, long off, int len, int k, boolean largest) {
     List<Entry> all = new ArrayList<>();
     for (int i = 0; i < len; i++) {
       float v = data[(int) (off + i)];
@@ -32,7 +32,7 @@ final class CpuOracle {
     return all.subList(0, Math.min(k, all.size()));
   }
 
-  static double distance(float[] x, int xo, float[] q, int qo, int dims, Metric m) {
+  public static double distance(float[] x, int xo, float[] q, int qo, int dims, Metric m) {
     double s = 0;
     if (m == Metric.L2) {
       for (int d = 0; d < dims; d++) {
@@ -53,7 +53,7 @@ final class CpuOracle {
     return s;
   }
 
-  static double squaredNorm(float[] x, int xo, int dims) {
+  public static double squaredNorm(float[] x, int xo, int dims) {
     double s = 0;
     for (int d = 0; d < dims; d++) {
       s += (double) x[xo + d] * x[xo + d];
@@ -61,12 +61,12 @@ final class CpuOracle {
     return s;
   }
 
-  static boolean accepted(long[] accept, int id) {
+  public static boolean accepted(long[] accept, int id) {
     return accept == null || ((accept[id >> 6] >>> (id & 63)) & 1L) != 0;
   }
 
   /** Exact k-NN of one query; accept null = all. */
-  static List<Entry> search(float[] vectors, int n, int dims, Metric m, float[] queries, int q, int k, long[] accept) {
+  public static List<Entry> search(float[] vectors, int n, int dims, Metric m, float[] queries, int q, int k, long[] accept) {
     List<Entry> all = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       if (!accepted(accept, i)) {
@@ -80,7 +80,7 @@ final class CpuOracle {
   }
 
   /** What the oracle knows about every candidate of one row / query, for {@link #compare}. */
-  interface Truth {
+  public interface Truth {
     boolean largestFirst();
 
     /** False for an id out of range, filtered out, or not selectable (NaN, the worst infinity). */
@@ -94,7 +94,7 @@ final class CpuOracle {
   }
 
   /** k-selection of row[off, off+len): the GPU copies values, so they must be exact (tolerance 0). */
-  static Truth rowTruth(float[] data, long off, int len, boolean largest) {
+  public static Truth rowTruth(float[] data, long off, int len, boolean largest) {
     return new Truth() {
       public boolean largestFirst() {
         return largest;
@@ -144,7 +144,7 @@ final class CpuOracle {
    * (d = 64) it is about 1e-3 on L2 distances of about 128: ten to a hundred times below the gap
    * between neighbouring distances around the k-th, so it only excuses genuine near-ties.
    */
-  static Truth searchTruth(float[] vectors, int n, int dims, Metric m, float[] queries, int q, long[] accept) {
+  public static Truth searchTruth(float[] vectors, int n, int dims, Metric m, float[] queries, int q, long[] accept) {
     double qNorm2 = squaredNorm(queries, q * dims, dims);
     double factor = (2.0 * dims + 8) * U32;
     return new Truth() {
@@ -190,7 +190,7 @@ final class CpuOracle {
    * </ul>
    * Returns null when fine, else a description.
    */
-  static String compare(List<Entry> expected, int[] ids, float[] values, int base, int k, Truth truth) {
+  public static String compare(List<Entry> expected, int[] ids, float[] values, int base, int k, Truth truth) {
     int count = 0;
     while (count < k && ids[base + count] >= 0) {
       count++;

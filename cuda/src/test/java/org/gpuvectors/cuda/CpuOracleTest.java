@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.gpuvectors.cuda.device.HostRows;
 
 /**
  * The GPU tests' result check ({@link CpuOracle#compare}) on hand-made results: it must fail on a
@@ -204,8 +205,8 @@ class CpuOracleTest {
     if (m == Metric.COSINE) {
       float[] xn = Arrays.copyOfRange(x, i * DIMS, (i + 1) * DIMS);
       float[] qn = q.clone();
-      GpuFlatIndex.normalize(xn, 1, DIMS);
-      GpuFlatIndex.normalize(qn, 1, DIMS);
+      HostRows.normalize(xn, 0, 1, DIMS);
+      HostRows.normalize(qn, 0, 1, DIMS);
       return dot(xn, 0, qn, 0);
     }
     float ip = dot(x, i * DIMS, q, 0);

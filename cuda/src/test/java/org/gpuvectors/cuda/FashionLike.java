@@ -22,8 +22,8 @@ import java.util.zip.GZIPInputStream;
  * The class model (prototypes, directions, centres) is fixed; {@code seed} draws the samples, so vectors and
  * queries of different seeds come from the same classes.
  */
-final class FashionLike {
-  static final int DIMS = 784;
+public final class FashionLike {
+  public static final int DIMS = 784;
   private static final int CLASSES = 10;
   private static final int DIRECTIONS = 8;
   private static final float[][] PROTOTYPES = new float[CLASSES][DIMS];
@@ -44,7 +44,7 @@ final class FashionLike {
   private FashionLike() {}
 
   /** {@code count} images, row-major, {@link #DIMS} floats each. */
-  static float[] vectors(int count, long seed) {
+  public static float[] vectors(int count, long seed) {
     SplittableRandom r = new SplittableRandom(seed);
     float[] x = new float[count * DIMS];
     double[] a = new double[DIRECTIONS];
@@ -65,7 +65,7 @@ final class FashionLike {
   }
 
   /** {@code count} points of {@code dims} floats around {@code clusters} fixed centres (sigma 0.15). */
-  static float[] clustered(int count, int dims, int clusters, long seed) {
+  public static float[] clustered(int count, int dims, int clusters, long seed) {
     SplittableRandom model = new SplittableRandom(2);
     float[] centres = new float[clusters * dims];
     for (int i = 0; i < centres.length; i++) {
@@ -83,7 +83,7 @@ final class FashionLike {
   }
 
   /** Up to {@code max} images of an idx3-ubyte file (gzip), pixels as floats 0..255; null when it is absent. */
-  static float[] readIdx(Path gz, int max) throws IOException {
+  public static float[] readIdx(Path gz, int max) throws IOException {
     if (!Files.isRegularFile(gz)) {
       return null;
     }

@@ -7,6 +7,7 @@ import java.util.Locale;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * Base of the GPU tests: one device per test class, opened only when a GPU is usable and closed
@@ -15,8 +16,8 @@ import org.junit.jupiter.api.BeforeEach;
  * machine): then a missing or broken GPU (no driver, no fatbin, JCuda natives, CUDA init, device open)
  * fails every test with the reason instead of skipping it.
  */
-abstract class GpuTestCase {
-  static GpuDevice device;
+public abstract class GpuTestCase {
+  public static GpuDevice device;
   private static String openFailure;
 
   /** True when a missing GPU must fail the tests rather than skip them. */
@@ -34,7 +35,7 @@ abstract class GpuTestCase {
     openFailure = null;
     if (GpuAvailability.get().available()) {
       try {
-        device = GpuDevice.open(0);
+         device = GpuDevice.open(0);
       } catch (RuntimeException | LinkageError e) {
         openFailure = "GPU reported usable but GpuDevice.open(0) failed: " + e;
         if (!gpuRequired()) {
@@ -65,7 +66,7 @@ abstract class GpuTestCase {
   static void closeDevice() {
     if (device != null) {
       device.close();
-      device = null;
+       device = null;
     }
   }
 }

@@ -10,6 +10,8 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.IntStream;
+import org.gpuvectors.cuda.device.HostRows;
+import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
 
 /**
  * The test side of the graph index type, independent of the kernel and of the codec's builder:
@@ -25,20 +27,20 @@ import java.util.stream.IntStream;
  * Keys are smaller-is-better: squared L2, or the negated inner product (cosine: over vectors and queries normalised
  * first, as the GPU index does: {@link #prepare}).
  */
-final class GraphReference {
+public final class GraphReference {
   private GraphReference() {}
 
   /** The vectors as the index sees them: a copy, rows normalised for cosine. */
-  static float[] prepare(float[] x, int rows, int dims, Metric m) {
+  public static float[] prepare(float[] x, int rows, int dims, Metric m) {
     float[] y = Arrays.copyOf(x, rows * dims);
     if (m == Metric.COSINE) {
-      GpuFlatIndex.normalize(y, rows, dims);
+      HostRows.normalize(y, 0, rows, dims);
     }
     return y;
   }
 
   /** Key of row {@code a} of x against row {@code b} of q (prepared rows). */
-  static double key(float[] x, int a, float[] q, int b, int dims, Metric m) {
+  public static double key(float[] x, int a, float[] q, int b, int dims, Metric m) {
     double s = 0;
     int xo = a * dims, qo = b * dims;
     if (m == Metric.L2) {
@@ -98,7 +100,7 @@ final class GraphReference {
    * neighbours and the nodes that took i among theirs (reverse links), interleaved, without self loops or
    * duplicates, then fills up from the rest of its k-NN list; -1 pads only when fewer than degree nodes exist.
    */
-  static int[] graph(int[] knn, int n, int kk, int degree) {
+  public static int[] graph(int[] knn, int n, int kk, int degree) {
     int forward = Math.min(kk, Math.max(1, degree / 2));
     List<List<Integer>> reverse = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -142,7 +144,7 @@ final class GraphReference {
   }
 
   /** {@code count} distinct ordinals (all when n <= count), drawn with seed 42. */
-  static int[] seeds(int n, int count) {
+  public static int[] seeds(int n, int count) {
     int[] perm = IntStream.range(0, n).toArray();
     Random r = new Random(42);
     for (int i = n - 1; i > 0; i--) {
@@ -155,13 +157,13 @@ final class GraphReference {
   }
 
   /** The graph of prepared vectors: k-NN with kk = 2 * degree (capped at n - 1), then {@link #graph}. */
-  static int[] build(float[] prepared, int n, int dims, Metric m, int degree) {
+  public static int[] build(float[] prepared, int n, int dims, Metric m, int degree) {
     int kk = Math.max(1, Math.min(n - 1, 2 * degree));
     return graph(knn(prepared, n, dims, m, kk), n, kk, degree);
   }
 
   /** Exact k best accepted ids of each prepared query: nq x k (-1 when fewer are accepted). */
-  static int[] exact(float[] x, int n, int dims, Metric m, float[] q, int nq, int k, long[][] masks) {
+  public static int[] exact(float[] x, int n, int dims, Metric m, float[] q, int nq, int k, long[][] masks) {
     int[] out = new int[nq * k];
     Arrays.fill(out, -1);
     IntStream.range(0, nq).parallel().forEach(qi -> {
@@ -175,9 +177,9 @@ final class GraphReference {
 
   /**
    * The reference beam search of every prepared query (nq x k ids, -1 = none), with the kernel's width, parents
-   * and iteration cap ({@link GpuGraphIndex.SearchPlan}).
+   * and iteration cap ({@code GpuGraphIndex.SearchPlan}).
    */
-  static int[] search(float[] x, int n, int dims, Metric m, int[] graph, int degree, int[] seeds, float[] q, int nq,
+  public static int[] search(float[] x, int n, int dims, Metric m, int[] graph, int degree, int[] seeds, float[] q, int nq,
                       int k, int width, int parents, int maxIterations, long[][] masks) {
     return search(x, n, dims, m, graph, degree, seeds, q, nq, k, width, parents, maxIterations, masks, null);
   }
@@ -186,14 +188,14 @@ final class GraphReference {
    * What a search costs, summed over queries: vectors scored (distances computed) and iterations (expansion rounds;
    * the kernel's latency at batch 1 is about iterations x the cost of one round).
    */
-  record Cost(LongAdder scored, LongAdder iterations) {
-    Cost() {
+  public record Cost(LongAdder scored, LongAdder iterations) {
+    public Cost() {
       this(new LongAdder(), new LongAdder());
     }
   }
 
   /** As the other {@code search}, adding each query's scored vectors and iterations to {@code cost} (may be null). */
-  static int[] search(float[] x, int n, int dims, Metric m, int[] graph, int degree, int[] seeds, float[] q, int nq,
+  public static int[] search(float[] x, int n, int dims, Metric m, int[] graph, int degree, int[] seeds, float[] q, int nq,
                       int k, int width, int parents, int maxIterations, long[][] masks, Cost cost) {
     int[] out = new int[nq * k];
     IntStream.range(0, nq).parallel().forEach(qi -> {
@@ -308,7 +310,7 @@ final class GraphReference {
   }
 
   /** Mean over queries of |found ∩ truth| / |truth| (queries with an empty truth skipped). */
-  static double recall(int[] found, int foundK, int[] truth, int truthK, int nq, int k) {
+  public static double recall(int[] found, int foundK, int[] truth, int truthK, int nq, int k) {
     double sum = 0;
     int counted = 0;
     for (int q = 0; q < nq; q++) {
@@ -334,7 +336,7 @@ final class GraphReference {
   }
 
   /** An accept mask with each of n ordinals accepted with probability p. */
-  static long[] mask(int n, double p, Random r) {
+  public static long[] mask(int n, double p, Random r) {
     return GpuFlatIndexGpuTest.bits(n, p, r);
   }
 }

@@ -8,10 +8,11 @@ import java.util.HashSet;
 import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.gpuvectors.cuda.graph.GpuGraphIndex;
 
 /**
  * The graph index's host side without a GPU: the test graph construction and the reference beam search that
- * {@link GpuGraphIndexGpuTest} compares the kernel with (against brute force), the launch plan's invariants (the
+ * {@code GpuGraphIndexGpuTest} compares the kernel with (against brute force), the launch plan's invariants (the
  * kernel traps when they fail), and argument checks.
  */
 class GraphReferenceTest {

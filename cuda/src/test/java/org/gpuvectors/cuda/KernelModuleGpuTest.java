@@ -1,9 +1,10 @@
 package org.gpuvectors.cuda;
 
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.runtime.KernelImages;
 import org.gpuvectors.cuda.runtime.KernelModule;
-import org.gpuvectors.cuda.GpuDevice;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;

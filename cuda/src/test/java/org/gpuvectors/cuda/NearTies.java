@@ -1,6 +1,7 @@
 package org.gpuvectors.cuda;
 
 import java.util.Random;
+import org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest;
 
 /**
  * Data that no candidate certificate can pass (the TF32 and FP16 candidate tests): each "tie" query is an integer point
@@ -10,9 +11,9 @@ import java.util.Random;
  * the FP32 path sees the ties exactly too. Tie and other queries alternate (a fallback's rows are not one block);
  * per-query masks keep every other pair of queries whole and 95 % of the vectors for the rest (> 200 of each tie set).
  */
-record NearTies(int n, int dims, float[] vectors, float[] queries, boolean[] tie, long[][] masks) {
+public record NearTies(int n, int dims, float[] vectors, float[] queries, boolean[] tie, long[][] masks) {
 
-  static NearTies make(int ties, int others, int filler, Random r) {
+  public static NearTies make(int ties, int others, int filler, Random r) {
     int dims = 128;
     int n = ties * 2 * dims + filler;
     float[] vectors = new float[n * dims];
@@ -49,7 +50,7 @@ record NearTies(int n, int dims, float[] vectors, float[] queries, boolean[] tie
     return new NearTies(n, dims, vectors, queries, tie, masks);
   }
 
-  int numQueries() {
+  public int numQueries() {
     return tie.length;
   }
 }

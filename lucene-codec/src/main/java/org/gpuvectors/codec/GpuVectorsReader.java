@@ -1,6 +1,14 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.gpu.GpuSegment;
+import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.index.ApproximateIndex;
+import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.codec.ivf.IvfField;
+import org.gpuvectors.codec.ivf.IvfPqField;
+import org.gpuvectors.cuda.SearchParams;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.Map;
@@ -25,15 +33,6 @@ import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.util.Accountable;
 import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
-import org.gpuvectors.codec.gpu.GpuSearchService;
-import org.gpuvectors.codec.gpu.GpuSearchServices;
-import org.gpuvectors.codec.gpu.FallbackReason;
-import org.gpuvectors.codec.gpu.GpuSegment;
-import org.gpuvectors.codec.graph.GraphField;
-import org.gpuvectors.codec.ivf.IvfField;
-import org.gpuvectors.codec.ivf.IvfPqField;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.SearchParams;
 
 /**
  * Reads the {@link GpuVectorsFormat} files of a segment, the counterpart of {@link GpuVectorsWriter}: one {@link

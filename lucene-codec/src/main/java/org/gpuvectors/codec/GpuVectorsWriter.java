@@ -1,6 +1,20 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.graph.GraphBuildPhases;
+import org.gpuvectors.codec.graph.GraphBuilder;
+import org.gpuvectors.codec.graph.GraphLayout;
+import org.gpuvectors.codec.graph.GraphMerge;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.index.VectorRows;
+import org.gpuvectors.codec.ivf.Assigner;
+import org.gpuvectors.codec.ivf.BuiltIvf;
+import org.gpuvectors.codec.ivf.IvfBuildPhases;
+import org.gpuvectors.codec.ivf.IvfBuilder;
+import org.gpuvectors.codec.ivf.IvfPqBuilder;
+import org.gpuvectors.codec.ivf.IvfProbes;
+import org.gpuvectors.codec.ivf.KMeans;
+import org.gpuvectors.codec.ivf.ProductQuantizer;
 import static org.apache.lucene.search.DocIdSetIterator.NO_MORE_DOCS;
 
 import java.io.IOException;
@@ -24,21 +38,6 @@ import org.apache.lucene.store.IndexOutput;
 import org.apache.lucene.util.IORunnable;
 import org.apache.lucene.util.IOUtils;
 import org.apache.lucene.util.RamUsageEstimator;
-import org.gpuvectors.codec.gpu.GpuSearchService;
-import org.gpuvectors.codec.gpu.GpuSearchServices;
-import org.gpuvectors.codec.graph.GraphBuildPhases;
-import org.gpuvectors.codec.graph.GraphBuilder;
-import org.gpuvectors.codec.graph.GraphLayout;
-import org.gpuvectors.codec.graph.GraphMerge;
-import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.codec.ivf.BuiltIvf;
-import org.gpuvectors.codec.ivf.IvfBuildPhases;
-import org.gpuvectors.codec.ivf.IvfBuilder;
-import org.gpuvectors.codec.ivf.IvfPqBuilder;
-import org.gpuvectors.codec.ivf.IvfProbes;
-import org.gpuvectors.codec.ivf.KMeans;
-import org.gpuvectors.codec.ivf.ProductQuantizer;
-import org.gpuvectors.codec.index.Metric;
 
 /**
  * Writes the {@link GpuVectorsFormat} files: raw vectors through the wrapped flat vectors writer,

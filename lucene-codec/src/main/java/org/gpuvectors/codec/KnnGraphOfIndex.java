@@ -13,11 +13,10 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.search.TotalHits;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.codec.graph.KnnFinder;
 import org.gpuvectors.codec.gpu.GpuBuildAcceleration;
-import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.graph.KnnFinder;
+import org.gpuvectors.codec.index.Metric;
 
 /**
  * The k-NN graph of a whole index: for every live document with a vector in a field, its {@code k}

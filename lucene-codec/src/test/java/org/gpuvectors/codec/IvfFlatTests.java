@@ -48,7 +48,7 @@ import org.gpuvectors.codec.gpu.FakeBackend;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.ivf.IvfField;
-import org.gpuvectors.cuda.IvfLists;
+import org.gpuvectors.cuda.ivf.IvfLists;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -45,15 +45,15 @@ import org.apache.lucene.util.IOUtils;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.GpuAvailability;
-import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.pass.PassGraphStats;
 
 /**
  * {@code ivf_pq} at scale (issue 8's 10M x 128 and 768-d targets, and the Faiss paper's SIFT1M point on 1M x 128):

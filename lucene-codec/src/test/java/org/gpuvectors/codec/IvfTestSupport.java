@@ -1,6 +1,9 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.index.VectorRows;
+import org.gpuvectors.cuda.ivf.IvfLists;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.hits;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -36,10 +39,6 @@ import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.tests.util.TestUtil;
 import org.apache.lucene.util.VectorUtil;
-import org.gpuvectors.codec.gpu.FallbackReason;
-import org.gpuvectors.codec.gpu.GpuSearchStats;
-import org.gpuvectors.codec.ivf.KMeans;
-import org.gpuvectors.cuda.IvfLists;
 
 /**
  * What the IVF tests ({@link IvfFlatTests}, {@link IvfPqTests}) share: clustered data, the documents

@@ -11,13 +11,13 @@ import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.gpu.GpuBackend;
 import org.gpuvectors.codec.gpu.GpuIvf;
 import org.gpuvectors.codec.gpu.GpuStructure;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.pass.SearchGroup;
 
 /**
  * A {@link GpuBackend} for timing the host side of a batch search without a GPU ({@link

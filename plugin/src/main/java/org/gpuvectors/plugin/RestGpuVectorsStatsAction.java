@@ -10,8 +10,8 @@ import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.gpu.SpeculationMiss;
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.PassGraphStats;
+import org.gpuvectors.cuda.pass.PassGraphStats;
+import org.gpuvectors.cuda.rerank.RerankStats;
 
 import java.io.IOException;
 import java.util.List;
@@ -78,7 +78,7 @@ final class RestGpuVectorsStatsAction extends BaseRestHandler {
             builder.field("ivf_pq_host_rerank_queries", stats.hostRerankQueries());
             // flat segment searches of small batches answered from the FP16 copy, and those whose certificate
             // failed (searched again in FP32)
-            GpuFlatIndex.RerankStats half = service.halfScanStats();
+            RerankStats half = service.halfScanStats();
             builder.startObject("flat_half_scan");
             builder.field("queries", half.queries());
             builder.field("rejected", half.fallbacks());

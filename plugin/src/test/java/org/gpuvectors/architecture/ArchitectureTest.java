@@ -16,6 +16,7 @@ import java.util.Set;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.fields;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 /**
@@ -71,6 +72,42 @@ class ArchitectureTest {
             .should().dependOnClassesThat().resideOutsideOfPackages("org.gpuvectors.cuda.runtime..", "java..", "jcuda..")
             .because("the driver, memory, streams, kernel images and cuBLAS serve every part of the GPU module and know"
                 + " none of them")
+            .check(main);
+    }
+
+    /**
+     * The GPU module's packages in their order, each knowing only those below it: the API and configuration the codec
+     * passes in (the root package), the device, k-selection, the re-rank, the search pass, then the index types, flat
+     * under IVF (whose coarse step is a flat index) under the graph (whose entry points an IVF probe finds). The pass
+     * reaches the index types only through the interfaces it declares (ResidentIndex, ScanTable, SharedSelection,
+     * WalkTable); the GPU build steps stand beside the indexes and use the flat one.
+     */
+    @Test
+    void theGpuModulesPackagesAreLayered() {
+        layeredArchitecture().consideringOnlyDependenciesInLayers()
+            .layer("Runtime").definedBy("org.gpuvectors.cuda.runtime..")
+            .layer("Api").definedBy("org.gpuvectors.cuda")
+            .layer("Device").definedBy("org.gpuvectors.cuda.device..")
+            .layer("Select").definedBy("org.gpuvectors.cuda.select..")
+            .layer("Rerank").definedBy("org.gpuvectors.cuda.rerank..")
+            .layer("Pass").definedBy("org.gpuvectors.cuda.pass..")
+            .layer("Flat").definedBy("org.gpuvectors.cuda.flat..")
+            .layer("Ivf").definedBy("org.gpuvectors.cuda.ivf..")
+            .layer("Graph").definedBy("org.gpuvectors.cuda.graph..")
+            .layer("Build").definedBy("org.gpuvectors.cuda.build..")
+            .whereLayer("Runtime").mayNotAccessAnyLayer()
+            .whereLayer("Api").mayOnlyAccessLayers("Runtime")
+            .whereLayer("Device").mayOnlyAccessLayers("Runtime", "Api")
+            .whereLayer("Select").mayOnlyAccessLayers("Runtime", "Api", "Device")
+            .whereLayer("Rerank").mayOnlyAccessLayers("Runtime", "Api", "Device", "Select")
+            .whereLayer("Pass").mayOnlyAccessLayers("Runtime", "Api", "Device", "Select", "Rerank")
+            .whereLayer("Flat").mayOnlyAccessLayers("Runtime", "Api", "Device", "Select", "Rerank", "Pass")
+            .whereLayer("Ivf").mayOnlyAccessLayers("Runtime", "Api", "Device", "Select", "Rerank", "Pass", "Flat")
+            .whereLayer("Graph").mayOnlyAccessLayers("Runtime", "Api", "Device", "Select", "Rerank", "Pass", "Flat",
+                "Ivf")
+            .whereLayer("Build").mayOnlyAccessLayers("Runtime", "Api", "Device", "Select", "Rerank", "Pass", "Flat")
+            .because("the device owns resources, the pass runs what the index types enqueue, and each package can be"
+                + " read knowing only those below it")
             .check(main);
     }
 

@@ -1,7 +1,7 @@
 package org.gpuvectors.cuda.build;
 
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import java.util.Arrays;
 import jcuda.Pointer;

@@ -1,10 +1,10 @@
 package org.gpuvectors.cuda.build;
 
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.cuda.Metric;
-import org.gpuvectors.cuda.runtime.KernelModule;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
+import org.gpuvectors.cuda.runtime.KernelModule;
 import jcuda.Pointer;
 
 /**

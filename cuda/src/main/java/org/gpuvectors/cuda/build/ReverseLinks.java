@@ -1,6 +1,6 @@
 package org.gpuvectors.cuda.build;
 
-import org.gpuvectors.cuda.GpuDevice;
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import jcuda.Pointer;
 

@@ -3,23 +3,26 @@ package org.gpuvectors.codec.gpu;
 import java.io.IOException;
 import java.util.List;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.cuda.BatchSearch;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.SearchResult;
 import org.gpuvectors.cuda.build.FarthestFirst;
 import org.gpuvectors.cuda.build.GpuAssignment;
-import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.GpuGraphIndex;
-import org.gpuvectors.cuda.GpuIvfFlatIndex;
-import org.gpuvectors.cuda.GpuIvfPqIndex;
 import org.gpuvectors.cuda.build.GraphPrune;
-import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.build.ReverseLinks;
-import org.gpuvectors.cuda.SearchGroup;
-import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.graph.GpuGraphIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.pass.BatchSearch;
+import org.gpuvectors.cuda.pass.PassCounters;
+import org.gpuvectors.cuda.pass.PassGraphStats;
+import org.gpuvectors.cuda.pass.PassGraphs;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.rerank.RerankStats;
 
 /** The GPU as a {@link GpuBackend}: owns the {@link GpuDevice} it opens and closes it. */
 final class CudaBackend implements GpuBackend {
@@ -224,12 +227,12 @@ final class CudaBackend implements GpuBackend {
 
   @Override
   public PassGraphStats passGraphs() {
-    return device.passGraphStats();
+    return PassGraphs.stats(device);
   }
 
   @Override
-  public GpuFlatIndex.RerankStats halfScans() {
-    return device.counters().halfScanStats();
+  public RerankStats halfScans() {
+    return PassCounters.of(device).halfScanStats();
   }
 
   @Override

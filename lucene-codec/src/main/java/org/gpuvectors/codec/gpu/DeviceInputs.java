@@ -3,8 +3,8 @@ package org.gpuvectors.codec.gpu;
 import java.io.IOException;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.ProductQuantizer;
-import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.PqCodebook;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.ivf.PqCodebook;
 
 /**
  * The codec's IVF structures as the GPU module takes them for an upload: here, at the device boundary, so that the

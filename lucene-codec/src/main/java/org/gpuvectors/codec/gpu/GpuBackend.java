@@ -4,13 +4,13 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.util.List;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.PassGraphStats;
-import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.pass.PassGraphStats;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.rerank.RerankStats;
 
 /**
  * The device that {@link GpuSearchService} runs on: uploads segment fields and runs batches of
@@ -136,8 +136,8 @@ public interface GpuBackend extends Closeable {
   }
 
   /** Flat queries answered by the FP16 candidate scan, and those its certificate sent back to FP32 (none here). */
-  default GpuFlatIndex.RerankStats halfScans() {
-    return new GpuFlatIndex.RerankStats(0, 0);
+  default RerankStats halfScans() {
+    return new RerankStats(0, 0);
   }
 
   /**

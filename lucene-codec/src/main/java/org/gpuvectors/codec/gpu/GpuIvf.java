@@ -1,8 +1,8 @@
 package org.gpuvectors.codec.gpu;
 
 import org.apache.lucene.util.IOSupplier;
-import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.PqCodebook;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.ivf.PqCodebook;
 
 /**
  * The inverted lists of a segment field, as the GPU service needs them: their number (to size the

@@ -3,11 +3,10 @@ package org.gpuvectors.codec.gpu;
 import java.io.IOException;
 import java.util.Arrays;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphBuilder;
-import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.codec.index.VectorRows;
+import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.SearchResult;
 
 /**

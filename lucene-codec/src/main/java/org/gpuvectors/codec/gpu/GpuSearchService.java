@@ -8,16 +8,17 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
-import org.gpuvectors.cuda.runtime.CudaException;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;
-import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.cuda.KSelect;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.GpuFlatIndex;
-import org.gpuvectors.cuda.PassGraphStats;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuFlatIndex;
+import org.gpuvectors.cuda.pass.PassGraphStats;
+import org.gpuvectors.cuda.rerank.RerankStats;
+import org.gpuvectors.cuda.runtime.CudaException;
+import org.gpuvectors.cuda.select.KSelect;
 
 /**
  * Searches segment fields on one GPU: the owner of the device ({@link GpuBackend}), of what is
@@ -250,8 +251,8 @@ public final class GpuSearchService implements Closeable {
    * Flat queries (per segment) answered by the FP16 candidate scan of small batches, and those its certificate sent
    * back to the FP32 scan (GpuFlatIndex.addHalfCopy).
    */
-  public GpuFlatIndex.RerankStats halfScanStats() {
-    return backend == null || closed ? new GpuFlatIndex.RerankStats(0, 0) : backend.halfScans();
+  public RerankStats halfScanStats() {
+    return backend == null || closed ? new RerankStats(0, 0) : backend.halfScans();
   }
 
   /** Whether searches currently go to the GPU. */

@@ -8,17 +8,17 @@ import java.util.Locale;
 import java.util.OptionalInt;
 import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.codec.ivf.IvfBuilder;
 import org.gpuvectors.codec.ivf.IvfLayout;
 import org.gpuvectors.codec.ivf.KMeans;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.IvfLists;
-import org.gpuvectors.cuda.KSelect;
-import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.select.KSelect;
 
 /**
  * An approximate k-NN graph on the device through IVF, for graphs too large for exact brute force

@@ -9,9 +9,9 @@ import java.util.Map;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.pass.SearchGroup;
 
 /**
  * Gathers concurrent searches into batches that the device runs as one pass.
@@ -26,7 +26,7 @@ import org.gpuvectors.cuda.SearchResult;
  * running pass is expected to end within the new pass's host enqueue ({@link #startsIn}). A pass
  * takes queued searches in arrival order up to {@code maxBatchQueries} queries (at least one
  * search), groups them by device index (many segments, one pass: see {@link
- * org.gpuvectors.cuda.BatchSearch}), and hands each search exactly its own k results; each caller
+ * org.gpuvectors.cuda.pass.BatchSearch}), and hands each search exactly its own k results; each caller
  * then fills its own collector on its own thread.
  *
  * <p>Threading: thread-safe; at most {@code maxPasses} passes run at a time.

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import org.gpuvectors.codec.graph.GraphFilterPlan;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.IvfPqField;
-import org.gpuvectors.cuda.GpuGraphIndex;
-import org.gpuvectors.cuda.GpuIvfPqIndex;
+import org.gpuvectors.cuda.graph.GpuGraphIndex;
+import org.gpuvectors.cuda.ivf.GpuIvfPqIndex;
 import org.junit.jupiter.api.Test;
 
 /** Where the codec's search policy meets what the GPU module executes: both must agree. */

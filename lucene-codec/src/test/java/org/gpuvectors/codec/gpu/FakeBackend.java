@@ -8,14 +8,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.cuda.runtime.CudaException;
-import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.codec.index.Metric;
-import org.gpuvectors.cuda.SearchGroup;
+import org.gpuvectors.codec.ivf.Assigner;
+import org.gpuvectors.cuda.DeviceIndex;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.ivf.IvfLists;
+import org.gpuvectors.cuda.pass.SearchGroup;
+import org.gpuvectors.cuda.runtime.CudaException;
 
 /**
  * A {@link GpuBackend} on the CPU for tests of the service on machines without a GPU: device
@@ -323,7 +323,7 @@ public final class FakeBackend implements GpuBackend {
       sort(scored, index.metric);
       if (index.codes != null && index.rerankFactor > 0) {
         // the device re-rank: the rerankFactor x k best candidates (at most the device's k) by exact distance
-        int candidates = (int) Math.max(k, Math.min(org.gpuvectors.cuda.KSelect.MAX_K, (long) index.rerankFactor * k));
+        int candidates = (int) Math.max(k, Math.min(org.gpuvectors.cuda.select.KSelect.MAX_K, (long) index.rerankFactor * k));
         scored = new ArrayList<>(scored.subList(0, Math.min(candidates, scored.size())));
         for (float[] c : scored) {
           c[0] = (float) exact(index, (int) c[1], query);
@@ -360,7 +360,7 @@ public final class FakeBackend implements GpuBackend {
    * reconstruction centroid + codewords of its code), in double.
    */
   private static double approximate(FakeIndex index, int id, float[] query) {
-    org.gpuvectors.cuda.PqCodebook book = index.book;
+    org.gpuvectors.cuda.ivf.PqCodebook book = index.book;
     int dims = index.dims;
     int l = index.listOf[id];
     double acc = 0;
@@ -451,7 +451,7 @@ public final class FakeBackend implements GpuBackend {
     final long bytes;
     volatile boolean closed;
     // ivf_pq: the codebooks, the code of each ordinal (m bytes), its list, and the device re-rank's factor (0: none)
-    org.gpuvectors.cuda.PqCodebook book;
+    org.gpuvectors.cuda.ivf.PqCodebook book;
     byte[] codes;
     int[] listOf;
     int rerankFactor;
@@ -465,7 +465,7 @@ public final class FakeBackend implements GpuBackend {
     }
 
     /** Makes this an ivf_pq index: its codes by ordinal (from list order) and lists. */
-    void quantized(org.gpuvectors.cuda.PqCodebook book, byte[] codesInListOrder, int rerankFactor) {
+    void quantized(org.gpuvectors.cuda.ivf.PqCodebook book, byte[] codesInListOrder, int rerankFactor) {
       int m = book.m();
       this.book = book;
       this.codes = new byte[n * m];

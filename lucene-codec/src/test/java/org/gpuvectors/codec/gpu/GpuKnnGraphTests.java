@@ -14,9 +14,9 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.GpuTestSupport;
 import org.gpuvectors.codec.graph.GraphPruner;
 import org.gpuvectors.codec.graph.KnnFinder;
-import org.gpuvectors.cuda.GpuAvailability;
-import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -6,10 +6,10 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.FashionMnistBenchmark;
-import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.graph.GraphPruner;
-import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.codec.index.VectorRows;
+import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * Where a Fashion-MNIST graph build's device steps spend their time (the phases of {@code IndexBuildBenchmark} are

@@ -12,10 +12,10 @@ import java.util.Random;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.GpuTestSupport;
 import org.gpuvectors.codec.graph.KnnFinder;
+import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.GpuAvailability;
-import org.gpuvectors.cuda.GpuDevice;
-import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.cuda.device.GpuDevice;
 import org.junit.jupiter.api.Test;
 
 /**

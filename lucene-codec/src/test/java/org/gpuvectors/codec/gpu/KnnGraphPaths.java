@@ -2,9 +2,9 @@ package org.gpuvectors.codec.gpu;
 
 import java.io.IOException;
 import org.apache.lucene.index.FloatVectorValues;
-import org.gpuvectors.codec.ivf.Assigner;
-import org.gpuvectors.cuda.GpuDevice;
 import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.codec.ivf.Assigner;
+import org.gpuvectors.cuda.device.GpuDevice;
 
 /**
  * The device k-NN graph ({@link GpuKnnGraph}) with its bound of exact vectors chosen per call, for benchmarks outside

@@ -11,8 +11,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.SearchGroup;
 import org.gpuvectors.cuda.SearchResult;
+import org.gpuvectors.cuda.pass.SearchGroup;
 import org.junit.jupiter.api.Test;
 
 /**

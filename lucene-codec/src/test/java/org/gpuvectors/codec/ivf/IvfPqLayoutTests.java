@@ -18,8 +18,8 @@ import org.apache.lucene.store.IOContext;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.store.IndexOutput;
 import org.gpuvectors.codec.gpu.DeviceInputs;
-import org.gpuvectors.cuda.IvfLists;
 import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.cuda.ivf.IvfLists;
 import org.junit.jupiter.api.Test;
 
 /** The ivf_pq structure as built, written and read back, without Lucene's index around it. */
