@@ -101,7 +101,13 @@ public final class EsCluster implements AutoCloseable {
                 "cluster.initial_master_nodes=" + String.join(",", names),
                 "xpack.security.enabled=true",
                 "xpack.security.http.ssl.enabled=false",
-                "xpack.security.transport.ssl.enabled=false"));
+                "xpack.security.transport.ssl.enabled=false",
+                // a node that stops answering leaves the cluster after about 10 s rather than 30 (the default),
+                // the master as well as the others
+                "cluster.fault_detection.follower_check.timeout=3s",
+                "cluster.fault_detection.follower_check.retry_count=3",
+                "cluster.fault_detection.leader_check.timeout=3s",
+                "cluster.fault_detection.leader_check.retry_count=3"));
             settings.addAll(extraSettings.apply(i));
             nodes.get(i).configure(names.get(i), EsNode.prop("tests.es.cluster.heap", "512m"), settings);
             nodes.get(i).healthCheckAs(ADMIN, PASSWORD);

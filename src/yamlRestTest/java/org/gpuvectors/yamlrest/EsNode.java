@@ -63,6 +63,7 @@ public final class EsNode implements AutoCloseable {
     private Thread shutdownHook;
     private double lastStartSeconds;
     private long launchedAt;
+    private boolean frozen; // SIGSTOPped by freeze: stop kills it at once
 
     private EsNode(Path distHome, Path pluginZip) throws IOException {
         this.distHome = distHome;
@@ -171,6 +172,23 @@ public final class EsNode implements AutoCloseable {
 
     public String name() {
         return nodeName;
+    }
+
+    /**
+     * Freezes ({@code true}: SIGSTOP) or thaws ({@code false}: SIGCONT) the node's whole process tree: a node that stops
+     * answering without closing its connections, as a node that hangs or is cut off does, until the cluster's fault
+     * detection removes it.
+     */
+    public synchronized void freeze(boolean frozen) throws IOException, InterruptedException {
+        if (process == null) {
+            throw new IllegalStateException("node not running");
+        }
+        List<String> cmd = new ArrayList<>(List.of("kill", frozen ? "-STOP" : "-CONT"));
+        cmd.add(Long.toString(process.pid()));
+        process.toHandle().descendants().forEach(p -> cmd.add(Long.toString(p.pid())));
+        exec(cmd, null, Duration.ofSeconds(30));
+        this.frozen = frozen;
+        log("node " + nodeName + (frozen ? " frozen" : " thawed"));
     }
 
     /** Whether the node's process is running. */
@@ -310,7 +328,12 @@ public final class EsNode implements AutoCloseable {
         List<ProcessHandle> tree = new ArrayList<>(root.descendants().toList());
         tree.sort(Comparator.comparingLong(ProcessHandle::pid).reversed());
         tree.add(root);
-        tree.forEach(ProcessHandle::destroy);
+        if (frozen) {
+            tree.forEach(ProcessHandle::destroyForcibly); // a stopped process acts on no signal but SIGKILL
+            frozen = false;
+        } else {
+            tree.forEach(ProcessHandle::destroy);
+        }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         for (ProcessHandle p : tree) {
             while (p.isAlive() && System.nanoTime() < deadline) {

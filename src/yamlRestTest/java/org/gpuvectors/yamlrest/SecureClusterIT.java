@@ -3,8 +3,11 @@ package org.gpuvectors.yamlrest;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.TestMethodOrder;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -27,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * GPU node of a mixed cluster (the node's own setting wins over the plugin's); node-1 and node-2 carry the value the
  * plugin publishes for a node without a usable GPU, {@code false}.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SecureClusterIT {
 
     private static final int NODES = 3;
@@ -155,6 +159,38 @@ class SecureClusterIT {
             }
         }
         return tests.stream();
+    }
+
+    /**
+     * Last: it takes node-2 out. The node freezes (it stops answering, its connections stay open) before the warm-up
+     * is sent, so the coordinator sends node-2 its copies; the warm-up answers when fault detection has removed the
+     * node, with node-2's copies as shard failures and the others warmed. node-2 is then stopped for good.
+     */
+    @Test
+    @Order(Integer.MAX_VALUE)
+    void aNodeThatLeavesDuringTheWarmUpIsReportedAsShardFailures() throws Exception {
+        createIndex("gv-leave", 3, 1, Map.of());
+        List<String> holders = shardNodes("gv-leave");
+        long onLeaving = holders.stream().filter("node-2"::equals).count();
+        assertTrue(onLeaving > 0, "node-2 holds copies: " + holders);
+        EsNode leaving = cluster.nodes().get(2);
+        leaving.freeze(true);
+        try {
+            long t0 = System.nanoTime();
+            RestClient.Response warm = admin.send("POST", "/gv-leave/_gpu_vectors/warmup", null, null, null);
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            assertEquals(200, warm.status(), warm.toString());
+            Map<?, ?> shards = (Map<?, ?>) warm.map().get("_shards");
+            assertEquals(6, shards.get("total"), warm.toString());
+            assertEquals((int) (6 - onLeaving), shards.get("successful"), warm.toString());
+            assertEquals((int) onLeaving, shards.get("failed"), warm.toString());
+            // failures of one cause are listed once (Elasticsearch groups them): the node's disconnection
+            assertTrue(warm.rawBody().contains("node_disconnected_exception") && warm.rawBody().contains("[node-2]"), warm.toString());
+            assertTrue(seconds < 120, "answered in " + seconds + " s");
+            EsNode.log("warm-up with node-2 frozen answered in " + seconds + " s: " + warm);
+        } finally {
+            leaving.stop(); // killed as it is: a frozen node would not act on a polite stop
+        }
     }
 
     /** Creates an index of a gpu_vector field with three documents and waits for every copy to start. */
