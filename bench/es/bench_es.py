@@ -560,8 +560,11 @@ def run_load(requests, gtsets, kind, clients):
 # ---------------------------------------------------------------- one system
 
 def gpu_stats():
-    st, r = req("GET", "/_gpu_vectors/stats")
-    return r if st == 200 else {"status": st}
+    st, r = req("GET", "/_gpu_vectors/stats/_local")
+    if st != 200:
+        return {"status": st}
+    # one node's section (nodes.<id>); plugins before the stats became a nodes action answered it at the top level
+    return next(iter(r["nodes"].values())) if "nodes" in r else r
 
 
 def stats_delta(s0, s1):

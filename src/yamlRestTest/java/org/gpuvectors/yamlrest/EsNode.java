@@ -53,10 +53,17 @@ public final class EsNode implements AutoCloseable {
     private final int transportPort;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
+    private String nodeName = "node-0";
+    private List<String> nodeSettings = List.of("discovery.type=single-node", "xpack.security.enabled=false");
+    private String heap = prop("tests.es.heap", "1g");
+    private String healthAuthorization; // Authorization header of the start-up health check (security on), else null
+
     private Process process;
     private Process watchdog;
     private Thread shutdownHook;
     private double lastStartSeconds;
+    private long launchedAt;
+    private boolean frozen; // SIGSTOPped by freeze: stop kills it at once
 
     private EsNode(Path distHome, Path pluginZip) throws IOException {
         this.distHome = distHome;
@@ -142,46 +149,138 @@ public final class EsNode implements AutoCloseable {
         }
     }
 
+    /**
+     * Makes this node one of a cluster rather than a single node: its name, and the {@code -E} settings that replace
+     * the single-node ones ({@code discovery.type=single-node}, {@code xpack.security.enabled=false}); loopback, ports
+     * and the cluster name stay. Call before {@link #start}.
+     */
+    public synchronized void configure(String name, String heap, List<String> settings) {
+        this.nodeName = name;
+        this.heap = heap;
+        this.nodeSettings = List.copyOf(settings);
+    }
+
+    /** The user the start-up health check authenticates as, for a node with security on. */
+    public synchronized void healthCheckAs(String user, String password) {
+        this.healthAuthorization = "Basic " + java.util.Base64.getEncoder()
+            .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+    }
+
+    public int transportPort() {
+        return transportPort;
+    }
+
+    public String name() {
+        return nodeName;
+    }
+
+    /**
+     * Freezes ({@code true}: SIGSTOP) or thaws ({@code false}: SIGCONT) the node's whole process tree: a node that stops
+     * answering without closing its connections, as a node that hangs or is cut off does, until the cluster's fault
+     * detection removes it.
+     */
+    public synchronized void freeze(boolean frozen) throws IOException, InterruptedException {
+        if (process == null) {
+            throw new IllegalStateException("node not running");
+        }
+        List<String> cmd = new ArrayList<>(List.of("kill", frozen ? "-STOP" : "-CONT"));
+        cmd.add(Long.toString(process.pid()));
+        process.toHandle().descendants().forEach(p -> cmd.add(Long.toString(p.pid())));
+        exec(cmd, null, Duration.ofSeconds(30));
+        this.frozen = frozen;
+        log("node " + nodeName + (frozen ? " frozen" : " thawed"));
+    }
+
+    /** Whether the node's process is running. */
+    public synchronized boolean isRunning() {
+        return process != null && process.isAlive();
+    }
+
+    /**
+     * Runs one of the distribution's tools ({@code bin/<tool>}) on this node's directory, as the node's user; fails
+     * with its output when it exits non-zero.
+     */
+    public String runTool(String tool, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(home.resolve("bin").resolve(tool).toString()));
+        cmd.addAll(List.of(args));
+        ExecResult r = exec(asUser(cmd), esEnv(), Duration.ofMinutes(3));
+        if (r.exitCode != 0) {
+            throw new IllegalStateException(tool + " " + String.join(" ", args) + " failed (exit " + r.exitCode + "):\n" + r.output);
+        }
+        return r.output;
+    }
+
+    /** Writes a file of the node's config directory (users, roles), owned by the node's user. */
+    public void writeConfigFile(String name, String content) throws IOException, InterruptedException {
+        Path file = home.resolve("config").resolve(name);
+        Files.writeString(file, content, StandardCharsets.UTF_8);
+        if (runAs != null) {
+            exec(List.of("chown", runAs + ":" + runAs, file.toString()), null, Duration.ofSeconds(30));
+        }
+    }
+
+    /** A file of the node's config directory. */
+    public String readConfigFile(String name) throws IOException {
+        return Files.readString(home.resolve("config").resolve(name), StandardCharsets.UTF_8);
+    }
+
     /** Starts the node and waits until the cluster is yellow or green. */
     public synchronized void start() throws IOException, InterruptedException {
+        launch();
+        awaitHealthy();
+    }
+
+    /**
+     * Starts the node's process without waiting for it: the nodes of a cluster are launched together, since none
+     * of them is healthy before enough master-eligible nodes have joined.
+     */
+    public synchronized void launch() throws IOException {
         if (process != null && process.isAlive()) {
             throw new IllegalStateException("node already running");
         }
-        long t0 = System.nanoTime();
+        launchedAt = System.nanoTime();
         List<String> cmd = new ArrayList<>();
         // own process group (pgid = pid), so the watchdog can kill the whole tree with one signal
         cmd.add("setsid");
         cmd.addAll(asUser(List.of(
             "env",
             "ES_JAVA_HOME=" + System.getProperty("java.home"),
-            "ES_JAVA_OPTS=-Xms" + prop("tests.es.heap", "1g") + " -Xmx" + prop("tests.es.heap", "1g"),
+            "ES_JAVA_OPTS=-Xms" + heap + " -Xmx" + heap,
             "ES_TMPDIR=" + workRoot.resolve("tmp"),
             home.resolve("bin/elasticsearch").toString(),
             "-E", "cluster.name=" + CLUSTER_NAME,
-            "-E", "node.name=node-0",
-            "-E", "discovery.type=single-node",
-            "-E", "xpack.security.enabled=false",
+            "-E", "node.name=" + nodeName,
             "-E", "network.host=127.0.0.1",
             "-E", "http.port=" + httpPort,
             "-E", "transport.port=" + transportPort,
             "-E", "cluster.routing.allocation.disk.threshold_enabled=false")));
+        for (String setting : nodeSettings) {
+            cmd.add("-E");
+            cmd.add(setting);
+        }
         ProcessBuilder pb = new ProcessBuilder(cmd).directory(home.toFile()).redirectErrorStream(true)
             .redirectOutput(ProcessBuilder.Redirect.appendTo(consoleLog.toFile()));
         pb.environment().keySet().removeIf(k -> k.equals("JAVA_HOME") || k.equals("ES_JAVA_OPTS") || k.equals("JAVA_TOOL_OPTIONS"));
-        log("starting node: http://127.0.0.1:" + httpPort + " (home " + home + ")");
+        log("starting node " + nodeName + ": http://127.0.0.1:" + httpPort + " (home " + home + ")");
         process = pb.start();
         startWatchdog(process.pid());
         if (shutdownHook == null) {
             shutdownHook = new Thread(this::stopQuietly, "es-node-shutdown");
             Runtime.getRuntime().addShutdownHook(shutdownHook);
         }
+    }
+
+    /** Waits until the launched node answers that its cluster is yellow or green; stops it when it cannot. */
+    public synchronized void awaitHealthy() throws IOException, InterruptedException {
+        long t0 = launchedAt;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Long.parseLong(prop("tests.es.start.timeout", "240")));
         String lastError = "no answer";
         while (true) {
             if (!process.isAlive()) {
+                int exit = process.exitValue();
                 String logs = logTail(200);
                 stopQuietly();
-                throw new IllegalStateException("Elasticsearch exited during startup with code " + process.exitValue()
+                throw new IllegalStateException("Elasticsearch exited during startup with code " + exit
                     + "; log tail:\n" + logs);
             }
             if (System.nanoTime() > deadline) {
@@ -191,19 +290,26 @@ public final class EsNode implements AutoCloseable {
                     + "); log tail:\n" + logs);
             }
             try {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(baseUri().resolve("/_cluster/health?wait_for_status=yellow&timeout=2s"))
-                    .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+                HttpRequest.Builder health = HttpRequest.newBuilder(baseUri().resolve("/_cluster/health?wait_for_status=yellow&timeout=2s"))
+                    .timeout(Duration.ofSeconds(10)).GET();
+                if (healthAuthorization != null) {
+                    health.header("Authorization", healthAuthorization);
+                }
+                HttpResponse<String> r = http.send(health.build(), HttpResponse.BodyHandlers.ofString());
                 if (r.statusCode() == 200 && !r.body().contains("\"status\":\"red\"")) {
                     break;
                 }
                 lastError = "health: HTTP " + r.statusCode() + " " + r.body();
+                if (r.statusCode() >= 400) {
+                    Thread.sleep(500); // not formed yet (503) or not yet able to authenticate (401)
+                }
             } catch (IOException e) {
                 lastError = e.toString();
                 Thread.sleep(500);
             }
         }
         lastStartSeconds = secondsSince(t0);
-        log("node started in " + lastStartSeconds + " s");
+        log("node " + nodeName + " started in " + lastStartSeconds + " s");
     }
 
     /** Stops the node (whole process tree) and starts it again on the same data directory and ports. */
@@ -222,7 +328,12 @@ public final class EsNode implements AutoCloseable {
         List<ProcessHandle> tree = new ArrayList<>(root.descendants().toList());
         tree.sort(Comparator.comparingLong(ProcessHandle::pid).reversed());
         tree.add(root);
-        tree.forEach(ProcessHandle::destroy);
+        if (frozen) {
+            tree.forEach(ProcessHandle::destroyForcibly); // a stopped process acts on no signal but SIGKILL
+            frozen = false;
+        } else {
+            tree.forEach(ProcessHandle::destroy);
+        }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         for (ProcessHandle p : tree) {
             while (p.isAlive() && System.nanoTime() < deadline) {

@@ -25,14 +25,26 @@ public final class RestClient {
     private final URI base;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
     private final Duration timeout;
+    private final String authorization; // null: no Authorization header (a node with security off)
 
     public RestClient(URI base) {
         this(base, Duration.ofSeconds(Long.parseLong(EsNode.prop("tests.rest.timeout", "300"))));
     }
 
     public RestClient(URI base, Duration timeout) {
+        this(base, timeout, null);
+    }
+
+    private RestClient(URI base, Duration timeout, String authorization) {
         this.base = base;
         this.timeout = timeout;
+        this.authorization = authorization;
+    }
+
+    /** The same client, sending every request as {@code user} (HTTP basic authentication, for a node with security on). */
+    public RestClient as(String user, String password) {
+        String token = java.util.Base64.getEncoder().encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+        return new RestClient(base, timeout, "Basic " + token);
     }
 
     /** A response: status, headers, raw body, and the parsed JSON body (maps/lists/values) or the text body. */
@@ -88,6 +100,9 @@ public final class RestClient {
         }
         HttpRequest.Builder rb = HttpRequest.newBuilder(base.resolve(uri.toString())).timeout(timeout);
         boolean hasContentType = false;
+        if (authorization != null && (headers == null || headers.keySet().stream().noneMatch("authorization"::equalsIgnoreCase))) {
+            rb.header("Authorization", authorization);
+        }
         if (headers != null) {
             for (Map.Entry<String, String> h : headers.entrySet()) {
                 rb.header(h.getKey(), h.getValue());

@@ -144,7 +144,7 @@ public final class YamlRunner {
 
     /**
      * Features of the node under test rather than of the runner, so that one suite holds with and without a GPU:
-     * {@code gpu} (the node searches on a GPU) and {@code no_gpu} (it does not), from {@code GET _gpu_vectors/stats}.
+     * {@code gpu} (the nodes search on a GPU) and {@code no_gpu} (they do not), from {@code GET _gpu_vectors/stats}.
      * A test that lists one the node lacks is skipped, saying so.
      */
     private boolean nodeFeature(String feature) throws Exception {
@@ -153,8 +153,10 @@ public final class YamlRunner {
         }
         if (gpuActive == null) {
             RestClient.Response stats = client.ok("GET", "/_gpu_vectors/stats", null);
-            Object gpu = stats.body() instanceof Map<?, ?> m && m.get("gpu") instanceof Map<?, ?> g ? g.get("active") : null;
-            gpuActive = Boolean.TRUE.equals(gpu);
+            // total.gpu.active_nodes: the nodes with a usable GPU (a cluster under test has all or none)
+            Object active = stats.body() instanceof Map<?, ?> m && m.get("total") instanceof Map<?, ?> t
+                && t.get("gpu") instanceof Map<?, ?> g ? g.get("active_nodes") : null;
+            gpuActive = active instanceof Number n && n.intValue() > 0;
         }
         return feature.equals("gpu") == gpuActive;
     }

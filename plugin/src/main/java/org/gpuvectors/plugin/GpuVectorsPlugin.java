@@ -2,9 +2,7 @@ package org.gpuvectors.plugin;
 
 import org.apache.lucene.util.SetOnce;
 import org.elasticsearch.bootstrap.BootstrapCheck;
-import org.elasticsearch.cluster.metadata.IndexNameExpressionResolver;
 import org.elasticsearch.cluster.node.DiscoveryNodes;
-import org.elasticsearch.cluster.service.ClusterService;
 import org.elasticsearch.common.settings.Setting;
 import org.elasticsearch.common.settings.Settings;
 import org.elasticsearch.features.NodeFeature;
@@ -12,15 +10,17 @@ import org.elasticsearch.index.IndexSettingProvider;
 import org.elasticsearch.index.IndexSettings;
 import org.elasticsearch.index.engine.EngineFactory;
 import org.elasticsearch.index.mapper.Mapper;
-import org.elasticsearch.indices.IndicesService;
 import org.elasticsearch.plugins.ActionPlugin;
 import org.elasticsearch.plugins.EnginePlugin;
 import org.elasticsearch.plugins.MapperPlugin;
 import org.elasticsearch.plugins.Plugin;
 import org.elasticsearch.rest.RestHandler;
-import org.elasticsearch.threadpool.ThreadPool;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.plugin.stats.RestGpuVectorsStatsAction;
+import org.gpuvectors.plugin.stats.TransportGpuVectorsStatsAction;
+import org.gpuvectors.plugin.warmup.RestGpuVectorsWarmupAction;
+import org.gpuvectors.plugin.warmup.TransportGpuVectorsWarmupAction;
 
 import java.util.Collection;
 import java.util.List;
@@ -32,34 +32,49 @@ import java.util.function.Supplier;
 /**
  * The gpu-vectors Elasticsearch plugin. It only wires: the {@code gpu_vector} field type, the index settings (our
  * vector format on, warm-up on refresh) and the provider that sets the first automatically, the engine factory that
- * puts our format under Elasticsearch's own codec for those indices, and the node's {@link GpuSearchService} (made
- * in {@link #createComponents} from the node's GPU settings, closed with the node), whose statistics
- * {@code GET _gpu_vectors/stats} returns and which {@code POST <index>/_gpu_vectors/warmup} fills.
+ * puts our format under Elasticsearch's own codec for those indices, the node's {@link GpuSearchService} (made from
+ * the node's GPU settings when the node asks for the plugin's settings, closed with the node), the node attributes
+ * that say whether it has a usable GPU ({@link GpuNodeAttributes}), and the two transport actions behind
+ * {@code GET _gpu_vectors/stats} (every node's statistics) and {@code POST <index>/_gpu_vectors/warmup} (every shard
+ * copy warmed on its node).
  */
 public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlugin, ActionPlugin {
 
     private final Settings nodeSettings;
     private final SetOnce<GpuSearchService> service = new SetOnce<>();
-    private final SetOnce<IndicesService> indicesService = new SetOnce<>();
-    private final SetOnce<ClusterService> clusterService = new SetOnce<>();
-    private final SetOnce<ThreadPool> threadPool = new SetOnce<>();
-    private final SetOnce<IndexNameExpressionResolver> resolver = new SetOnce<>();
 
     public GpuVectorsPlugin(Settings nodeSettings) {
         this.nodeSettings = nodeSettings;
     }
 
+    /**
+     * The node's GPU service, made on first use. The node asks for {@link #additionalSettings} (where the node
+     * attributes need to know whether the GPU is usable) before {@link #createComponents}: whichever comes first makes
+     * it, so the GPU is probed once.
+     */
+    private synchronized GpuSearchService gpuService() {
+        GpuSearchService gpu = service.get();
+        if (gpu == null) {
+            gpu = GpuSearchService.create(GpuVectorsSettings.gpuSettings(nodeSettings));
+            service.set(gpu);
+            // our segment readers are made by Lucene through SPI: this is how they find the node's service
+            GpuSearchServices.install(gpu);
+        }
+        return gpu;
+    }
+
     @Override
     public Collection<?> createComponents(PluginServices services) {
-        GpuSearchService gpu = GpuSearchService.create(GpuVectorsSettings.gpuSettings(nodeSettings));
-        service.set(gpu);
-        // our segment readers are made by Lucene through SPI: this is how they find the node's service
-        GpuSearchServices.install(gpu);
-        indicesService.set(services.indicesService());
-        clusterService.set(services.clusterService());
-        threadPool.set(services.threadPool());
-        resolver.set(services.indexNameExpressionResolver());
-        return List.of(gpu);
+        // a component: the transport actions get it injected
+        return List.of(gpuService());
+    }
+
+    @Override
+    public Collection<ActionHandler> getActions() {
+        return List.of(
+            new ActionHandler(TransportGpuVectorsStatsAction.TYPE, TransportGpuVectorsStatsAction.class),
+            new ActionHandler(TransportGpuVectorsWarmupAction.TYPE, TransportGpuVectorsWarmupAction.class)
+        );
     }
 
     @Override
@@ -73,11 +88,7 @@ public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlug
         Supplier<DiscoveryNodes> nodesInCluster,
         Predicate<NodeFeature> clusterSupportsFeature
     ) {
-        Supplier<GpuSearchService> gpu = service::get;
-        return List.of(
-            new RestGpuVectorsStatsAction(gpu),
-            new RestGpuVectorsWarmupAction(gpu, indicesService::get, clusterService::get, threadPool::get, resolver::get)
-        );
+        return List.of(new RestGpuVectorsStatsAction(), new RestGpuVectorsWarmupAction());
     }
 
     @Override
@@ -96,7 +107,10 @@ public class GpuVectorsPlugin extends Plugin implements MapperPlugin, EnginePlug
 
     @Override
     public Settings additionalSettings() {
-        return GpuVectorsSettings.additionalNodeSettings(nodeSettings);
+        return Settings.builder()
+            .put(GpuVectorsSettings.additionalNodeSettings(nodeSettings))
+            .put(GpuNodeAttributes.of(gpuService()))
+            .build();
     }
 
     @Override

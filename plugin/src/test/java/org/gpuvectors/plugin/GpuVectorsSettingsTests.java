@@ -74,7 +74,16 @@ class GpuVectorsSettingsTests {
         Settings added = GpuVectorsSettings.additionalNodeSettings(one);
         assertEquals(Set.of("thread_pool.search.size"), added.keySet());
         assertEquals(7, added.getAsInt("thread_pool.search.size", -1));
-        assertEquals(added, new GpuVectorsPlugin(one).additionalSettings());
+        GpuVectorsPlugin plugin = new GpuVectorsPlugin(one);
+        try {
+            // the plugin proposes the pool and the node attributes that say whether the node has a usable GPU
+            Settings proposed = plugin.additionalSettings();
+            assertEquals(added, proposed.filter(key -> key.startsWith("thread_pool.")));
+            assertEquals(Set.of("thread_pool.search.size", "node.attr.gpu_vectors.gpu", "node.attr.gpu_vectors.gpu_budget_bytes"),
+                proposed.keySet());
+        } finally {
+            plugin.close();
+        }
         assertEquals(added, GpuVectorsSettings.additionalNodeSettings(Settings.builder().put(one)
             .put("gpu_vectors.gpu.mode", "true").build()));
         assertTrue(GpuVectorsSettings.additionalNodeSettings(Settings.builder().put(one)
