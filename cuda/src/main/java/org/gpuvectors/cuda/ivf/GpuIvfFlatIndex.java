@@ -44,7 +44,7 @@ import jcuda.Pointer;
  * lock; an upload takes it one slab at a time. Many queries over many indexes (flat and IVF) run as
  * one pass through {@link BatchSearch}.
  */
-public final class GpuIvfFlatIndex extends ResidentIndex {
+public final class GpuIvfFlatIndex extends GpuIvfIndex {
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_flat_scan_k");
   /** Named per k bucket as {@link KSelect#kernel} reads them; built for the buckets up to {@link #GROUPED_MAX_K}. */
   private static final String[] GROUPED_SCAN_KERNELS = KSelect.names("gv_ivf_grouped_scan_k");
@@ -54,20 +54,12 @@ public final class GpuIvfFlatIndex extends ResidentIndex {
    */
   static final int GROUPED_MAX_K = 128;
 
-  private final int nlist;
-  private final GpuFlatIndex centroids;
   private final DeviceBuffer vectors; // n x dims, in list order
-  private final DeviceBuffer ords; // n: the ordinal at each position
-  private final DeviceBuffer offsets; // nlist + 1
 
   private GpuIvfFlatIndex(GpuDevice device, int n, int dims, Metric metric, int nlist, GpuFlatIndex centroids,
                           DeviceBuffer vectors, DeviceBuffer ords, DeviceBuffer offsets) {
-    super(device, n, dims, metric);
-    this.nlist = nlist;
-    this.centroids = centroids;
+    super(device, n, dims, metric, nlist, centroids, ords, offsets);
     this.vectors = vectors;
-    this.ords = ords;
-    this.offsets = offsets;
   }
 
   /**
@@ -106,41 +98,10 @@ public final class GpuIvfFlatIndex extends ResidentIndex {
     }
   }
 
-  /** Inverted lists (centroids). */
-  public int nlist() {
-    return nlist;
-  }
-
   /** Device memory held by this index: vectors, ordinals, offsets and the centroid index. */
   @Override
   public long deviceBytes() {
     return centroids.deviceBytes() + vectors.bytes() + ords.bytes() + offsets.bytes();
-  }
-
-  /**
-   * The k best vectors per query among those of its {@code nprobe} nearest lists (nprobe capped at
-   * nlist); {@code acceptBits} null = all vectors, else by ordinal. Synchronous.
-   */
-  public SearchResult search(float[] queries, int numQueries, int k, int nprobe, long[] acceptBits) {
-    try (GpuDevice.Scope s = device.lock()) {
-      ensureOpen();
-      return BatchSearch.run(device,
-          List.of(new SearchGroup(this, queries, numQueries, k, new SearchParams.Ivf(nprobe), acceptBits, null)))[0];
-    }
-  }
-
-  /**
-   * Lists a search with {@code nprobe} scans: nprobe capped at nlist. The coarse step selects that many
-   * centroids, so it may not pass {@link KSelect#MAX_K}.
-   */
-  int probes(int nprobe) {
-    return IvfSearch.probes(nprobe, nlist);
-  }
-
-  /** An IVF search probes lists: {@link SearchParams.Ivf} only, with no more lists than its coarse step selects. */
-  @Override
-  public void checkSearch(SearchParams params, int k) {
-    probes(IvfSearch.nprobe(this, params));
   }
 
   /** A group's search in a pass: its queries in their {@link SearchParams.Ivf#nprobe} nearest lists. */

@@ -77,7 +77,7 @@ import jcuda.Pointer;
  * the code terms (L2), the centroid index and, when uploaded with them, the raw vectors by ordinal (normalised for
  * cosine). Threading as {@link GpuIvfFlatIndex}.
  */
-public final class GpuIvfPqIndex extends ResidentIndex {
+public final class GpuIvfPqIndex extends GpuIvfIndex {
   private static final String[] SCAN_KERNELS = KSelect.names("gv_ivf_pq_scan_k");
   private static final String[] TABLE_SCAN_KERNELS = KSelect.names("gv_ivf_pq_table_scan_k");
   private static final String[] TABLE_SCAN_SHORT_KERNELS = KSelect.names("gv_ivf_pq_table_scan_short_k");
@@ -121,12 +121,8 @@ public final class GpuIvfPqIndex extends ResidentIndex {
   /** Candidate slots (queries x candidates) re-ranked per launch group: bounds the temporaries (3 x 4 bytes each). */
   private static final long RERANK_BLOCK_SLOTS = 1L << 22;
 
-  private final int nlist;
   private final PqCodebook pq;
-  private final GpuFlatIndex centroids;
   private final DeviceBuffer codes; // n codes in list order, interleaved (deviceCodeBytes)
-  private final DeviceBuffer ords; // n: the ordinal at each position
-  private final DeviceBuffer offsets; // nlist + 1
   private final DeviceBuffer codebooks; // m x 2^bits x subDims floats
   private final DeviceBuffer codeTerms; // L2: n floats, ||r||^2 + 2 <c, r> at each position; else null
   private final DeviceBuffer rawVectors; // n x dims floats by ordinal (cosine: normalised), or null: no device re-rank
@@ -137,14 +133,10 @@ public final class GpuIvfPqIndex extends ResidentIndex {
                         GpuFlatIndex centroids, DeviceBuffer codes, DeviceBuffer ords, DeviceBuffer offsets,
                         DeviceBuffer codebooks, DeviceBuffer codeTerms, DeviceBuffer rawVectors, int rerankFactor,
                         long[] largestLists) {
-    super(device, n, dims, metric);
+    super(device, n, dims, metric, nlist, centroids, ords, offsets);
     this.largestLists = largestLists;
-    this.nlist = nlist;
     this.pq = pq;
-    this.centroids = centroids;
     this.codes = codes;
-    this.ords = ords;
-    this.offsets = offsets;
     this.codebooks = codebooks;
     this.codeTerms = codeTerms;
     this.rawVectors = rawVectors;
@@ -312,11 +304,6 @@ public final class GpuIvfPqIndex extends ResidentIndex {
     device.module().launch("gv_ivf_pq_code_terms", nlist, 1, 128, 0, device.stream(), Pointer.to(p.encode()));
   }
 
-  /** Inverted lists (centroids). */
-  public int nlist() {
-    return nlist;
-  }
-
   /** The product quantizer the codes were made with. */
   public PqCodebook codebook() {
     return pq;
@@ -357,32 +344,6 @@ public final class GpuIvfPqIndex extends ResidentIndex {
    */
   public static int candidates(int factor, int k) {
     return (int) Math.max(k, Math.min(KSelect.MAX_K, (long) factor * k));
-  }
-
-  /**
-   * Per query the k best vectors (approximate squared L2 distance, or approximate score for inner product /
-   * cosine; ids are ordinals) among those of its {@code nprobe} nearest lists (nprobe capped at nlist), or, when
-   * the raw vectors are resident ({@link #reranksOnDevice}), the k best by exact distance (squared L2, or inner
-   * product for inner product / cosine) of the {@link #candidates} best by approximate distance;
-   * {@code acceptBits} null = all vectors, else by ordinal. Synchronous.
-   */
-  public SearchResult search(float[] queries, int numQueries, int k, int nprobe, long[] acceptBits) {
-    try (GpuDevice.Scope s = device.lock()) {
-      ensureOpen();
-      return BatchSearch.run(device,
-          List.of(new SearchGroup(this, queries, numQueries, k, new SearchParams.Ivf(nprobe), acceptBits, null)))[0];
-    }
-  }
-
-  /** Lists a search with {@code nprobe} scans: as {@link GpuIvfFlatIndex#probes}. */
-  int probes(int nprobe) {
-    return IvfSearch.probes(nprobe, nlist);
-  }
-
-  /** An IVF search probes lists: {@link SearchParams.Ivf} only, with no more lists than its coarse step selects. */
-  @Override
-  public void checkSearch(SearchParams params, int k) {
-    probes(IvfSearch.nprobe(this, params));
   }
 
   /** A group's search in a pass: its queries in their {@link SearchParams.Ivf#nprobe} nearest lists. */
