@@ -15,6 +15,7 @@ import org.apache.lucene.index.SegmentReadState;
 import org.apache.lucene.index.SegmentWriteState;
 import org.apache.lucene.index.VectorEncoding;
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.gpuvectors.codec.index.ElementType;
 
 /**
  * A vector format that keeps the raw vectors in Lucene's flat vectors format and adds, per field,
@@ -122,6 +123,12 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
    * IndexType#typeName()}). Absent means {@link IndexType#FLAT}.
    */
   public static final String INDEX_TYPE_ATTRIBUTE = "gpu_vectors.index_type";
+
+  /**
+   * {@link FieldInfo} attribute naming the {@link ElementType} of the field's vectors ({@link
+   * ElementType#attributeValue()}). Absent: float for float vectors, byte for byte vectors.
+   */
+  public static final String ELEMENT_TYPE_ATTRIBUTE = "gpu_vectors.element_type";
 
   /** Largest vector dimension accepted (Elasticsearch's dense_vector limit). */
   public static final int MAX_DIMENSIONS = 4096;
@@ -261,6 +268,43 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
     params.putAttributes(marked);
     marked.freeze();
     return marked;
+  }
+
+  /**
+   * Returns a frozen copy of a vector field type tagged with an index type, its parameters and the element type of
+   * its vectors ({@link #ELEMENT_TYPE_ATTRIBUTE}).
+   *
+   * @throws IllegalArgumentException as {@link #markField(FieldType, IndexParams)}, or if the field type's encoding is
+   *     not the element type's
+   */
+  public static FieldType markField(FieldType vectorFieldType, IndexParams params, ElementType elementType) {
+    Objects.requireNonNull(elementType, "elementType");
+    if (vectorFieldType.vectorEncoding() != elementType.encoding()) {
+      throw new IllegalArgumentException(
+          "element type ["
+              + elementType.attributeValue()
+              + "] needs "
+              + elementType.encoding()
+              + " vectors but the field type has "
+              + vectorFieldType.vectorEncoding());
+    }
+    FieldType marked = new FieldType(markField(vectorFieldType, params));
+    marked.putAttribute(ELEMENT_TYPE_ATTRIBUTE, elementType.attributeValue());
+    marked.freeze();
+    return marked;
+  }
+
+  /**
+   * The element type of a field's vectors: its {@link #ELEMENT_TYPE_ATTRIBUTE}, else the default of its encoding.
+   *
+   * @throws IllegalArgumentException if the attribute names an unknown element type or one of another encoding
+   */
+  public static ElementType elementType(FieldInfo fieldInfo) {
+    try {
+      return ElementType.of(fieldInfo.getAttribute(ELEMENT_TYPE_ATTRIBUTE), fieldInfo.getVectorEncoding());
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("field [" + fieldInfo.name + "]: " + e.getMessage(), e);
+    }
   }
 
   /** Whether the field carries {@link #INDEX_TYPE_ATTRIBUTE}, i.e. belongs to this format. */
