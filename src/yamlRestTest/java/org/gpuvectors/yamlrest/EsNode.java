@@ -44,6 +44,7 @@ public final class EsNode implements AutoCloseable {
     private static final String CLUSTER_NAME = "gpuvectors-test";
 
     private final Path distHome;
+    private final boolean hasSecurity;
     private final Path pluginZip;
     private final Path workRoot;
     private final Path home;
@@ -54,7 +55,7 @@ public final class EsNode implements AutoCloseable {
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     private String nodeName = "node-0";
-    private List<String> nodeSettings = List.of("discovery.type=single-node", "xpack.security.enabled=false");
+    private List<String> nodeSettings;
     private String heap = prop("tests.es.heap", "1g");
     private String healthAuthorization; // Authorization header of the start-up health check (security on), else null
 
@@ -67,6 +68,11 @@ public final class EsNode implements AutoCloseable {
 
     private EsNode(Path distHome, Path pluginZip) throws IOException {
         this.distHome = distHome;
+        // The GPU machine's distribution leaves the x-pack modules out to fit a command's payload
+        // (bench/es/make-es-payload.sh): without them the security setting is unknown and the node refuses to start.
+        this.hasSecurity = Files.isDirectory(distHome.resolve("modules/x-pack-security"));
+        this.nodeSettings = hasSecurity ? List.of("discovery.type=single-node", "xpack.security.enabled=false")
+            : List.of("discovery.type=single-node");
         this.pluginZip = pluginZip;
         this.workRoot = Files.createTempDirectory(Path.of("/tmp"), "gpuvectors-es-");
         this.home = workRoot.resolve("es");
@@ -247,6 +253,8 @@ public final class EsNode implements AutoCloseable {
             "ES_JAVA_HOME=" + System.getProperty("java.home"),
             "ES_JAVA_OPTS=-Xms" + heap + " -Xmx" + heap,
             "ES_TMPDIR=" + workRoot.resolve("tmp"),
+            // without the x-pack modules the CLI must not auto-configure security (which loads them)
+            "CLI_JAVA_OPTS=" + (hasSecurity ? "" : "-Des.secure_settings.source=file_settings"),
             home.resolve("bin/elasticsearch").toString(),
             "-E", "cluster.name=" + CLUSTER_NAME,
             "-E", "node.name=" + nodeName,
