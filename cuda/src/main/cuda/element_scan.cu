@@ -12,6 +12,13 @@
 // Integer distances are exact, and converted to float once, rounding to nearest as Java's (float) int does: the codec's
 // Lucene scores from them are those Lucene computes on the CPU.
 //
+// Ties: integer distances tie often (a Hamming distance takes at most 8 x bytes + 1 values), and the selection keeps
+// any of the rows tied at the k-th distance, where Lucene keeps the lowest doc ids (its collectors rank equal scores by
+// doc, and ordinals follow docs). So byte and bit searches scan twice (GpuElementFlatIndex): the k best, then the tie
+// scan (bestK given) keeps, of the rows at exactly the k-th distance, the k lowest ids (selected by id: the float
+// whose bits are a non-negative int orders as that int), and gv_element_splice writes the lowest of them into the
+// results' tied slots.
+//
 // Layout (as the fused float search, exact_kernels.cu): grid.x = query, grid.y = chunk of rows; each block packs its
 // query into shared memory like a row, each lane scores whole rows of its own (16-byte loads when the row pitch allows
 // them), each warp keeps a WarpSelect queue (select.cuh) and the warps are merged in shared memory
@@ -181,6 +188,11 @@ __device__ __forceinline__ void elementScan(const ElementScanParams& p) {
   const double qq = p.metric == 2 ? queryNorm2 : 0.0;
   const unsigned long long* mask =
       p.acceptBits == nullptr ? nullptr : p.acceptBits + (long long)query * p.acceptRowWords;
+  // the tie scan: the key of the k-th result (stored as outScale x key); +inf (fewer than k results: none tied past
+  // them) selects nothing
+  const bool ties = p.bestK != nullptr;
+  const float tieKey = ties ? (p.metric == 0 ? 1.f : -1.f) * p.bestK[(long long)query * p.bestRowStride + p.k - 1]
+                            : 0.f;
   const long long begin = (long long)chunk * p.chunkLen;
   const long long end = min(p.n, begin + p.chunkLen);
   WarpQueue<K, Bucket<K>::T> q;
@@ -190,16 +202,35 @@ __device__ __forceinline__ void elementScan(const ElementScanParams& p) {
     const long long v = base + q.lane;
     float key = GV_INF;
     int id = -1;
-    if (v < end && accepted(mask, v)) {
+    if (v < end && accepted(mask, v) && !(ties && tieKey == GV_INF)) {
       key = rowKey<E>(p.vectors + v * p.rowWords, p.rowWords, qw, qf, p.metric, qq);
       id = (int)v;
+      if (ties) key = key == tieKey ? __int_as_float(id) : GV_INF;  // by id among the tied rows alone
     }
     q.add(key, id);  // +inf (rejected, past the end) and NaN never enter
     q.check();
   }
   q.flush();
   const long long o = (long long)query * p.outRowStride + (long long)chunk * p.k;
-  mergeWarpsAndWrite(q, p.outK + o, p.outIdx + o, p.k, p.metric == 0 ? 1.f : -1.f);
+  mergeWarpsAndWrite(q, p.outK + o, p.outIdx + o, p.k, ties || p.metric == 0 ? 1.f : -1.f);
+}
+
+// The splice after a tie scan: block = query. The results at bestK / bestIdx are sorted, so the rows tied at the k-th
+// distance fill the slots from the first one equal to it (c) to k; they take the lowest tied ids, the first k - c of
+// the tie scan's list at outK / outIdx (ascending ids; it holds every tied row's, at least k - c).
+__device__ __forceinline__ void elementSplice(const ElementScanParams& p) {
+  __shared__ int first;
+  const long long b = (long long)blockIdx.x * p.bestRowStride;
+  const long long t = (long long)blockIdx.x * p.outRowStride;
+  if (p.bestIdx[b + p.k - 1] < 0) return;  // fewer than k results: no tie was cut (uniform over the block)
+  const float kth = p.bestK[b + p.k - 1];
+  if (threadIdx.x == 0) first = p.k - 1;
+  __syncthreads();
+  for (int i = threadIdx.x; i < p.k; i += blockDim.x) {
+    if (p.bestK[b + i] == kth) atomicMin(&first, i);
+  }
+  __syncthreads();
+  for (int j = first + threadIdx.x; j < p.k; j += blockDim.x) p.bestIdx[b + j] = p.outIdx[t + j - first];
 }
 
 }  // namespace gv
@@ -223,4 +254,6 @@ extern "C" {
 GV_ELEMENT_SCANS(byte, Byte)
 GV_ELEMENT_SCANS(bit, Bit)
 GV_ELEMENT_SCANS(bf16, Bf16)
+// grid: a block per query, 128 threads
+__global__ void __launch_bounds__(128) gv_element_splice(ElementScanParams p) { gv::elementSplice(p); }
 }

@@ -133,7 +133,8 @@ class ElementSearchTests {
    * Byte (every similarity), bit (Hamming) and bfloat16 (every similarity) fields searched on the GPU against a brute
    * force with Lucene's similarity: per rank the brute force's score (exactly for byte and bit, whose distances are
    * integers; bfloat16 within FP32 summation error), each document at its own score, every document scoring strictly
-   * above the k-th present (documents tied at the k-th score may be any of them), and each search run on the GPU.
+   * above the k-th present, byte and bit the brute force's documents exactly (of those tied at the k-th score the
+   * lowest, as Lucene keeps them), and each search run on the GPU.
    */
   @Test
   void gpuSearchesAsBruteForce() throws IOException {
@@ -242,6 +243,15 @@ class ElementSearchTests {
       Float own = scoreOf.get(sd.doc);
       if (own == null || !docs.add(sd.doc) || Math.abs(own - sd.score) > tolerance) {
         return "rank " + i + " doc " + sd.doc + " at " + sd.score + ": not accepted, repeated, or scoring " + own;
+      }
+    }
+    if (type != ElementType.BFLOAT16) { // integer distances: the docs tied at the k-th score are the lowest
+      Set<Integer> expected = new HashSet<>();
+      for (Hit h : truth.subList(0, want)) {
+        expected.add(h.doc());
+      }
+      if (!expected.equals(docs)) {
+        return "docs " + docs + ", expected " + expected;
       }
     }
     float kth = truth.get(want - 1).score();

@@ -4,7 +4,7 @@ import org.gpuvectors.cuda.runtime.StructLayout;
 
 /**
  * Parameters of the exact scan of byte, bit and bfloat16 rows ({@code gv_element_scan_{byte,bit,bf16}_kK},
- * element_scan.cu); mirrors {@code gv::ElementScanParams} in common.cuh (96 bytes, little-endian; declared once in
+ * element_scan.cu); mirrors {@code gv::ElementScanParams} in common.cuh (120 bytes, little-endian; declared once in
  * {@link #LAYOUT}, checked by ParamLayoutTest). Device addresses are longs.
  *
  * <p>Not thread-safe (a plain value object).
@@ -21,6 +21,9 @@ public final class ElementScanParams {
           .i64("n", p -> p.n)
           .i64("acceptRowWords", p -> p.acceptRowWords)
           .i64("outRowStride", p -> p.outRowStride)
+          .i64("bestK", p -> p.bestK)
+          .i64("bestIdx", p -> p.bestIdx)
+          .i64("bestRowStride", p -> p.bestRowStride)
           .i32("dims", p -> p.dims)
           .i32("rowWords", p -> p.rowWords)
           .i32("numQueries", p -> p.numQueries)
@@ -44,6 +47,12 @@ public final class ElementScanParams {
   /** 64-bit words between the accept masks of consecutive queries (0: one mask for all). */
   long acceptRowWords;
   long outRowStride;
+  /** The tie scan and the splice: the search's results (k distances a query, best first), or 0: a plain scan. */
+  long bestK;
+  /** Their ids. */
+  long bestIdx;
+  /** Elements between their rows. */
+  long bestRowStride;
   /** Values a row, floats a query (bit: bytes a row). */
   int dims;
   int rowWords;

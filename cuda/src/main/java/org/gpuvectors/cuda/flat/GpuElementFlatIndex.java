@@ -298,14 +298,52 @@ public final class GpuElementFlatIndex extends ResidentIndex {
     device.module().allowDynamicShared(kernel, shared);
     ChunkedSelection.enqueue(device, nq, used, k,
         new SelectParams().k(k).largest(metric.largestFirst()).output(outV, outI, k, outElement),
-        (keys, ids, stride) -> {
-          p.outK = keys;
-          p.outIdx = ids;
-          p.outRowStride = stride;
-          device.module().launch(kernel, nq, used, KSelect.blockSelectThreads(k), shared, device.stream(),
-              Pointer.to(p.encode()));
-        });
+        (keys, ids, stride) -> launch(kernel, p, keys, ids, stride, shared));
+    if (ordersTiesById()) {
+      enqueueTieOrder(kernel, p, shared, outV.address() + 4L * outElement, outI.address() + 4L * outElement);
+    }
     scannedQueries.addAndGet(nq);
+  }
+
+  /**
+   * Whether searches of this index give the rows tied at the k-th distance by lowest id, as Lucene's collectors keep
+   * the lowest doc ids of equal scores: byte and bit rows, whose integer distances tie often (bfloat16 ones, FP32 sums
+   * of widened values, rarely). Costs a second scan of the rows (the tie scan) and a splice.
+   */
+  boolean ordersTiesById() {
+    return element != Element.BFLOAT16;
+  }
+
+  /**
+   * Enqueues the tie scan (the k lowest ids of the rows at exactly each query's k-th distance, per chunk, then
+   * merged) and the splice that puts the lowest of them into the tied slots of the results at {@code bestK} /
+   * {@code bestIdx} (k a query). {@code p} as the search's scan, its output replaced.
+   */
+  private void enqueueTieOrder(String kernel, ElementScanParams p, int shared, long bestK, long bestIdx) {
+    int nq = p.numQueries;
+    int k = p.k;
+    p.bestK = bestK;
+    p.bestIdx = bestIdx;
+    p.bestRowStride = k;
+    try (DeviceBuffer tieIds = device.allocate(8L * nq * k)) { // k lowest ids a query: keys, then ids
+      DeviceBuffer keys = tieIds.slice(0, 4L * nq * k);
+      DeviceBuffer ids = tieIds.slice(4L * nq * k, 4L * nq * k);
+      ChunkedSelection.enqueue(device, nq, p.chunks, k, new SelectParams().k(k).largest(false).output(keys, ids, k, 0),
+          (chunkKeys, chunkIds, stride) -> launch(kernel, p, chunkKeys, chunkIds, stride, shared));
+      p.outK = keys.address();
+      p.outIdx = ids.address();
+      p.outRowStride = k;
+      device.module().launch("gv_element_splice", nq, 1, 128, 0, device.stream(), Pointer.to(p.encode()));
+    }
+  }
+
+  /** One launch of the scan {@code kernel} of {@code p}, writing its chunks' k-lists at {@code outK} / {@code outIdx}. */
+  private void launch(String kernel, ElementScanParams p, long outK, long outIdx, long outRowStride, int shared) {
+    p.outK = outK;
+    p.outIdx = outIdx;
+    p.outRowStride = outRowStride;
+    device.module().launch(kernel, p.numQueries, p.chunks, KSelect.blockSelectThreads(p.k), shared, device.stream(),
+        Pointer.to(p.encode()));
   }
 
   /**

@@ -150,7 +150,8 @@ final class ElementReference {
 
   /**
    * Brute force: query q's accepted rows ({@code accept} null: all; bit {@code id % 64} of word {@code id / 64}) by
-   * {@link #distance}, best first (smallest for L2, largest otherwise; ties by id), NaN distances left out.
+   * {@link #distance} (byte and bit: rounded to float, as reported), best first (smallest for L2, largest otherwise;
+   * ties by id, as Lucene keeps the lowest docs), NaN distances left out.
    */
   static List<Hit> exact(Element element, Metric metric, byte[] rows, float[] bf16Rows, int n, int dims,
                          float[] queries, int q, long[] accept) {
@@ -160,6 +161,9 @@ final class ElementReference {
         continue;
       }
       double d = distance(element, metric, rows, bf16Rows, i, dims, queries, q);
+      if (element != Element.BFLOAT16) {
+        d = (float) d; // as the device reports and Lucene scores it: integers past 2^24 round, and then tie
+      }
       if (!Double.isNaN(d)) {
         all.add(new Hit(i, d));
       }
