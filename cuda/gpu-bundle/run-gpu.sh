@@ -73,7 +73,7 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
     --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.select.CpuOnlyTest --select-class org.gpuvectors.cuda.CpuOracleTest \
     --select-class org.gpuvectors.cuda.select.KSelectGpuTest --select-class org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest \
     --select-class org.gpuvectors.cuda.flat.GpuFlatIndexTf32GpuTest --select-class org.gpuvectors.cuda.rerank.CandidateBoundTest \
-    --select-class org.gpuvectors.cuda.flat.GpuFlatIndexHalfGpuTest --select-class org.gpuvectors.cuda.flat.HalfScanParamsTest \
+    --select-class org.gpuvectors.cuda.flat.GpuFlatIndexHalfGpuTest --select-class org.gpuvectors.cuda.flat.GpuElementFlatIndexGpuTest --select-class org.gpuvectors.cuda.flat.ElementScanMathTest --select-class org.gpuvectors.cuda.flat.HalfScanParamsTest \
     --select-class org.gpuvectors.cuda.ivf.GpuIvfFlatIndexGpuTest --select-class org.gpuvectors.cuda.ivf.GpuIvfPqIndexGpuTest \
     --select-class org.gpuvectors.cuda.ivf.PqCodebookTest --select-class org.gpuvectors.cuda.graph.GpuGraphIndexGpuTest \
     --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.ivf.QueryRowsGpuTest \
@@ -91,7 +91,7 @@ fi
 if [ "$mode" = flat-tests ]; then
   # the flat index's GPU tests alone (exact search: FP32 scan, FP16 candidates, TF32 candidates, captured passes)
   "${java[@]}" org.junit.platform.console.ConsoleLauncher execute --disable-banner \
-    --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.flat.GpuFlatIndexHalfGpuTest \
+    --details=summary --disable-ansi-colors --select-class org.gpuvectors.cuda.flat.GpuFlatIndexHalfGpuTest --select-class org.gpuvectors.cuda.flat.GpuElementFlatIndexGpuTest --select-class org.gpuvectors.cuda.flat.ElementScanMathTest \
     --select-class org.gpuvectors.cuda.flat.GpuFlatIndexGpuTest --select-class org.gpuvectors.cuda.flat.GpuFlatIndexTf32GpuTest \
     --select-class org.gpuvectors.cuda.pass.PassGraphsGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
     --select-class org.gpuvectors.cuda.rerank.CandidateBoundTest --select-class org.gpuvectors.cuda.flat.HalfScanParamsTest \
@@ -111,7 +111,7 @@ if [ "$mode" = tests ] || [ "$mode" = codec-tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.codec.TestGpuGraphFormat --select-class org.gpuvectors.codec.GraphTests \
     --select-class org.gpuvectors.codec.graph.GraphBuildTests --select-class org.gpuvectors.codec.gpu.GpuKnnGraphTests \
     --select-class org.gpuvectors.codec.KnnBatchSearcherTests --select-class org.gpuvectors.codec.SegmentHitsTests \
-    --select-class org.gpuvectors.codec.OrdinalOrderRerankTests \
+    --select-class org.gpuvectors.codec.OrdinalOrderRerankTests --select-class org.gpuvectors.codec.ElementSearchTests \
     --select-class org.gpuvectors.codec.gpu.IvfKnnGraphTests --select-class org.gpuvectors.codec.KnnGraphOfIndexTests \
     --select-class org.gpuvectors.codec.graph.BeamSearchTests \
     --select-class org.gpuvectors.codec.graph.SmallClustersEntryPointsTests --select-class org.gpuvectors.codec.graph.GpuEntryPointsTests \

@@ -103,6 +103,38 @@ struct HalfScanParams {
 };
 static_assert(sizeof(HalfScanParams) == 104, "HalfScanParams layout is shared with Java");
 
+// Parameters of the exact scan of byte, bit and bfloat16 rows (element_scan.cu; ElementScanParams.java writes this
+// layout, 120 bytes): block (query, chunk) = (blockIdx.x, blockIdx.y) scores the rows [chunk * chunkLen, (chunk + 1) *
+// chunkLen) against query blockIdx.x and writes its k best at outK / outIdx + query * outRowStride + chunk * k.
+// Queries come as floats, one a stored value (byte, bit: each stored byte as a float, exact; bfloat16: the query's
+// floats); the block packs its query like the rows. Keys smaller = better: squared L2 (bit: Hamming distance, the
+// squared L2 of 0/1 vectors), -x.q, -cos(x, q); written as distances, inner products or cosines (outScale -1).
+// With bestK (the tie scan): the rows whose key equals the k-th of the search's results (bestK / bestIdx, rows
+// bestRowStride apart) are selected by id instead, the k lowest ids of each chunk at outK / outIdx; the splice then
+// puts the lowest of them in the results' tied slots (Lucene keeps the lowest doc ids among equal scores).
+struct ElementScanParams {
+  const unsigned* vectors;      // n rows of rowWords 32-bit words (byte, bit: 4 values a word; bf16: 2), zero-padded
+  const float* queries;         // numQueries x dims floats, row-major
+  const unsigned long long* acceptBits;  // optional: bit id set = row id may be returned
+  float* outK;                  // numQueries x (chunks * k): distances (L2), inner products or cosines, best first
+  int* outIdx;                  // numQueries x (chunks * k): row ids (-1 = empty)
+  long long n;                  // rows
+  long long acceptRowWords;     // 64-bit words between the accept masks of consecutive queries (0: one mask)
+  long long outRowStride;       // elements between output rows (chunks * k)
+  float* bestK;                 // the tie scan and splice: the search's results, k distances a query, best first
+  int* bestIdx;                 // their ids (-1 = empty)
+  long long bestRowStride;      // elements between their rows
+  int dims;                     // values a row and floats a query (bit: bytes a row)
+  int rowWords;                 // 32-bit words a row: the rows' pitch
+  int numQueries;
+  int k;                        // pairs written per (query, chunk), 1..2048
+  int chunks;                   // grid.y
+  int chunkLen;                 // rows per chunk (the last may be shorter)
+  int metric;                   // 0 = squared L2 (bit: Hamming), 1 = inner product, 2 = cosine (both selected largest)
+  int pad;                      // to the struct's 8-byte alignment
+};
+static_assert(sizeof(ElementScanParams) == 120, "ElementScanParams layout is shared with Java");
+
 // Parameters of the IVF-Flat list scan (IvfScanParams.java writes this layout, 96 bytes). Block
 // (query, probe) scans list probes[query * nprobe + probe] and writes its k best at
 // outK / outIdx + query * outRowStride + probe * k; ids are vector ordinals.

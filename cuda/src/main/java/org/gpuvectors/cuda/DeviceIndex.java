@@ -2,8 +2,8 @@ package org.gpuvectors.cuda;
 
 
 /**
- * A search structure of one segment field resident in GPU memory ({@code GpuFlatIndex}, {@code
- * GpuIvfFlatIndex}, {@code GpuIvfPqIndex}, {@code GpuGraphIndex}). It owns its device memory:
+ * A search structure of one segment field resident in GPU memory ({@code GpuFlatIndex}, {@code GpuElementFlatIndex},
+ * {@code GpuIvfFlatIndex}, {@code GpuIvfPqIndex}, {@code GpuGraphIndex}). It owns its device memory:
  * {@link #close()} returns it. Searches go through {@code BatchSearch}, which runs many queries over
  * many indexes in one pass: each index enqueues its own part of it, with the {@link SearchParams} of its kind.
  */
@@ -12,7 +12,7 @@ public interface DeviceIndex extends AutoCloseable {
   /** Vectors in the index. */
   int size();
 
-  /** Floats per vector. */
+  /** Floats per vector, and per query (a bit index: bytes per vector, each a query float). */
   int dims();
 
   /** The distance the index ranks by. */

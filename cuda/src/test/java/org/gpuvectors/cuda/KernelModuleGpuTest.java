@@ -28,7 +28,7 @@ class KernelModuleGpuTest extends GpuTestCase {
   private static final List<String> ONE_KERNEL_PER_UNIT = List.of("gv_fused_search_k32", "gv_graph_search",
       "gv_graph_prune", "gv_ivf_group_count", "gv_ivf_flat_scan_k32", "gv_ivf_pq_scan_k32", "gv_ivf_pq_code_terms",
       "gv_rerank_exact", "gv_warp_select_k32", "gv_flat_scan_a_k32", "gv_codebook_assign_shared",
-      "gv_half_scan_k64");
+      "gv_half_scan_k64", "gv_element_scan_byte_k32");
 
   @Test
   void everyUnitLoadedAndItsKernelsFound() {

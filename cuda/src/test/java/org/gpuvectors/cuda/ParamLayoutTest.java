@@ -6,6 +6,7 @@ import org.gpuvectors.cuda.build.FarthestStepParams;
 import org.gpuvectors.cuda.build.GraphPruneParams;
 import org.gpuvectors.cuda.build.NeighbourGapParams;
 import org.gpuvectors.cuda.build.ReverseLinksParams;
+import org.gpuvectors.cuda.flat.ElementScanParams;
 import org.gpuvectors.cuda.flat.FlatScanParams;
 import org.gpuvectors.cuda.flat.FlatScanTable;
 import org.gpuvectors.cuda.flat.FusedParams;
@@ -70,6 +71,8 @@ class ParamLayoutTest {
         new Params<>(FusedParams.LAYOUT, FusedParams.BYTES, FusedParams::new, FusedParams::encode),
         new Params<>(RerankParams.LAYOUT, RerankParams.BYTES, RerankParams::new, RerankParams::encode),
         new Params<>(FlatScanParams.LAYOUT, FlatScanParams.BYTES, FlatScanParams::new, FlatScanParams::encode),
+        new Params<>(ElementScanParams.LAYOUT, ElementScanParams.BYTES, ElementScanParams::new,
+            ElementScanParams::encode),
         new Params<>(HalfScanParams.LAYOUT, HalfScanParams.BYTES, HalfScanParams::new, HalfScanParams::encode),
         new Params<>(GraphSearchParams.LAYOUT, GraphSearchParams.BYTES, GraphSearchParams::new,
             GraphSearchParams::encode),

@@ -3,7 +3,6 @@ package org.gpuvectors.codec;
 import java.io.IOException;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.KnnVectorValues;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.DocIdSetIterator;
@@ -49,7 +48,7 @@ final class AcceptMasks {
   private final Map<String, LiveMask> liveMasks = new ConcurrentHashMap<>();
 
   /** The mask of {@code accept} over {@code vectors} (a field of this segment). */
-  Mask of(String field, AcceptDocs accept, FloatVectorValues vectors) throws IOException {
+  Mask of(String field, AcceptDocs accept, KnnVectorValues vectors) throws IOException {
     Bits bits = accept == null ? null : accept.bits();
     int size = vectors.size();
     if (bits == null) {
@@ -81,7 +80,7 @@ final class AcceptMasks {
     return live == null ? GpuSegment.Standing.ALL : new GpuSegment.Standing(live.source(), live.mask().bits());
   }
 
-  private static long[] fromBitSet(BitSet accepted, FloatVectorValues vectors, boolean denseOrds)
+  private static long[] fromBitSet(BitSet accepted, KnnVectorValues vectors, boolean denseOrds)
       throws IOException {
     int size = vectors.size();
     long[] words = new long[Math.max(1, (size + 63) >>> 6)];
@@ -111,7 +110,7 @@ final class AcceptMasks {
     return words;
   }
 
-  private static Mask byOrdinal(Bits acceptDocs, FloatVectorValues vectors) {
+  private static Mask byOrdinal(Bits acceptDocs, KnnVectorValues vectors) {
     int size = vectors.size();
     long[] words = new long[Math.max(1, (size + 63) >>> 6)];
     int count = 0;

@@ -1,17 +1,21 @@
 package org.gpuvectors.codec;
 
 import org.gpuvectors.codec.index.ApproximateIndex;
+import org.gpuvectors.codec.index.ElementType;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.stream.IntStream;
 import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;
+import org.apache.lucene.index.ByteVectorValues;
 import org.apache.lucene.index.FloatVectorValues;
+import org.apache.lucene.index.KnnVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.util.VectorUtil;
 import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.gpuvectors.codec.gpu.DeviceInputs;
+import org.gpuvectors.codec.gpu.ElementVectors;
 import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuGraph;
 import org.gpuvectors.codec.gpu.GpuIvf;
@@ -189,6 +193,125 @@ final class GpuSegmentSearcher {
     recordServed(service, p);
     collect(p, result, collector);
     return true;
+  }
+
+  /**
+   * Searches one byte or bit query of a flat byte or bit field exactly on the GPU (batched there with concurrent
+   * searches): the counterpart of {@link #search} for {@code byte[]} targets. The query's bytes go to the device as
+   * floats (exact), the device ranks by the exact integer distance (bit: Hamming), and the collector gets Lucene's
+   * scores from those integers ({@link #elementScore}): the CPU's scores.
+   *
+   * @param type {@link ElementType#BYTE} or {@link ElementType#BIT}
+   * @return false when the CPU must run this search instead (nothing was collected)
+   */
+  static boolean searchBytes(
+      GpuSearchService service,
+      Object segment,
+      String field,
+      ElementType type,
+      ByteVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      byte[] query,
+      KnnCollector collector,
+      AcceptDocs accept,
+      AcceptMasks masks)
+      throws IOException {
+    float[] asFloats = new float[query.length];
+    for (int d = 0; d < query.length; d++) {
+      asFloats[d] = query[d];
+    }
+    return searchElements(service, segment, field, new ElementVectors(type, vectors), similarity, asFloats, collector,
+        accept, masks);
+  }
+
+  /**
+   * Searches one float query of a flat bfloat16 field exactly on the GPU, the rows at two bytes a dimension there and
+   * summed in FP32 against the query's floats; scores as the float path's ({@link #score}).
+   *
+   * @return false when the CPU must run this search instead (nothing was collected)
+   */
+  static boolean searchBf16(
+      GpuSearchService service,
+      Object segment,
+      String field,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      float[] query,
+      KnnCollector collector,
+      AcceptDocs accept,
+      AcceptMasks masks)
+      throws IOException {
+    return searchElements(service, segment, field, new ElementVectors(ElementType.BFLOAT16, vectors), similarity,
+        query, collector, accept, masks);
+  }
+
+  /**
+   * The exact search of one query of a byte, bit or bfloat16 field (its values as floats) on the GPU, as the float
+   * entry does it for a flat field: the GPU's k limit, the accept mask, a collector whose visit limit is below the
+   * accepted count left to the CPU (which stops early as Lucene expects), k capped by the accepted count.
+   */
+  private static boolean searchElements(
+      GpuSearchService service,
+      Object segment,
+      String field,
+      ElementVectors vectors,
+      VectorSimilarityFunction similarity,
+      float[] query,
+      KnnCollector collector,
+      AcceptDocs accept,
+      AcceptMasks masks)
+      throws IOException {
+    if (service.canServe(collector.k()) == false) {
+      return false; // before the mask: without a GPU, building it would be wasted work
+    }
+    if (query.length != vectors.dims()) {
+      throw new IllegalArgumentException("vector query dimension: " + query.length
+          + " differs from field dimension: " + vectors.dims() + " (field [" + field + "])");
+    }
+    AcceptMasks.Mask accepted = masks.of(field, accept, vectors.values());
+    if (accepted.count() > collector.visitLimit()) {
+      service.countFallback(FallbackReason.VISIT_LIMIT);
+      return false;
+    }
+    int k = Math.min(collector.k(), accepted.count());
+    if (k == 0) {
+      return true; // nothing accepted, or nothing asked for: no hits
+    }
+    SearchResult result =
+        service.searchElements(segment, field, vectors, similarity, new float[][] {query}, 1, k, accepted.bits());
+    if (result == null) {
+      return false;
+    }
+    collector.incVisitedCount(accepted.count());
+    KnnVectorValues values = vectors.values();
+    for (int i = 0; i < result.count(0); i++) {
+      collector.collect(values.ordToDoc(result.id(0, i)),
+          elementScore(vectors.type(), similarity, result.distance(0, i), vectors.dims()));
+    }
+    return true;
+  }
+
+  /**
+   * Lucene's score of a byte, bit or bfloat16 field for the raw distance the device returns ({@code dims}: values a
+   * vector as Lucene stores it, bit: bytes). Byte: Lucene's byte formulas, on the exact integers (squared distance,
+   * dot product) or the cosine the device divides as {@code VectorUtil.cosine(byte[], byte[])} does; bit: {@code
+   * dense_vector}'s Hamming score, (bits - hamming) / bits, whatever the similarity; bfloat16: the float formulas
+   * ({@link #score}).
+   */
+  static float elementScore(ElementType type, VectorSimilarityFunction similarity, float distance, int dims) {
+    return switch (type) {
+      case BIT -> {
+        int bits = dims * Byte.SIZE;
+        yield (bits - (int) distance) / (float) bits;
+      }
+      case BYTE -> switch (similarity) {
+        case EUCLIDEAN -> 1 / (1 + distance);
+        case DOT_PRODUCT -> 0.5f + distance / (float) (dims * (1 << 15));
+        case COSINE -> (1 + distance) / 2;
+        case MAXIMUM_INNER_PRODUCT -> VectorUtil.scaleMaxInnerProductScore(distance);
+      };
+      case BFLOAT16, FLOAT -> score(similarity, distance);
+    };
   }
 
   /**

@@ -1,7 +1,6 @@
 package org.gpuvectors.cuda.pass;
 
 import org.gpuvectors.cuda.DeviceIndex;
-import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.PassConfig;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -480,7 +479,7 @@ public final class BatchSearch {
     int dims = group.index().dims();
     if (queries != null) {
       group.copyQueries(0, group.numQueries(), queries, queryAt);
-      if (group.index().metric() == Metric.COSINE) {
+      if (ResidentIndex.takesNormalisedQueries(group.index())) {
         HostRows.normalize(queries, queryAt, group.numQueries(), dims);
       }
     }

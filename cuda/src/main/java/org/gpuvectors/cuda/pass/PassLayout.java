@@ -56,7 +56,8 @@ final class PassLayout {
     boolean anyDirectGroup = false;
     for (int g = 0; g < count; g++) {
       SearchGroup group = groups.get(g);
-      direct[g] = group.numQueries() >= BatchSearch.DIRECT_UPLOAD_QUERIES && group.index().metric() != Metric.COSINE;
+      direct[g] = group.numQueries() >= BatchSearch.DIRECT_UPLOAD_QUERIES
+          && !ResidentIndex.takesNormalisedQueries(group.index());
       anyDirectGroup |= direct[g];
       if (direct[g] == false) {
         queryAt[g] = packedFloats;

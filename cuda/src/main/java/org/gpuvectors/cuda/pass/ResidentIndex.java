@@ -97,6 +97,20 @@ public abstract class ResidentIndex implements DeviceIndex {
   }
 
   /**
+   * Whether a pass normalises this index's queries when its metric is {@link Metric#COSINE} (the float indexes, whose
+   * vectors were normalised at upload); false for an index that computes the cosine from the raw query itself.
+   */
+  protected boolean normalisesCosineQueries() {
+    return true;
+  }
+
+  /** Whether a pass hands {@code index} its queries normalised ({@link #normalisesCosineQueries}). */
+  static boolean takesNormalisedQueries(DeviceIndex index) {
+    return index.metric() == Metric.COSINE
+        && (!(index instanceof ResidentIndex resident) || resident.normalisesCosineQueries());
+  }
+
+  /**
    * Whether {@code params} ask for a graph walk, which a pass of several small walks runs as one table launch
    * ({@link BatchSearch#tableWalks}).
    */

@@ -2,6 +2,7 @@ package org.gpuvectors.codec.gpu;
 
 import java.io.IOException;
 import java.util.List;
+import org.apache.lucene.index.ByteVectorValues;
 import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
@@ -12,6 +13,7 @@ import org.gpuvectors.cuda.build.GpuAssignment;
 import org.gpuvectors.cuda.build.GraphPrune;
 import org.gpuvectors.cuda.build.ReverseLinks;
 import org.gpuvectors.cuda.device.GpuDevice;
+import org.gpuvectors.cuda.flat.GpuElementFlatIndex;
 import org.gpuvectors.cuda.flat.GpuFlatIndex;
 import org.gpuvectors.cuda.graph.GpuGraphIndex;
 import org.gpuvectors.cuda.ivf.GpuIvfFlatIndex;
@@ -208,6 +210,23 @@ final class CudaBackend implements GpuBackend {
         flat.close();
       }
     }
+  }
+
+  @Override
+  public DeviceIndex upload(ElementVectors vectors, Metric metric) throws IOException {
+    int n = vectors.size();
+    int dims = vectors.dims();
+    org.gpuvectors.cuda.Metric deviceMetric = DeviceMetric.of(metric);
+    if (vectors.values() instanceof FloatVectorValues floats) { // bfloat16: the values read back, as floats
+      return GpuElementFlatIndex.uploadBf16(device, n, dims, deviceMetric, rowsInOrder(floats));
+    }
+    ByteVectorValues bytes = (ByteVectorValues) vectors.values();
+    // streamed a slab at a time, like the float rows: the segment's vectors never sit whole on the Java heap
+    return GpuElementFlatIndex.upload(device, vectors.element(), n, dims, deviceMetric, (first, count, dst) -> {
+      for (int i = 0; i < count; i++) {
+        System.arraycopy(bytes.vectorValue(first + i), 0, dst, i * dims, dims);
+      }
+    });
   }
 
   /** The vectors by ordinal, a slab at a time (they never sit whole on the Java heap). */

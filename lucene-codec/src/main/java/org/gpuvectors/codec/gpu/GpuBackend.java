@@ -38,6 +38,17 @@ public interface GpuBackend extends Closeable {
   DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuStructure structure) throws IOException;
 
   /**
+   * Makes a byte, bit or bfloat16 segment field resident for exact search, at its own size ({@link
+   * ElementVectors#deviceBytes}: the residency gate's estimate), ranked by {@code metric} ({@link
+   * ElementVectors#metric}). May run concurrently with {@link #search}. A backend without such indexes (a test double)
+   * refuses.
+   */
+  default DeviceIndex upload(ElementVectors vectors, Metric metric) throws IOException {
+    throw new UnsupportedOperationException(getClass().getSimpleName() + " holds float vectors only, not "
+        + vectors.type());
+  }
+
+  /**
    * Holds the first {@code count} of {@code points} on the device for nearest-centroid steps (k-means, IVF list
    * assignment, PQ encoding): {@link Assigner#hold}'s contract, computed on the device. Cosine: callers pass
    * normalised rows and ask for the inner product.

@@ -423,7 +423,37 @@ public final class GpuSearchService implements Closeable {
       float[][] queries,
       int numQueries,
       int k,
-      long[] mask) {
+      long[] mask,
+      ElementVectors elements) {
+
+    /**
+     * @param vectors a float field's vectors (null for a byte, bit or bfloat16 field)
+     * @param elements a byte, bit or bfloat16 field's vectors, searched exactly (null for a float field)
+     */
+    public Request {
+      if ((vectors == null) == (elements == null)) {
+        throw new IllegalArgumentException("a float field's vectors or a byte, bit or bfloat16 field's, exactly one");
+      }
+      if (elements != null && structure != null) {
+        throw new IllegalArgumentException(elements.type() + " fields are searched exactly on the GPU, not through "
+            + structure);
+      }
+    }
+
+    /** A float field's request. */
+    public Request(
+        Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity,
+        GpuStructure structure, SearchParams params, float[][] queries, int numQueries, int k, long[] mask) {
+      this(segment, field, vectors, similarity, structure, params, queries, numQueries, k, mask, null);
+    }
+
+    /** A byte, bit or bfloat16 field's exact search. */
+    public static Request ofElements(
+        Object segment, String field, ElementVectors elements, VectorSimilarityFunction similarity, float[][] queries,
+        int numQueries, int k, long[] mask) {
+      return new Request(segment, field, null, similarity, null, SearchParams.FLAT, queries, numQueries, k, mask,
+          elements);
+    }
 
     /** A flat field's request. */
     public Request(
@@ -458,7 +488,9 @@ public final class GpuSearchService implements Closeable {
       List<Integer> at = new ArrayList<>();
       for (int i = 0; i < requests.size(); i++) {
         Request r = requests.get(i);
-        Residency.Handle handle = acquire(r.segment(), r.field(), r.vectors(), r.similarity(), r.structure());
+        Residency.Handle handle = r.elements() != null
+            ? acquireElements(r.segment(), r.field(), r.elements(), r.similarity())
+            : acquire(r.segment(), r.field(), r.vectors(), r.similarity(), r.structure());
         if (handle == null) {
           continue; // counted; this one runs on the CPU
         }
@@ -485,6 +517,51 @@ public final class GpuSearchService implements Closeable {
       for (Residency.Handle handle : handles) {
         handle.close();
       }
+    }
+  }
+
+  /**
+   * Searches a byte, bit or bfloat16 segment field exactly ({@code flat}), batched with concurrent searches: queries
+   * as floats, one a stored value (byte and bit: each byte of the query vector as a float; bfloat16: the query's
+   * floats), one array per query (read, never written).
+   *
+   * @param segment the key of the segment (its vectors reader); {@link #releaseSegment} frees it
+   * @param mask accepted ordinals (bit {@code ord % 64} of word {@code ord / 64}), or null for all
+   * @return per query the k best (ordinal, raw distance) pairs: squared L2 (bit: Hamming distance) smallest first,
+   *     inner product or cosine largest first; or null when the CPU must do it (counted)
+   */
+  public SearchResult searchElements(
+      Object segment,
+      String field,
+      ElementVectors vectors,
+      VectorSimilarityFunction similarity,
+      float[][] queries,
+      int numQueries,
+      int k,
+      long[] mask)
+      throws IOException {
+    if (canServe(k) == false) {
+      return null;
+    }
+    return run(List.of(Request.ofElements(segment, field, vectors, similarity, queries, numQueries, k, mask)))[0];
+  }
+
+  /**
+   * Makes a byte, bit or bfloat16 segment field resident ahead of its first search (a warm-up).
+   *
+   * @return whether it is resident (false: no GPU, does not fit, or the upload failed: counted)
+   */
+  public boolean warmElements(Object segment, String field, ElementVectors vectors, VectorSimilarityFunction similarity)
+      throws IOException {
+    if (refusal(0) != null || vectors.size() == 0) {
+      return false;
+    }
+    boolean resident = isResident(segment, field);
+    try (Residency.Handle handle = acquireElements(segment, field, vectors, similarity)) {
+      if (handle != null && resident == false) {
+        stats.recordWarmup();
+      }
+      return handle != null;
     }
   }
 
@@ -537,11 +614,22 @@ public final class GpuSearchService implements Closeable {
       throws IOException {
     Metric metric = Metric.of(similarity);
     long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric, structure);
+    return acquire(segment, field, bytes, () -> backend.upload(vectors.copy(), metric, structure));
+  }
+
+  /** A handle on a byte, bit or bfloat16 field's device index (uploaded at its own size if needed), or null. */
+  private Residency.Handle acquireElements(
+      Object segment, String field, ElementVectors vectors, VectorSimilarityFunction similarity) throws IOException {
+    Metric metric = vectors.metric(similarity);
+    return acquire(segment, field, vectors.deviceBytes(), () -> backend.upload(vectors.copy(), metric));
+  }
+
+  /** A handle on what {@code upload} makes resident under {@code bytes} of the budget, or null (fallback counted). */
+  private Residency.Handle acquire(Object segment, String field, long bytes, Residency.Upload upload)
+      throws IOException {
     Residency.Acquired acquired;
     try {
-      acquired =
-          residency.acquire(
-              new Residency.Key(segment, field), bytes, () -> backend.upload(vectors.copy(), metric, structure));
+      acquired = residency.acquire(new Residency.Key(segment, field), bytes, upload);
     } catch (CudaException e) {
       gpuError(e);
       return null;
