@@ -25,7 +25,7 @@ final class GpuElementTypes {
     private GpuElementTypes() {}
 
     /** The element type named in the mapping, with {@code dense_vector}'s message for an unknown name. */
-    static ElementType parse(String field, Object value) {
+    static ElementType parse(Object value) {
         ElementType type = DenseVectorFieldMapper.namesToElementType.get(Objects.toString(value));
         if (type == null) {
             throw new MapperParsingException(

@@ -104,7 +104,7 @@ public final class GpuVectorFieldMapper extends FieldMapper {
             "element_type",
             false,
             () -> ElementType.FLOAT,
-            (n, c, o) -> GpuElementTypes.parse(n, o),
+            (n, c, o) -> GpuElementTypes.parse(o),
             m -> toType(m).elementType,
             (b, n, v) -> b.field(n, v.toString()),
             Objects::toString
