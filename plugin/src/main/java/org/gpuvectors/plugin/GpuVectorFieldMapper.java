@@ -1,6 +1,7 @@
 package org.gpuvectors.plugin;
 
 import org.apache.lucene.document.FieldType;
+import org.apache.lucene.document.KnnByteVectorField;
 import org.apache.lucene.document.KnnFloatVectorField;
 import org.apache.lucene.document.NumericDocValuesField;
 import org.apache.lucene.index.VectorSimilarityFunction;
@@ -15,9 +16,11 @@ import org.elasticsearch.index.mapper.MappingParserContext;
 import org.elasticsearch.index.mapper.SourceLoader;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.DenseVectorFieldType;
+import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.Element;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.ElementType;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.VectorSimilarity;
 import org.elasticsearch.index.mapper.vectors.SyntheticVectorsPatchFieldLoader;
+import org.elasticsearch.search.vectors.VectorData;
 import org.elasticsearch.xcontent.XContentBuilder;
 import org.elasticsearch.xcontent.XContentParser.Token;
 import org.gpuvectors.codec.GpuVectorsFormat;
@@ -31,7 +34,9 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * The {@code gpu_vector} field: a dense float vector indexed by the gpu-vectors Lucene format.
+ * The {@code gpu_vector} field: a dense vector indexed by the gpu-vectors Lucene format, with the element types of
+ * {@code dense_vector} ({@code float}, {@code byte}, {@code bit}, {@code bfloat16}) and its rules for each
+ * ({@link GpuElementTypes}).
  *
  * <p>Its {@link #fieldType()} is Elasticsearch's own {@link DenseVectorFieldType} with no index options, so the
  * {@code knn} search section and the {@code knn} query work unchanged and reach our format's
@@ -54,9 +59,6 @@ import java.util.Objects;
 public final class GpuVectorFieldMapper extends FieldMapper {
 
     public static final String CONTENT_TYPE = "gpu_vector";
-
-    /** Element types this release indexes; Elasticsearch's other names are refused with this list. */
-    private static final List<String> SUPPORTED_ELEMENT_TYPES = List.of("float");
 
     public static final TypeParser PARSER = new TypeParser(
         (name, context) -> new Builder(name, context.indexVersionCreated(), excludeSourceVectorsSetting(context)),
@@ -98,48 +100,40 @@ public final class GpuVectorFieldMapper extends FieldMapper {
 
     public static final class Builder extends FieldMapper.Builder {
 
-        private final Parameter<String> elementType = new Parameter<>("element_type", false, () -> "float", (n, c, o) -> {
-            String value = Objects.toString(o);
-            if (SUPPORTED_ELEMENT_TYPES.contains(value) == false) {
-                boolean known = DenseVectorFieldMapper.namesToElementType.containsKey(value);
-                throw new MapperParsingException(
-                    (known ? "element_type [" + value + "] is not supported yet" : "invalid element_type [" + value + "]")
-                        + " for field ["
-                        + n
-                        + "] of type ["
-                        + CONTENT_TYPE
-                        + "]; supported element types are "
-                        + SUPPORTED_ELEMENT_TYPES
-                );
-            }
-            return value;
-        }, m -> toType(m).elementType, XContentBuilder::field, Objects::toString);
+        private final Parameter<ElementType> elementType = new Parameter<>(
+            "element_type",
+            false,
+            () -> ElementType.FLOAT,
+            (n, c, o) -> GpuElementTypes.parse(o),
+            m -> toType(m).elementType,
+            (b, n, v) -> b.field(n, v.toString()),
+            Objects::toString
+        );
 
         private final Parameter<Integer> dims = new Parameter<>("dims", false, () -> null, (n, c, o) -> {
             if (o instanceof Integer == false) {
-                throw new MapperParsingException("[dims] on field [" + n + "] must be an integer but got [" + o + "]");
+                throw new MapperParsingException("Property [dims] on field [" + n + "] must be an integer but got [" + o + "]");
             }
-            int value = (Integer) o;
-            if (value < 1 || value > DenseVectorFieldMapper.MAX_DIMS_COUNT) {
-                throw new MapperParsingException(
-                    "[dims] on field [" + n + "] must be in [1, " + DenseVectorFieldMapper.MAX_DIMS_COUNT + "] but was [" + value + "]"
-                );
-            }
-            return value;
+            return (Integer) o;
         }, m -> toType(m).dims, XContentBuilder::field, Objects::toString).setSerializerCheck(
             (includeDefaults, isConfigured, value) -> value != null
         ) // left out: set once by the first document (dynamic mapping update), then fixed, as for dense_vector
-            .setMergeValidator((previous, current, conflicts) -> previous == null || Objects.equals(previous, current));
+            .setMergeValidator((previous, current, conflicts) -> previous == null || Objects.equals(previous, current))
+            .addValidator(value -> {
+                if (value != null) {
+                    GpuElementTypes.checkDims(elementType.getValue(), value);
+                }
+            });
 
         private final Parameter<VectorSimilarity> similarity = new Parameter<>(
             "similarity",
             false,
-            () -> VectorSimilarity.COSINE,
+            () -> GpuElementTypes.defaultSimilarity(elementType.getValue()),
             (n, c, o) -> parseSimilarity(n, o),
             m -> toType(m).fieldType().getSimilarity(),
             (b, n, v) -> b.field(n, v.toString()),
             Objects::toString
-        ).alwaysSerialize();
+        ).alwaysSerialize().addValidator(value -> GpuElementTypes.checkSimilarity(elementType.getValue(), value));
 
         private final Parameter<GpuIndexOptions> indexOptions = new Parameter<>(
             "index_options",
@@ -149,7 +143,7 @@ public final class GpuVectorFieldMapper extends FieldMapper {
             m -> toType(m).indexOptions,
             XContentBuilder::field,
             Objects::toString
-        ).alwaysSerialize();
+        ).alwaysSerialize().addValidator(value -> GpuElementTypes.checkIndexType(leafName(), elementType.getValue(), value.type()));
 
         private final Parameter<Map<String, String>> meta = Parameter.metaParam();
 
@@ -165,6 +159,11 @@ public final class GpuVectorFieldMapper extends FieldMapper {
         /** Sets {@code dims} (the dynamic mapping update that fixes the dims of a field mapped without them). */
         Builder dimensions(int dimensions) {
             dims.setValue(dimensions);
+            return this;
+        }
+
+        Builder elementType(ElementType value) {
+            elementType.setValue(value);
             return this;
         }
 
@@ -190,10 +189,13 @@ public final class GpuVectorFieldMapper extends FieldMapper {
 
         @Override
         public GpuVectorFieldMapper build(MapperBuilderContext context) {
+            // again here, as dense_vector does: dims and the element type may have been set programmatically
+            validate();
             if (dims.getValue() != null) {
                 // what depends on the dimension (pq_m divides it): refused with the mapping (a 400), never at flush
                 try {
-                    indexOptions.getValue().checkDimension(context.buildFullName(leafName()), dims.getValue(), "its [dims]");
+                    int luceneDims = GpuElementTypes.luceneDims(elementType.getValue(), dims.getValue());
+                    indexOptions.getValue().checkDimension(context.buildFullName(leafName()), luceneDims, "its [dims]");
                 } catch (IllegalArgumentException e) {
                     throw new MapperParsingException(e.getMessage(), e);
                 }
@@ -201,7 +203,7 @@ public final class GpuVectorFieldMapper extends FieldMapper {
             DenseVectorFieldType fieldType = new DenseVectorFieldType(
                 context.buildFullName(leafName()),
                 indexVersionCreated,
-                ElementType.FLOAT,
+                elementType.getValue(),
                 dims.getValue(),
                 true,
                 similarity.getValue(),
@@ -227,7 +229,7 @@ public final class GpuVectorFieldMapper extends FieldMapper {
         );
     }
 
-    private final String elementType;
+    private final ElementType elementType;
     private final GpuIndexOptions indexOptions;
     private final IndexVersion indexVersionCreated;
     /** Null until the first document sets it (then the mapping update builds a new mapper). */
@@ -254,9 +256,16 @@ public final class GpuVectorFieldMapper extends FieldMapper {
         if (dims == null) {
             this.luceneFieldType = null;
         } else {
-            VectorSimilarityFunction function = fieldType.getSimilarity().vectorSimilarityFunction(indexVersionCreated, ElementType.FLOAT);
-            // the index type and its parameters as field attributes, frozen (the dimension was checked by the builder)
-            this.luceneFieldType = GpuVectorsFormat.markField(KnnFloatVectorField.createFieldType(dims, function), indexOptions.params());
+            // dense_vector's Lucene similarity for the element type: cosine over floats is a dot product of unit vectors
+            // (new indices), over bytes Lucene's cosine
+            VectorSimilarityFunction function = fieldType.getSimilarity().vectorSimilarityFunction(indexVersionCreated, elementType);
+            // the index type, its parameters and the element type as field attributes, frozen (the dimension was
+            // checked by the builder)
+            this.luceneFieldType = GpuVectorsFormat.markField(
+                GpuElementTypes.luceneFieldType(elementType, dims, function),
+                indexOptions.params(),
+                GpuElementTypes.codecType(elementType)
+            );
         }
     }
 
@@ -310,13 +319,21 @@ public final class GpuVectorFieldMapper extends FieldMapper {
     }
 
     GpuVectorSourceLoader newSourceLoader() {
-        return new GpuVectorSourceLoader(fullPath(), leafName(), fieldType().isNormalized());
+        // only float vectors are stored normalized (dense_vector keeps byte vectors as given, cosine or not)
+        boolean normalized = fieldType().isNormalized() && GpuElementTypes.isByteEncoded(elementType) == false;
+        return new GpuVectorSourceLoader(fullPath(), leafName(), GpuElementTypes.isByteEncoded(elementType), normalized);
     }
 
     boolean excludesSourceVectors() {
         return excludeSourceVectors;
     }
 
+    /**
+     * Parses and indexes one document's vector with {@code dense_vector}'s own parser for the element type
+     * ({@link Element#parseKnnVector}): arrays of numbers, base64 for float and bfloat16, hex or base64 bytes for byte
+     * and bit, value bounds and magnitude checks, with its messages. Only the dimension messages are ours (they name
+     * our type), and what follows the parse: the Lucene field carrying our codec's attributes.
+     */
     @Override
     protected void parseCreateField(DocumentParserContext context) throws IOException {
         if (context.parser().currentToken() == Token.VALUE_NULL) {
@@ -325,114 +342,104 @@ public final class GpuVectorFieldMapper extends FieldMapper {
         String name = fieldType().name();
         if (context.doc().getByKey(name) != null) {
             throw new IllegalArgumentException(
-                "field [" + name + "] of type [" + CONTENT_TYPE + "] does not support indexing multiple values for the same field in the same document"
+                "Field ["
+                    + fullPath()
+                    + "] of type ["
+                    + CONTENT_TYPE
+                    + "] doesn't support indexing multiple values for the same field in the same document"
             );
         }
+        Element element = Element.getElement(elementType);
         if (dims == null) {
-            // dense_vector's behaviour: the first vector fixes the dims through a dynamic mapping update. The document
-            // is not indexed now: a document that updates the mapping is parsed again once the update is applied.
-            float[] vector = parseVector(context, -1);
-            DenseVectorFieldMapper.FLOAT_ELEMENT.checkVectorBounds(vector);
-            if (vector.length > DenseVectorFieldMapper.MAX_DIMS_COUNT) {
-                throw new IllegalArgumentException(
-                    "The number of dimensions should be in the range [1, "
-                        + DenseVectorFieldMapper.MAX_DIMS_COUNT
-                        + "] but was ["
-                        + vector.length
-                        + "] for field ["
-                        + name
-                        + "] of type ["
-                        + CONTENT_TYPE
-                        + "]"
-                );
-            }
-            if (vector.length == 0) {
-                throw new IllegalArgumentException(
-                    "field [" + name + "] of type [" + CONTENT_TYPE + "] cannot set its dims from an empty vector"
-                );
-            }
-            // the checks the mapping would have made with these dims (pq_m divides them): this document is refused
-            // and the mapping keeps no dims, so a later document with a fitting length can still set them
-            indexOptions.checkDimension(name, vector.length, "the length of the first document's vector, which would set its [dims]");
-            Builder update = ((Builder) getMergeBuilder()).dimensions(vector.length);
-            context.addDynamicMapper(update, fullPath());
+            setDimsFromFirstDocument(context, element);
             return;
         }
-        float[] vector = parseVector(context, dims);
-        DenseVectorFieldMapper.FLOAT_ELEMENT.checkVectorBounds(vector); // NaN / Infinity, with Elasticsearch's message
-        float squaredMagnitude = squaredMagnitude(vector);
-        VectorSimilarity similarity = fieldType().getSimilarity();
-        if ((similarity == VectorSimilarity.COSINE || similarity == VectorSimilarity.DOT_PRODUCT) && squaredMagnitude == 0f) {
-            throw new IllegalArgumentException("The [" + similarity + "] similarity does not support vectors with zero magnitude.");
+        boolean array = context.parser().currentToken() == Token.START_ARRAY;
+        VectorData vectorData = element.parseKnnVector(context, dims, (count, complete) -> {
+            if (complete) {
+                checkDimensionMatches(count, context);
+            } else {
+                checkDimensionExceeded(count, context);
+            }
+        }, fieldType().getSimilarity());
+        if (GpuElementTypes.isByteEncoded(elementType)) {
+            // byte: one signed byte a dimension; bit: the packed bits, dims / 8 bytes (the parser checked the length)
+            context.doc().addWithKey(name, new KnnByteVectorField(name, vectorData.asByteVector(), luceneFieldType));
+            return;
         }
-        if (similarity == VectorSimilarity.DOT_PRODUCT && DenseVectorFieldMapper.FLOAT_ELEMENT.isUnitVector(squaredMagnitude) == false) {
-            throw new IllegalArgumentException(
-                "The [dot_product] similarity can only be used with unit-length vectors (squared magnitude was ["
-                    + squaredMagnitude
-                    + "]); normalize the vectors or use [cosine]"
-            );
-        }
-        if (fieldType().isNormalized() && DenseVectorFieldMapper.FLOAT_ELEMENT.isUnitVector(squaredMagnitude) == false) {
+        float[] vector = vectorData.asFloatVector();
+        // the squared magnitude as dense_vector has it: its parser's float sum in dimension order for an array, the
+        // element's own product for an encoded vector; so the unit-length test and the normalized vector are its own
+        float squaredMagnitude = array ? squaredMagnitude(vector) : (float) element.computeSquaredMagnitude(vectorData);
+        if (fieldType().isNormalized() && element.isUnitVector(squaredMagnitude) == false) {
             // Elasticsearch searches cosine fields of new indices with DOT_PRODUCT on unit vectors; keep the
             // magnitude the way it does, so that scripts and the _source rebuilt from the vector format
             // (GpuVectorSourceLoader: normalized[i] * magnitude) restore the original vector as dense_vector does.
+            // bfloat16 vectors are given to Lucene as floats: the codec rounds them when it stores them, as
+            // dense_vector's bfloat16 format does, not the parser.
             float magnitude = normalizeInPlace(vector, squaredMagnitude);
             context.doc().add(new NumericDocValuesField(name + DenseVectorFieldMapper.COSINE_MAGNITUDE_FIELD_SUFFIX, Float.floatToIntBits(magnitude)));
         }
         context.doc().addWithKey(name, new KnnFloatVectorField(name, vector, luceneFieldType));
     }
 
-    /** Parses the array of numbers; {@code dims < 0}: any length (the dims are not known yet). */
-    private float[] parseVector(DocumentParserContext context, int dims) throws IOException {
-        var parser = context.parser();
-        if (parser.currentToken() != Token.START_ARRAY) {
-            throw new IllegalArgumentException(
-                "field ["
-                    + fieldType().name()
-                    + "] of type ["
-                    + CONTENT_TYPE
-                    + "] expects an array of "
-                    + (dims < 0 ? "" : dims + " ")
-                    + "numbers but got ["
-                    + parser.currentToken()
-                    + "]"
-            );
+    /**
+     * dense_vector's behaviour: the first vector fixes the dims through a dynamic mapping update (counted by the
+     * element's own parser: bit fields count bits). The document is not indexed now: a document that updates the
+     * mapping is parsed again once the update is applied, and its values are checked then.
+     */
+    private void setDimsFromFirstDocument(DocumentParserContext context, Element element) throws IOException {
+        String name = fieldType().name();
+        int count = element.parseDimensionCount(context);
+        if (count == 0) {
+            throw new IllegalArgumentException("field [" + name + "] of type [" + CONTENT_TYPE + "] cannot set its dims from an empty vector");
         }
-        float[] vector = new float[dims < 0 ? 16 : dims];
-        int index = 0;
-        for (Token token = parser.nextToken(); token != Token.END_ARRAY; token = parser.nextToken()) {
-            if (token != Token.VALUE_NUMBER) {
-                throw new IllegalArgumentException(
-                    "field [" + fieldType().name() + "] of type [" + CONTENT_TYPE + "] expects numbers but found [" + token + "] at dim [" + index + "]"
-                );
-            }
-            if (dims < 0 && index == vector.length && index <= DenseVectorFieldMapper.MAX_DIMS_COUNT) {
-                vector = Arrays.copyOf(vector, vector.length * 2);
-            }
-            if (index < vector.length) {
-                vector[index] = parser.floatValue();
-            }
-            index++;
-        }
-        if (dims < 0) {
-            return index <= vector.length ? Arrays.copyOf(vector, index) : new float[index]; // too long: refused by the caller
-        }
-        if (index != dims) {
+        GpuElementTypes.checkDims(elementType, count);
+        // the checks the mapping would have made with these dims (pq_m divides them): this document is refused
+        // and the mapping keeps no dims, so a later document with a fitting length can still set them
+        indexOptions.checkDimension(
+            name,
+            GpuElementTypes.luceneDims(elementType, count),
+            "the length of the first document's vector, which would set its [dims]"
+        );
+        Builder update = ((Builder) getMergeBuilder()).dimensions(count);
+        context.addDynamicMapper(update, fullPath());
+    }
+
+    /** dense_vector's message, naming our type. */
+    private void checkDimensionExceeded(int index, DocumentParserContext context) {
+        if (index >= dims) {
             throw new IllegalArgumentException(
                 "The ["
                     + CONTENT_TYPE
                     + "] field ["
-                    + fieldType().name()
+                    + fullPath()
+                    + "] in doc ["
+                    + context.documentDescription()
+                    + "] has more dimensions than defined in the mapping ["
+                    + dims
+                    + "]"
+            );
+        }
+    }
+
+    /** dense_vector's message, naming our type. */
+    private void checkDimensionMatches(int count, DocumentParserContext context) {
+        if (count != dims) {
+            throw new IllegalArgumentException(
+                "The ["
+                    + CONTENT_TYPE
+                    + "] field ["
+                    + fullPath()
                     + "] in doc ["
                     + context.documentDescription()
                     + "] has a different number of dimensions ["
-                    + index
+                    + count
                     + "] than defined in the mapping ["
                     + dims
                     + "]"
             );
         }
-        return vector;
     }
 
     /**

@@ -1,5 +1,6 @@
 package org.gpuvectors.plugin;
 
+import org.apache.lucene.index.ByteVectorValues;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.KnnVectorValues;
 import org.apache.lucene.index.LeafReader;
@@ -13,15 +14,19 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Rebuilds a {@code gpu_vector} value from the indexed vector (Lucene's {@link FloatVectorValues}, served by our
- * format's reader) for {@code _source}: Elasticsearch patches it back into a stored source from which the vector was
+ * Rebuilds a {@code gpu_vector} value from the indexed vector (Lucene's {@link FloatVectorValues} or
+ * {@link ByteVectorValues}, served by our format's reader) for {@code _source}: Elasticsearch patches it back into a stored source from which the vector was
  * removed ({@link SourceLoader.SyntheticVectorsLoader}, see {@link GpuVectorFieldMapper#syntheticVectorsLoader()}).
  *
  * <p>Same contract as {@code dense_vector}'s own (package-private) loader: a cosine field of a new index stores the
  * unit vector plus the original magnitude in the {@link DenseVectorFieldMapper#COSINE_MAGNITUDE_FIELD_SUFFIX} doc
  * values (only for vectors that were not unit length already), and the value read back is
  * {@code normalized[i] * magnitude} in float arithmetic. Every other similarity (and a cosine vector that was already
- * unit length) is stored as given and reads back bit-exactly.
+ * unit length) is stored as given and reads back bit-exactly, except that a bfloat16 field reads back the values the
+ * codec stored (rounded to bfloat16), as {@code dense_vector}'s do.
+ *
+ * <p>Byte and bit fields read back their bytes as numbers ({@code dense_vector}'s loader writes a byte array): a bit
+ * vector given as a hex string comes back as its dims / 8 signed bytes.
  *
  * <p>One instance serves one leaf at a time, on one thread, like Elasticsearch's synthetic field loaders.
  */
@@ -29,9 +34,11 @@ final class GpuVectorSourceLoader extends SourceLoader.DocValuesBasedSyntheticFi
 
     private final String fullPath;
     private final String leafName;
+    private final boolean byteEncoded;
     private final boolean normalized;
 
     private FloatVectorValues values;
+    private ByteVectorValues byteValues;
     private NumericDocValues magnitudes;
     private boolean hasValue;
     private boolean hasMagnitude;
@@ -39,23 +46,31 @@ final class GpuVectorSourceLoader extends SourceLoader.DocValuesBasedSyntheticFi
 
     /**
      * @param fullPath   the field's full name (the Lucene field)
-     * @param leafName   the name written into the source object of its parent
-     * @param normalized whether the field stores unit vectors plus their magnitudes (cosine on a new index)
+     * @param leafName    the name written into the source object of its parent
+     * @param byteEncoded whether Lucene holds the vectors as bytes (byte and bit fields)
+     * @param normalized  whether the field stores unit float vectors plus their magnitudes (cosine on a new index)
      */
-    GpuVectorSourceLoader(String fullPath, String leafName, boolean normalized) {
+    GpuVectorSourceLoader(String fullPath, String leafName, boolean byteEncoded, boolean normalized) {
+        assert byteEncoded == false || normalized == false : "byte vectors are never normalized";
         this.fullPath = fullPath;
         this.leafName = leafName;
+        this.byteEncoded = byteEncoded;
         this.normalized = normalized;
     }
 
     @Override
     public DocValuesLoader docValuesLoader(LeafReader reader, int[] docIdsInLeaf) throws IOException {
-        values = reader.getFloatVectorValues(fullPath);
-        if (values == null) {
+        KnnVectorValues vectorValues;
+        if (byteEncoded) {
+            vectorValues = byteValues = reader.getByteVectorValues(fullPath);
+        } else {
+            vectorValues = values = reader.getFloatVectorValues(fullPath);
+        }
+        if (vectorValues == null) {
             return null;
         }
         magnitudes = normalized ? reader.getNumericDocValues(fullPath + DenseVectorFieldMapper.COSINE_MAGNITUDE_FIELD_SUFFIX) : null;
-        KnnVectorValues.DocIndexIterator iterator = values.iterator();
+        KnnVectorValues.DocIndexIterator iterator = vectorValues.iterator();
         return docId -> {
             if (iterator.docID() > docId) {
                 return hasValue = false;
@@ -76,9 +91,10 @@ final class GpuVectorSourceLoader extends SourceLoader.DocValuesBasedSyntheticFi
         return hasValue;
     }
 
-    /** The current document's vector as given at index time (up to cosine's float rounding, see the class comment). */
+    /** The current document's float vector as given at index time (up to cosine's float rounding, see the class comment). */
     float[] vector() throws IOException {
         assert hasValue : "no vector for ord " + ord;
+        assert byteEncoded == false : "a byte field has no float vector";
         float[] stored = values.vectorValue(ord);
         float[] vector = new float[stored.length];
         float magnitude = hasMagnitude ? Float.intBitsToFloat((int) magnitudes.longValue()) : 1f;
@@ -88,8 +104,26 @@ final class GpuVectorSourceLoader extends SourceLoader.DocValuesBasedSyntheticFi
         return vector;
     }
 
-    /** The current document's vector as a list of {@link Float}, the value that is patched into {@code _source}. */
+    /** The current document's byte vector (bit fields: the packed bits) as indexed. */
+    byte[] bytes() throws IOException {
+        assert hasValue : "no vector for ord " + ord;
+        assert byteEncoded : "a float field has no byte vector";
+        return byteValues.vectorValue(ord).clone(); // the values object may reuse its array
+    }
+
+    /**
+     * The current document's vector as a list of {@link Float} (float and bfloat16) or {@link Byte} (byte and bit), the
+     * value that is patched into {@code _source}.
+     */
     List<Object> copyVectorAsList() throws IOException {
+        if (byteEncoded) {
+            byte[] bytes = bytes();
+            List<Object> list = new ArrayList<>(bytes.length);
+            for (byte b : bytes) {
+                list.add(b);
+            }
+            return list;
+        }
         float[] vector = vector();
         List<Object> list = new ArrayList<>(vector.length);
         for (float v : vector) {
@@ -104,8 +138,14 @@ final class GpuVectorSourceLoader extends SourceLoader.DocValuesBasedSyntheticFi
             return;
         }
         b.startArray(leafName);
-        for (float v : vector()) {
-            b.value(v);
+        if (byteEncoded) {
+            for (byte v : bytes()) {
+                b.value(v);
+            }
+        } else {
+            for (float v : vector()) {
+                b.value(v);
+            }
         }
         b.endArray();
     }

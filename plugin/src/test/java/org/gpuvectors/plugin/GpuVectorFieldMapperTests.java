@@ -62,9 +62,9 @@ class GpuVectorFieldMapperTests {
     }
 
     @Test
-    void flatFieldsCarryTheTypeAttributeOnly() {
+    void flatFieldsCarryTheTypeAttributesOnly() {
         FieldType type = build(builder(3, null)).luceneFieldType();
-        assertEquals(Map.of(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "flat"), type.getAttributes());
+        assertEquals(Map.of(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "flat", GpuVectorsFormat.ELEMENT_TYPE_ATTRIBUTE, "float"), type.getAttributes());
         assertEquals(3, type.vectorDimension());
     }
 
@@ -73,13 +73,22 @@ class GpuVectorFieldMapperTests {
         GpuVectorFieldMapper mapper = build(builder(4, ivfFlat(Map.of("nlist", 16, "nprobe", 4))));
         FieldType type = mapper.luceneFieldType();
         assertEquals(
-            Map.of(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "ivf_flat", IndexParams.ATTRIBUTE_PREFIX + "nlist", "16", IndexParams.ATTRIBUTE_PREFIX + "nprobe", "4"),
+            Map.of(
+                GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE,
+                "ivf_flat",
+                IndexParams.ATTRIBUTE_PREFIX + "nlist",
+                "16",
+                IndexParams.ATTRIBUTE_PREFIX + "nprobe",
+                "4",
+                GpuVectorsFormat.ELEMENT_TYPE_ATTRIBUTE,
+                "float"
+            ),
             type.getAttributes()
         );
         assertThrows(IllegalStateException.class, () -> type.putAttribute("x", "y"), "frozen");
         // no parameters: the type alone, the codec picks its per-segment defaults
         assertEquals(
-            Map.of(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "ivf_flat"),
+            Map.of(GpuVectorsFormat.INDEX_TYPE_ATTRIBUTE, "ivf_flat", GpuVectorsFormat.ELEMENT_TYPE_ATTRIBUTE, "float"),
             build(builder(4, ivfFlat(Map.of()))).luceneFieldType().getAttributes()
         );
     }
