@@ -995,6 +995,7 @@ def bench(system, index, layout, gtkey):
     ncs = [max(A.k, A.nc[0])] if system in ("gpu", "gpuceiling") else [max(A.k, x) for x in A.nc] if is_gpu else A.nc
     base = dict(system=system, index=index, segments=layout, dataset=A.dataset, n=A.n if gtkey != "tiny" else 2000, dims=A.dims,
                 element_type=ET)
+    sname = system if ET == "float" else "%s [%s]" % (system, ET)
     if system == "noop":
         reqs = [Conn.build("POST", "/%s/_search?filter_path=took" % index, json.dumps({"query": {"match_all": {}}, "size": 0}))]
         warm_up(reqs, None, "noop")  # the node has just started: its search path is compiled (JIT) first
@@ -1025,7 +1026,7 @@ def bench(system, index, layout, gtkey):
                 r["of_ceiling"] = round(r["qps"] / paired["qps"], 3) if paired["qps"] else None
             log(step="concurrent", num_candidates=nc, **base, **r)
             say("%s %s nc %d, %d clients: %.0f q/s p50 %s ms p99 %s ms recall %s errors %d node CPU %s cores%s" % (
-                system, layout, nc, cl, r["qps"], r["p50_ms"], r["p99_ms"], r.get("recall"), r["errors"],
+                sname, layout, nc, cl, r["qps"], r["p50_ms"], r["p99_ms"], r.get("recall"), r["errors"],
                 r.get("node_cpu_cores"), " (%.0f %% of the paired ceiling's %.0f q/s)" % (100 * r["of_ceiling"], paired["qps"])
                 if paired and r.get("of_ceiling") else ""))
             if r.get("passes"):
@@ -1037,7 +1038,7 @@ def bench(system, index, layout, gtkey):
         for p in A.filters:
             r = measured(is_gpu, lambda: run_load(knn_requests(index, nc, p), truth_sets("all", p), "knn", A.filter_clients))
             log(step="filtered", num_candidates=nc, selectivity_pct=p, **base, **r)
-            say("%s %s filter %d%%, %d clients: %.0f q/s p50 %s ms recall %s" % (system, layout, p, A.filter_clients, r["qps"], r["p50_ms"], r.get("recall")))
+            say("%s %s filter %d%%, %d clients: %.0f q/s p50 %s ms recall %s" % (sname, layout, p, A.filter_clients, r["qps"], r["p50_ms"], r.get("recall")))
     # _msearch on every index, the knn ceiling's included: issue 7 compares ours with the same _msearch there
     m = A.msearch_size
     reqs = msearch_requests(index, nc)
@@ -1049,7 +1050,7 @@ def bench(system, index, layout, gtkey):
             r["of_ceiling"] = round(r["searches_per_s"] / paired["searches_per_s"], 3) if paired["searches_per_s"] else None
         log(step="msearch", num_candidates=nc, batch=m, **base, **r)
         say("%s %s _msearch x%d, %d clients: %.0f searches/s, request p50 %s ms, recall %s%s" % (
-            system, layout, m, cl, r["searches_per_s"], r["p50_ms"], r.get("recall"),
+            sname, layout, m, cl, r["searches_per_s"], r["p50_ms"], r.get("recall"),
             " (%.0f %% of the paired ceiling's %.0f)" % (100 * r["of_ceiling"], paired["searches_per_s"])
             if paired and r.get("of_ceiling") else ""))
     mem = memory_figures(system, index, base["n"])
@@ -1066,7 +1067,7 @@ def bench(system, index, layout, gtkey):
 
 
 def run_system(system, et="float"):
-    index = "gvb_" + system + ("" if et == "float" else "_" + et)  # float: the names as before (--reuse)
+    index = "gvb_" + system + ("" if et == "float" or system == "noop" else "_" + et)  # float: the names as before (--reuse)
     why = combination_skip(system, et)
     if why:
         log(step="skipped", system=system, element_type=et, reason=why)
@@ -1127,35 +1128,65 @@ LABEL = {"noop": "ES noop (size:0 match_all)", "ceiling": "knn ceiling: dense_ve
          "bigceiling": "knn ceiling, large index: the 2,000 vectors among all n documents",
          "gpuceiling": "gpu_vector flat, 2,000 vectors", "gpu": "gpu_vector flat (GPU)",
          "ivf": "gpu_vector ivf_flat (GPU)", "ivfpq": "gpu_vector ivf_pq (GPU)", "graph": "gpu_vector graph (GPU)",
-         "hnsw": "dense_vector HNSW m16 efc100", "int8": "dense_vector int8_hnsw m16 efc100"}
+         "hnsw": "dense_vector HNSW m16 efc100", "int8": "dense_vector int8_hnsw m16 efc100",
+         "bbq": "dense_vector bbq_hnsw m16 efc100"}
+
+
+def et_of(r):
+    return r.get("element_type", "float")  # runs before element types were all float
+
+
+def label(system, et, ets):
+    """The system's name, with its element type when the rows have more than one (or not float)."""
+    return LABEL.get(system, system) + (" [%s]" % et if system != "noop" and (len(ets) > 1 or et != "float") else "")
+
+
+def memory_cell(r):
+    """Bytes a vector: gpu_vector on the GPU; dense_vector the hot off-heap share (graph + the codes searched) and its
+    whole off-heap; and the field on disk."""
+    if not r:
+        return ""
+    parts = []
+    if r.get("gpu_bytes_per_vector") is not None:
+        parts.append("GPU {:,.0f}".format(r["gpu_bytes_per_vector"]))
+    if r.get("hot_bytes_per_vector") is not None:
+        parts.append("hot {:,.0f}".format(r["hot_bytes_per_vector"]))
+    if r.get("offheap_bytes_per_vector") is not None:
+        parts.append("off-heap {:,.0f}".format(r["offheap_bytes_per_vector"]))
+    if r.get("disk_knn_bytes_per_vector"):
+        parts.append("disk {:,.0f}".format(r["disk_knn_bytes_per_vector"]))
+    return ", ".join(parts)
 
 
 def summarize(rows, out):
     conc = [r for r in rows if r.get("step") == "concurrent"]
     keys = []
     for r in conc:
-        key = (r["system"], r["segments"], r.get("num_candidates"))
+        key = (r["system"], et_of(r), r["segments"], r.get("num_candidates"))
         if key not in keys:
             keys.append(key)
+    ets = sorted({et_of(r) for r in conc if r["system"] != "noop"})
+    mems = [r for r in rows if r.get("step") == "memory"]
     clients = sorted({r["clients"] for r in conc})
     fsel = sorted({r["selectivity_pct"] for r in rows if r.get("step") == "filtered"})
     mcl = sorted({r["clients"] for r in rows if r.get("step") == "msearch"})
     paired = any(r.get("of_ceiling") for r in conc)
     head = ["system", "segments", "nc", "1 client p50/p99 ms"] + ["q/s %d cl" % c for c in clients] + ["recall@%d" % (A.k if A else 10)] \
         + ["filter %d%% q/s (recall)" % p for p in fsel] + ["_msearch %d cl searches/s" % c for c in mcl] \
-        + (["of the paired ceiling at %s cl" % " / ".join(str(c) for c in clients)] if paired else [])
+        + (["of the paired ceiling at %s cl" % " / ".join(str(c) for c in clients)] if paired else []) \
+        + (["bytes a vector"] if mems else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key in keys:
-        sys_, seg, nc = key
+        sys_, et, seg, nc = key
         m = lambda step, **kw: next((r for r in rows if r.get("step") == step and r["system"] == sys_ and r["segments"] == seg
-                                     and all(r.get(k) == v for k, v in kw.items())), None)
+                                     and et_of(r) == et and all(r.get(k) == v for k, v in kw.items())), None)
         one = m("concurrent", clients=1, num_candidates=nc)
-        cells = [LABEL.get(sys_, sys_), seg, str(nc or "")]
+        cells = [label(sys_, et, ets), seg, str(nc or "")]
         cells.append("%s / %s" % (one["p50_ms"], one["p99_ms"]) if one else "")
         for c in clients:
             r = m("concurrent", clients=c, num_candidates=nc)
             cells.append("{:,.0f}".format(r["qps"]) + (" (%d err)" % r["errors"] if r["errors"] else "") if r else "")
-        recs = [r.get("recall") for r in conc if (r["system"], r["segments"], r.get("num_candidates")) == key and r.get("recall") is not None]
+        recs = [r.get("recall") for r in conc if (r["system"], et_of(r), r["segments"], r.get("num_candidates")) == key and r.get("recall") is not None]
         cells.append("%.4f" % min(recs) if recs else "")
         for p in fsel:
             r = m("filtered", selectivity_pct=p)
@@ -1167,6 +1198,8 @@ def summarize(rows, out):
         if paired:
             ofs = [m("concurrent", clients=c, num_candidates=nc) for c in clients]
             cells.append(" / ".join("%.0f %%" % (100 * r["of_ceiling"]) if r and r.get("of_ceiling") else "-" for r in ofs))
+        if mems:
+            cells.append(memory_cell(m("memory")))
         lines.append("| " + " | ".join(cells) + " |")
     extra = []
     for r in rows:
@@ -1183,7 +1216,20 @@ def summarize(rows, out):
             extra.append("- after deleting %s: GPU resident %s bytes (%s segment fields)" % (r["index"], r["resident_bytes"], r["resident_segment_fields"]))
         if r.get("step") == "ground_truth":
             extra.append("- data: %s, n %s, dims %s, %s queries, k %s; exact ground truth by %s in %s s" % (
-                r["dataset"], r["n"], r["dims"], r["queries"], r["k"], r["how"], r["s"]))
+                r["dataset"], r["n"], r["dims"], r["queries"], r["k"], r["how"], r["s"])
+                + ("; element type %s, similarity %s, metric %s%s%s%s" % (
+                    et_of(r), r.get("similarity"), r.get("metric"),
+                    ", byte scale %s" % r["byte_scale"] if r.get("byte_scale") else "",
+                    ", ids within the k-th distance (ties) median %s max %s" % (r["tie_set_median"], r["tie_set_max"]) if "tie_set_median" in r else "",
+                    ", its exact top-%s holds %.1f %% of float's" % (r["k"], 100 * r["overlap_with_float_topk"]) if "overlap_with_float_topk" in r else "")
+                   if r.get("metric") else ""))
+        if r.get("step") == "data_check":
+            extra.append("- embedding data %s x %s (seed 38, %s s): median cosine of random pairs %s (p10-p90 %s), of a "
+                         "query's nearest document %s (p10-p90 %s, %s queries), variance in the top 8 / 64 principal "
+                         "components %s" % (r["n"], r["dims"], r["gen_s"], r["median_pair_cos"], r["pair_cos_p10_p90"],
+                                            r["median_nn_cos"], r["nn_cos_p10_p90"], r["nn_sample_queries"], r["var_share_top8_top64"]))
+        if r.get("step") == "skipped":
+            extra.append("- skipped %s [%s]: %s" % (r["system"], r["element_type"], r["reason"]))
     noop = [r for r in conc if r["system"] == "noop"]
     if noop:
         extra.append("- load generator CPU (cores) at the noop ceiling: " + ", ".join("%d cl: %.2f" % (r["clients"], r["loader_cpu_cores"]) for r in noop))
@@ -1200,10 +1246,10 @@ def summarize(rows, out):
         return
     fig, ax = plt.subplots(figsize=(8, 5))
     for key in keys:
-        pts = sorted((r["clients"], r["qps"]) for r in conc if (r["system"], r["segments"], r.get("num_candidates")) == key)
-        lbl = LABEL.get(key[0], key[0]) + ("" if key[0] == "noop" else ", " + key[1] + (" seg" if key[1] == "one" else " segs"))
-        if key[2] and key[0] in ("hnsw", "int8", "ceiling", "bigceiling") and len(A.nc if A else [1]) > 1:
-            lbl += ", nc %d" % key[2]
+        pts = sorted((r["clients"], r["qps"]) for r in conc if (r["system"], et_of(r), r["segments"], r.get("num_candidates")) == key)
+        lbl = label(key[0], key[1], ets) + ("" if key[0] == "noop" else ", " + key[2] + (" seg" if key[2] == "one" else " segs"))
+        if key[3] and key[0] not in ("noop", "gpu", "gpuceiling") and len({k[3] for k in keys if k[0] == key[0]}) > 1:
+            lbl += ", nc %d" % key[3]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=lbl, linestyle="--" if key[0] in ("noop", "ceiling", "bigceiling") else "-")
     ax.set_xscale("log", base=2)
     ax.set_xticks(clients)
@@ -1216,6 +1262,45 @@ def summarize(rows, out):
     fig.tight_layout()
     fig.savefig(os.path.join(out, "qps_vs_clients.png"), dpi=120)
     print("plot: %s" % os.path.join(out, "qps_vs_clients.png"), flush=True)
+    plt.close(fig)
+    recall_vs_qps(plt, conc, keys, ets, out)
+
+
+def recall_vs_qps(plt, conc, keys, ets, out):
+    """ann-benchmarks style: recall@k (x) against q/s (y, log), one point per system, element type, layout and
+    num_candidates, at the most clients every knn system was measured with; a line joins one system's num_candidates."""
+    knn = [r for r in conc if r["system"] != "noop" and r.get("recall") is not None]
+    if not knn:
+        return
+    per = {}
+    for r in knn:
+        per.setdefault((r["system"], et_of(r), r["segments"]), set()).add(r["clients"])
+    common = set.intersection(*per.values())
+    cl = max(common) if common else max(r["clients"] for r in knn)
+    fig, ax = plt.subplots(figsize=(9, 6))
+    markers = {"float": "o", "byte": "s", "bit": "^", "bfloat16": "D"}
+    colour = {s: "C%d" % i for i, s in enumerate(SYSTEMS)}  # one colour a system, one marker an element type
+    for (sys_, et, seg) in per:
+        pts = sorted((r["recall"], r["qps"], r.get("num_candidates")) for r in knn
+                     if (r["system"], et_of(r), r["segments"]) == (sys_, et, seg) and r["clients"] == cl)
+        if not pts:
+            continue
+        ln, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers.get(et, "o"), color=colour.get(sys_),
+                      linestyle="--" if et == "float" and len(ets) > 1 else "-",
+                      label="%s, %s" % (label(sys_, et, ets), seg + (" seg" if seg == "one" else " segs")))
+        for p in pts:
+            if p[2]:
+                ax.annotate(str(p[2]), (p[0], p[1]), fontsize=6, textcoords="offset points", xytext=(3, 3), color=ln.get_color())
+    ax.set_yscale("log")
+    ax.set_xlabel("recall@%d (against each element type's own exact top-%d)" % ((A.k if A else 10,) * 2))
+    ax.set_ylabel("queries / s at %d clients" % cl)
+    ax.set_title("Elasticsearch knn: recall vs q/s (labels: num_candidates)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "recall_vs_qps.png"), dpi=120)
+    plt.close(fig)
+    print("plot: %s" % os.path.join(out, "recall_vs_qps.png"), flush=True)
 
 
 def self_check():
