@@ -454,7 +454,8 @@ def exact_topk(Xd, Qd, k, keep=None, metric="l2", tie_eps=None):
         del xs, xn, km
         torch.cuda.empty_cache()
         return np.concatenate(out), "torch-cuda", ties
-    except Exception:  # no torch / no GPU: numpy
+    except Exception as e:  # no torch / no GPU: numpy (the reason is logged with the ground truth's "how")
+        why = "%s: %s" % (type(e).__name__, str(e)[:120])
         ties = [] if tie_eps is not None else None
         xs = _prep(Xd, metric, np)
         xn = (xs * xs).sum(1)
@@ -472,7 +473,7 @@ def exact_topk(Xd, Qd, k, keep=None, metric="l2", tie_eps=None):
             if ties is not None:
                 thr = np.take_along_axis(d, ids[:, -1:], 1) + tie_eps
                 ties.extend(np.nonzero(row <= t)[0][:TIE_CAP] for row, t in zip(d, thr[:, 0]))
-        return np.concatenate(out), "numpy", ties
+        return np.concatenate(out), "numpy (no torch-cuda: %s)" % why, ties
 
 
 def ground_truth(et=None):
