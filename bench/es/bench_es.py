@@ -15,10 +15,16 @@ Data: --dataset synthetic (clustered gaussians: the same generator and seed as t
 training images are the documents, the first --queries test images the queries; files as in the Debian package
 dataset-fashion-mnist, found in --fashion-dir or $GV_FASHION_DIR or /usr/share/datasets/fashion-mnist).
 Filters: every document has "f" = id % 100, a filter at p % selectivity is the range f < p.
+--dataset embedding: embedding-like unit vectors (cosine; ANCHORS.md "Data sets"), seed 38, with a printed check of
+its statistics. --element-type byte|bit|bfloat16 maps every system with that element_type (byte: the vectors scaled to
+int8, bit: their sign bits, bfloat16: rounded), the exact ground truth in that type's own metric; --compare-float runs
+the float systems on the float data in the same run (memory a vector, q/s and recall side by side; recall_vs_qps.png).
 
-usage: bench_es.py [--dataset synthetic|fashion] [--n 1000000] [--dims 128] [--systems gpu,hnsw,int8,noop,ceiling]
+usage: bench_es.py [--dataset synthetic|fashion|embedding] [--element-type float|byte|bit|bfloat16] [--compare-float]
+                   [--n 1000000] [--dims 128] [--systems gpu,hnsw,int8,bbq,noop,ceiling]
                    [--segments one|natural|both] [--clients 1,16,64,256] [--filters 1,10,50] [--duration 10] ...
-       bench_es.py --plot-only es_bench.jsonl   (table + plot from an earlier run's lines)
+       bench_es.py --plot-only es_bench.jsonl[,more.jsonl]   (table + plots from earlier runs' lines)
+       bench_es.py --self-check   (data generator, conversions, ground truth against a brute force; no node)
 """
 import argparse, gzip, json, multiprocessing as mp, os, socket, sys, threading, time
 
@@ -333,13 +339,13 @@ def make_views():
             zero = int((~xb.any(1)).sum())
             if zero and metric == "cos":
                 raise SystemExit("%d documents round to the zero vector at byte scale %.1f (cosine refuses them)" % (zero, s))
-            v.update(X=xb, Q=qb, XS=xb.astype(np.int64), QS=qb.astype(np.int64), metric=metric,
+            v.update(X=xb, Q=qb, XS=xb, QS=qb, metric=metric,  # int8 rows: .tolist() gives ints
                      tie_eps=0.5 if metric == "l2" else 1e-9, scale=round(s, 3))
         elif et == "bit":
             if A.dims % 8:
                 raise SystemExit("bit vectors need dims a multiple of 8 (dims %d)" % A.dims)
             xb, qb = to_bits(XF), to_bits(QF)
-            v.update(X=xb, Q=qb, XS=xb.astype(np.int64), QS=qb.astype(np.int64), metric="hamming", tie_eps=0.5)
+            v.update(X=xb, Q=qb, XS=xb, QS=qb, metric="hamming", tie_eps=0.5)
         VIEWS[et] = v
     use_view(A.element_type)
 
