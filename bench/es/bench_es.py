@@ -85,6 +85,8 @@ def parse_args(argv=None):
                    help="keep the knn ceiling's index and measure it again right before each knn point of the other "
                         "systems, at the same clients (its _msearch too, before each _msearch point): each point gets its "
                         "own ceiling (of_ceiling), robust to drift")
+    p.add_argument("--no-disk-usage", action="store_true", help="leave out _disk_usage?run_expensive_tasks=true from "
+                   "the memory figures (it reads the whole index: its time is logged as disk_usage_s)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=9200)
     p.add_argument("--fashion-dir", default=os.environ.get("GV_FASHION_DIR", "/usr/share/datasets/fashion-mnist"))
@@ -878,7 +880,11 @@ def memory_figures(system, index, n):
             out["offheap_by_file_per_vector"] = {e: round(v / n, 1) for e, v in ext.items()}
             codes = ext.get("veb") or ext.get("veq") or ext.get("vec") or 0
             out["hot_bytes_per_vector"] = round((ext.get("vex", 0) + codes) / n, 1)
+    if A.no_disk_usage:
+        return out
+    t0 = time.time()
     st, du = req("POST", "/%s/_disk_usage?run_expensive_tasks=true&filter_path=*.fields.v,*.store_size_in_bytes" % index)
+    out["disk_usage_s"] = round(time.time() - t0, 1)
     try:
         fv = next(iter(du.values()))["fields"]["v"]
         out["disk_knn_bytes_per_vector"] = round(fv.get("knn_vectors_in_bytes", 0) / n, 1) if n else None
