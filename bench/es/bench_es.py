@@ -218,13 +218,35 @@ VIEWS = {}         # element type -> {X, Q, XS, QS, GT, metric, tie_eps, similar
 ET = "float"       # the element type of the system running now (use_view sets X, Q, XS, QS, GT from VIEWS[ET])
 
 
-def embedding_data(n, dims, seed=38, chunk=65536):
-    """Embedding-like synthetic vectors (docs/notes and ../../shared/ANCHORS.md "Data sets"): unit length, compared by
-    cosine; a strong common mean direction (median cosine of random pairs ~0.2); the rest in a latent space of
+_EMB = {}  # embedding_data's parameters, for its chunk workers (forked)
+
+
+def _emb_chunk(ci):
+    """Rows ci * chunk ... of the embedding data, from the chunk's own generator (the same in any process)."""
+    e = _EMB
+    s = ci * e["chunk"]
+    m = min(e["n"], s + e["chunk"]) - s
+    rs = np.random.default_rng([e["seed"], ci])
+    c = rs.choice(len(e["p"]), m, p=e["p"])
+    y = (e["centres"][c] + e["w"] * rs.standard_normal((m, len(e["sd"]))) * e["sd"]).astype(np.float32)
+    x = y @ e["B32"] + e["mu32"]
+    x += rs.standard_normal((m, e["dims"]), dtype=np.float32) * e["noise"]
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x = np.round(x, 5)
+    if "out" in e:  # a forked worker: into the shared output
+        e["out"][s:s + m] = x
+        return ci, None
+    return ci, x
+
+
+def embedding_data(n, dims, seed=38, chunk=65536, procs=0):
+    """Embedding-like synthetic vectors (../../shared/ANCHORS.md "Data sets"): unit length, compared by cosine; a
+    strong common mean direction (median cosine of random pairs ~0.2); the rest in a latent space of
     r = min(64, dims - 1) dimensions whose variances fall as a power law (i^-0.6), holding overlapping clusters
     (within-cluster spread 1.1 x the centres' spread) of Zipf sizes (exponent 0.9, n / 1,000 clusters); plus isotropic
     noise in all dims (a fifth of the non-mean variance), which sets the nearest neighbour at cosine ~0.7 at 1M.
-    Deterministic: seed 38, each chunk of 65,536 rows from its own generator (so any chunk can be made alone).
+    Deterministic: seed 38, each chunk of 65,536 rows from its own generator, so the chunks are made in parallel
+    (procs, default min(8, cores)) and the data is the same whatever the number of processes.
     Rounded to 5 decimals (the values sent as JSON are these float32 values, short)."""
     rng = np.random.default_rng(seed)
     r = min(64, dims - 1)
@@ -238,17 +260,22 @@ def embedding_data(n, dims, seed=38, chunk=65536):
     centres = rng.standard_normal((C, r)) * sd
     p = 1.0 / np.arange(1, C + 1) ** zipf
     p /= p.sum()
-    out = np.empty((n, dims), np.float32)
-    B32, mu32, noise = B.astype(np.float32), (a * mu).astype(np.float32), np.float32(np.sqrt(eps2 / dims))
-    for s in range(0, n, chunk):
-        m = min(n, s + chunk) - s
-        rs = np.random.default_rng([seed, s // chunk])
-        c = rs.choice(C, m, p=p)
-        y = (centres[c] + w * rs.standard_normal((m, r)) * sd).astype(np.float32)
-        x = y @ B32 + mu32
-        x += rs.standard_normal((m, dims), dtype=np.float32) * noise
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
-        out[s:s + m] = np.round(x, 5)
+    _EMB.clear()
+    _EMB.update(n=n, dims=dims, seed=seed, chunk=chunk, p=p, centres=centres, w=w, sd=sd, B32=B.astype(np.float32),
+                mu32=(a * mu).astype(np.float32), noise=np.float32(np.sqrt(eps2 / dims)))
+    chunks = range((n + chunk - 1) // chunk)
+    procs = min(procs or min(8, os.cpu_count() or 1), len(chunks))
+    if procs > 1:  # the workers write their rows into shared memory (no copies through pipes)
+        out = np.frombuffer(mp.RawArray("f", n * dims), np.float32).reshape(n, dims)
+        _EMB["out"] = out
+        with mp.get_context("fork").Pool(procs) as pool:
+            for _ in pool.imap_unordered(_emb_chunk, chunks):
+                pass
+        del _EMB["out"]
+    else:
+        out = np.empty((n, dims), np.float32)
+        for ci in chunks:
+            out[ci * chunk:ci * chunk + chunk] = _emb_chunk(ci)[1]
     return out
 
 
@@ -1329,6 +1356,8 @@ def self_check():
     rng = np.random.default_rng(5)
     a = embedding_data(3000, 64)
     assert np.array_equal(a, embedding_data(3000, 64)), "embedding data not deterministic"
+    assert np.array_equal(embedding_data(3000, 64, chunk=500, procs=1), embedding_data(3000, 64, chunk=500, procs=3)), \
+        "embedding data depends on the number of processes"
     nrm = np.linalg.norm(a, axis=1)
     assert np.all(np.abs(nrm - 1) < 1e-3), "embedding vectors not unit length: %s..%s" % (nrm.min(), nrm.max())
     chk = data_check(a[:2800], a[2800:], sample=100)
