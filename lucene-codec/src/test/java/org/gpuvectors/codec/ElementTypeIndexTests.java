@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
@@ -439,5 +440,77 @@ class ElementTypeIndexTests {
 
   static Stream<String> bitRefusals() {
     return Stream.of("markField", "writer");
+  }
+
+  /**
+   * Lucene searches a filter that accepts fewer documents than k exactly itself, scoring through the flat format's
+   * {@code vectorValues.scorer(...)}, not through the reader's search: bit fields score by Hamming there too.
+   */
+  @org.junit.jupiter.api.Test
+  void bitScoresAreHammingInLucenesOwnExactSearch() throws IOException {
+    Data data = new Data(ElementType.BIT, VectorSimilarityFunction.EUCLIDEAN, new Random(3));
+    FieldType type = GpuVectorsFormat.markField(data.fieldType(), new IndexParams(IndexType.GRAPH, Map.of()),
+        ElementType.BIT);
+    try (Directory dir = new ByteBuffersDirectory()) {
+      try (IndexWriter writer = new IndexWriter(dir, new IndexWriterConfig()
+          .setCodec(GpuVectorsCodec.wrap(TestUtil.getDefaultCodec(), new GpuVectorsFormat(0))))) {
+        for (int id = 0; id < 200; id++) {
+          Document doc = new Document();
+          doc.add(new StoredField("id", id));
+          doc.add(new StringField("few", id % 50 == 0 ? "yes" : "no", Field.Store.NO));
+          doc.add(data.field(id, type));
+          writer.addDocument(doc);
+        }
+      }
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        byte[] query = (byte[]) data.query();
+        List<Hit> got = data.search(new IndexSearcher(reader), query, new TermQuery(new Term("few", "yes")));
+        assertEquals(4, got.size());
+        for (Hit hit : got) {
+          assertEquals(hammingScore(query, (byte[]) data.vectors[hit.id()]), hit.score(), "doc " + hit.id());
+        }
+        LeafReader leaf = reader.leaves().get(0).reader();
+        var scorer = leaf.getByteVectorValues(FIELD).scorer(query);
+        var it = scorer.iterator();
+        StoredFields fields = leaf.storedFields();
+        for (int doc = it.nextDoc(); doc != KnnVectorValues.DocIndexIterator.NO_MORE_DOCS; doc = it.nextDoc()) {
+          int id = fields.document(doc).getField("id").numericValue().intValue();
+          assertEquals(hammingScore(query, (byte[]) data.vectors[id]), scorer.score(), "doc " + id);
+        }
+      }
+    }
+  }
+
+  /** The bit and bfloat16 flat files are written only for segments with fields of those types. */
+  @org.junit.jupiter.api.Test
+  void flatFilesOfAnElementTypeOnlyWhereItIsUsed() throws IOException {
+    try (Directory dir = new ByteBuffersDirectory()) {
+      IndexWriterConfig config = new IndexWriterConfig()
+          .setUseCompoundFile(false)
+          .setCodec(GpuVectorsCodec.wrap(TestUtil.getDefaultCodec(), new GpuVectorsFormat(0)));
+      try (IndexWriter writer = new IndexWriter(dir, config)) {
+        FieldType floats = GpuVectorsFormat.markField(
+            KnnFloatVectorField.createFieldType(4, VectorSimilarityFunction.EUCLIDEAN), IndexType.FLAT);
+        Document doc = new Document();
+        doc.add(new KnnFloatVectorField("f", new float[] {1, 2, 3, 4}, floats));
+        writer.addDocument(doc);
+        writer.commit();
+        assertTrue(Arrays.stream(dir.listAll()).noneMatch(f -> f.contains("_bit.") || f.contains("_bf16.")),
+            Arrays.toString(dir.listAll()));
+        FieldType bits = GpuVectorsFormat.markField(
+            KnnByteVectorField.createFieldType(1, VectorSimilarityFunction.EUCLIDEAN),
+            new IndexParams(IndexType.FLAT, Map.of()), ElementType.BIT);
+        doc = new Document();
+        doc.add(new KnnByteVectorField("b", new byte[] {5}, bits));
+        writer.addDocument(doc);
+        writer.commit();
+        assertTrue(Arrays.stream(dir.listAll()).anyMatch(f -> f.endsWith("_bit.vec")), Arrays.toString(dir.listAll()));
+        writer.forceMerge(1);
+      }
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(2, reader.numDocs());
+        assertEquals(1, reader.leaves().get(0).reader().getByteVectorValues("b").size());
+      }
+    }
   }
 }
