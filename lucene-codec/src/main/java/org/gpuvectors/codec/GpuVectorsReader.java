@@ -204,6 +204,24 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return new FloatViewScorer(flat(field).getFlatVectorScorer(field));
   }
 
+  /** The element type of the field's vectors in this segment (float for a field without vectors here). */
+  ElementType elementType(String field) {
+    FieldEntry entry = fields.get(field);
+    return entry == null ? ElementType.FLOAT : entry.elementType();
+  }
+
+  /**
+   * The field's vectors as floats: float and bfloat16 vectors as they are, byte and bit vectors in their float view
+   * ({@link FloatViewVectors}), what the field's structure was built in and what the GPU's float kernels can take;
+   * {@link #viewScorer} scores them as the element type does.
+   */
+  FloatVectorValues floatView(String field) throws IOException {
+    ElementType type = elementType(field);
+    return type.encoding() == VectorEncoding.FLOAT32
+        ? flat(field).getFloatVectorValues(field)
+        : FloatViewVectors.of(flat(field).getByteVectorValues(field), type);
+  }
+
   /** The flat reader of the field's element type (the float-and-byte one for fields without an entry). */
   private FlatVectorsReader flat(String field) {
     FieldEntry entry = fields.get(field);
