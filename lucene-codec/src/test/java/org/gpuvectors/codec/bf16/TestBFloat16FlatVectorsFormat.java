@@ -6,17 +6,22 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import org.apache.lucene.codecs.Codec;
+import org.apache.lucene.codecs.KnnVectorsReader;
 import org.apache.lucene.codecs.hnsw.DefaultFlatVectorScorer;
 import org.apache.lucene.codecs.hnsw.FlatVectorScorerUtil;
 import org.apache.lucene.codecs.hnsw.FlatVectorsScorer;
+import org.apache.lucene.codecs.perfield.PerFieldKnnVectorsFormat;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.Field;
 import org.apache.lucene.document.KnnByteVectorField;
 import org.apache.lucene.document.KnnFloatVectorField;
 import org.apache.lucene.document.NumericDocValuesField;
 import org.apache.lucene.document.StringField;
+import org.apache.lucene.index.CodecReader;
 import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.FieldInfo;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.IndexReader;
 import org.apache.lucene.index.IndexWriter;
@@ -266,7 +271,7 @@ public class TestBFloat16FlatVectorsFormat extends BaseKnnVectorsFormatTestCase 
 
   /**
    * Lucene's scenario (a quarter of the documents with a vector, sometimes merged into one segment): iteration and
-   * {@code ordToDoc} agree, each vector is its document's, rounded.
+   * {@code ordToDoc} agree, each vector is its document's, rounded; the off-heap size is two bytes a dimension.
    */
   @Override
   public void testVectorValuesReportCorrectDocs() throws Exception {
@@ -295,8 +300,11 @@ public class TestBFloat16FlatVectorsFormat extends BaseKnnVectorsFormatTestCase 
           FloatVectorValues values = ctx.reader().getFloatVectorValues(FIELD);
           if (values != null) {
             assertOffHeapByteSize(ctx.reader(), FIELD);
-            assertEquals((long) values.size() * dims * BFloat16.BYTES,
-                (long) ctx.reader().getFloatVectorValues(FIELD).size() * dims * BFloat16.BYTES);
+            // two bytes a dimension
+            KnnVectorsReader vectors = ((PerFieldKnnVectorsFormat.FieldsReader)
+                ((CodecReader) ctx.reader()).getVectorReader()).getFieldReader(FIELD);
+            FieldInfo info = ctx.reader().getFieldInfos().fieldInfo(FIELD);
+            assertEquals(Map.of("vec", (long) values.size() * dims * BFloat16.BYTES), vectors.getOffHeapByteSize(info));
           }
         }
       }
