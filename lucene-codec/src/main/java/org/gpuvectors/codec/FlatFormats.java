@@ -4,6 +4,7 @@ import java.util.Objects;
 import org.apache.lucene.codecs.hnsw.FlatVectorScorerUtil;
 import org.apache.lucene.codecs.hnsw.FlatVectorsFormat;
 import org.apache.lucene.codecs.lucene99.Lucene99FlatVectorsFormat;
+import org.gpuvectors.codec.bf16.BFloat16FlatVectorsFormat;
 import org.gpuvectors.codec.index.ElementType;
 import org.gpuvectors.codec.index.HammingVectorsScorer;
 
@@ -12,9 +13,9 @@ import org.gpuvectors.codec.index.HammingVectorsScorer;
  * the segment suffix of each one's files: float and byte vectors in Lucene's flat format under the segment's own
  * suffix (the files of every earlier version); bit vectors in Lucene's flat format scored by Hamming ({@link
  * HammingVectorsScorer}: a flat format has one scorer for all its fields, and Lucene's exact search and {@code
- * vectorValues.scorer(...)} score through it) under {@value #BIT_SUFFIX}; bfloat16 vectors in the bfloat16 flat
- * format (2 bytes a dimension) under {@value #BFLOAT16_SUFFIX}. A segment holds the files of the last two only when it
- * has fields of their types.
+ * vectorValues.scorer(...)} score through it) under {@value #BIT_SUFFIX}; bfloat16 vectors in {@link
+ * BFloat16FlatVectorsFormat} (2 bytes a dimension) under {@value #BFLOAT16_SUFFIX}. A segment holds the files of the
+ * last two only when it has fields of their types.
  */
 final class FlatFormats {
 
@@ -36,14 +37,10 @@ final class FlatFormats {
     return new FlatFormats(
         new Lucene99FlatVectorsFormat(FlatVectorScorerUtil.getLucene99FlatVectorsScorer()),
         new Lucene99FlatVectorsFormat(HammingVectorsScorer.INSTANCE),
-        bfloat16Format());
+        // scored as float fields are: the vectorized scorer reads the decoded floats of bfloat16 values
+        new BFloat16FlatVectorsFormat(FlatVectorScorerUtil.getLucene99FlatVectorsScorer()));
   }
 
-  /** The flat format of bfloat16 fields. */
-  private static FlatVectorsFormat bfloat16Format() {
-    // stand-in until org.gpuvectors.codec.bf16.BFloat16FlatVectorsFormat lands: stores the floats whole
-    return new Lucene99FlatVectorsFormat(FlatVectorScorerUtil.getLucene99FlatVectorsScorer());
-  }
 
   /** The format of a field of this element type. */
   FlatVectorsFormat of(ElementType type) {

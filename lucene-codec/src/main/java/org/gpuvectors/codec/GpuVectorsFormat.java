@@ -32,7 +32,8 @@ import org.gpuvectors.codec.index.ElementType;
  * <p>The raw vectors live in flat vectors formats, one per kind of storage, each under a segment suffix of its own
  * ({@code FlatFormats}): float and byte vectors in the files of {@link Lucene99FlatVectorsFormat} ({@code .vec},
  * {@code .vemf}) under the segment's suffix; bit vectors in the same format's files, scored by Hamming, under the
- * suffix {@code bit}; bfloat16 vectors in the bfloat16 flat format (2 bytes a dimension) under the suffix {@code
+ * suffix {@code bit}; bfloat16 vectors in {@link org.gpuvectors.codec.bf16.BFloat16FlatVectorsFormat} (2 bytes a
+ * dimension, files {@code .vecbf}, {@code .vembf}) under the suffix {@code
  * bf16}. A segment has the files of the last two only when it has fields of those types.
  *
  * <h2>Element types</h2>

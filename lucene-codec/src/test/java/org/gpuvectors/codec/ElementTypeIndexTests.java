@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -505,11 +506,27 @@ class ElementTypeIndexTests {
         writer.addDocument(doc);
         writer.commit();
         assertTrue(Arrays.stream(dir.listAll()).anyMatch(f -> f.endsWith("_bit.vec")), Arrays.toString(dir.listAll()));
+        assertTrue(Arrays.stream(dir.listAll()).noneMatch(f -> f.contains("_bf16.")), Arrays.toString(dir.listAll()));
+        FieldType bfloat16 = GpuVectorsFormat.markField(
+            KnnFloatVectorField.createFieldType(4, VectorSimilarityFunction.EUCLIDEAN),
+            new IndexParams(IndexType.FLAT, Map.of()), ElementType.BFLOAT16);
+        doc = new Document();
+        doc.add(new KnnFloatVectorField("h", new float[] {1, 2, 3, 1.00390625f}, bfloat16));
+        writer.addDocument(doc);
+        writer.commit();
+        assertTrue(Arrays.stream(dir.listAll()).anyMatch(f -> f.endsWith("_bf16.vecbf")), Arrays.toString(dir.listAll()));
         writer.forceMerge(1);
       }
       try (DirectoryReader reader = DirectoryReader.open(dir)) {
-        assertEquals(2, reader.numDocs());
-        assertEquals(1, reader.leaves().get(0).reader().getByteVectorValues("b").size());
+        assertEquals(3, reader.numDocs());
+        LeafReader leaf = reader.leaves().get(0).reader();
+        assertEquals(1, leaf.getByteVectorValues("b").size());
+        FloatVectorValues halves = leaf.getFloatVectorValues("h");
+        // 1 + 2^-8 is halfway between two bfloat16 values: rounded to the even one, 1
+        assertArrayEquals(new float[] {1, 2, 3, 1}, halves.vectorValue(0));
+        GpuVectorsReader ours = KnnBatchSearcher.gpuVectorsReader(leaf, "h");
+        assertEquals(Map.of("vec", 8L), ours.getOffHeapByteSize(leaf.getFieldInfos().fieldInfo("h")),
+            "two bytes a dimension");
       }
     }
   }
