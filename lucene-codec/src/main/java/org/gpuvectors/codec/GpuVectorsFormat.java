@@ -16,8 +16,8 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.gpuvectors.codec.index.ElementType;
 
 /**
- * A vector format that keeps the raw vectors in Lucene's flat vectors format and adds, per field,
- * a GPU-searchable index structure chosen by the field's {@link IndexType}.
+ * A vector format that keeps the raw vectors in flat vectors formats (one per kind of storage: see below) and adds,
+ * per field, a GPU-searchable index structure chosen by the field's {@link IndexType}, for every {@link ElementType}.
  *
  * <p>The index type of a field comes from the {@link FieldInfo} attribute {@link
  * #INDEX_TYPE_ATTRIBUTE} (the lower-case {@link IndexType#typeName()}) and its parameters from the
