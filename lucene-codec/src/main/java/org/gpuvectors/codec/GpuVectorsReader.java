@@ -568,7 +568,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       try {
         infoType = GpuVectorsFormat.elementType(info);
       } catch (IllegalArgumentException e) {
-        throw new CorruptIndexException("Invalid element type of field=\"" + info.name + "\"", meta, e);
+        // the writer refused every value of such a field and stored it under its encoding's default
+        infoType = ElementType.of(null, encoding);
       }
       if (elementType != infoType) {
         throw new CorruptIndexException(

@@ -92,7 +92,7 @@ class ElementTypeIndexTests {
   private static List<VectorSimilarityFunction> similarities(ElementType element) {
     return switch (element) {
       case FLOAT, BFLOAT16 -> List.of(VectorSimilarityFunction.COSINE);
-      case BYTE -> List.of(VectorSimilarityFunction.EUCLIDEAN, VectorSimilarityFunction.MAXIMUM_INNER_PRODUCT);
+      case BYTE -> List.of(VectorSimilarityFunction.values());
       case BIT -> List.of(VectorSimilarityFunction.EUCLIDEAN);
     };
   }
@@ -351,19 +351,27 @@ class ElementTypeIndexTests {
       return GpuVectorsFormatTests.oracleScore(sim, a, b);
     }
 
-    /** Lucene's byte scores: 1 / (1 + squared L2); for maximum inner product, dot + 1 (or 1 / (1 - dot) below 0). */
+    /**
+     * Lucene's byte scores: 1 / (1 + squared L2); dot product scaled by the largest possible one, 0.5 + dot / (dims
+     * 2^15); (1 + cosine) / 2; for maximum inner product, dot + 1 (or 1 / (1 - dot) below 0).
+     */
     private float byteScore(byte[] a, byte[] b) {
       long dot = 0;
       long l2 = 0;
+      long na = 0;
+      long nb = 0;
       for (int i = 0; i < a.length; i++) {
         dot += a[i] * b[i];
         long d = a[i] - b[i];
         l2 += d * d;
+        na += a[i] * a[i];
+        nb += b[i] * b[i];
       }
       return switch (sim) {
         case EUCLIDEAN -> 1 / (1 + (float) l2);
+        case DOT_PRODUCT -> 0.5f + dot / (float) (a.length * (1 << 15));
+        case COSINE -> (1 + (float) (dot / Math.sqrt((double) na * nb))) / 2;
         case MAXIMUM_INNER_PRODUCT -> dot < 0 ? 1 / (1 + -1 * (float) dot) : dot + 1;
-        default -> throw new AssertionError("not used: " + sim);
       };
     }
 
@@ -436,6 +444,30 @@ class ElementTypeIndexTests {
       ok.add(new StringField("sid", "1", Field.Store.NO));
       writer.addDocument(ok); // the writer lives on
       writer.commit();
+    }
+  }
+
+  /** A field whose element type attribute names no element type fails its documents, not the segment. */
+  @org.junit.jupiter.api.Test
+  void unknownElementTypeFailsTheDocumentOnly() throws IOException {
+    FieldType tagged = new FieldType(KnnByteVectorField.createFieldType(4, VectorSimilarityFunction.EUCLIDEAN));
+    new IndexParams(IndexType.GRAPH, Map.of()).putAttributes(tagged);
+    tagged.putAttribute(GpuVectorsFormat.ELEMENT_TYPE_ATTRIBUTE, "int4");
+    tagged.freeze();
+    try (Directory dir = new ByteBuffersDirectory()) {
+      try (IndexWriter writer = new IndexWriter(dir, new IndexWriterConfig()
+          .setCodec(GpuVectorsCodec.wrap(TestUtil.getDefaultCodec(), new GpuVectorsFormat(0))))) {
+        Document doc = new Document();
+        doc.add(new KnnByteVectorField(FIELD, new byte[] {1, 2, 3, 4}, tagged));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> writer.addDocument(doc));
+        assertTrue(e.getMessage().contains("unknown element type [int4]"), e.getMessage());
+        Document ok = new Document();
+        ok.add(new StringField("sid", "1", Field.Store.NO));
+        writer.addDocument(ok);
+      }
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(1, reader.numDocs());
+      }
     }
   }
 
