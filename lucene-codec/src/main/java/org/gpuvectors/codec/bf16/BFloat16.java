@@ -33,7 +33,8 @@ public final class BFloat16 {
    */
   public static short fromFloat(float value) {
     if (Float.isNaN(value)) {
-      // adding the rounding bias to a NaN's payload could carry into the exponent and make it infinite
+      // a NaN's payload may sit in the dropped bits only (what is left reads as infinity), and rounding the
+      // largest payloads carries into the sign: every NaN becomes the one quiet NaN instead
       return NAN_BITS;
     }
     int bits = Float.floatToRawIntBits(value);
