@@ -6,8 +6,6 @@ import java.util.Objects;
 import org.apache.lucene.codecs.KnnVectorsFormat;
 import org.apache.lucene.codecs.KnnVectorsReader;
 import org.apache.lucene.codecs.KnnVectorsWriter;
-import org.apache.lucene.codecs.hnsw.FlatVectorScorerUtil;
-import org.apache.lucene.codecs.hnsw.FlatVectorsFormat;
 import org.apache.lucene.codecs.lucene99.Lucene99FlatVectorsFormat;
 import org.apache.lucene.document.FieldType;
 import org.apache.lucene.index.FieldInfo;
@@ -18,8 +16,8 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.gpuvectors.codec.index.ElementType;
 
 /**
- * A vector format that keeps the raw vectors in Lucene's flat vectors format and adds, per field,
- * a GPU-searchable index structure chosen by the field's {@link IndexType}.
+ * A vector format that keeps the raw vectors in flat vectors formats (one per kind of storage: see below) and adds,
+ * per field, a GPU-searchable index structure chosen by the field's {@link IndexType}, for every {@link ElementType}.
  *
  * <p>The index type of a field comes from the {@link FieldInfo} attribute {@link
  * #INDEX_TYPE_ATTRIBUTE} (the lower-case {@link IndexType#typeName()}) and its parameters from the
@@ -31,8 +29,25 @@ import org.gpuvectors.codec.index.ElementType;
  * segment field with fewer vectors than the format's threshold ({@code ivfMinVectors}, a constructor
  * argument, {@value #DEFAULT_IVF_MIN_VECTORS} by default) is written as flat: each segment's meta entry says which structure it holds.
  *
- * <p>The raw vectors live in the files of {@link Lucene99FlatVectorsFormat} ({@code .vec}, {@code
- * .vemf}). This format adds two files per segment:
+ * <p>The raw vectors live in flat vectors formats, one per kind of storage, each under a segment suffix of its own
+ * ({@code FlatFormats}): float and byte vectors in the files of {@link Lucene99FlatVectorsFormat} ({@code .vec},
+ * {@code .vemf}) under the segment's suffix; bit vectors in the same format's files, scored by Hamming, under the
+ * suffix {@code bit}; bfloat16 vectors in {@link org.gpuvectors.codec.bf16.BFloat16FlatVectorsFormat} (2 bytes a
+ * dimension, files {@code .vecbf}, {@code .vembf}) under the suffix {@code
+ * bf16}. A segment has the files of the last two only when it has fields of those types.
+ *
+ * <h2>Element types</h2>
+ *
+ * <p>A field's {@link ElementType} ({@link #ELEMENT_TYPE_ATTRIBUTE}) picks its flat format and its scores: float and
+ * bfloat16 vectors are scored as Lucene scores floats, byte vectors as Lucene scores bytes, bit vectors by
+ * Elasticsearch's Hamming score ({@link org.gpuvectors.codec.index.HammingVectorsScorer}) under every similarity.
+ * Every index type is built, for every element type, over the vectors' float view ({@link
+ * org.gpuvectors.codec.index.FloatView}: a byte as its value, a bit as 0 or 1 whose squared L2 distance is the Hamming
+ * distance), so k-means, product quantization and graphs are the same code and the same layouts; searches choose
+ * candidates in the view and score them with the element type's scorer. {@code ivf_pq} is refused for bit vectors: a
+ * bit vector is one bit a dimension already, smaller than its product-quantized codes.
+ *
+ * <p>This format adds two files per segment:
  *
  * <h2>.gvm (vector index metadata) file</h2>
  *
@@ -48,6 +63,9 @@ import org.gpuvectors.codec.index.ElementType;
  *       ordinal()})
  *   <li><b>[int32]</b> similarity function: 0 = EUCLIDEAN, 1 = DOT_PRODUCT, 2 = COSINE, 3 =
  *       MAXIMUM_INNER_PRODUCT (a fixed list, never an {@code ordinal()})
+ *   <li><b>[vint]</b> element type (version 1 on): 0 = float, 1 = byte, 2 = bit, 3 = bfloat16 (a fixed list, never
+ *       an {@code ordinal()}); it says which flat format holds the field's raw vectors. Version 0 has no such entry:
+ *       float for FLOAT32 fields, byte for BYTE fields
  *   <li><b>[vint]</b> vector dimension
  *   <li><b>[int32]</b> number of documents with a vector in this field
  *   <li><b>[vlong]</b> offset of this field's data in the .gvd file
@@ -139,7 +157,9 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
   static final String DATA_EXTENSION = "gvd";
 
   static final int VERSION_START = 0;
-  static final int VERSION_CURRENT = VERSION_START;
+  /** The meta file's field entries say the field's element type. */
+  static final int VERSION_ELEMENT_TYPE = 1;
+  static final int VERSION_CURRENT = VERSION_ELEMENT_TYPE;
 
   /** End-of-fields marker in the meta file. */
   static final int END_OF_FIELDS = -1;
@@ -163,13 +183,19 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
       List.of(VectorEncoding.BYTE, VectorEncoding.FLOAT32);
 
   /**
+   * Element types as stored in the meta file: the position in this list is the on-disk value. Append only.
+   */
+  static final List<ElementType> ELEMENT_TYPES =
+      List.of(ElementType.FLOAT, ElementType.BYTE, ElementType.BIT, ElementType.BFLOAT16);
+
+  /**
    * The fewest vectors a segment field needs by default for its IVF lists or its graph to be built (smaller
    * segments stay flat: exact search over a few thousand vectors costs less than probing lists or walking a
    * graph, and needs no build).
    */
   public static final int DEFAULT_IVF_MIN_VECTORS = 10_000;
 
-  private final FlatVectorsFormat flatVectorsFormat;
+  private final FlatFormats flatFormats;
   private final IndexParams unmarkedFields;
   private final int ivfMinVectors;
 
@@ -202,18 +228,17 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
     }
     this.unmarkedFields = unmarkedFields;
     this.ivfMinVectors = ivfMinVectors;
-    this.flatVectorsFormat =
-        new Lucene99FlatVectorsFormat(FlatVectorScorerUtil.getLucene99FlatVectorsScorer());
+    this.flatFormats = FlatFormats.standard();
   }
 
   @Override
   public KnnVectorsWriter fieldsWriter(SegmentWriteState state) throws IOException {
-    return new GpuVectorsWriter(state, flatVectorsFormat.fieldsWriter(state), unmarkedFields, ivfMinVectors);
+    return new GpuVectorsWriter(state, new FlatWriters(flatFormats, state), unmarkedFields, ivfMinVectors);
   }
 
   @Override
   public KnnVectorsReader fieldsReader(SegmentReadState state) throws IOException {
-    return new GpuVectorsReader(state, flatVectorsFormat.fieldsReader(state));
+    return new GpuVectorsReader(state, flatFormats);
   }
 
   @Override
@@ -227,7 +252,7 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
         + "(name="
         + NAME
         + ", flatVectorsFormat="
-        + flatVectorsFormat
+        + flatFormats.floatsAndBytes()
         + (unmarkedFields.equals(IndexParams.FLAT) ? "" : ", unmarkedFields=" + unmarkedFields)
         + ", ivfMinVectors="
         + ivfMinVectors
@@ -279,6 +304,8 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
    */
   public static FieldType markField(FieldType vectorFieldType, IndexParams params, ElementType elementType) {
     Objects.requireNonNull(elementType, "elementType");
+    Objects.requireNonNull(params, "params");
+    checkIndexType(params.type(), elementType);
     if (vectorFieldType.vectorEncoding() != elementType.encoding()) {
       throw new IllegalArgumentException(
           "element type ["
@@ -304,6 +331,20 @@ public final class GpuVectorsFormat extends KnnVectorsFormat {
       return ElementType.of(fieldInfo.getAttribute(ELEMENT_TYPE_ATTRIBUTE), fieldInfo.getVectorEncoding());
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("field [" + fieldInfo.name + "]: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Refuses an index type that a field of this element type cannot have: {@code ivf_pq} over bit vectors (a bit
+   * vector is already one bit a dimension, smaller than product-quantized codes of it).
+   *
+   * @throws IllegalArgumentException naming the pair and the reason
+   */
+  public static void checkIndexType(IndexType type, ElementType elementType) {
+    if (type == IndexType.IVF_PQ && elementType == ElementType.BIT) {
+      throw new IllegalArgumentException(
+          "index type [ivf_pq] is not supported for element type [bit]: a bit vector is already one bit a dimension, "
+              + "smaller than product-quantized codes of it; use [flat], [ivf_flat] or [graph]");
     }
   }
 

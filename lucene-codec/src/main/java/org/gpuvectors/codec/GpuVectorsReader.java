@@ -5,14 +5,20 @@ import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.gpu.GpuSegment;
 import org.gpuvectors.codec.graph.GraphField;
 import org.gpuvectors.codec.index.ApproximateIndex;
+import org.gpuvectors.codec.index.ElementType;
+import org.gpuvectors.codec.index.FloatView;
+import org.gpuvectors.codec.index.FloatViewScorer;
+import org.gpuvectors.codec.index.FloatViewVectors;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.IvfField;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.SearchParams;
 import java.io.IOException;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import org.apache.lucene.codecs.CodecUtil;
 import org.apache.lucene.codecs.KnnVectorsReader;
 import org.apache.lucene.codecs.hnsw.FlatVectorsReader;
@@ -43,13 +49,18 @@ import org.apache.lucene.util.RamUsageEstimator;
  * IvfPqField}), by beam search for graph fields ({@link GraphField}). As a {@link GpuSegment} it tells the
  * service which index it belongs to and which vectors its unfiltered searches accept, so one GPU pass
  * can serve a query's segments.
+ *
+ * <p>Each field's raw vectors come from the flat reader of its element type ({@link FlatReaders}). Byte and bit
+ * fields with an approximate structure are searched in their float view ({@link FloatViewVectors}: the structure was
+ * built there), every candidate scored by the element type's own scorer ({@link FloatViewScorer}), so the scores are
+ * those of {@code dense_vector}; byte and bit searches run on the CPU.
  */
 final class GpuVectorsReader extends KnnVectorsReader implements Accountable, GpuSegment {
 
   private static final long SHALLOW_SIZE =
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsReader.class);
 
-  private final FlatVectorsReader flatVectorsReader;
+  private final FlatReaders flatReaders;
   /** Each field's entry: its meta and its approximate structure in this segment. */
   private final Map<String, FieldEntry> fields = new HashMap<>();
   private final IndexInput data;
@@ -59,9 +70,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   private final Object group;
   private final int maxDoc;
 
-  GpuVectorsReader(SegmentReadState state, FlatVectorsReader flatVectorsReader)
+  GpuVectorsReader(SegmentReadState state, FlatFormats flatFormats)
       throws IOException {
-    this.flatVectorsReader = flatVectorsReader;
     this.group = state.segmentInfo.dir; // the real directory, also for compound-file segments
     this.maxDoc = state.segmentInfo.maxDoc();
     boolean success = false;
@@ -72,6 +82,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     // the meta entries, completed with their structures once the data file is open
     Map<String, FieldEntry> metaEntries = new HashMap<>();
     IndexInput dataIn = null;
+    FlatReaders flats = null;
     try {
       try (ChecksumIndexInput meta = state.directory.openChecksumInput(metaFileName)) {
         Throwable priorE = null;
@@ -84,13 +95,16 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
                   GpuVectorsFormat.VERSION_CURRENT,
                   state.segmentInfo.getId(),
                   state.segmentSuffix);
-          readFields(meta, state.fieldInfos, metaEntries);
+          readFields(meta, versionMeta, state.fieldInfos, metaEntries);
         } catch (Throwable exception) {
           priorE = exception;
         } finally {
           CodecUtil.checkFooter(meta, priorE);
         }
       }
+      Set<ElementType> elementTypes = EnumSet.noneOf(ElementType.class);
+      metaEntries.values().forEach(e -> elementTypes.add(e.elementType()));
+      flats = FlatReaders.open(flatFormats, state, elementTypes);
       dataIn = openDataInput(state, versionMeta);
       for (Map.Entry<String, FieldEntry> e : metaEntries.entrySet()) {
         fields.put(e.getKey(), e.getValue().withStructure(e.getKey(), dataIn));
@@ -98,10 +112,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       success = true;
     } finally {
       if (success == false) {
-        IOUtils.closeWhileHandlingException(dataIn, flatVectorsReader);
+        IOUtils.closeWhileHandlingException(dataIn, flats);
       }
     }
     this.data = dataIn;
+    this.flatReaders = flats;
   }
 
   private static IndexInput openDataInput(SegmentReadState state, int versionMeta)
@@ -135,8 +150,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     }
   }
 
-  private static void readFields(ChecksumIndexInput meta, FieldInfos infos, Map<String, FieldEntry> entries)
-      throws IOException {
+  private static void readFields(
+      ChecksumIndexInput meta, int version, FieldInfos infos, Map<String, FieldEntry> entries) throws IOException {
     for (int fieldNumber = meta.readInt();
         fieldNumber != GpuVectorsFormat.END_OF_FIELDS;
         fieldNumber = meta.readInt()) {
@@ -144,7 +159,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       if (info == null) {
         throw new CorruptIndexException("Invalid field number: " + fieldNumber, meta);
       }
-      FieldEntry entry = FieldEntry.create(meta, info);
+      FieldEntry entry = FieldEntry.create(meta, version, info);
       if (entries.put(info.name, entry) != null) {
         throw new CorruptIndexException("Duplicate field: " + info.name, meta);
       }
@@ -181,9 +196,49 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return approximate(field) instanceof GraphField graph ? graph : null;
   }
 
-  /** How the flat vectors format scores the field's vectors (a merge's walks of this segment's graph score so). */
-  FlatVectorsScorer flatScorer(String field) throws IOException {
-    return flatVectorsReader.getFlatVectorScorer(field);
+  /**
+   * How the field's vectors are scored, given them or their float view (a merge's walks of this segment's graph
+   * score so): the flat format's scorer of the field's element type ({@link FloatViewScorer}).
+   */
+  FlatVectorsScorer viewScorer(String field) throws IOException {
+    return new FloatViewScorer(flat(field).getFlatVectorScorer(field));
+  }
+
+  /** The element type of the field's vectors in this segment (float for a field without vectors here). */
+  ElementType elementType(String field) {
+    FieldEntry entry = fields.get(field);
+    return entry == null ? ElementType.FLOAT : entry.elementType();
+  }
+
+  /**
+   * The field's vectors as floats: float and bfloat16 vectors as they are, byte and bit vectors in their float view
+   * ({@link FloatViewVectors}), what the field's structure was built in and what the GPU's float kernels can take;
+   * {@link #viewScorer} scores them as the element type does.
+   */
+  FloatVectorValues floatView(String field) throws IOException {
+    ElementType type = elementType(field);
+    return type.encoding() == VectorEncoding.FLOAT32
+        ? flat(field).getFloatVectorValues(field)
+        : FloatViewVectors.of(flat(field).getByteVectorValues(field), type);
+  }
+
+  /** The flat reader of the field's element type (the float-and-byte one for fields without an entry). */
+  private FlatVectorsReader flat(String field) {
+    FieldEntry entry = fields.get(field);
+    return flatReaders.of(entry == null ? ElementType.FLOAT : entry.elementType());
+  }
+
+  /**
+   * A field's vectors as floats, through any vectors reader: float and bfloat16 vectors as they are, byte and bit
+   * vectors in their float view ({@link FloatView}); null where the reader has none.
+   */
+  static FloatVectorValues floatView(KnnVectorsReader reader, FieldInfo info) throws IOException {
+    ElementType type = GpuVectorsFormat.elementType(info);
+    if (type.encoding() == VectorEncoding.FLOAT32) {
+      return reader.getFloatVectorValues(info.name);
+    }
+    ByteVectorValues bytes = reader.getByteVectorValues(info.name);
+    return bytes == null ? null : FloatViewVectors.of(bytes, type);
   }
 
   /** The field's approximate structure in this segment (IVF lists or a graph), or null (flat here). */
@@ -221,18 +276,18 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
 
   @Override
   public void checkIntegrity() throws IOException {
-    flatVectorsReader.checkIntegrity();
+    flatReaders.checkIntegrity();
     CodecUtil.checksumEntireFile(data);
   }
 
   @Override
   public FloatVectorValues getFloatVectorValues(String field) throws IOException {
-    return flatVectorsReader.getFloatVectorValues(field);
+    return flat(field).getFloatVectorValues(field);
   }
 
   @Override
   public ByteVectorValues getByteVectorValues(String field) throws IOException {
-    return flatVectorsReader.getByteVectorValues(field);
+    return flat(field).getByteVectorValues(field);
   }
 
   /**
@@ -246,7 +301,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     if (entry == null) {
       return;
     }
-    FloatVectorValues vectors = flatVectorsReader.getFloatVectorValues(field);
+    FloatVectorValues vectors = flat(field).getFloatVectorValues(field);
     if (GpuSegmentSearcher.search(
         GpuSearchServices.current(),
         this,
@@ -254,7 +309,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         vectors,
         entry.similarityFunction(),
         entry.approximate(),
-        flatVectorsReader.getFlatVectorScorer(field),
+        flat(field).getFlatVectorScorer(field),
         target,
         knnCollector,
         acceptDocs,
@@ -273,7 +328,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       searcher(field, entry).search(vectors, targets, collectors, acceptDocs);
       return;
     }
-    FlatVectorsScorer scorers = flatVectorsReader.getFlatVectorScorer(field);
+    FlatVectorsScorer scorers = flat(field).getFlatVectorScorer(field);
     // the accepted count as the GPU path counts it (its effort must be the same): the mask's, once per
     // batch (live docs: cached per segment)
     long accepted = acceptMasks.of(field, acceptDocs, vectors).count();
@@ -298,10 +353,10 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         service,
         this,
         field,
-        flatVectorsReader.getFloatVectorValues(field),
+        flat(field).getFloatVectorValues(field),
         entry.similarityFunction(),
         entry.approximate(),
-        flatVectorsReader.getFlatVectorScorer(field),
+        flat(field).getFlatVectorScorer(field),
         targets,
         k,
         Integer.MAX_VALUE, // the batch API's collectors have no visit limit
@@ -315,7 +370,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       throws IOException {
     FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, collectors[0]);
     if (entry != null) {
-      searchOnCpu(field, entry, flatVectorsReader.getFloatVectorValues(field), targets, collectors, acceptDocs);
+      searchOnCpu(field, entry, flat(field).getFloatVectorValues(field), targets, collectors, acceptDocs);
     }
   }
 
@@ -334,19 +389,33 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return service.warm(
         this,
         field,
-        flatVectorsReader.getFloatVectorValues(field),
+        flat(field).getFloatVectorValues(field),
         entry.similarityFunction(),
         GpuSegmentSearcher.gpuStructure(entry.approximate(), service.settings().ivfPqRerankOnGpu()));
   }
 
+  /**
+   * Searches one byte or bit query on the CPU: exactly for a flat field, else through the field's structure in the
+   * float view, every candidate scored by the element type's scorer.
+   */
   @Override
   public void search(String field, byte[] target, KnnCollector knnCollector, AcceptDocs acceptDocs)
       throws IOException {
     FieldEntry entry = searchable(field, VectorEncoding.BYTE, knnCollector);
-    if (entry != null) {
-      searcher(field, entry)
-          .search(flatVectorsReader.getByteVectorValues(field), target, knnCollector, acceptDocs);
+    if (entry == null) {
+      return;
     }
+    ByteVectorValues vectors = flat(field).getByteVectorValues(field);
+    ApproximateIndex index = entry.approximate();
+    if (index == null) {
+      searcher(field, entry).search(vectors, target, knnCollector, acceptDocs);
+      return;
+    }
+    FloatViewVectors view = FloatViewVectors.of(vectors, entry.elementType());
+    // counted as the float searches count it, so that the effort is the same for the same accepted vectors
+    long accepted = acceptMasks.of(field, acceptDocs, view).count();
+    index.search(viewScorer(field), entry.similarityFunction(), view, FloatView.toFloats(entry.elementType(), target),
+        knnCollector, acceptDocs, accepted);
   }
 
   /** The field's entry, or null if there is nothing to search (as Lucene's readers do). */
@@ -367,12 +436,12 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
 
   private FlatExactSearcher searcher(String field, FieldEntry entry) throws IOException {
     return new FlatExactSearcher(
-        flatVectorsReader.getFlatVectorScorer(field), entry.similarityFunction());
+        flat(field).getFlatVectorScorer(field), entry.similarityFunction());
   }
 
   @Override
   public Map<String, Long> getOffHeapByteSize(FieldInfo fieldInfo) {
-    Map<String, Long> raw = flatVectorsReader.getOffHeapByteSize(fieldInfo);
+    Map<String, Long> raw = flat(fieldInfo.name).getOffHeapByteSize(fieldInfo);
     FieldEntry entry = fields.get(fieldInfo.name);
     if (entry == null || entry.dataLength() == 0) {
       return raw;
@@ -386,7 +455,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     return SHALLOW_SIZE
         + RamUsageEstimator.sizeOfMap(
             fields, RamUsageEstimator.shallowSizeOfInstance(FieldEntry.class))
-        + flatVectorsReader.ramBytesUsed()
+        + flatReaders.ramBytesUsed()
         + acceptMasks.ramBytesUsed()
         + fields.values().stream()
             .map(FieldEntry::approximate)
@@ -400,7 +469,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     try {
       GpuSearchServices.releaseSegment(this);
     } finally {
-      IOUtils.close(flatVectorsReader, data);
+      IOUtils.close(flatReaders, data);
     }
   }
 
@@ -414,6 +483,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
    */
   record FieldEntry(
       IndexType indexType,
+      ElementType elementType,
       VectorEncoding vectorEncoding,
       VectorSimilarityFunction similarityFunction,
       int dimension,
@@ -426,7 +496,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
      * Reads the entry that follows the field number, cross-checking it against {@code info}; its structure is
      * read once the data file is open ({@link #withStructure}), the meta file being read and checked first.
      */
-    static FieldEntry create(IndexInput meta, FieldInfo info) throws IOException {
+    static FieldEntry create(IndexInput meta, int version, FieldInfo info) throws IOException {
       int typeCode = meta.readVInt();
       final IndexType indexType;
       try {
@@ -448,6 +518,14 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         throw new CorruptIndexException("Invalid similarity function id: " + similarityId, meta);
       }
       VectorSimilarityFunction similarity = GpuVectorsFormat.SIMILARITY_FUNCTIONS.get(similarityId);
+      ElementType elementType = ElementType.of(null, encoding);
+      if (version >= GpuVectorsFormat.VERSION_ELEMENT_TYPE) {
+        int elementTypeId = meta.readVInt();
+        if (elementTypeId < 0 || elementTypeId >= GpuVectorsFormat.ELEMENT_TYPES.size()) {
+          throw new CorruptIndexException("Invalid element type id: " + elementTypeId, meta);
+        }
+        elementType = GpuVectorsFormat.ELEMENT_TYPES.get(elementTypeId);
+      }
       int dimension = meta.readVInt();
       int size = meta.readInt();
       long dataOffset = meta.readVLong();
@@ -486,8 +564,19 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       if (size < 0) {
         throw new CorruptIndexException("Invalid vector count: " + size, meta);
       }
+      ElementType infoType;
+      try {
+        infoType = GpuVectorsFormat.elementType(info);
+      } catch (IllegalArgumentException e) {
+        // the writer refused every value of such a field and stored it under its encoding's default
+        infoType = ElementType.of(null, encoding);
+      }
+      if (elementType != infoType) {
+        throw new CorruptIndexException(
+            "Inconsistent element type for field=\"" + info.name + "\"; " + elementType + " != " + infoType, meta);
+      }
       return new FieldEntry(
-          indexType, encoding, similarity, dimension, size, dataOffset, dataLength, null);
+          indexType, elementType, encoding, similarity, dimension, size, dataOffset, dataLength, null);
     }
 
     /**
@@ -501,11 +590,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       if (dataOffset < 0 || dataLength < 0 || dataOffset + dataLength > dataEnd) {
         throw new CorruptIndexException("field [" + field + "] data out of bounds: " + this, data);
       }
-      Metric metric = Metric.of(similarityFunction);
+      // the structures were built in the vectors' float view: its metric and dimension
+      Metric metric = FloatView.metric(elementType, similarityFunction);
+      int viewDimension = FloatView.dimension(elementType, dimension);
       ApproximateIndex structure =
           switch (indexType) {
-            case IVF_FLAT -> IvfField.read(data, dataOffset, dataLength, dimension, size, metric);
-            case IVF_PQ -> IvfPqField.read(data, dataOffset, dataLength, dimension, size, metric);
+            case IVF_FLAT -> IvfField.read(data, dataOffset, dataLength, viewDimension, size, metric);
+            case IVF_PQ -> IvfPqField.read(data, dataOffset, dataLength, viewDimension, size, metric);
             case GRAPH -> GraphField.read(data, dataOffset, dataLength, size);
             case FLAT, PQT -> {
               // (pqt is refused by create: not implemented)
@@ -516,7 +607,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
             }
           };
       return new FieldEntry(
-          indexType, vectorEncoding, similarityFunction, dimension, size, dataOffset, dataLength, structure);
+          indexType, elementType, vectorEncoding, similarityFunction, dimension, size, dataOffset, dataLength,
+          structure);
     }
   }
 }

@@ -5,6 +5,9 @@ import org.gpuvectors.codec.graph.GraphBuildPhases;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.graph.GraphLayout;
 import org.gpuvectors.codec.graph.GraphMerge;
+import org.gpuvectors.codec.index.ElementType;
+import org.gpuvectors.codec.index.FloatView;
+import org.gpuvectors.codec.index.FloatViewVectors;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.ivf.Assigner;
@@ -24,7 +27,7 @@ import org.apache.lucene.codecs.CodecUtil;
 import org.apache.lucene.codecs.KnnFieldVectorsWriter;
 import org.apache.lucene.codecs.KnnVectorsWriter;
 import org.apache.lucene.codecs.hnsw.FlatFieldVectorsWriter;
-import org.apache.lucene.codecs.hnsw.FlatVectorsWriter;
+import org.apache.lucene.index.ByteVectorValues;
 import org.apache.lucene.index.DocsWithFieldSet;
 import org.apache.lucene.index.FieldInfo;
 import org.apache.lucene.index.FloatVectorValues;
@@ -33,7 +36,6 @@ import org.apache.lucene.index.KnnVectorValues;
 import org.apache.lucene.index.MergeState;
 import org.apache.lucene.index.SegmentWriteState;
 import org.apache.lucene.index.Sorter;
-import org.apache.lucene.index.VectorEncoding;
 import org.apache.lucene.store.IndexOutput;
 import org.apache.lucene.util.IORunnable;
 import org.apache.lucene.util.IOUtils;
@@ -49,7 +51,8 @@ import org.apache.lucene.util.RamUsageEstimator;
  * merged vectors (without the deleted documents), with two exceptions for graphs: a merge of a lone
  * segment without deletions takes over its graph ({@link SingleSegmentGraph}), and any other merge whose
  * k-NN step runs on the CPU starts that step from the merged segments' graphs ({@link MergedGraphs},
- * {@link GraphMerge}).
+ * {@link GraphMerge}). Fields of every element type are built alike, over their vectors' float view ({@link
+ * FloatView}); each element type's raw vectors go to its own flat writer ({@link FlatWriters}).
  */
 final class GpuVectorsWriter extends KnnVectorsWriter {
 
@@ -59,7 +62,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   private static final long SHALLOW_RAM_BYTES_USED =
       RamUsageEstimator.shallowSizeOfInstance(GpuVectorsWriter.class);
 
-  private final FlatVectorsWriter flatVectorsWriter;
+  private final FlatWriters flatWriters;
   private final SegmentWriteState state;
   private final IndexParams unmarkedFields;
   private final int ivfMinVectors;
@@ -69,9 +72,9 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   private boolean finished;
 
   GpuVectorsWriter(
-      SegmentWriteState state, FlatVectorsWriter flatVectorsWriter, IndexParams unmarkedFields, int ivfMinVectors)
+      SegmentWriteState state, FlatWriters flatWriters, IndexParams unmarkedFields, int ivfMinVectors)
       throws IOException {
-    this.flatVectorsWriter = flatVectorsWriter;
+    this.flatWriters = flatWriters;
     this.state = state;
     this.unmarkedFields = unmarkedFields;
     this.ivfMinVectors = ivfMinVectors;
@@ -102,7 +105,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       success = true;
     } finally {
       if (success == false) {
-        IOUtils.closeWhileHandlingException(metaOut, dataOut, flatVectorsWriter);
+        IOUtils.closeWhileHandlingException(metaOut, dataOut, flatWriters);
       }
     }
     this.meta = metaOut;
@@ -110,12 +113,18 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   }
 
   /**
-   * Returns the field's index type, rejecting types this version cannot build.
+   * Returns the field's index type, rejecting types this version cannot build and types its element type cannot
+   * have ({@link GpuVectorsFormat#checkIndexType}).
    *
-   * @throws IllegalArgumentException for unknown or unimplemented index types
+   * @throws IllegalArgumentException for unknown or unimplemented index types, or one refused for the element type
    */
   private IndexType checkIndexType(FieldInfo fieldInfo) {
     IndexType type = params(fieldInfo).type(); // checks the parameters too
+    try {
+      GpuVectorsFormat.checkIndexType(type, GpuVectorsFormat.elementType(fieldInfo));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(e.getMessage() + " (field [" + fieldInfo.name + "])", e);
+    }
     if (type.isImplemented() == false) {
       throw new IllegalArgumentException(
           "index type ["
@@ -141,24 +150,35 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       // only the documents that use it.
       rejection = e;
     }
-    FlatFieldVectorsWriter<?> flatFieldWriter = flatVectorsWriter.addField(fieldInfo);
-    fields.add(new FieldWriter(fieldInfo, type, flatFieldWriter));
+    ElementType elementType = storedElementType(fieldInfo);
+    FlatFieldVectorsWriter<?> flatFieldWriter = flatWriters.of(elementType).addField(fieldInfo);
+    fields.add(new FieldWriter(fieldInfo, type, elementType, flatFieldWriter));
     // flat: nothing to build per vector, the flat writer buffers the vectors for us
     return rejection == null
         ? flatFieldWriter
         : new RejectingFieldVectorsWriter<>(flatFieldWriter, rejection.getMessage());
   }
 
+  /**
+   * The element type whose flat format holds the field's vectors: the field's, or its encoding's default where its
+   * attribute is unusable (such a field is refused, see {@link #addField}, and holds no vector).
+   */
+  private static ElementType storedElementType(FieldInfo fieldInfo) {
+    try {
+      return GpuVectorsFormat.elementType(fieldInfo);
+    } catch (IllegalArgumentException e) {
+      return ElementType.of(null, fieldInfo.getVectorEncoding());
+    }
+  }
+
   @Override
   public void flush(int maxDoc, Sorter.DocMap sortMap) throws IOException {
-    flatVectorsWriter.flush(maxDoc, sortMap);
+    flatWriters.flush(maxDoc, sortMap);
     for (FieldWriter field : fields) {
       int count = field.flatFieldWriter.getDocsWithFieldSet().cardinality();
       IndexType built = IndexType.FLAT;
       long dataOffset = data.getFilePointer();
       if (buildsIndex(field.fieldInfo, field.indexType, count)) {
-        @SuppressWarnings("unchecked")
-        List<float[]> buffered = (List<float[]>) field.flatFieldWriter.getVectors();
         int[] oldToNew = null;
         if (sortMap != null) {
           // the index is built on the buffered (unsorted) ordinals: rename them as the sorted segment numbers them
@@ -169,19 +189,31 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
         writeIndex(
             field.fieldInfo,
             field.indexType,
-            VectorRows.buffered(buffered, field.fieldInfo.getVectorDimension()),
+            bufferedView(field),
             oldToNew,
             "flush",
             new IvfBuildPhases());
         built = field.indexType;
       }
-      writeMeta(field.fieldInfo, built, count, dataOffset, data.getFilePointer() - dataOffset);
+      writeMeta(field.fieldInfo, field.elementType, built, count, dataOffset, data.getFilePointer() - dataOffset);
     }
+  }
+
+  /** A flush's buffered vectors of the field, in their float view ({@link FloatView}). */
+  @SuppressWarnings("unchecked")
+  private static FloatVectorValues bufferedView(FieldWriter field) {
+    int dims = field.fieldInfo.getVectorDimension();
+    return switch (field.elementType.encoding()) {
+      case FLOAT32 -> VectorRows.buffered((List<float[]>) field.flatFieldWriter.getVectors(), dims);
+      case BYTE -> FloatViewVectors.of(
+          ByteVectorValues.fromBytes((List<byte[]>) field.flatFieldWriter.getVectors(), dims), field.elementType);
+    };
   }
 
   @Override
   public IORunnable mergeOneField(FieldInfo fieldInfo, MergeState mergeState) throws IOException {
-    flatVectorsWriter.mergeOneFlatVectorField(fieldInfo, mergeState);
+    ElementType elementType = storedElementType(fieldInfo);
+    flatWriters.of(elementType).mergeOneFlatVectorField(fieldInfo, mergeState);
     IndexType type;
     try {
       type = checkIndexType(fieldInfo);
@@ -192,9 +224,9 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       type = IndexType.FLAT; // a rejected field (see addField): it never got any vector
     }
     long dataOffset = data.getFilePointer();
-    if (type == IndexType.FLAT || fieldInfo.getVectorEncoding() != VectorEncoding.FLOAT32) {
+    if (type == IndexType.FLAT) {
       int count = countMergedVectors(fieldInfo, mergeState);
-      writeMeta(fieldInfo, IndexType.FLAT, count, dataOffset, 0);
+      writeMeta(fieldInfo, elementType, IndexType.FLAT, count, dataOffset, 0);
       return null;
     }
     if (type == IndexType.GRAPH && writeReusedGraph(fieldInfo, mergeState, dataOffset)) {
@@ -202,7 +234,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     }
     // the lists need random access to the merged vectors: a temporary copy, read back off-heap
     IvfBuildPhases phases = new IvfBuildPhases();
-    try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, mergeState)) {
+    try (MergedVectorsFile merged = MergedVectorsFile.write(state, fieldInfo, elementType, mergeState)) {
       phases.end(IvfBuildPhases.Phase.COPY);
       IndexType built = IndexType.FLAT;
       if (buildsIndex(fieldInfo, type, merged.size())) {
@@ -212,7 +244,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
             phases);
         built = type;
       }
-      writeMeta(fieldInfo, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
+      writeMeta(fieldInfo, elementType, built, merged.size(), dataOffset, data.getFilePointer() - dataOffset);
     }
     return null;
   }
@@ -247,7 +279,8 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     phases.end(GraphBuildPhases.Phase.WRITE);
     logBuild(fieldInfo, IndexType.GRAPH, "merge of one segment, its graph reused", count, phases.totalSeconds(),
         phases.toString());
-    writeMeta(fieldInfo, IndexType.GRAPH, count, dataOffset, data.getFilePointer() - dataOffset);
+    writeMeta(fieldInfo, storedElementType(fieldInfo), IndexType.GRAPH, count, dataOffset,
+        data.getFilePointer() - dataOffset);
     return true;
   }
 
@@ -257,9 +290,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
    * IvfPqBuilder#fits}; logged).
    */
   private boolean buildsIndex(FieldInfo fieldInfo, IndexType type, int count) {
-    boolean builds = type.buildsIndex()
-        && fieldInfo.getVectorEncoding() == VectorEncoding.FLOAT32
-        && count >= Math.max(1, ivfMinVectors);
+    boolean builds = type.buildsIndex() && count >= Math.max(1, ivfMinVectors);
     if (builds && type == IndexType.GRAPH) {
       IndexParams params = params(fieldInfo);
       int buildDegree =
@@ -327,7 +358,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
     int degree = GraphBuilder.degree(params.get(IndexParams.DEGREE));
     return GraphBuilder.build(
         vectors,
-        Metric.of(fieldInfo.getVectorSimilarityFunction()),
+        metric(fieldInfo),
         degree,
         GraphBuilder.buildDegree(params.get(IndexParams.BUILD_DEGREE), degree),
         GraphBuilder.searchWidth(params.get(IndexParams.SEARCH_WIDTH)),
@@ -354,7 +385,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       throws IOException {
     IndexParams params = params(fieldInfo);
     int nlist = IvfBuilder.nlist(params.get(IndexParams.NLIST), vectors.size());
-    Metric metric = Metric.of(fieldInfo.getVectorSimilarityFunction());
+    Metric metric = metric(fieldInfo);
     Assigner assigner = GpuSearchServices.current().buildAcceleration().assigner();
     return switch (type) {
       case IVF_FLAT ->
@@ -372,6 +403,11 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
               phases);
       default -> throw new AssertionError("not an IVF type: " + type);
     };
+  }
+
+  /** The metric of the field's float view, which its structures are built in ({@link FloatView#metric}). */
+  private static Metric metric(FieldInfo fieldInfo) {
+    return FloatView.metric(storedElementType(fieldInfo), fieldInfo.getVectorSimilarityFunction());
   }
 
   private void writeLists(FieldInfo fieldInfo, BuiltIvf layout) throws IOException {
@@ -397,13 +433,14 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
 
   /** Writes the field's meta entry, which {@code GpuVectorsReader.FieldEntry#create} reads. */
   private void writeMeta(
-      FieldInfo fieldInfo, IndexType type, int count, long dataOffset, long dataLength)
+      FieldInfo fieldInfo, ElementType elementType, IndexType type, int count, long dataOffset, long dataLength)
       throws IOException {
     meta.writeInt(fieldInfo.number);
     meta.writeVInt(type.code());
     meta.writeInt(GpuVectorsFormat.VECTOR_ENCODINGS.indexOf(fieldInfo.getVectorEncoding()));
     meta.writeInt(
         GpuVectorsFormat.SIMILARITY_FUNCTIONS.indexOf(fieldInfo.getVectorSimilarityFunction()));
+    meta.writeVInt(GpuVectorsFormat.ELEMENT_TYPES.indexOf(elementType));
     meta.writeVInt(fieldInfo.getVectorDimension());
     meta.writeInt(count);
     meta.writeVLong(dataOffset);
@@ -416,7 +453,7 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
       throw new IllegalStateException("already finished");
     }
     finished = true;
-    flatVectorsWriter.finish();
+    flatWriters.finish();
     meta.writeInt(GpuVectorsFormat.END_OF_FIELDS);
     CodecUtil.writeFooter(meta);
     CodecUtil.writeFooter(data);
@@ -425,13 +462,13 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
   @Override
   public long ramBytesUsed() {
     return SHALLOW_RAM_BYTES_USED
-        + flatVectorsWriter.ramBytesUsed()
+        + flatWriters.ramBytesUsed()
         + fields.size() * RamUsageEstimator.shallowSizeOfInstance(FieldWriter.class);
   }
 
   @Override
   public void close() throws IOException {
-    IOUtils.close(meta, data, flatVectorsWriter);
+    IOUtils.close(meta, data, flatWriters);
   }
 
   /** Refuses every value of a field whose index type cannot be written. */
@@ -462,5 +499,5 @@ final class GpuVectorsWriter extends KnnVectorsWriter {
 
   /** A field being buffered: the flat writer holds the vectors, we keep what the meta needs. */
   private record FieldWriter(
-      FieldInfo fieldInfo, IndexType indexType, FlatFieldVectorsWriter<?> flatFieldWriter) {}
+      FieldInfo fieldInfo, IndexType indexType, ElementType elementType, FlatFieldVectorsWriter<?> flatFieldWriter) {}
 }

@@ -40,7 +40,7 @@ final class MergedGraphs {
       if (reader == null || info == null || info.hasVectorValues() == false) {
         continue;
       }
-      vectors[i] = reader.getFloatVectorValues(field);
+      vectors[i] = GpuVectorsReader.floatView(reader, info);
       if (vectors[i] == null) {
         continue;
       }
@@ -83,7 +83,7 @@ final class MergedGraphs {
       GpuVectorsReader ours = reader instanceof GpuVectorsReader r ? r : null;
       GraphField graph = ours == null ? null : ours.graphField(field);
       segments.add(new GraphMerge.Segment(graph, vectors[i], toMerged,
-          graph == null ? null : ours.flatScorer(field), fieldInfo.getVectorSimilarityFunction()));
+          graph == null ? null : ours.viewScorer(field), fieldInfo.getVectorSimilarityFunction()));
     }
     return GraphMerge.of(segments, mergedSize);
   }

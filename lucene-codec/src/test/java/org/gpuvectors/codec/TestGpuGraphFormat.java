@@ -7,9 +7,9 @@ import org.gpuvectors.codec.graph.GraphBuilder;
 
 /**
  * Lucene's conformance suite for vector formats, run with every vector field a {@code graph} field
- * and no size threshold: every segment with float vectors gets a graph (k-NN graph, pruning and
+ * and no size threshold: every segment with float or byte vectors gets a graph (k-NN graph, pruning and
  * reverse links at flush and merge, remapped under index sorting, rebuilt from the merged vectors),
- * and every float search walks it. The beam is as wide as the schema allows ({@code search_width}
+ * and every float and byte search walks it. The beam is as wide as the schema allows ({@code search_width}
  * 1024, wider than the suite's segments): the suite checks exact top-k hits in places, and the recall
  * of narrower beams is measured by {@link GraphTests}, not here. On the GPU machine the searches run
  * on the GPU's beam search (the parent's check).

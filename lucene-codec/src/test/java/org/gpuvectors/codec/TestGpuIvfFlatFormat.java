@@ -6,9 +6,9 @@ import org.apache.lucene.tests.util.TestUtil;
 
 /**
  * Lucene's conformance suite for vector formats, run with every vector field an {@code ivf_flat}
- * field and no size threshold: every segment with float vectors gets inverted lists (k-means at
+ * field and no size threshold: every segment with float or byte vectors gets inverted lists (k-means at
  * flush and merge, lists remapped under index sorting, rebuilt from the merged vectors), and every
- * float search probes them. The lists probed are all of them here ({@code nprobe} = the largest
+ * float and byte search probes them. The lists probed are all of them here ({@code nprobe} = the largest
  * {@code nlist}): the suite checks exact top-k hits in places, and recall below that is measured by
  * {@link IvfFlatTests}, not here.
  */
