@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import org.gpuvectors.codec.gpu.ElementVectors;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.gpu.GpuSegment;
@@ -302,7 +303,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       return;
     }
     FloatVectorValues vectors = flat(field).getFloatVectorValues(field);
-    if (GpuSegmentSearcher.search(
+    if (isFlatBf16(entry)) {
+      // uploaded at its own two bytes a dimension, not through the float path's four
+      if (GpuSegmentSearcher.searchBf16(GpuSearchServices.current(), this, field, vectors, entry.similarityFunction(),
+          target, knnCollector, acceptDocs, acceptMasks)) {
+        return;
+      }
+    } else if (GpuSegmentSearcher.search(
         GpuSearchServices.current(),
         this,
         field,
@@ -346,8 +353,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       GpuSearchService service, String field, float[][] targets, int k, AcceptDocs acceptDocs)
       throws IOException {
     FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, k);
-    if (entry == null) {
-      return null;
+    if (entry == null || isFlatBf16(entry)) {
+      return null; // a flat bfloat16 field is resident at its own size, which the batch pass does not take yet
     }
     return GpuSegmentSearcher.prepare(
         service,
@@ -381,10 +388,17 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
    */
   boolean warm(String field, GpuSearchService service) throws IOException {
     FieldEntry entry = fields.get(field);
-    if (entry == null
-        || entry.size() == 0
-        || entry.vectorEncoding() != VectorEncoding.FLOAT32) {
+    if (entry == null || entry.size() == 0) {
       return false;
+    }
+    if (entry.approximate() == null && entry.elementType() != ElementType.FLOAT) {
+      ElementVectors vectors = entry.vectorEncoding() == VectorEncoding.BYTE
+          ? new ElementVectors(entry.elementType(), flat(field).getByteVectorValues(field))
+          : new ElementVectors(entry.elementType(), flat(field).getFloatVectorValues(field));
+      return service.warmElements(this, field, vectors, entry.similarityFunction());
+    }
+    if (entry.vectorEncoding() != VectorEncoding.FLOAT32) {
+      return false; // byte and bit structures are searched on the CPU
     }
     return service.warm(
         this,
@@ -408,6 +422,10 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     ByteVectorValues vectors = flat(field).getByteVectorValues(field);
     ApproximateIndex index = entry.approximate();
     if (index == null) {
+      if (GpuSegmentSearcher.searchBytes(GpuSearchServices.current(), this, field, entry.elementType(), vectors,
+          entry.similarityFunction(), target, knnCollector, acceptDocs, acceptMasks)) {
+        return;
+      }
       searcher(field, entry).search(vectors, target, knnCollector, acceptDocs);
       return;
     }
@@ -416,6 +434,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     long accepted = acceptMasks.of(field, acceptDocs, view).count();
     index.search(viewScorer(field), entry.similarityFunction(), view, FloatView.toFloats(entry.elementType(), target),
         knnCollector, acceptDocs, accepted);
+  }
+
+  /** A flat bfloat16 field: searched on the GPU at its own size (its structures go through the float path). */
+  private static boolean isFlatBf16(FieldEntry entry) {
+    return entry.elementType() == ElementType.BFLOAT16 && entry.approximate() == null;
   }
 
   /** The field's entry, or null if there is nothing to search (as Lucene's readers do). */
