@@ -112,6 +112,7 @@ if [ "$mode" = tests ] || [ "$mode" = codec-tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.codec.graph.GraphBuildTests --select-class org.gpuvectors.codec.gpu.GpuKnnGraphTests \
     --select-class org.gpuvectors.codec.KnnBatchSearcherTests --select-class org.gpuvectors.codec.SegmentHitsTests \
     --select-class org.gpuvectors.codec.OrdinalOrderRerankTests --select-class org.gpuvectors.codec.ElementSearchTests \
+    --select-class org.gpuvectors.codec.ElementTypesOnGpuTests --select-class org.gpuvectors.codec.ElementTypeIndexTests \
     --select-class org.gpuvectors.codec.gpu.IvfKnnGraphTests --select-class org.gpuvectors.codec.KnnGraphOfIndexTests \
     --select-class org.gpuvectors.codec.graph.BeamSearchTests \
     --select-class org.gpuvectors.codec.graph.SmallClustersEntryPointsTests --select-class org.gpuvectors.codec.graph.GpuEntryPointsTests \
