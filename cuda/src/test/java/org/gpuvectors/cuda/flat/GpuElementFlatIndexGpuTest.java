@@ -272,7 +272,8 @@ public class GpuElementFlatIndexGpuTest extends GpuTestCase {
   /**
    * Query q's k results against its brute force {@code truth} (best first): the count; per rank the oracle's distance
    * (integers exactly; bfloat16 within FP32 summation error); distinct ids, each accepted and at its own distance; and
-   * every row strictly better than the k-th distance present (rows tied at it may be any of them).
+   * for byte and bit, each run of equal distances the oracle's ids (in any order: Lucene's collectors order equal scores
+   * by doc), so the rows tied at the k-th distance are the lowest ids.
    */
   static String compare(SearchResult res, int q, int k, List<Hit> truth, Element element, Metric metric, Data data,
                         float[] queries, long[] mask) {
@@ -280,9 +281,24 @@ public class GpuElementFlatIndexGpuTest extends GpuTestCase {
     if (res.count(q) != want) {
       return "count " + res.count(q) + ", expected " + want;
     }
+    // Within a run of equal distances the order is the device's: Lucene's collectors rank equal scores by doc
+    // themselves. What must match is which rows: each run's ids, sorted, are the oracle's (the last run's the lowest
+    // ids at the k-th distance, as Lucene keeps the lowest docs).
+    int[] ids = new int[want];
+    for (int i = 0; i < want; i++) {
+      ids[i] = res.id(q, i);
+    }
+    for (int start = 0; start < want; ) {
+      int end = start + 1;
+      while (end < want && res.distance(q, end) == res.distance(q, start)) {
+        end++;
+      }
+      java.util.Arrays.sort(ids, start, end);
+      start = end;
+    }
     Set<Integer> seen = new HashSet<>();
     for (int i = 0; i < want; i++) {
-      int id = res.id(q, i);
+      int id = element == Element.BFLOAT16 ? res.id(q, i) : ids[i];
       double expected = truth.get(i).distance();
       if (!close(res.distance(q, i), expected, element, metric, data.dims)) {
         return "rank " + i + " distance " + res.distance(q, i) + ", expected " + expected;
