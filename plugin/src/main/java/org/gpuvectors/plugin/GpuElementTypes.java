@@ -8,6 +8,7 @@ import org.elasticsearch.index.mapper.MapperParsingException;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.ElementType;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper.VectorSimilarity;
+import org.gpuvectors.codec.GpuVectorsFormat;
 import org.gpuvectors.codec.IndexType;
 
 import java.util.Objects;
@@ -67,21 +68,14 @@ final class GpuElementTypes {
     }
 
     /**
-     * Refuses the index types that make no sense for an element type: {@code ivf_pq} over bit vectors, whose raw
-     * vectors (one bit a dimension) are already smaller than product-quantization codes of them.
+     * Refuses the index types that make no sense for an element type (the codec's rule: {@code ivf_pq} over bit
+     * vectors), naming the field.
      */
     static void checkIndexType(String field, ElementType type, IndexType indexType) {
-        if (type == ElementType.BIT && indexType == IndexType.IVF_PQ) {
-            throw new IllegalArgumentException(
-                "[element_type] cannot be ["
-                    + type
-                    + "] when using index type ["
-                    + indexType.typeName()
-                    + "] on field ["
-                    + field
-                    + "]: a bit vector is already one bit a dimension, smaller than product-quantization codes of it; "
-                    + "use [flat], [ivf_flat] or [graph]"
-            );
+        try {
+            GpuVectorsFormat.checkIndexType(indexType, codecType(type));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("field [" + field + "]: " + e.getMessage(), e);
         }
     }
 

@@ -155,7 +155,7 @@ class GpuVectorElementTypesTests {
     void bitRefusesIvfPqNamingWhyAndTakesTheOtherIndexTypes() {
         Map<String, Object> pq = Map.of("type", "ivf_pq", "pq_m", 4);
         String message = mappingError(Map.of("element_type", "bit", "dims", 64, "index_options", new HashMap<>(pq)));
-        assertTrue(message.startsWith("[element_type] cannot be [bit] when using index type [ivf_pq] on field [vec]: "), message);
+        assertTrue(message.startsWith("field [vec]: index type [ivf_pq] is not supported for element type [bit]: "), message);
         assertTrue(message.contains("already one bit a dimension"), message);
         for (String type : new String[] { "flat", "ivf_flat", "graph" }) {
             GpuVectorFieldMapper mapper = map(Map.of("element_type", "bit", "dims", 64, "index_options", new HashMap<>(Map.of("type", type))));
