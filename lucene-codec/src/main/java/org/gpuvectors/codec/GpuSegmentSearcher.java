@@ -2,6 +2,7 @@ package org.gpuvectors.codec;
 
 import org.gpuvectors.codec.index.ApproximateIndex;
 import org.gpuvectors.codec.index.ElementType;
+import org.gpuvectors.codec.index.HammingVectorsScorer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.stream.IntStream;
@@ -300,14 +301,11 @@ final class GpuSegmentSearcher {
    */
   static float elementScore(ElementType type, VectorSimilarityFunction similarity, float distance, int dims) {
     return switch (type) {
-      case BIT -> {
-        int bits = dims * Byte.SIZE;
-        yield (bits - (int) distance) / (float) bits;
-      }
+      case BIT -> HammingVectorsScorer.score((int) distance, dims * Byte.SIZE);
       case BYTE -> switch (similarity) {
-        case EUCLIDEAN -> 1 / (1 + distance);
+        case EUCLIDEAN -> VectorUtil.normalizeDistanceToUnitInterval(distance);
         case DOT_PRODUCT -> 0.5f + distance / (float) (dims * (1 << 15));
-        case COSINE -> (1 + distance) / 2;
+        case COSINE -> VectorUtil.normalizeToUnitInterval(distance);
         case MAXIMUM_INNER_PRODUCT -> VectorUtil.scaleMaxInnerProductScore(distance);
       };
       case BFLOAT16, FLOAT -> score(similarity, distance);
@@ -512,8 +510,8 @@ final class GpuSegmentSearcher {
   /** Lucene's score for a raw kernel distance (squared L2, or inner product). */
   static float score(VectorSimilarityFunction similarity, float distance) {
     return switch (similarity) {
-      case EUCLIDEAN -> 1 / (1 + Math.max(distance, 0f));
-      case DOT_PRODUCT, COSINE -> Math.max((1 + distance) / 2, 0);
+      case EUCLIDEAN -> VectorUtil.normalizeDistanceToUnitInterval(Math.max(distance, 0f));
+      case DOT_PRODUCT, COSINE -> VectorUtil.normalizeToUnitInterval(distance);
       case MAXIMUM_INNER_PRODUCT -> VectorUtil.scaleMaxInnerProductScore(distance);
     };
   }

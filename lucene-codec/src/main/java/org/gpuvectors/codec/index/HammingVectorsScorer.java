@@ -26,8 +26,7 @@ public final class HammingVectorsScorer implements FlatVectorsScorer {
 
   /** The score of two packed bit vectors of the same length. */
   public static float score(byte[] a, byte[] b) {
-    int bits = a.length * Byte.SIZE;
-    return (bits - VectorUtil.xorBitCount(a, b)) / (float) bits;
+    return score(VectorUtil.xorBitCount(a, b), a.length * Byte.SIZE);
   }
 
   /** The score of a Hamming distance between vectors of {@code bits} bits (the GPU's distances become scores so). */
