@@ -3,6 +3,7 @@ package org.gpuvectors.plugin;
 import org.apache.lucene.document.FieldType;
 import org.apache.lucene.document.KnnByteVectorField;
 import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.index.VectorEncoding;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.elasticsearch.index.mapper.MapperParsingException;
 import org.elasticsearch.index.mapper.vectors.DenseVectorFieldMapper;
@@ -86,10 +87,9 @@ final class GpuElementTypes {
 
     /** The Lucene vector field type (not yet marked for our codec) of a field with these dims. */
     static FieldType luceneFieldType(ElementType type, int dims, VectorSimilarityFunction function) {
-        return switch (type) {
-            case BYTE, BIT -> KnnByteVectorField.createFieldType(luceneDims(type, dims), function);
-            case FLOAT, BFLOAT16 -> KnnFloatVectorField.createFieldType(dims, function);
-        };
+        return isByteEncoded(type)
+            ? KnnByteVectorField.createFieldType(luceneDims(type, dims), function)
+            : KnnFloatVectorField.createFieldType(dims, function);
     }
 
     /** The codec's name for the same element type (the field attribute it reads). */
@@ -102,8 +102,8 @@ final class GpuElementTypes {
         };
     }
 
-    /** Whether Lucene holds the field's vectors as byte vectors. */
+    /** Whether Lucene holds the field's vectors as byte vectors (the codec's encoding of the element type). */
     static boolean isByteEncoded(ElementType type) {
-        return type == ElementType.BYTE || type == ElementType.BIT;
+        return codecType(type).encoding() == VectorEncoding.BYTE;
     }
 }
