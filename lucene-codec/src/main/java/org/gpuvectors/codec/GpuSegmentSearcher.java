@@ -2,6 +2,7 @@ package org.gpuvectors.codec;
 
 import org.gpuvectors.codec.index.ApproximateIndex;
 import org.gpuvectors.codec.index.ElementType;
+import org.gpuvectors.codec.index.FloatViewVectors;
 import org.gpuvectors.codec.index.HammingVectorsScorer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -43,7 +44,8 @@ import org.gpuvectors.cuda.SearchResult;
  * candidates per query by approximate (PQ) distance are re-ranked with the raw vectors (exact scores,
  * as the CPU path does): on the device when the raw vectors go up with the codes ({@link
  * GpuSearchService.Settings#ivfPqRerankOnGpu}; the device then returns the k best with exact distances), else here
- * on the host from the candidates the device returns.
+ * on the host from the candidates the device returns. Byte and bit structures are searched in their float view, and
+ * each hit is scored here by the element type's scorer ({@link #scoresOnHost}).
  */
 final class GpuSegmentSearcher {
 
@@ -138,6 +140,16 @@ final class GpuSegmentSearcher {
   /** Whether the candidates the device returns for this field are re-ranked here (ivf_pq, host re-rank). */
   static boolean reranksOnHost(ApproximateIndex index, boolean rerankOnGpu) {
     return index instanceof IvfPqField && rerankOnGpu == false;
+  }
+
+  /**
+   * Whether each hit the device returns is scored here by the field's scorer rather than from its device distance:
+   * candidates re-ranked on the host, and the float view of byte and bit vectors ({@link FloatViewVectors}), whose
+   * device distances order the hits as the element type's score does but are not that score (Lucene's byte
+   * formulas, Elasticsearch's Hamming score).
+   */
+  static boolean scoresOnHost(Prepared p) {
+    return reranksOnHost(p.index(), p.rerankOnGpu()) || p.vectors() instanceof FloatViewVectors;
   }
 
   /**
@@ -421,7 +433,7 @@ final class GpuSegmentSearcher {
       OrdinalOrderRerank.rerank(p, result, hits, visited);
       return hits;
     }
-    int parallelFrom = reranksOnHost(p.index(), p.rerankOnGpu()) ? PARALLEL_RERANK_QUERIES : PARALLEL_CONVERT_QUERIES;
+    int parallelFrom = scoresOnHost(p) ? PARALLEL_RERANK_QUERIES : PARALLEL_CONVERT_QUERIES;
     convert(p, result, sink, p.numQueries() >= parallelFrom);
     return hits;
   }
@@ -487,8 +499,8 @@ final class GpuSegmentSearcher {
   /** Queries {@code [from, to)} of a result into the sink, on one thread (its own copy of the vectors). */
   private static void convert(Prepared p, SearchResult result, HitSink sink, int from, int to) throws IOException {
     FloatVectorValues vectors = p.vectors().copy(); // ordToDoc and raw reads: one reader per thread
-    if (reranksOnHost(p.index(), p.rerankOnGpu())) {
-      // ivf_pq: each query's candidates get their exact scores from the raw vectors; the sink keeps the best k
+    if (scoresOnHost(p)) {
+      // each query's candidates get their exact scores from the raw vectors; the sink keeps the best k
       for (int q = from; q < to; q++) {
         sink.start(q);
         RandomVectorScorer exact = p.scorers().getRandomVectorScorer(p.similarity(), vectors, p.queries()[q]);

@@ -54,7 +54,9 @@ import org.apache.lucene.util.RamUsageEstimator;
  * <p>Each field's raw vectors come from the flat reader of its element type ({@link FlatReaders}). Byte and bit
  * fields with an approximate structure are searched in their float view ({@link FloatViewVectors}: the structure was
  * built there), every candidate scored by the element type's own scorer ({@link FloatViewScorer}), so the scores are
- * those of {@code dense_vector}; byte and bit searches run on the CPU.
+ * those of {@code dense_vector}: on the GPU, the float structures are resident in that view and every candidate the
+ * device returns is scored again here by that scorer; flat byte, bit and bfloat16 fields are resident at their own
+ * size ({@link ElementVectors}).
  */
 final class GpuVectorsReader extends KnnVectorsReader implements Accountable, GpuSegment {
 
@@ -384,7 +386,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   /**
    * Makes {@code field}'s vectors resident on the service's GPU ahead of the first search.
    *
-   * @return whether the field is resident (false: not ours, empty, byte vectors, or no GPU room)
+   * @return whether the field is resident (false: not ours, empty, or no GPU room)
    */
   boolean warm(String field, GpuSearchService service) throws IOException {
     FieldEntry entry = fields.get(field);
@@ -397,20 +399,18 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
           : new ElementVectors(entry.elementType(), flat(field).getFloatVectorValues(field));
       return service.warmElements(this, field, vectors, entry.similarityFunction());
     }
-    if (entry.vectorEncoding() != VectorEncoding.FLOAT32) {
-      return false; // byte and bit structures are searched on the CPU
-    }
     return service.warm(
         this,
         field,
-        flat(field).getFloatVectorValues(field),
+        floatView(field), // byte and bit structures: in the float view they were built in
         entry.similarityFunction(),
         GpuSegmentSearcher.gpuStructure(entry.approximate(), service.settings().ivfPqRerankOnGpu()));
   }
 
   /**
-   * Searches one byte or bit query on the CPU: exactly for a flat field, else through the field's structure in the
-   * float view, every candidate scored by the element type's scorer.
+   * Searches one byte or bit query: exactly for a flat field (on the GPU at the type's own size when one can serve
+   * it), else through the field's structure in the float view (on the GPU when one can serve it, batched there with
+   * concurrent searches), every candidate scored by the element type's scorer; on the CPU otherwise.
    */
   @Override
   public void search(String field, byte[] target, KnnCollector knnCollector, AcceptDocs acceptDocs)
@@ -430,10 +430,15 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       return;
     }
     FloatViewVectors view = FloatViewVectors.of(vectors, entry.elementType());
+    float[] viewTarget = FloatView.toFloats(entry.elementType(), target);
+    FlatVectorsScorer scorer = viewScorer(field);
+    if (GpuSegmentSearcher.search(GpuSearchServices.current(), this, field, view, entry.similarityFunction(), index,
+        scorer, viewTarget, knnCollector, acceptDocs, acceptMasks)) {
+      return;
+    }
     // counted as the float searches count it, so that the effort is the same for the same accepted vectors
     long accepted = acceptMasks.of(field, acceptDocs, view).count();
-    index.search(viewScorer(field), entry.similarityFunction(), view, FloatView.toFloats(entry.elementType(), target),
-        knnCollector, acceptDocs, accepted);
+    index.search(scorer, entry.similarityFunction(), view, viewTarget, knnCollector, acceptDocs, accepted);
   }
 
   /** A flat bfloat16 field: searched on the GPU at its own size (its structures go through the float path). */

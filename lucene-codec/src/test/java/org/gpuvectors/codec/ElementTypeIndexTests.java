@@ -48,7 +48,10 @@ import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.ByteBuffersDirectory;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.tests.util.TestUtil;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.index.ElementType;
+import org.gpuvectors.cuda.GpuAvailability;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -60,7 +63,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * back), with the score formulas written out by hand: {@code flat} returns the oracle's top k (the same scores rank by
  * rank, every hit scored exactly; ids may differ only among ties, which Hamming scores have many of); the approximate
  * types score every hit exactly and find at least 95 % of the oracle's top 10 at num_candidates 100, also under a
- * filter. The segments must hold the structure of their type: nothing may quietly stay flat.
+ * filter. The segments must hold the structure of their type: nothing may quietly stay flat. Where a GPU is usable
+ * (the GPU machine requires one), every segment's search must be served there, with no CPU fallback.
  */
 class ElementTypeIndexTests {
 
@@ -158,6 +162,14 @@ class ElementTypeIndexTests {
       }
       data.readBack(reader);
       IndexSearcher searcher = new IndexSearcher(reader);
+      // where a GPU is usable (and on the GPU machine, where one is required) every segment is searched there
+      GpuSearchService service = GpuSearchServices.current();
+      boolean onGpu = GpuAvailability.get().available() || GpuTestSupport.gpuRequired();
+      if (onGpu) {
+        GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
+        assertTrue(service.gpuActive(), () -> "GPU usable but the GPU path is not active: " + service.unusableReason());
+        service.setEnabled(true);
+      }
       Query even = new TermQuery(new Term("parity", "even"));
       double found = 0;
       double wanted = 0;
@@ -165,7 +177,16 @@ class ElementTypeIndexTests {
         Object query = data.query();
         for (boolean filtered : new boolean[] {false, true}) {
           List<Hit> oracle = data.oracle(query, deleted, filtered);
+          long gpuBefore = service.stats().gpuSearches();
+          long fallbacksBefore = service.stats().cpuFallbacks();
           List<Hit> got = data.search(searcher, query, filtered ? even : null);
+          if (onGpu) {
+            // at least one a segment: Lucene searches a segment again when its first, smaller per-segment k was
+            // competitive (optimistic collection); a search the CPU ran instead would be missing or a fallback
+            assertTrue(service.stats().gpuSearches() - gpuBefore >= segments,
+                () -> "a GPU search a segment at least: " + service.stats());
+            assertEquals(fallbacksBefore, service.stats().cpuFallbacks(), () -> "no CPU fallback: " + service.stats());
+          }
           if (index == IndexType.FLAT) {
             assertEquals(Math.min(CANDIDATES, oracle.size()), got.size(), "hits");
           } else { // the lists probed or the beam may hold fewer than num_candidates accepted vectors

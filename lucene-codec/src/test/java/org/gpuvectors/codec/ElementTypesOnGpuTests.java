@@ -105,7 +105,9 @@ class ElementTypesOnGpuTests {
                   ? new KnnByteVectorQuery("vec", (byte[]) query, k, f)
                   : new KnnFloatVectorQuery("vec", (float[]) query, k, f);
               TopDocs hits = searcher.search(knn, k);
-              assertEquals(gpuBefore + leaves, service.stats().gpuSearches(), () -> "one GPU search a segment: " + service.stats());
+              // at least one a segment (Lucene may search a segment twice: ElementTypeIndexTests)
+              assertTrue(service.stats().gpuSearches() - gpuBefore >= leaves,
+                  () -> "a GPU search a segment at least: " + service.stats());
               assertEquals(fallbacksBefore, service.stats().cpuFallbacks(), () -> "no CPU fallback: " + service.stats());
               assertSameAsBruteForce(searcher, hits, vectors, query, element, sim, k, accepted);
             }
