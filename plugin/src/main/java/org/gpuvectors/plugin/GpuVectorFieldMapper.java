@@ -335,7 +335,19 @@ public final class GpuVectorFieldMapper extends FieldMapper {
      * our type), and what follows the parse: the Lucene field carrying our codec's attributes.
      */
     @Override
-    protected void parseCreateField(DocumentParserContext context) throws IOException {
+    public void parse(DocumentParserContext context) throws IOException {
+        // as dense_vector parses (it overrides parse too): a refused vector's error reaches the document parser as
+        // thrown, so the client gets dense_vector's answer, not FieldMapper's "failed to parse field [..] of type
+        // [dense_vector]" (our field type is dense_vector's, which would name the wrong mapping type)
+        parseVector(context);
+    }
+
+    @Override
+    protected void parseCreateField(DocumentParserContext context) {
+        throw new AssertionError("parse is implemented directly");
+    }
+
+    private void parseVector(DocumentParserContext context) throws IOException {
         if (context.parser().currentToken() == Token.VALUE_NULL) {
             return;
         }
