@@ -23,7 +23,9 @@ import java.util.stream.Stream;
  * Runs every YAML REST test under {@code tests.yaml.dir} (src/yamlRestTest/resources/rest-api-spec/test) against one
  * real Elasticsearch node with the plugin installed: one dynamic test per YAML test, grouped per file. Between tests all
  * non-system indices and templates are deleted. {@code -Dtests.yaml.filter=text[,text...]} keeps files or tests whose
- * relative path or name contains one of the texts.
+ * relative path or name contains one of the texts. {@code -Dtests.yaml.dir=DIR -Dtests.yaml.as_gpu_vector=TYPE} runs a
+ * suite written for {@code dense_vector} (Elasticsearch's own knn tests) with its fields mapped as {@code gpu_vector}
+ * of index type TYPE ({@link DenseVectorAsGpuVector}).
  */
 class YamlRestIT {
 
@@ -41,7 +43,7 @@ class YamlRestIT {
         assumeRunByFailsafe();
         ApiSpec spec = ApiSpec.load(
             Path.of(required("tests.rest.api.spec")),
-            Path.of(required("tests.yaml.dir")).resolveSibling("api") // the plugin's own APIs
+            Path.of(required("tests.plugin.api.spec")) // the plugin's own APIs
         );
         node = EsNode.fromSystemProperties();
         node.start();
@@ -79,12 +81,16 @@ class YamlRestIT {
         if (files.isEmpty()) {
             throw new IllegalStateException("no YAML tests under " + dir);
         }
+        // -Dtests.yaml.as_gpu_vector=flat (or another index type): a dense_vector suite run over gpu_vector fields
+        String asGpuVector = EsNode.prop("tests.yaml.as_gpu_vector", "");
+        DenseVectorAsGpuVector rewrite = asGpuVector.isBlank() ? null : new DenseVectorAsGpuVector(asGpuVector.strip());
         List<DynamicNode> containers = new ArrayList<>();
         for (Path f : files) {
             String rel = dir.relativize(f).toString();
             YamlRunner.YamlFile yf;
             try {
-                yf = YamlRunner.parse(f, rel);
+                YamlRunner.YamlFile parsed = YamlRunner.parse(f, rel);
+                yf = rewrite == null ? parsed : rewrite.rewrite(parsed);
             } catch (Exception e) {
                 containers.add(DynamicTest.dynamicTest(rel + " (parse)", f.toUri(), () -> {
                     failed.incrementAndGet();

@@ -28,7 +28,8 @@ import java.util.stream.Collectors;
  * of steps. Steps: {@code do} (API call from the REST specs, with {@code body}, {@code catch}, {@code headers},
  * {@code ignore}; {@code warnings}/{@code allowed_warnings} are accepted and not checked), {@code match}, {@code length},
  * {@code set}, {@code is_true}, {@code is_false}, {@code gt}, {@code gte}, {@code lt}, {@code lte}, {@code close_to},
- * {@code contains}, {@code skip}/{@code requires}. Paths are dotted ({@code hits.hits.0._id}, {@code \.} escapes a dot,
+ * {@code contains}, {@code skip}/{@code requires} (runner features, {@code cluster_features}, {@code capabilities}:
+ * {@link NodeRequirements}). Paths are dotted ({@code hits.hits.0._id}, {@code \.} escapes a dot,
  * {@code $body} is the whole response); {@code $name} / {@code ${name}} use values stored by {@code set}.
  */
 public final class YamlRunner {
@@ -39,7 +40,7 @@ public final class YamlRunner {
     /** Features of the ES runner this one implements; a test requiring another feature is skipped. */
     private static final Set<String> SUPPORTED_FEATURES = Set.of("headers", "warnings", "allowed_warnings", "warnings_regex",
         "allowed_warnings_regex", "close_to", "contains", "stash_in_path", "stash_in_key", "default_shards", "yaml", "gtelte",
-        "is_after", "arbitrary_key");
+        "is_after", "arbitrary_key", "capabilities");
     private static final Map<String, Integer> CATCHES = Map.of("bad_request", 400, "unauthorized", 401, "forbidden", 403,
         "missing", 404, "request_timeout", 408, "conflict", 409, "unavailable", 503);
 
@@ -50,11 +51,13 @@ public final class YamlRunner {
 
     private final RestClient client;
     private final ApiSpec spec;
+    private final NodeRequirements node;
     private Boolean gpuActive; // the node's, asked once (nodeFeature)
 
     public YamlRunner(RestClient client, ApiSpec spec) {
         this.client = client;
         this.spec = spec;
+        this.node = new NodeRequirements(client);
     }
 
     // ------------------------------------------------------------------ parsing
@@ -120,13 +123,22 @@ public final class YamlRunner {
             Object requires = step.get("requires");
             if (skip instanceof Map<?, ?> m) {
                 String reason = String.valueOf(m.get("reason"));
-                if (m.containsKey("awaits_fix") || "all".equals(String.valueOf(m.get("version")))) {
+                if (m.containsKey("awaits_fix") || "all".equals(String.valueOf(m.get("version")))
+                    || (m.get("cluster_features") != null && node.hasClusterFeatures(m.get("cluster_features")))) {
                     throw new TestAbortedException("skipped (" + where + "): " + reason);
                 }
                 unsupported(m.get("features"), where);
             }
             if (requires instanceof Map<?, ?> m) {
                 unsupported(m.get("test_runner_features"), where);
+                if (m.get("cluster_features") != null && node.hasClusterFeatures(m.get("cluster_features")) == false) {
+                    throw new TestAbortedException("skipped (" + where + "): the node lacks cluster features "
+                        + NodeRequirements.list(m.get("cluster_features")) + " (" + m.get("reason") + ")");
+                }
+                String missing = m.get("capabilities") == null ? null : node.missingCapability(m.get("capabilities"));
+                if (missing != null) {
+                    throw new TestAbortedException("skipped (" + where + "): a capability the node lacks: " + missing);
+                }
             }
         }
     }
