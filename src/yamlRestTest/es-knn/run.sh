@@ -33,9 +33,9 @@ for run in "${runs[@]}"; do
     | sed -E 's/^(PASS)\t(.*) \([0-9]+ ms\)$/\1\t\2/; s/^(FAIL|SKIP)\t([^:]*): .*$/\1\t\2/' \
     | awk -F'\t' '{print $2 "\t" $1}' | sort > "$out/$run.tsv"
   # why each failed test failed: the text after its last "failed: " (the answer it got), without what differs from
-  # run to run (timing, index uuids)
+  # run to run (timing, index uuids, node ids)
   sed -nE 's/^\[yamlrest\] FAIL ([^:]*): .* failed: (.*)$/\1\t\2/p' "$out/es-$run.log" \
-    | sed -E 's/"took":[0-9]+,//; s/"index_uuid":"[^"]*",?//g' | sort > "$out/$run.why"
+    | sed -E 's/"took":[0-9]+,//; s/"index_uuid":"[^"]*",?//g; s/"node":"[^"]*",?//g' | sort > "$out/$run.why"
 done
 python3 - "$out" "${runs[@]}" <<'EOF'
 import sys
