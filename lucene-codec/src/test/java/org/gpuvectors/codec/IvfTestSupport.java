@@ -211,7 +211,8 @@ final class IvfTestSupport {
   static void assertTrainedOnTheGpu(GpuSearchStats stats) {
     assertTrue(stats.gpuAssignedVectors() > 0 && stats.cpuAssignedVectors() == 0, () -> "k-means on the GPU: " + stats);
     for (FallbackReason reason : new FallbackReason[] {FallbackReason.NO_GPU, FallbackReason.GPU_FAILED,
-        FallbackReason.CUDA_ERROR, FallbackReason.DEVICE_OUT_OF_MEMORY, FallbackReason.BUDGET_IN_USE}) {
+        FallbackReason.CUDA_ERROR, FallbackReason.DEVICE_OUT_OF_MEMORY, FallbackReason.BUDGET_IN_USE,
+        FallbackReason.NOT_ADMITTED}) {
       assertEquals(0, stats.cpuFallbacks(reason), () -> reason + ": " + stats);
     }
   }

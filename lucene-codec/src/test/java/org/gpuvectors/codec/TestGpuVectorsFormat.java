@@ -42,7 +42,8 @@ public class TestGpuVectorsFormat extends BaseKnnVectorsFormatTestCase {
     System.out.println("[gpu-vectors] BaseKnnVectorsFormatTestCase on the GPU: " + stats);
     assertTrue("GPU searches ran: " + stats, stats.gpuSearches() > gpuSearchesAtStart);
     for (FallbackReason reason : new FallbackReason[] {FallbackReason.NO_GPU, FallbackReason.GPU_FAILED,
-        FallbackReason.CUDA_ERROR, FallbackReason.DEVICE_OUT_OF_MEMORY, FallbackReason.BUDGET_IN_USE}) {
+        FallbackReason.CUDA_ERROR, FallbackReason.DEVICE_OUT_OF_MEMORY, FallbackReason.BUDGET_IN_USE,
+        FallbackReason.NOT_ADMITTED}) {
       assertEquals("fallbacks for " + reason + ": " + stats, 0, stats.cpuFallbacks(reason));
     }
   }

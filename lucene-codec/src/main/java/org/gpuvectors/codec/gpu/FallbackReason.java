@@ -18,6 +18,11 @@ public enum FallbackReason {
   SEGMENT_OVER_BUDGET("segment larger than the GPU memory budget"),
   /** The budget is taken by segment fields that searches are using right now. */
   BUDGET_IN_USE("GPU memory budget held by segments in use"),
+  /**
+   * The budget is held by segment fields searched at least as often: evicting them would trade one upload for
+   * another on the next searches ({@link Admission}).
+   */
+  NOT_ADMITTED("GPU memory budget held by segments searched at least as often"),
   /** The device ran out of memory (an upload or a search's temporaries). */
   DEVICE_OUT_OF_MEMORY("GPU out of memory"),
   /** A CUDA or cuBLAS call failed without poisoning the context. */

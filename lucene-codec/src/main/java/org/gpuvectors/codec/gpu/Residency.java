@@ -16,8 +16,10 @@ import org.gpuvectors.cuda.DeviceIndex;
  * <p>Searches hold a {@link Handle} (a reference count) on what they search: a segment whose reader
  * closes mid-search, or that eviction picks, is freed when its last search ends, never under it.
  * {@link #acquire} is memory-gated: it reserves a field's bytes before uploading, evicting the least
- * recently used fields that no search holds; when the budget is held by fields in use it says so
- * (the caller searches on the CPU) instead of waiting. Uploads run outside this object's lock, so
+ * recently used fields that no search holds, but only for a field searched more often than they are together
+ * ({@link Admission}: a working set larger than the budget keeps a stable resident set instead of evicting and
+ * uploading per search); when the budget is held by fields in use, or by fields searched as often, it says so (the
+ * caller searches on the CPU) instead of waiting. Uploads run outside this object's lock, so
  * searches of resident fields go on while another field uploads; two searches of the same missing
  * field share one upload.
  *
@@ -41,6 +43,7 @@ public final class Residency {
   private final long budgetBytes;
   private final GpuSearchStats stats;
   private final LinkedHashMap<Key, Entry> entries = new LinkedHashMap<>(16, 0.75f, true); // LRU first
+  private final Admission admission = new Admission();
   private long heldBytes; // reserved by entries loading, resident, or removed but still in use
   private boolean closed;
 
@@ -102,15 +105,20 @@ public final class Residency {
         return new Acquired(null, FallbackReason.CLOSED);
       }
       entry = entries.get(key);
+      admission.record(key);
       if (entry == null) {
         if (bytes > budgetBytes) {
           return new Acquired(null, FallbackReason.SEGMENT_OVER_BUDGET);
         }
-        evictFor(bytes, toClose);
-        if (heldBytes + bytes > budgetBytes) {
-          closeAll(toClose);
+        List<Entry> victims = victimsFor(bytes);
+        long victimBytes = victims.stream().mapToLong(v -> v.reservedBytes).sum();
+        if (heldBytes - victimBytes + bytes > budgetBytes) {
           return new Acquired(null, FallbackReason.BUDGET_IN_USE);
         }
+        if (victims.isEmpty() == false && admission.admits(key, victims.stream().map(v -> v.key).toList()) == false) {
+          return new Acquired(null, FallbackReason.NOT_ADMITTED);
+        }
+        evict(victims, toClose);
         entry = new Entry(key, bytes);
         entries.put(key, entry);
         heldBytes += bytes;
@@ -181,18 +189,31 @@ public final class Residency {
     }
   }
 
-  /** Evicts least recently used entries that no search holds until {@code bytes} more fit. */
-  private void evictFor(long bytes, List<DeviceIndex> toClose) {
-    Iterator<Map.Entry<Key, Entry>> it = entries.entrySet().iterator();
-    while (heldBytes + bytes > budgetBytes && it.hasNext()) {
-      Entry candidate = it.next().getValue();
+  /**
+   * The least recently used entries that no search holds, as many as {@code bytes} more need (all there are when
+   * they are not enough); evicts nothing.
+   */
+  private List<Entry> victimsFor(long bytes) {
+    List<Entry> victims = new ArrayList<>();
+    long freed = 0;
+    Iterator<Entry> it = entries.values().iterator();
+    while (heldBytes - freed + bytes > budgetBytes && it.hasNext()) {
+      Entry candidate = it.next();
       if (candidate.refs == 0 && candidate.index != null) {
-        it.remove();
-        candidate.removed = true;
-        heldBytes -= candidate.reservedBytes;
-        toClose.add(candidate.index);
-        stats.recordEviction();
+        victims.add(candidate);
+        freed += candidate.reservedBytes;
       }
+    }
+    return victims;
+  }
+
+  private void evict(List<Entry> victims, List<DeviceIndex> toClose) {
+    for (Entry victim : victims) {
+      entries.remove(victim.key);
+      victim.removed = true;
+      heldBytes -= victim.reservedBytes;
+      toClose.add(victim.index);
+      stats.recordEviction();
     }
   }
 
@@ -226,6 +247,7 @@ public final class Residency {
   public void releaseSegment(Object segment) {
     List<DeviceIndex> toClose = new ArrayList<>();
     synchronized (this) {
+      admission.forget(segment);
       Iterator<Map.Entry<Key, Entry>> it = entries.entrySet().iterator();
       while (it.hasNext()) {
         Entry entry = it.next().getValue();
@@ -269,6 +291,7 @@ public final class Residency {
       if (entry == null || entry.index == null || closed) {
         return null;
       }
+      admission.record(key); // a search of it, run ahead in another segment's pass
       entry.refs++;
       return new Handle(entry);
     }
