@@ -50,9 +50,9 @@ class DenseVectorAsGpuVectorTests {
             "index_options", Map.of("type", "graph")), properties.get("vector"));
         assertEquals(Map.of("type", "dense_vector", "dims", 3, "index", false), properties.get("kept"), "not a knn field: kept");
         assertEquals(Map.of("type", "keyword"), properties.get("name"));
-        Map<?, ?> flat = (Map<?, ?>) at(new DenseVectorAsGpuVector("hnsw").rewrite(parsed).setup().get(0),
+        Map<?, ?> sameType = (Map<?, ?>) at(new DenseVectorAsGpuVector("hnsw").rewrite(parsed).setup().get(0),
             "do", "indices.create", "body", "mappings", "properties", "vector");
-        assertEquals(Map.of("type", "hnsw", "m", 16), flat.get("index_options"), "options of the type asked for: kept");
+        assertEquals(Map.of("type", "hnsw", "m", 16), sameType.get("index_options"), "options of the type asked for: kept");
 
         List<Object> steps = rewritten.tests().get(0).steps();
         // documents and searches are not mappings, though they have a field named type with that value

@@ -8,7 +8,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 
 /**
  * What a YAML test's {@code requires} / {@code skip} sections ask of the node under test, as Elasticsearch's runner
@@ -106,7 +105,7 @@ final class NodeRequirements {
                 }
                 Set<String> common = new HashSet<>(perNode.get(0));
                 perNode.forEach(common::retainAll);
-                features = common.stream().collect(Collectors.toUnmodifiableSet());
+                features = Set.copyOf(common);
             }
         }
         return features;

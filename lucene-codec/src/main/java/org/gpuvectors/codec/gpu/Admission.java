@@ -7,16 +7,16 @@ import java.util.Map;
 
 /**
  * Which segment field may take device memory from others when the budget is full: one searched clearly more often
- * than the fields it would evict together, so that the GPU serves more searches after the swap than before. Without it, a
- * working set larger than the budget evicts and re-uploads a segment on nearly every query (each search finds its
- * segment gone), and the GPU serves at upload speed, far below the CPU; with it, the resident set stays put and the
- * searches of the fields left out run on the CPU, so throughput falls with the share that does not fit, not off a
+ * than the fields it would evict together, so that the GPU serves more searches after the swap than before. Without
+ * it, a working set larger than the budget evicts and re-uploads a segment on nearly every query (each search finds
+ * its segment gone), and the GPU serves at upload speed, far below the CPU; with it, the resident set stays put and
+ * the searches of the fields left out run on the CPU, so throughput falls with the share that does not fit, not off a
  * cliff.
  *
  * <p>The policy (documented for operators): across all indices of the node, a field takes the place of resident ones
  * only when it has been searched half again as often as they have together (so equally searched fields never swap);
- * free memory is taken without asking. Counts halve every {@link #period} recorded searches, so
- * a field no longer searched loses its place to one that is, within a few periods. This is the frequency-based
+ * free memory is taken without asking. Counts halve every {@link #period} recorded searches, so a field no longer
+ * searched loses its place to one that is, within a few periods. This is the frequency-based
  * admission of TinyLFU (Einziger et al., "TinyLFU: A Highly Efficient Cache Admission Policy"), with exact counts: a
  * node holds at most a few thousand segment fields, and a map of them is small.
  *

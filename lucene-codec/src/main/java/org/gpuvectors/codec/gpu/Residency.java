@@ -16,7 +16,7 @@ import org.gpuvectors.cuda.DeviceIndex;
  * <p>Searches hold a {@link Handle} (a reference count) on what they search: a segment whose reader
  * closes mid-search, or that eviction picks, is freed when its last search ends, never under it.
  * {@link #acquire} is memory-gated: it reserves a field's bytes before uploading, evicting the least
- * recently used fields that no search holds, but only for a field searched more often than they are together
+ * recently used fields that no search holds, but only for a field searched half again as often as they are together
  * ({@link Admission}: a working set larger than the budget keeps a stable resident set instead of evicting and
  * uploading per search); when the budget is held by fields in use, or by fields searched as often, it says so (the
  * caller searches on the CPU) instead of waiting. Uploads run outside this object's lock, so
