@@ -53,7 +53,11 @@ final class GpuSegmentSearcher {
 
   /**
    * One segment's share of a GPU search, ready to run: its queries (the caller's arrays, not copied on
-   * the host: the device layer stages them for each segment group's upload), the k to ask (the search's k capped by the accepted count), and the accept mask.
+   * the host: the device layer stages them for each segment group's upload), the k to ask (the search's k capped by
+   * the accepted count), and the accept mask.
+   *
+   * @param elements a flat field resident at its element type's own size (bfloat16), searched by that type's
+   *     kernels; null for the float path (float vectors, or the float view of byte and bit structures)
    */
   record Prepared(
       Object segment,
@@ -67,14 +71,31 @@ final class GpuSegmentSearcher {
       ApproximateIndex index,
       int effort,
       FlatVectorsScorer scorers,
-      boolean rerankOnGpu) {
+      boolean rerankOnGpu,
+      ElementVectors elements) {
 
     int numQueries() {
       return queries.length;
     }
 
+    /**
+     * This share searched at its element type's own size ({@code elements} of a flat field); its hits are scored as
+     * the float path's ({@link #elementScore} of bfloat16 is {@link #score}).
+     */
+    Prepared atOwnSize(ElementVectors elements) {
+      if (index != null || elements.type() != ElementType.BFLOAT16) {
+        throw new IllegalArgumentException("only flat bfloat16 fields go through a float batch at their own size");
+      }
+      return new Prepared(segment, field, vectors, similarity, queries, k, requestedK, accepted, index, effort,
+          scorers, rerankOnGpu, elements);
+    }
+
     /** The service's request for this share (the batch API sends several segments' in one pass). */
     GpuSearchService.Request request() {
+      if (elements != null) {
+        return GpuSearchService.Request.ofElements(
+            segment, field, elements, similarity, queries, queries.length, k, accepted.bits());
+      }
       return new GpuSearchService.Request(
           segment, field, vectors, similarity, gpuStructure(index, rerankOnGpu), searchParams(index, effort), queries,
           queries.length, k,
@@ -363,7 +384,8 @@ final class GpuSegmentSearcher {
       }
     }
     return new Prepared(
-        segment, field, vectors, similarity, queries, k, requestedK, accepted, index, effort, scorers, rerankOnGpu);
+        segment, field, vectors, similarity, queries, k, requestedK, accepted, index, effort, scorers, rerankOnGpu,
+        null);
   }
 
   /**

@@ -355,14 +355,15 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       GpuSearchService service, String field, float[][] targets, int k, AcceptDocs acceptDocs)
       throws IOException {
     FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.FLOAT32, k);
-    if (entry == null || isFlatBf16(entry)) {
-      return null; // a flat bfloat16 field is resident at its own size, which the batch pass does not take yet
+    if (entry == null) {
+      return null;
     }
-    return GpuSegmentSearcher.prepare(
+    FloatVectorValues vectors = flat(field).getFloatVectorValues(field);
+    GpuSegmentSearcher.Prepared prepared = GpuSegmentSearcher.prepare(
         service,
         this,
         field,
-        flat(field).getFloatVectorValues(field),
+        vectors,
         entry.similarityFunction(),
         entry.approximate(),
         flat(field).getFlatVectorScorer(field),
@@ -371,6 +372,10 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         Integer.MAX_VALUE, // the batch API's collectors have no visit limit
         acceptDocs,
         acceptMasks);
+    // a flat bfloat16 field is resident at its own two bytes a dimension, as its single searches find it
+    return prepared != null && isFlatBf16(entry)
+        ? prepared.atOwnSize(new ElementVectors(ElementType.BFLOAT16, vectors))
+        : prepared;
   }
 
   /** A batch over this segment on the CPU (what {@link #search} does when the GPU cannot). */

@@ -72,24 +72,8 @@ class ElementTypesOnGpuTests {
     assertTrue(service.gpuActive(), () -> "GPU usable but the GPU path is not active: " + service.unusableReason());
     service.setEnabled(true);
     Random random = new Random(38 + element.ordinal() * 7 + sim.ordinal());
-    List<Object> vectors = new ArrayList<>();
     try (Directory dir = FSDirectory.open(tempDir.resolve(element + "-" + sim + "-" + luceneDims))) {
-      IndexWriterConfig config =
-          new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setMergePolicy(NoMergePolicy.INSTANCE);
-      try (IndexWriter writer = new IndexWriter(dir, config)) {
-        for (int id = 0; id < DOCS; id++) {
-          Object v = randomVector(element, sim, luceneDims, random);
-          vectors.add(v);
-          Document doc = new Document();
-          doc.add(new StoredField("id", id));
-          doc.add(new StringField("tag", id % 3 == 0 ? "a" : "b", Field.Store.NO));
-          doc.add(vectorField(element, sim, luceneDims, v));
-          writer.addDocument(doc);
-          if (id % SEGMENT_DOCS == SEGMENT_DOCS - 1) {
-            writer.commit();
-          }
-        }
-      }
+      List<Object> vectors = index(dir, element, sim, luceneDims, random);
       try (DirectoryReader reader = DirectoryReader.open(dir)) {
         IndexSearcher searcher = new IndexSearcher(reader);
         int leaves = reader.leaves().size();
@@ -115,6 +99,64 @@ class ElementTypesOnGpuTests {
         }
       }
     }
+  }
+
+  /**
+   * Batches of bfloat16 queries through {@link KnnBatchSearcher}: every segment's share goes to the pass at the
+   * field's own size, with the brute force's hits (within float summation error).
+   */
+  @ParameterizedTest
+  @CsvSource({"EUCLIDEAN", "DOT_PRODUCT", "COSINE"})
+  void bfloat16BatchesRunOnTheGpu(VectorSimilarityFunction sim) throws IOException {
+    GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
+    GpuSearchService service = GpuSearchServices.current();
+    assertTrue(service.gpuActive(), () -> "GPU usable but the GPU path is not active: " + service.unusableReason());
+    service.setEnabled(true);
+    Random random = new Random(16 + sim.ordinal());
+    try (Directory dir = FSDirectory.open(tempDir.resolve("batch-" + sim))) {
+      List<Object> vectors = index(dir, ElementType.BFLOAT16, sim, 40, random);
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        IndexSearcher searcher = new IndexSearcher(reader);
+        float[][] queries = new float[16][];
+        for (int q = 0; q < queries.length; q++) {
+          queries[q] = (float[]) randomVector(ElementType.BFLOAT16, sim, 40, random);
+        }
+        for (int k : new int[] {1, 10, 100}) {
+          long gpuBefore = service.stats().gpuSearches();
+          long fallbacksBefore = service.stats().cpuFallbacks();
+          TopDocs[] hits = KnnBatchSearcher.search(searcher, "vec", queries, k, null);
+          assertTrue(service.stats().gpuSearches() - gpuBefore >= reader.leaves().size(),
+              () -> "a GPU search a segment at least: " + service.stats());
+          assertEquals(fallbacksBefore, service.stats().cpuFallbacks(), () -> "no CPU fallback: " + service.stats());
+          for (int q = 0; q < queries.length; q++) {
+            assertSameAsBruteForce(searcher, hits[q], vectors, queries[q], ElementType.BFLOAT16, sim, k, id -> true);
+          }
+        }
+      }
+    }
+  }
+
+  /** DOCS documents in segments of SEGMENT_DOCS: id, tag (a for every third), the vector; returns the vectors. */
+  private static List<Object> index(Directory dir, ElementType element, VectorSimilarityFunction sim, int luceneDims,
+      Random random) throws IOException {
+    List<Object> vectors = new ArrayList<>();
+    IndexWriterConfig config =
+        new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setMergePolicy(NoMergePolicy.INSTANCE);
+    try (IndexWriter writer = new IndexWriter(dir, config)) {
+      for (int id = 0; id < DOCS; id++) {
+        Object v = randomVector(element, sim, luceneDims, random);
+        vectors.add(v);
+        Document doc = new Document();
+        doc.add(new StoredField("id", id));
+        doc.add(new StringField("tag", id % 3 == 0 ? "a" : "b", Field.Store.NO));
+        doc.add(vectorField(element, sim, luceneDims, v));
+        writer.addDocument(doc);
+        if (id % SEGMENT_DOCS == SEGMENT_DOCS - 1) {
+          writer.commit();
+        }
+      }
+    }
+    return vectors;
   }
 
   private static Object randomVector(ElementType element, VectorSimilarityFunction sim, int dims, Random random) {

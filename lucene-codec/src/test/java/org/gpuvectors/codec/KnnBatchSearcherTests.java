@@ -32,6 +32,7 @@ import org.apache.lucene.tests.util.TestUtil;
 import org.gpuvectors.codec.gpu.FakeBackend;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.index.ElementType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -55,6 +56,12 @@ class KnnBatchSearcherTests {
 
   /** Doc ids are positions (no merges); null where a document has no vector. */
   private float[][] index(Directory dir, IndexType type, VectorSimilarityFunction sim) throws IOException {
+    return index(dir, type, sim, ElementType.FLOAT);
+  }
+
+  /** As {@link #index(Directory, IndexType, VectorSimilarityFunction)}, the field of the given element type. */
+  private float[][] index(Directory dir, IndexType type, VectorSimilarityFunction sim, ElementType element)
+      throws IOException {
     Map<String, Integer> params = switch (type) {
       case FLAT -> Map.of();
       case IVF_FLAT -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4); // every list: exact
@@ -62,7 +69,7 @@ class KnnBatchSearcherTests {
       default -> throw new IllegalArgumentException(type.toString());
     };
     var fieldType = GpuVectorsFormat.markField(
-        KnnFloatVectorField.createFieldType(DIMS, sim), new IndexParams(type, params));
+        KnnFloatVectorField.createFieldType(DIMS, sim), new IndexParams(type, params), element);
     float[][] vectors = new float[DOCS][];
     IndexWriterConfig config = new IndexWriterConfig()
         .setCodec(TestUtil.alwaysKnnVectorsFormat(new GpuVectorsFormat(0))) // lists in every segment
@@ -152,6 +159,30 @@ class KnnBatchSearcherTests {
   @Test
   void ivfPqRerankedOnTheGpuPathMatchesTheOracleExactly() throws IOException {
     check(IndexType.IVF_PQ, VectorSimilarityFunction.EUCLIDEAN, false);
+  }
+
+  /**
+   * A flat bfloat16 field's batches go through the pass at the field's own size (the element upload the single
+   * searches use), with the oracle's hits: the small integer coordinates are exact in bfloat16.
+   */
+  @Test
+  void flatBfloat16BatchesRunInThePassAtTheirOwnSize() throws IOException {
+    FakeBackend backend = new FakeBackend(1L << 30);
+    try (GpuSearchService service = GpuSearchService.withBackend(
+        backend, new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024))) {
+      GpuSearchServices.install(service);
+      try (Directory dir = FSDirectory.open(tempDir.resolve("bf16"))) {
+        float[][] vectors = index(dir, IndexType.FLAT, VectorSimilarityFunction.EUCLIDEAN, ElementType.BFLOAT16);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          check(searcher, vectors, IndexType.FLAT, VectorSimilarityFunction.EUCLIDEAN, true, queries(9), service);
+          assertEquals(reader.leaves().size(), backend.elementUploads.get(), "each segment uploaded at its own size");
+          assertEquals(backend.elementUploads.get(), backend.uploads.get(), "and none as float");
+        }
+      } finally {
+        GpuSearchServices.uninstall(service);
+      }
+    }
   }
 
   private void check(IndexType type, VectorSimilarityFunction sim, boolean cpuIsExact) throws IOException {

@@ -85,7 +85,7 @@ class OrdinalOrderRerankTests {
         FloatVectorValues values = sparse(vectors);
         GpuSegmentSearcher.Prepared p = new GpuSegmentSearcher.Prepared(
             "segment", "v", values, sim, queries, candidates, k, new AcceptMasks.Mask(null, size), null, 1,
-            DefaultFlatVectorScorer.INSTANCE, false);
+            DefaultFlatVectorScorer.INSTANCE, false, null);
         SegmentHits hits = new SegmentHits(numQueries, k);
         OrdinalOrderRerank.rerank(p, result, hits, 1234);
         for (int q = 0; q < numQueries; q++) {

@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.lucene.index.FloatVectorValues;
+import org.gpuvectors.codec.index.ElementType;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
 import org.gpuvectors.cuda.DeviceIndex;
@@ -49,6 +50,8 @@ public final class FakeBackend implements GpuBackend {
   public final AtomicInteger uploads = new AtomicInteger();
   /** Uploads of graph fields. */
   public final AtomicInteger graphUploads = new AtomicInteger();
+  /** Uploads of fields held at their element type's own size (bfloat16 here). */
+  public final AtomicInteger elementUploads = new AtomicInteger();
   /** The search parameters (IVF lists, graph search width or exact search) of every group searched, in order. */
   public final java.util.Queue<SearchParams> groupParams = new java.util.concurrent.ConcurrentLinkedQueue<>();
   public final AtomicInteger passes = new AtomicInteger();
@@ -254,6 +257,20 @@ public final class FakeBackend implements GpuBackend {
       index.quantized(ivf.pq().codebook().get(), ivf.pq().codesInListOrder().get(), ivf.pq().rerankFactor());
     }
     indexes.add(index);
+    return index;
+  }
+
+  /**
+   * bfloat16 fields, held as the floats they store and scored in FP32 as the device's bf16 kernel scores them; byte
+   * and bit fields are refused (the GPU tests cover their kernels).
+   */
+  @Override
+  public DeviceIndex upload(ElementVectors vectors, Metric metric) throws IOException {
+    if (vectors.type() != ElementType.BFLOAT16) {
+      return GpuBackend.super.upload(vectors, metric);
+    }
+    DeviceIndex index = upload((FloatVectorValues) vectors.values(), metric, null);
+    elementUploads.incrementAndGet();
     return index;
   }
 
