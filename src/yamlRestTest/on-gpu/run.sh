@@ -15,6 +15,7 @@ filter=${1:-}
   -Dtests.es.home="$G/es" -Dtests.plugin.zip="$(ls "$here"/gpu-vectors-*.zip)" \
   -Dtests.rest.api.spec="$G/runner/rest-api-spec/api" \
   -Dtests.yaml.dir="$root/src/yamlRestTest/resources/rest-api-spec/test" \
+  -Dtests.plugin.api.spec="$root/src/yamlRestTest/resources/rest-api-spec/api" \
   ${filter:+-Dtests.yaml.filter=$filter} -Dtests.work.dir="$OUT/work" \
   org.junit.platform.console.ConsoleLauncher execute --disable-banner --details=tree --disable-ansi-colors \
   --select-class org.gpuvectors.yamlrest.YamlRestIT 2>&1 | tee "$OUT/yaml.log"

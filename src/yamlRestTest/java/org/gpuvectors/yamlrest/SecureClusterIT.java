@@ -142,7 +142,7 @@ class SecureClusterIT {
     Stream<DynamicTest> yamlTestsOfStatsAndWarmupHoldOnTheCluster() throws Exception {
         ApiSpec spec = ApiSpec.load(
             Path.of(EsNode.prop("tests.rest.api.spec", "")),
-            Path.of(EsNode.prop("tests.plugin.api.spec", "")));
+            YamlRestIT.pluginApiSpec());
         YamlRunner runner = new YamlRunner(admin, spec);
         List<DynamicTest> tests = new ArrayList<>();
         for (String name : List.of("gpu_vectors/80_gpu_stats.yml", "gpu_vectors/85_warmup.yml")) {

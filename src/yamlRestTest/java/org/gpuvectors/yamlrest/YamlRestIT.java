@@ -43,7 +43,7 @@ class YamlRestIT {
         assumeRunByFailsafe();
         ApiSpec spec = ApiSpec.load(
             Path.of(required("tests.rest.api.spec")),
-            Path.of(required("tests.plugin.api.spec")) // the plugin's own APIs
+            pluginApiSpec() // the plugin's own APIs
         );
         node = EsNode.fromSystemProperties();
         node.start();
@@ -141,6 +141,12 @@ class YamlRestIT {
     static void assumeRunByFailsafe() {
         Assumptions.assumeTrue(EsNode.prop("tests.es.home", null) != null,
             "integration test: runs in the integration-test phase (./mvnw verify), which sets tests.es.home");
+    }
+
+    /** The plugin's REST API specs: {@code tests.plugin.api.spec}, else beside the project's own suites. */
+    static Path pluginApiSpec() {
+        String given = EsNode.prop("tests.plugin.api.spec", null);
+        return given != null ? Path.of(given) : Path.of(required("tests.yaml.dir")).resolveSibling("api");
     }
 
     private static String required(String name) {
