@@ -18,7 +18,6 @@ set -euo pipefail
 root=$(pwd); here=$(cd "$(dirname "$0")" && pwd)
 J=${JDK:-/usr/lib/jvm/temurin-25-jdk-amd64}
 FASHION_DIR=${FASHION_DIR:-/usr/share/datasets/fashion-mnist}
-LIMIT=$((64 * 1024 * 1024))
 zip=$(ls "$root"/plugin/target/gpu-vectors-*.zip 2>/dev/null | head -1)
 [ -n "$zip" ] || { echo "no plugin/target/gpu-vectors-*.zip: build it first: ./mvnw -B -DskipTests package -pl plugin -am" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -82,16 +81,8 @@ if [ "${FASHION:-1}" != 0 ]; then
     echo "WARNING: no Fashion-MNIST in $FASHION_DIR (apt-get install dataset-fashion-mnist): --dataset fashion will not run there" >&2
   fi
 fi
-ok=1
-# the work tree (tracked and untracked, not ignored files) travels with every command too
-tree=$(cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-echo "  work tree: $tree bytes (travels with each command)"
-for d in es1 es2 es3; do
-  b=$(( $(du -sb "$root/.device-es/$d" | cut -f1) + tree ))
-  awk -v d="$d" -v b="$b" 'BEGIN { printf "  .device-es/%s: %d bytes (%.1f MiB with the work tree, of the 64 MiB per command)\n", d, b, b / 1048576 }'
-  [ "$b" -le "$LIMIT" ] || { echo "  .device-es/$d is over 64 MiB" >&2; ok=0; }
-done
-[ $ok = 1 ] || exit 3
+source "$here/payload-sizes.sh"
+check_payload_sizes "$root" .device-es/es1 .device-es/es2 .device-es/es3 || exit 3
 echo "  command 1: carry [\".device-es/es1\"], command: rm -rf /tmp/esgpu && mkdir -p /tmp/esgpu && tar xJf .device-es/es1/jdk.tar.xz -C /tmp/esgpu && tar xf .device-es/es1/plugin.tar -C /tmp/esgpu && du -sh /tmp/esgpu/*"
 [ -f "$root/.device-es/es3/fashion-train.tar.xz" ] && \
 echo "  command 1b (only for --dataset fashion, within 30 s): carry [\".device-es/es3\"], command: tar xJf .device-es/es3/fashion-train.tar.xz -C /tmp/esgpu && du -sh /tmp/esgpu/*"

@@ -14,7 +14,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd); cd "$root"
 here=src/yamlRestTest/on-gpu
-LIMIT=$((64 * 1024 * 1024))
 zip=$(ls plugin/target/gpu-vectors-*.zip | head -1)
 unzip -Z1 "$zip" | grep -q '^gpu-vectors-cuda-' || { echo "$zip has no cuda jar" >&2; exit 2; }
 for f in .device-es/es1/jdk.tar.xz .device-es/es2/es.tar.xz; do
@@ -38,14 +37,8 @@ cp -a plugin/target/test-classes/org/gpuvectors/yamlrest "$work/runner/classes/o
 cp -a plugin/target/rest-api-spec/rest-api-spec "$work/runner/"
 tar cf .device-yaml/y2/runner.tar -C "$work" runner
 cp "$zip" "$here/run.sh" .device-yaml/y3/
-tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-ok=1
-for d in y1 y2 y3; do
-  b=$(( $(du -sb ".device-yaml/$d" | cut -f1) + tree ))
-  awk -v d="$d" -v b="$b" 'BEGIN { printf "  .device-yaml/%s: %.1f MiB with the work tree, of the 64 MiB a command\n", d, b / 1048576 }'
-  [ "$b" -le "$LIMIT" ] || { echo "  .device-yaml/$d is over 64 MiB" >&2; ok=0; }
-done
-[ $ok = 1 ] || exit 3
+source bench/es/payload-sizes.sh
+check_payload_sizes "$root" .device-yaml/y1 .device-yaml/y2 .device-yaml/y3 || exit 3
 echo "  command 1: carry [\".device-yaml/y1\"]: rm -rf /tmp/gvy && mkdir -p /tmp/gvy && tar xJf .device-yaml/y1/jdk.tar.xz -C /tmp/gvy"
 echo "  command 2: carry [\".device-yaml/y2\"]: cp .device-yaml/y2/es.part.aa /tmp/gvy/ && tar xf .device-yaml/y2/runner.tar -C /tmp/gvy"
 echo "  command 3: carry [\".device-yaml/y3\"]: bash .device-yaml/y3/run.sh [filter]"
