@@ -18,8 +18,13 @@ public interface DeviceIndex extends AutoCloseable {
   /** The distance the index ranks by. */
   Metric metric();
 
-  /** Device memory held by the index. */
-  long deviceBytes();
+  /** Device memory held by the index, by what each part holds. */
+  DeviceBytes deviceBytesByPart();
+
+  /** Device memory held by the index: its parts together. */
+  default long deviceBytes() {
+    return deviceBytesByPart().total();
+  }
 
   /**
    * Refuses, before a pass starts, search parameters this index cannot take: another kind of index's (an {@link

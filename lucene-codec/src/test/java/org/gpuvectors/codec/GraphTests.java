@@ -54,6 +54,8 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.graph.GraphBuilder;
 import org.gpuvectors.codec.graph.GraphField;
+import org.gpuvectors.cuda.DeviceBytes;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.SearchParams;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -564,6 +566,10 @@ class GraphTests {
         assertEquals(1, service.stats().graphExactSearches(), "walks are not counted");
         assertEquals(3, service.stats().gpuSearches());
         assertEquals(0, service.stats().cpuFallbacks(FallbackReason.VISIT_LIMIT), "nothing left to the CPU");
+        DeviceBytes parts = service.residentBytesByPart(); // the stats' parts: the vectors and the adjacency
+        assertEquals(service.residentBytes(), parts.total(), "the parts add up to the resident bytes");
+        assertTrue(parts.get(MemoryPart.VECTORS) > 0 && parts.get(MemoryPart.GRAPH) > 0, parts::toString);
+        assertEquals(0, parts.get(MemoryPart.PQ_CODES) + parts.get(MemoryPart.LISTS), parts::toString);
         // a failing pass: the CPU answers the same hits, and the device's exact search is not counted
         device.passFault = FakeBackend::launchFailure;
         List<Hit> onCpu = search(searcher, query, 10, new TermQuery(new Term("f1", "yes")));

@@ -8,6 +8,8 @@ import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.index.VectorRows;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.codec.ivf.ProductQuantizer;
+import org.gpuvectors.cuda.DeviceBytes;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.ivf.IvfLists;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.Hit;
 import static org.gpuvectors.codec.GpuVectorsFormatTests.assertSameHits;
@@ -604,6 +606,14 @@ class IvfPqTests {
           }
           assertEquals(1, device.uploads.get(), mode + ": uploaded once");
           assertEquals(onDevice, device.indexes.get(0).reranksOnDevice(), mode + ": raw vectors on the device");
+          // the stats' parts: codes, codebook-side terms, centroids and lists, and the raw vectors only when they went up
+          DeviceBytes parts = service.residentBytesByPart();
+          assertEquals(service.residentBytes(), parts.total(), mode + ": the parts add up to the resident bytes");
+          for (MemoryPart part : new MemoryPart[] {MemoryPart.PQ_CODES, MemoryPart.CENTROIDS, MemoryPart.LISTS}) {
+            assertTrue(parts.get(part) > 0, mode + ": " + part + " in " + parts);
+          }
+          assertEquals(onDevice, parts.get(MemoryPart.VECTORS) > 0, mode + ": raw vectors in " + parts);
+          assertEquals(0, parts.get(MemoryPart.GRAPH), mode);
           assertEquals(2L * queries.length, service.stats().cpuFallbacks(), mode + ": only the CPU path's own searches");
           assertEquals(2L * queries.length, service.stats().cpuFallbacks(FallbackReason.GPU_OFF), mode);
           long gpuQueries = 2L * (5 + queries.length);

@@ -225,8 +225,10 @@ final class PrecomputedBackend implements GpuBackend {
     }
 
     @Override
-    public long deviceBytes() {
-      return 4L * data.length * dims;
+    public org.gpuvectors.cuda.DeviceBytes deviceBytesByPart() {
+      return org.gpuvectors.cuda.DeviceBytes.builder()
+          .add(org.gpuvectors.cuda.MemoryPart.VECTORS, 4L * data.length * dims)
+          .build();
     }
 
     @Override

@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import jcuda.Pointer;
+import org.gpuvectors.cuda.DeviceBytes;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -221,8 +223,8 @@ public final class GpuElementFlatIndex extends ResidentIndex {
 
   /** Device memory held by this index: its rows alone (no norms: the kernel sums them). */
   @Override
-  public long deviceBytes() {
-    return rows.bytes();
+  public DeviceBytes deviceBytesByPart() {
+    return DeviceBytes.builder().add(MemoryPart.VECTORS, rows.bytes()).build();
   }
 
   /** Device bytes an index of {@code n} rows of {@code dims} values of {@code element} takes ({@link #deviceBytes}). */

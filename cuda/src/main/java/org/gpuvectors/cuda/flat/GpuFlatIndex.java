@@ -1,6 +1,8 @@
 package org.gpuvectors.cuda.flat;
 
+import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.FlatConfig;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -262,11 +264,15 @@ public final class GpuFlatIndex extends ResidentIndex {
     return vectors.address();
   }
 
-  /** Device memory held by this index (vectors and norms). */
+  /** Device memory held by this index: vectors, norms (L2) and the FP16 copy once made. */
   @Override
-  public long deviceBytes() {
+  public DeviceBytes deviceBytesByPart() {
     FlatHalfCopy h = half;
-    return vectors.bytes() + (norms == null ? 0 : norms.bytes()) + (h == null ? 0 : h.deviceBytes());
+    return DeviceBytes.builder()
+        .add(MemoryPart.VECTORS, vectors.bytes())
+        .add(MemoryPart.NORMS, norms == null ? 0 : norms.bytes())
+        .add(MemoryPart.COMPACT_VECTORS, h == null ? 0 : h.deviceBytes())
+        .build();
   }
 
   /** The GEMM path's precision for the searches that start from now on (default {@link Precision#FP32}). */

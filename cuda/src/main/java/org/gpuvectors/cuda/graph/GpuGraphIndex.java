@@ -1,6 +1,8 @@
 package org.gpuvectors.cuda.graph;
 
+import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.GraphConfig;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -176,8 +178,11 @@ public final class GpuGraphIndex extends ResidentIndex {
 
   /** Device memory held by this index: vectors (L2: and their norms), adjacency and seeds. */
   @Override
-  public long deviceBytes() {
-    return vectors.deviceBytes() + graph.bytes() + seeds.bytes();
+  public DeviceBytes deviceBytesByPart() {
+    return DeviceBytes.builder()
+        .add(vectors.deviceBytesByPart())
+        .add(MemoryPart.GRAPH, graph.bytes() + seeds.bytes())
+        .build();
   }
 
   /**

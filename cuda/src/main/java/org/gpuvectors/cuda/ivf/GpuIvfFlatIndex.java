@@ -1,6 +1,8 @@
 package org.gpuvectors.cuda.ivf;
 
+import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.IvfConfig;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -100,8 +102,12 @@ public final class GpuIvfFlatIndex extends GpuIvfIndex {
 
   /** Device memory held by this index: vectors, ordinals, offsets and the centroid index. */
   @Override
-  public long deviceBytes() {
-    return centroids.deviceBytes() + vectors.bytes() + ords.bytes() + offsets.bytes();
+  public DeviceBytes deviceBytesByPart() {
+    return DeviceBytes.builder()
+        .add(MemoryPart.CENTROIDS, centroids.deviceBytes())
+        .add(MemoryPart.LISTS, ords.bytes() + offsets.bytes())
+        .add(MemoryPart.VECTORS, vectors.bytes())
+        .build();
   }
 
   /** A group's search in a pass: its queries in their {@link SearchParams.Ivf#nprobe} nearest lists. */

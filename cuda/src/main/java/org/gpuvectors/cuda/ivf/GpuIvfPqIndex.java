@@ -1,6 +1,8 @@
 package org.gpuvectors.cuda.ivf;
 
+import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.IvfConfig;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -314,9 +316,14 @@ public final class GpuIvfPqIndex extends GpuIvfIndex {
    * raw vectors when resident.
    */
   @Override
-  public long deviceBytes() {
-    return centroids.deviceBytes() + codes.bytes() + ords.bytes() + offsets.bytes() + codebooks.bytes()
-        + (codeTerms == null ? 0 : codeTerms.bytes()) + (rawVectors == null ? 0 : rawVectors.bytes());
+  public DeviceBytes deviceBytesByPart() {
+    return DeviceBytes.builder()
+        .add(MemoryPart.CENTROIDS, centroids.deviceBytes())
+        .add(MemoryPart.LISTS, ords.bytes() + offsets.bytes())
+        .add(MemoryPart.PQ_CODES, codes.bytes())
+        .add(MemoryPart.PQ_CODEBOOKS, codebooks.bytes() + (codeTerms == null ? 0 : codeTerms.bytes()))
+        .add(MemoryPart.VECTORS, rawVectors == null ? 0 : rawVectors.bytes())
+        .build();
   }
 
   /**

@@ -95,6 +95,7 @@ public class GpuElementFlatIndexGpuTest extends GpuTestCase {
         Data data = Data.random(element, shape[0], shape[1], r);
         try (GpuElementFlatIndex index = data.upload(metric)) {
           assertEquals(GpuElementFlatIndex.deviceBytes(element, data.n, data.dims), index.deviceBytes());
+          assertEquals(index.deviceBytes(), index.deviceBytesByPart().get(org.gpuvectors.cuda.MemoryPart.VECTORS));
           for (int nq : new int[] {1, 7, 70}) {
             float[] queries = data.queries(nq, r);
             for (int filter = 0; filter < 3; filter++) {

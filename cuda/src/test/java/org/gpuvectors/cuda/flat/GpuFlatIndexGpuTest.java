@@ -1,9 +1,11 @@
 package org.gpuvectors.cuda.flat;
 
 import org.gpuvectors.cuda.CpuOracle;
+import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.FlatConfig;
 import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.GpuTestCase;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
@@ -57,6 +59,8 @@ public class GpuFlatIndexGpuTest extends GpuTestCase {
         for (Metric m : Metric.values()) {
           try (GpuFlatIndex index = GpuFlatIndex.upload(tiles, vectors, n, dims, m)) {
             assertEquals(4L * n * dims + (m == Metric.L2 ? 4L * n : 0), index.deviceBytes());
+            assertEquals(DeviceBytes.builder().add(MemoryPart.VECTORS, 4L * n * dims)
+                .add(MemoryPart.NORMS, m == Metric.L2 ? 4L * n : 0).build(), index.deviceBytesByPart());
             for (int nq : new int[] {1, 7, 50}) {
               float[] queries = random(nq * dims, r);
               for (int k : new int[] {1, 10, 100, 1000}) {

@@ -387,6 +387,8 @@ class GpuFlatIndexHalfGpuTest extends GpuTestCase {
       assertEquals(0, index.halfStats().queries(), "without the copy small batches take the FP32 scan");
       index.addHalfCopy();
       assertEquals(plain + GpuFlatIndex.halfCopyBytes(device, n, dims), index.deviceBytes(), "the copy is counted");
+      assertEquals(GpuFlatIndex.halfCopyBytes(device, n, dims),
+          index.deviceBytesByPart().get(org.gpuvectors.cuda.MemoryPart.COMPACT_VECTORS), "counted as compact vectors");
       assertEquals(2L * n * 64, GpuFlatIndex.halfCopyBytes(device, n, dims), "rows padded to 64 halves");
       assertThrows(IllegalArgumentException.class, () -> index.search(queries, 4, GpuFlatIndex.HALF_MAX_K + 1, null,
           GpuFlatIndex.Strategy.HALF_SCAN));

@@ -438,6 +438,11 @@ public class GpuGraphIndexGpuTest extends GpuTestCase {
     assertEquals(4L * N * DIMS + 4L * N + 4L * N * DEGREE + 4L * SEEDS, index.deviceBytes(), "vectors, their norms, "
         + "adjacency, seeds");
     assertTrue(device.bytesInUse() - before >= index.deviceBytes(), "the pool holds at least what it reports");
+    assertEquals(org.gpuvectors.cuda.DeviceBytes.builder()
+        .add(org.gpuvectors.cuda.MemoryPart.VECTORS, 4L * N * DIMS)
+        .add(org.gpuvectors.cuda.MemoryPart.NORMS, 4L * N)
+        .add(org.gpuvectors.cuda.MemoryPart.GRAPH, 4L * N * DEGREE + 4L * SEEDS)
+        .build(), index.deviceBytesByPart(), "by part");
     assertEquals(N, index.size());
     assertEquals(DIMS, index.dims());
     assertEquals(DEGREE, index.degree());

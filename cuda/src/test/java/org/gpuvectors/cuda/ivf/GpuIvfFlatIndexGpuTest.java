@@ -243,6 +243,11 @@ public class GpuIvfFlatIndexGpuTest extends GpuTestCase {
              GpuFlatIndex flat = GpuFlatIndex.upload(device, vectors, N, dims, m)) {
           long centroidBytes = 4L * NLIST * dims + (m == Metric.L2 ? 4L * NLIST : 0);
           assertEquals(centroidBytes + 4L * N * dims + 4L * N + 4L * (NLIST + 1), ivf.deviceBytes());
+          assertEquals(org.gpuvectors.cuda.DeviceBytes.builder()
+              .add(org.gpuvectors.cuda.MemoryPart.CENTROIDS, centroidBytes)
+              .add(org.gpuvectors.cuda.MemoryPart.VECTORS, 4L * N * dims)
+              .add(org.gpuvectors.cuda.MemoryPart.LISTS, 4L * N + 4L * (NLIST + 1))
+              .build(), ivf.deviceBytesByPart(), "by part");
           assertEquals(N, ivf.size());
           assertEquals(NLIST, ivf.nlist());
           for (Filter f : Filter.values()) {

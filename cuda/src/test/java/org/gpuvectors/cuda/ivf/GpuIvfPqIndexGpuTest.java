@@ -408,6 +408,8 @@ public class GpuIvfPqIndexGpuTest extends GpuTestCase {
         try (GpuIvfPqIndex index = upload(pq, data);
              PathIndexes paths = new PathIndexes(d -> upload(d, pq, data))) {
           assertEquals(expectedBytes(pq, data), index.deviceBytes());
+          assertEquals(0, index.deviceBytesByPart().get(org.gpuvectors.cuda.MemoryPart.VECTORS), "codes, no vectors");
+          assertTrue(index.deviceBytesByPart().get(org.gpuvectors.cuda.MemoryPart.PQ_CODES) >= (long) N * pq.book().m());
           assertEquals(N, index.size());
           assertEquals(nlist, index.nlist());
           assertEquals(cfg.dims(), index.dims());
@@ -780,6 +782,7 @@ public class GpuIvfPqIndexGpuTest extends GpuTestCase {
         assertEquals(40, index.candidates(10));
         assertEquals(KSelect.MAX_K, index.candidates(600));
         assertEquals(expectedBytes(pq, data) + 4L * N * dims, index.deviceBytes(), "the raw vectors are counted");
+        assertEquals(4L * N * dims, index.deviceBytesByPart().get(org.gpuvectors.cuda.MemoryPart.VECTORS), "as vectors");
         for (Filter f : Filter.values()) {
           long[][] masks = GpuIvfFlatIndexGpuTest.masks(f, N, NQ, r);
           for (int nprobe : new int[] {8, nlist}) {

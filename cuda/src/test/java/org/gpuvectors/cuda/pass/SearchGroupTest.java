@@ -30,8 +30,8 @@ class SearchGroupTest {
       return Metric.L2;
     }
 
-    public long deviceBytes() {
-      return 0;
+    public org.gpuvectors.cuda.DeviceBytes deviceBytesByPart() {
+      return org.gpuvectors.cuda.DeviceBytes.NONE;
     }
 
     public void checkSearch(SearchParams params, int k) {
@@ -50,8 +50,8 @@ class SearchGroupTest {
     }
 
     @Override
-    public long deviceBytes() {
-      return 0;
+    public org.gpuvectors.cuda.DeviceBytes deviceBytesByPart() {
+      return org.gpuvectors.cuda.DeviceBytes.NONE;
     }
 
     @Override

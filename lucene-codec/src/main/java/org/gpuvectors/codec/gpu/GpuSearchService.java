@@ -9,6 +9,7 @@ import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.gpuvectors.codec.index.Metric;
+import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.SearchParams;
@@ -281,6 +282,11 @@ public final class GpuSearchService implements Closeable {
   /** Device memory held by resident segment fields. */
   public long residentBytes() {
     return residency.heldBytes();
+  }
+
+  /** Device memory held by resident segment fields, by what it holds (vectors, codes, graphs, ...). */
+  public DeviceBytes residentBytesByPart() {
+    return residency.residentBytesByPart();
   }
 
   /** Resident segment fields. */

@@ -8,7 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.MemoryPart;
 
 /**
  * Segment fields resident on the device, under a memory budget.
@@ -306,6 +308,20 @@ public final class Residency {
   /** Device bytes held by resident fields (and by removed ones that searches still use). */
   public synchronized long heldBytes() {
     return heldBytes;
+  }
+
+  /**
+   * Device memory of the resident fields by part ({@link MemoryPart}): {@link #heldBytes} by what it holds, less the
+   * fields still uploading and those removed but still searched.
+   */
+  public synchronized DeviceBytes residentBytesByPart() {
+    DeviceBytes sum = DeviceBytes.NONE;
+    for (Entry entry : entries.values()) {
+      if (entry.index != null) {
+        sum = sum.plus(entry.index.deviceBytesByPart());
+      }
+    }
+    return sum;
   }
 
   /** Resident (or loading) segment fields. */

@@ -11,7 +11,9 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.gpuvectors.codec.index.ElementType;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
+import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 import org.gpuvectors.cuda.ivf.IvfLists;
@@ -96,13 +98,30 @@ public final class FakeBackend implements GpuBackend {
 
   @Override
   public long estimateBytes(int size, int dims, Metric metric, GpuStructure structure) {
+    return parts(size, dims, structure).total();
+  }
+
+  /**
+   * The "device" memory of an upload, by part, as the real indexes split theirs: FP32 vectors; IVF centroids and
+   * lists; ivf_pq codes in place of the vectors (this double keeps them on the heap at the vectors' size), and its raw
+   * vectors when they go up for the device re-rank; graph adjacency.
+   */
+  static DeviceBytes parts(int size, int dims, GpuStructure structure) {
     long vectors = 4L * Math.max(1, size) * dims;
-    return switch (structure) {
-      case null -> vectors;
-      case GpuIvf ivf -> vectors + 4L * size + 4L * ivf.nlist() * (dims + 1)
-          + (ivf.pq() != null && ivf.pq().reranksOnDevice() ? vectors : 0);
-      case GpuGraph graph -> vectors + 4L * size * graph.degree();
-    };
+    DeviceBytes.Builder parts = DeviceBytes.builder();
+    switch (structure) {
+      case null -> parts.add(MemoryPart.VECTORS, vectors);
+      case GpuIvf ivf -> {
+        parts.add(MemoryPart.LISTS, 4L * size).add(MemoryPart.CENTROIDS, 4L * ivf.nlist() * (dims + 1));
+        if (ivf.pq() == null) {
+          parts.add(MemoryPart.VECTORS, vectors);
+        } else {
+          parts.add(MemoryPart.PQ_CODES, vectors).add(MemoryPart.VECTORS, ivf.pq().reranksOnDevice() ? vectors : 0);
+        }
+      }
+      case GpuGraph graph -> parts.add(MemoryPart.VECTORS, vectors).add(MemoryPart.GRAPH, 4L * size * graph.degree());
+    }
+    return parts.build();
   }
 
   /** Nearest-centroid calls (steps included) from which on every call fails with {@link #launchFailure}; -1: none. */
@@ -252,7 +271,7 @@ public final class FakeBackend implements GpuBackend {
       graphUploads.incrementAndGet();
     }
     uploads.incrementAndGet();
-    FakeIndex index = new FakeIndex(data, n, dims, metric, lists, estimateBytes(n, dims, metric, structure));
+    FakeIndex index = new FakeIndex(data, n, dims, metric, lists, parts(n, dims, structure));
     if (structure instanceof GpuIvf ivf && ivf.pq() != null) {
       index.quantized(ivf.pq().codebook().get(), ivf.pq().codesInListOrder().get(), ivf.pq().rerankFactor());
     }
@@ -465,7 +484,7 @@ public final class FakeBackend implements GpuBackend {
     final int dims;
     final Metric metric;
     final IvfLists lists; // null: flat
-    final long bytes;
+    final DeviceBytes bytes;
     volatile boolean closed;
     // ivf_pq: the codebooks, the code of each ordinal (m bytes), its list, and the device re-rank's factor (0: none)
     org.gpuvectors.cuda.ivf.PqCodebook book;
@@ -502,14 +521,14 @@ public final class FakeBackend implements GpuBackend {
       return codes != null && rerankFactor > 0;
     }
 
-    FakeIndex(float[] data, int n, int dims, Metric metric, IvfLists lists, long bytes) {
+    FakeIndex(float[] data, int n, int dims, Metric metric, IvfLists lists, DeviceBytes bytes) {
       this.data = data;
       this.n = n;
       this.dims = dims;
       this.metric = metric;
       this.lists = lists;
       this.bytes = bytes;
-      long live = liveBytes.addAndGet(bytes);
+      long live = liveBytes.addAndGet(bytes.total());
       peakLiveBytes.accumulateAndGet(live, Math::max);
     }
 
@@ -529,7 +548,7 @@ public final class FakeBackend implements GpuBackend {
     }
 
     @Override
-    public long deviceBytes() {
+    public DeviceBytes deviceBytesByPart() {
       return bytes;
     }
 
@@ -543,7 +562,7 @@ public final class FakeBackend implements GpuBackend {
         throw new IllegalStateException("index closed twice");
       }
       closed = true;
-      liveBytes.addAndGet(-bytes);
+      liveBytes.addAndGet(-bytes.total());
     }
   }
 }

@@ -18,6 +18,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.gpuvectors.cuda.DeviceBytes;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.SearchResult;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -240,11 +242,13 @@ class GpuSearchServiceTests {
     assertTrue(backend.peakLiveBytes.get() <= service.budgetBytes(),
         () -> "device memory peak " + backend.peakLiveBytes + " within budget " + service.budgetBytes());
     assertEquals(backend.liveBytes.get(), service.residentBytes(), "accounting matches the device");
+    assertEquals(service.residentBytes(), service.residentBytesByPart().total(), "the stats' parts add up");
     for (Segment s : segments) {
       service.releaseSegment(s.key());
     }
     assertEquals(0, backend.liveBytes.get());
     assertEquals(0, service.residentBytes());
+    assertEquals(DeviceBytes.NONE, service.residentBytesByPart());
   }
 
   @Test
@@ -328,6 +332,9 @@ class GpuSearchServiceTests {
     assertNotNull(search(service, s, vector(), 3, null));
     assertEquals(1, backend.uploads.get(), "the search found it resident");
     assertEquals(50L * DIMS * Float.BYTES, service.residentBytes(), "the segment's bytes are accounted");
+    // a flat field holds its vectors alone (this double's device keeps no norms or FP16 copy)
+    assertEquals(DeviceBytes.builder().add(MemoryPart.VECTORS, 50L * DIMS * Float.BYTES).build(),
+        service.residentBytesByPart());
   }
 
   /**

@@ -53,8 +53,10 @@ class ResidencyAdmissionTests {
     }
 
     @Override
-    public long deviceBytes() {
-      return FIELD_BYTES;
+    public org.gpuvectors.cuda.DeviceBytes deviceBytesByPart() {
+      return org.gpuvectors.cuda.DeviceBytes.builder()
+          .add(org.gpuvectors.cuda.MemoryPart.VECTORS, FIELD_BYTES)
+          .build();
     }
 
     @Override

@@ -38,8 +38,8 @@ class SearchBatcherGroupingTests {
       }
 
       @Override
-      public long deviceBytes() {
-        return 0;
+      public org.gpuvectors.cuda.DeviceBytes deviceBytesByPart() {
+        return org.gpuvectors.cuda.DeviceBytes.NONE;
       }
 
       @Override

@@ -9,6 +9,7 @@ import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchStats;
 import org.gpuvectors.codec.gpu.SpeculationMiss;
+import org.gpuvectors.cuda.MemoryPart;
 import org.gpuvectors.cuda.rerank.RerankStats;
 import org.gpuvectors.cuda.pass.PassGraphStats;
 
@@ -49,6 +50,9 @@ public record GpuNodeStats(boolean gpuActive, String device, String unusableReas
         GpuSearchStats stats = service.stats();
         StatsSection memory = StatsSection.builder()
             .counter("resident_bytes", service.residentBytes())
+            // what the resident bytes hold (vectors, their FP16 copy, norms, centroids, lists, PQ codes and codebooks,
+            // graphs): every part, zeros included
+            .countsByKey("resident_bytes_by_part", service.residentBytesByPart().asMap(), MemoryPart::key)
             .counter("budget_bytes", service.budgetBytes())
             .counter("resident_segment_fields", service.residentCount())
             .counter("uploads", stats.uploads())
