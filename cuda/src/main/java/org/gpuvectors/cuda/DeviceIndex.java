@@ -27,6 +27,14 @@ public interface DeviceIndex extends AutoCloseable {
   }
 
   /**
+   * Whether the index returns its candidates re-ranked exactly on the device (an ivf_pq index whose raw vectors are
+   * resident beside its codes); false for an index whose results need no re-rank or whose caller re-ranks them.
+   */
+  default boolean reranksOnDevice() {
+    return false;
+  }
+
+  /**
    * Refuses, before a pass starts, search parameters this index cannot take: another kind of index's (an {@link
    * IllegalArgumentException} naming the kind it takes), or a search past its kernels' limits for {@code k}.
    */

@@ -153,6 +153,18 @@ final class GpuSegmentSearcher {
     };
   }
 
+  /**
+   * Whether a search of this field is prepared for its raw vectors on the device ({@link #reranksOnDevice}): for an
+   * ivf_pq field, the form the service keeps it in, its codes with or without its raw vectors ({@link
+   * GpuSearchService#ivfPqRerankOnGpu}); false for the other types, which have one form.
+   */
+  static boolean rerankOnGpu(
+      GpuSearchService service, Object segment, String field, FloatVectorValues vectors,
+      VectorSimilarityFunction similarity, ApproximateIndex index) {
+    return index instanceof IvfPqField
+        && service.ivfPqRerankOnGpu(segment, field, vectors, similarity, gpuStructure(index, true));
+  }
+
   /** Whether the device re-ranks this field's candidates (ivf_pq whose raw vectors go up with the codes). */
   static boolean reranksOnDevice(ApproximateIndex index, boolean rerankOnGpu) {
     return index instanceof IvfPqField && rerankOnGpu;
@@ -374,7 +386,7 @@ final class GpuSegmentSearcher {
       service.countFallback(FallbackReason.VISIT_LIMIT);
       return null;
     }
-    boolean rerankOnGpu = service.settings().ivfPqRerankOnGpu();
+    boolean rerankOnGpu = rerankOnGpu(service, segment, field, vectors, similarity, index);
     k = deviceK(index, Math.min(k, accepted.count()), accepted.count(), rerankOnGpu);
     int dims = vectors.dimension();
     for (int q = 0; q < queries.length; q++) {

@@ -404,12 +404,12 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
           : new ElementVectors(entry.elementType(), flat(field).getFloatVectorValues(field));
       return service.warmElements(this, field, vectors, entry.similarityFunction());
     }
+    FloatVectorValues vectors = floatView(field); // byte and bit structures: in the float view they were built in
+    boolean rerankOnGpu = GpuSegmentSearcher.rerankOnGpu(
+        service, this, field, vectors, entry.similarityFunction(), entry.approximate());
     return service.warm(
-        this,
-        field,
-        floatView(field), // byte and bit structures: in the float view they were built in
-        entry.similarityFunction(),
-        GpuSegmentSearcher.gpuStructure(entry.approximate(), service.settings().ivfPqRerankOnGpu()));
+        this, field, vectors, entry.similarityFunction(),
+        GpuSegmentSearcher.gpuStructure(entry.approximate(), rerankOnGpu));
   }
 
   /**

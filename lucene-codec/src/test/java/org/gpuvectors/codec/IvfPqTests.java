@@ -23,6 +23,7 @@ import static org.gpuvectors.codec.IvfTestSupport.overlap;
 import static org.gpuvectors.codec.IvfTestSupport.search;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -554,6 +555,71 @@ class IvfPqTests {
     } finally {
       GpuSearchServices.uninstall(service);
       service.close();
+    }
+  }
+
+  /**
+   * Compressed residency: under a budget that holds one segment's codes with its raw vectors and the other's codes
+   * alone, the first segment searched goes up whole (the device re-ranks its candidates) and the second as its codes
+   * (its candidates re-ranked on the host), instead of one of them on the CPU; every search stays on the GPU with the
+   * CPU path's hits and scores, the stats' parts show raw vectors for the first segment only, and the segments stay in
+   * their forms (one upload each).
+   */
+  @Test
+  void aSegmentWhoseRawVectorsDoNotFitGoesUpAsItsCodes() throws IOException {
+    usedDefaultService = false; // a fake device of its own
+    VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+    List<float[]> vectors = data.points(3000, sim);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, config(0, 1500), vectors, pqType(sim, Map.of(IndexParams.NLIST, 30, IndexParams.NPROBE, 30)));
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        assertEquals(2, reader.leaves().size(), "two segments");
+        long[] whole = new long[2];
+        long[] codes = new long[2];
+        for (int s = 0; s < 2; s++) {
+          LeafReader leaf = reader.leaves().get(s).reader();
+          IvfPqField field = pq(leaf);
+          int n = leaf.getFloatVectorValues(FIELD).size();
+          whole[s] = FakeBackend.parts(n, DIMS, GpuSegmentSearcher.gpuStructure(field, true)).total();
+          codes[s] = FakeBackend.parts(n, DIMS, GpuSegmentSearcher.gpuStructure(field, false)).total();
+          assertTrue(codes[s] < whole[s]);
+        }
+        long budget = whole[0] + codes[1] + (whole[1] - codes[1]) / 2; // the second whole does not fit, its codes do
+        FakeBackend device = new FakeBackend(budget);
+        GpuSearchService service = GpuSearchService.withBackend(
+            device, GpuSearchService.Settings.builder().memoryBudget(1.0).build());
+        GpuSearchServices.install(service);
+        try {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          float[][] queries = new float[6][];
+          List<List<Hit>> gpu = new java.util.ArrayList<>();
+          for (int q = 0; q < queries.length; q++) {
+            queries[q] = data.point(sim);
+            gpu.add(search(searcher, queries[q], 10, null));
+          }
+          TopDocs[] batched = KnnBatchSearcher.search(searcher, FIELD, queries, 10, null);
+          assertEquals(0, service.stats().cpuFallbacks(), () -> "every search on the GPU: " + service.stats());
+          assertEquals(2, device.uploads.get(), "each segment uploaded once");
+          assertTrue(device.indexes.get(0).reranksOnDevice(), "the first segment with its raw vectors");
+          assertFalse(device.indexes.get(1).reranksOnDevice(), "the second as its codes");
+          assertTrue(service.stats().deviceRerankQueries() > 0 && service.stats().hostRerankQueries() > 0,
+              service.stats()::toString);
+          assertTrue(service.residentBytes() <= budget);
+          DeviceBytes parts = service.residentBytesByPart();
+          assertEquals(service.residentBytes(), parts.total());
+          assertEquals(4L * reader.leaves().get(0).reader().getFloatVectorValues(FIELD).size() * DIMS,
+              parts.get(MemoryPart.VECTORS), "raw vectors of the first segment only: " + parts);
+          service.setEnabled(false); // the CPU path
+          for (int q = 0; q < queries.length; q++) {
+            List<Hit> cpu = search(searcher, queries[q], 10, null);
+            assertSameHits(cpu, gpu.get(q));
+            assertSameHits(cpu, GpuVectorsFormatTests.hits(searcher, batched[q]));
+          }
+        } finally {
+          GpuSearchServices.uninstall(service);
+          service.close();
+        }
+      }
     }
   }
 

@@ -330,6 +330,7 @@ public final class GpuIvfPqIndex extends GpuIvfIndex {
    * Whether searches re-rank their approximate candidates exactly on the device (the raw vectors are resident):
    * results are then the exact k best of the candidates, with exact distances; else the approximate candidates.
    */
+  @Override
   public boolean reranksOnDevice() {
     return rawVectors != null;
   }

@@ -38,19 +38,17 @@ final class CrossSegmentSpeculation {
   private final Residency residency;
   private final SearchBatcher batcher;
   private final GpuSearchStats stats;
-  private final boolean ivfPqRerankOnGpu;
   private final Acquire acquire;
   private final Consumer<Throwable> gpuError;
   private final Speculations speculations = new Speculations(1024);
   private volatile boolean enabled = true;
 
   CrossSegmentSpeculation(
-      Residency residency, SearchBatcher batcher, GpuSearchStats stats, boolean ivfPqRerankOnGpu, Acquire acquire,
+      Residency residency, SearchBatcher batcher, GpuSearchStats stats, Acquire acquire,
       Consumer<Throwable> gpuError) {
     this.residency = residency;
     this.batcher = batcher;
     this.stats = stats;
-    this.ivfPqRerankOnGpu = ivfPqRerankOnGpu;
     this.acquire = acquire;
     this.gpuError = gpuError;
   }
@@ -167,11 +165,11 @@ final class CrossSegmentSpeculation {
         DeviceIndex index = handles.get(i).index();
         // this segment's k as the caller chose it (or the query's, when more); a peer's for what Lucene asks of it,
         // first (leafK: more than the query's k for a peer larger than a third of the documents) or again (the query's
-        // k), in the peer's device terms (ivf_pq: candidates); with peers, rounded up (passK)
+        // k), in the peer's device terms (ivf_pq resident as codes alone: candidates); with peers, rounded up (passK)
         int wanted = parkK;
         if (i > 0) {
           int peerK = Math.min(MAX_GPU_K, Math.max(queryK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
-          wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK, ivfPqRerankOnGpu));
+          wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK, index.reranksOnDevice()));
         }
         if (keys.size() > 1) {
           wanted = passK(wanted);

@@ -23,6 +23,11 @@ public enum FallbackReason {
    * another on the next searches ({@link Admission}).
    */
   NOT_ADMITTED("GPU memory budget held by segments searched at least as often"),
+  /**
+   * The segment field is resident in another form than the search was prepared for (an ivf_pq field's codes alone,
+   * or its codes with its raw vectors): two first searches of the field chose differently while it uploaded.
+   */
+  OTHER_FORM_RESIDENT("segment field resident in another form than the search was prepared for"),
   /** The device ran out of memory (an upload or a search's temporaries). */
   DEVICE_OUT_OF_MEMORY("GPU out of memory"),
   /** A CUDA or cuBLAS call failed without poisoning the context. */

@@ -74,7 +74,8 @@ public final class GpuSearchService implements Closeable {
    * @param memoryBudget fraction of the device's memory that resident segment fields may take
    * @param maxBatchQueries queries one GPU pass takes at most (a search with more runs alone)
    * @param ivfPqRerankOnGpu whether ivf_pq fields upload their raw vectors with the codes, so that the device
-   *     re-ranks their candidates exactly and a batch never waits on random host reads of raw vectors (the default);
+   *     re-ranks their candidates exactly and a batch never waits on random host reads of raw vectors (the default;
+   *     a field whose raw vectors do not fit the free budget goes up as its codes alone: {@link #ivfPqRerankOnGpu});
    *     false keeps the raw vectors on the host (4 x dims bytes a vector less GPU memory), which re-ranks the
    *     candidates the device returns: the same results
    * @param gpu how the device searches ({@link GpuConfig}: lanes, passes in flight, per-index tuning)
@@ -193,7 +194,7 @@ public final class GpuSearchService implements Closeable {
             ? null
             : new SearchBatcher(backend::search, settings.maxBatchQueries(), backend.concurrentPasses(), stats);
     this.speculation =
-        new CrossSegmentSpeculation(residency, batcher, stats, settings.ivfPqRerankOnGpu(), this::acquire, this::gpuError);
+        new CrossSegmentSpeculation(residency, batcher, stats, this::acquire, this::gpuError);
     this.buildAcceleration = new GpuBuildAcceleration(backend, stats, k -> refusal(k) == null, this::gpuError);
     this.enabled = backend != null;
   }
@@ -614,28 +615,58 @@ public final class GpuSearchService implements Closeable {
     }
   }
 
+  /**
+   * Whether a search of an ivf_pq field is prepared for the field with its raw vectors on the device (the device
+   * re-ranks the candidates and returns the k best) rather than its codes alone (the caller re-ranks the candidates
+   * it gets on the host): as the field is resident (or uploading), if it is; else, with {@link
+   * Settings#ivfPqRerankOnGpu} on, whether the field with its raw vectors ({@code withRawVectors}) fits the free
+   * budget beside what is resident now. A field that does not fit whole goes up as its codes, lists and codebooks, a
+   * few bytes a vector instead of 4 x dims more: codes before raw vectors, so that more of an index is searched on
+   * the device for the same memory, with the same results.
+   */
+  public boolean ivfPqRerankOnGpu(
+      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity,
+      GpuStructure withRawVectors) {
+    if (settings.ivfPqRerankOnGpu() == false) {
+      return false;
+    }
+    if (residency.formOf(new Residency.Key(segment, field)) instanceof Boolean resident) {
+      return resident;
+    }
+    if (backend == null) {
+      return true; // nothing will be resident: the search runs on the CPU
+    }
+    long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), withRawVectors);
+    return residency.fitsFree(bytes);
+  }
+
   /** A handle on the segment field's device index (uploaded if needed), or null (fallback counted). */
   private Residency.Handle acquire(
       Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuStructure structure)
       throws IOException {
     Metric metric = Metric.of(similarity);
     long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric, structure);
-    return acquire(segment, field, bytes, () -> backend.upload(vectors.copy(), metric, structure));
+    // an ivf_pq field is resident in one of two forms: its codes alone, or with its raw vectors (ivfPqRerankOnGpu)
+    Object form = structure instanceof GpuIvf ivf && ivf.pq() != null ? ivf.pq().reranksOnDevice() : null;
+    return acquire(segment, field, form, bytes, () -> backend.upload(vectors.copy(), metric, structure));
   }
 
   /** A handle on a byte, bit or bfloat16 field's device index (uploaded at its own size if needed), or null. */
   private Residency.Handle acquireElements(
       Object segment, String field, ElementVectors vectors, VectorSimilarityFunction similarity) throws IOException {
     Metric metric = vectors.metric(similarity);
-    return acquire(segment, field, vectors.deviceBytes(), () -> backend.upload(vectors.copy(), metric));
+    return acquire(segment, field, null, vectors.deviceBytes(), () -> backend.upload(vectors.copy(), metric));
   }
 
-  /** A handle on what {@code upload} makes resident under {@code bytes} of the budget, or null (fallback counted). */
-  private Residency.Handle acquire(Object segment, String field, long bytes, Residency.Upload upload)
+  /**
+   * A handle on what {@code upload} makes resident in {@code form} ({@link Residency#acquire(Residency.Key, Object,
+   * long, Residency.Upload)}) under {@code bytes} of the budget, or null (fallback counted).
+   */
+  private Residency.Handle acquire(Object segment, String field, Object form, long bytes, Residency.Upload upload)
       throws IOException {
     Residency.Acquired acquired;
     try {
-      acquired = residency.acquire(new Residency.Key(segment, field), bytes, upload);
+      acquired = residency.acquire(new Residency.Key(segment, field), form, bytes, upload);
     } catch (CudaException e) {
       gpuError(e);
       return null;

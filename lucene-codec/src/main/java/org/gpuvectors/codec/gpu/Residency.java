@@ -57,14 +57,16 @@ public final class Residency {
   /** One segment field's residency. Guarded by the Residency lock, except the immutable fields. */
   private final class Entry {
     final Key key;
+    final Object form; // what of the field is resident (acquire's form), or null: the field's one form
     final long reservedBytes;
     final CompletableFuture<DeviceIndex> loaded = new CompletableFuture<>();
     DeviceIndex index; // set once loaded
     int refs;
     boolean removed; // out of the map (segment closed, evicted, failed): close at the last release
 
-    Entry(Key key, long reservedBytes) {
+    Entry(Key key, Object form, long reservedBytes) {
       this.key = key;
+      this.form = form;
       this.reservedBytes = reservedBytes;
     }
   }
@@ -99,6 +101,16 @@ public final class Residency {
    * @param bytes device bytes the upload will take (reserved before it starts)
    */
   public Acquired acquire(Key key, long bytes, Upload upload) throws IOException {
+    return acquire(key, null, bytes, upload);
+  }
+
+  /**
+   * {@link #acquire(Key, long, Upload)} for one of the forms a field can be resident in ({@code form}: a tag compared
+   * by {@code equals}, such as whether an ivf_pq field's raw vectors go up with its codes): a field resident (or
+   * uploading) in another form is refused ({@link FallbackReason#OTHER_FORM_RESIDENT}), since a search prepared for
+   * one form cannot read the other's results. {@code form} null: any form.
+   */
+  public Acquired acquire(Key key, Object form, long bytes, Upload upload) throws IOException {
     Entry entry;
     boolean mine = false;
     List<DeviceIndex> toClose = new ArrayList<>();
@@ -108,6 +120,9 @@ public final class Residency {
       }
       entry = entries.get(key);
       admission.record(key);
+      if (entry != null && form != null && form.equals(entry.form) == false) {
+        return new Acquired(null, FallbackReason.OTHER_FORM_RESIDENT);
+      }
       if (entry == null) {
         if (bytes > budgetBytes) {
           return new Acquired(null, FallbackReason.SEGMENT_OVER_BUDGET);
@@ -121,7 +136,7 @@ public final class Residency {
           return new Acquired(null, FallbackReason.NOT_ADMITTED);
         }
         evict(victims, toClose);
-        entry = new Entry(key, bytes);
+        entry = new Entry(key, form, bytes);
         entries.put(key, entry);
         heldBytes += bytes;
         mine = true;
@@ -297,6 +312,17 @@ public final class Residency {
       entry.refs++;
       return new Handle(entry);
     }
+  }
+
+  /** The form {@code key} is resident (or uploading) in ({@link #acquire(Key, Object, long, Upload)}), or null. */
+  public synchronized Object formOf(Key key) {
+    Entry entry = entries.get(key);
+    return entry == null ? null : entry.form;
+  }
+
+  /** Whether {@code bytes} more fit the budget beside what is held now, evicting nothing. */
+  public synchronized boolean fitsFree(long bytes) {
+    return heldBytes + bytes <= budgetBytes;
   }
 
   /** Whether {@code key} is resident now (loaded and not removed). */

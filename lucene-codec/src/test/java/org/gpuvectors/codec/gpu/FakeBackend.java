@@ -106,7 +106,7 @@ public final class FakeBackend implements GpuBackend {
    * lists; ivf_pq codes in place of the vectors (this double keeps them on the heap at the vectors' size), and its raw
    * vectors when they go up for the device re-rank; graph adjacency.
    */
-  static DeviceBytes parts(int size, int dims, GpuStructure structure) {
+  public static DeviceBytes parts(int size, int dims, GpuStructure structure) {
     long vectors = 4L * Math.max(1, size) * dims;
     DeviceBytes.Builder parts = DeviceBytes.builder();
     switch (structure) {
@@ -517,6 +517,7 @@ public final class FakeBackend implements GpuBackend {
     }
 
     /** Whether searches re-rank on the "device" (ivf_pq uploaded with its raw vectors). */
+    @Override
     public boolean reranksOnDevice() {
       return codes != null && rerankFactor > 0;
     }

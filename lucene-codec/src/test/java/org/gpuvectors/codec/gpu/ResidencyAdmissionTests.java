@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -87,6 +88,36 @@ class ResidencyAdmissionTests {
       keys.add(new Residency.Key(new Object(), "vec"));
     }
     return keys;
+  }
+
+  /**
+   * A field is resident in one form at a time: a search prepared for another form of it is refused (it could not read
+   * that form's results), one that takes any form is not, and the form is known while the field uploads and after.
+   */
+  @Test
+  void aFieldResidentInOneFormRefusesSearchesPreparedForAnother() throws IOException {
+    Residency residency = new Residency(4 * FIELD_BYTES, stats);
+    Residency.Key key = fields(1).get(0);
+    assertNull(residency.formOf(key));
+    assertTrue(residency.fitsFree(4 * FIELD_BYTES));
+    Residency.Acquired codes = residency.acquire(key, Boolean.FALSE, FIELD_BYTES, CountedIndex::new);
+    assertEquals(Boolean.FALSE, residency.formOf(key));
+    assertTrue(residency.fitsFree(3 * FIELD_BYTES));
+    assertFalse(residency.fitsFree(3 * FIELD_BYTES + 1), "the field's bytes are held");
+    Residency.Acquired whole = residency.acquire(key, Boolean.TRUE, 2 * FIELD_BYTES, CountedIndex::new);
+    assertNull(whole.handle());
+    assertEquals(FallbackReason.OTHER_FORM_RESIDENT, whole.refused());
+    Residency.Acquired same = residency.acquire(key, Boolean.FALSE, FIELD_BYTES, CountedIndex::new);
+    Residency.Acquired any = residency.acquire(key, FIELD_BYTES, CountedIndex::new);
+    assertSame(codes.handle().index(), same.handle().index());
+    assertSame(codes.handle().index(), any.handle().index());
+    assertEquals(1, uploads.get(), "one upload, in the first form asked for");
+    codes.handle().close();
+    same.handle().close();
+    any.handle().close();
+    residency.releaseSegment(key.segment());
+    assertNull(residency.formOf(key));
+    assertEquals(0, open.get());
   }
 
   @Test
