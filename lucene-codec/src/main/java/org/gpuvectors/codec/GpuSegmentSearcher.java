@@ -90,6 +90,24 @@ final class GpuSegmentSearcher {
           scorers, rerankOnGpu, elements);
     }
 
+    /**
+     * This share of a flat float field searched in its compact copy ({@link #compactCopyCandidates} candidates a
+     * query, re-ranked here: {@link #scoresOnHost}, then proven or searched again on the CPU).
+     */
+    Prepared atCompactCopy() {
+      if (index != null || elements != null) {
+        throw new IllegalArgumentException("only flat float fields have a compact copy");
+      }
+      return new Prepared(segment, field, vectors, similarity, queries,
+          compactCopyCandidates(k, accepted.count()), requestedK, accepted, index, effort, scorers, rerankOnGpu,
+          new ElementVectors(ElementType.FLOAT, vectors));
+    }
+
+    /** Whether this share searches a flat float field's compact copy ({@link #atCompactCopy}). */
+    boolean compactCopy() {
+      return elements != null && elements.type() == ElementType.FLOAT;
+    }
+
     /** The service's request for this share (the batch API sends several segments' in one pass). */
     GpuSearchService.Request request() {
       if (elements != null) {
@@ -182,7 +200,15 @@ final class GpuSegmentSearcher {
    * formulas, Elasticsearch's Hamming score).
    */
   static boolean scoresOnHost(Prepared p) {
-    return reranksOnHost(p.index(), p.rerankOnGpu()) || p.vectors() instanceof FloatViewVectors;
+    return reranksOnHost(p.index(), p.rerankOnGpu()) || p.vectors() instanceof FloatViewVectors || p.compactCopy();
+  }
+
+  /**
+   * Candidates a search of k asks of a flat float field's compact copy: four a result (room below the k-th for the
+   * copy's rounding, {@link CompactCopyBound}), at most the GPU's k and the accepted vectors.
+   */
+  static int compactCopyCandidates(int k, long accepted) {
+    return (int) Math.max(k, Math.min(Math.min(accepted, GpuSearchService.MAX_GPU_K), 4L * k));
   }
 
   /**
@@ -289,6 +315,105 @@ final class GpuSegmentSearcher {
       throws IOException {
     return searchElements(service, segment, field, new ElementVectors(ElementType.BFLOAT16, vectors), similarity,
         query, collector, accept, masks);
+  }
+
+  /**
+   * Searches one query of a flat float field in its compact copy on the GPU ({@link GpuSearchService#flatCompactCopy}:
+   * its vectors as bfloat16 there): the device returns {@link #compactCopyCandidates} candidates by their copy
+   * distances, batched with concurrent searches; here each gets its exact score from the raw vectors, and the k best
+   * go to the collector when the candidates provably hold the exact top k ({@link CompactCopyBound}); else the CPU
+   * searches (counted as {@link FallbackReason#UNCERTIFIED_CANDIDATES}).
+   *
+   * @param maxNorm the largest norm of the field's vectors in this segment
+   * @return false when the CPU must run this search instead (nothing was collected)
+   */
+  static boolean searchCompactCopy(
+      GpuSearchService service,
+      Object segment,
+      String field,
+      FloatVectorValues vectors,
+      VectorSimilarityFunction similarity,
+      FlatVectorsScorer scorers,
+      double maxNorm,
+      float[] query,
+      KnnCollector collector,
+      AcceptDocs accept,
+      AcceptMasks masks)
+      throws IOException {
+    if (service.canServe(collector.k()) == false) {
+      return false; // before the mask: without a GPU, building it would be wasted work
+    }
+    if (query.length != vectors.dimension()) {
+      throw new IllegalArgumentException("vector query dimension: " + query.length
+          + " differs from field dimension: " + vectors.dimension() + " (field [" + field + "])");
+    }
+    AcceptMasks.Mask accepted = masks.of(field, accept, vectors);
+    if (accepted.count() > collector.visitLimit()) {
+      service.countFallback(FallbackReason.VISIT_LIMIT);
+      return false;
+    }
+    int k = Math.min(collector.k(), accepted.count());
+    if (k == 0) {
+      return true; // nothing accepted, or nothing asked for: no hits
+    }
+    SearchResult result = service.searchElements(segment, field, new ElementVectors(ElementType.FLOAT, vectors),
+        similarity, new float[][] {query}, 1, compactCopyCandidates(k, accepted.count()), accepted.bits());
+    if (result == null) {
+      return false;
+    }
+    int returned = result.count(0);
+    int[] docs = new int[returned];
+    float[] scores = new float[returned];
+    RandomVectorScorer exact = scorers.getRandomVectorScorer(similarity, vectors.copy(), query);
+    for (int i = 0; i < returned; i++) {
+      int ord = result.id(0, i);
+      docs[i] = exact.ordToDoc(ord);
+      scores[i] = exact.score(ord);
+    }
+    float kth = returned < k ? Float.NEGATIVE_INFINITY : kthLargest(scores, k);
+    if (CompactCopyBound.holdsTopK(similarity, vectors.dimension(), maxNorm, norm(query), accepted.count(), returned,
+        returned == 0 ? Float.NaN : result.distance(0, returned - 1), k, kth) == false) {
+      service.countFallback(FallbackReason.UNCERTIFIED_CANDIDATES);
+      return false;
+    }
+    collector.incVisitedCount(accepted.count());
+    for (int i = 0; i < returned; i++) {
+      collector.collect(docs[i], scores[i]); // the collector keeps the k best, equal scores by the lower doc
+    }
+    service.stats().recordCompactCopyQueries(1);
+    return true;
+  }
+
+  /**
+   * The queries of a batch's share in a compact copy ({@link Prepared#atCompactCopy}) whose candidates, re-ranked into
+   * {@code hits} (the best {@code k} a query), cannot be proven to hold the exact top k: the caller searches them on
+   * the CPU.
+   */
+  static int[] uncertifiedQueries(Prepared p, SearchResult result, SegmentHits hits, int k, double maxNorm) {
+    long accepted = p.accepted().count();
+    int kk = (int) Math.min(k, accepted);
+    int dims = p.vectors().dimension();
+    return IntStream.range(0, p.numQueries()).filter(q -> {
+      int returned = result.count(q);
+      float kth = hits.count(q) < kk || kk == 0 ? Float.NEGATIVE_INFINITY : hits.score(q, kk - 1);
+      return kk > 0 && CompactCopyBound.holdsTopK(p.similarity(), dims, maxNorm, norm(p.queries()[q]), accepted,
+          returned, returned == 0 ? Float.NaN : result.distance(q, returned - 1), kk, kth) == false;
+    }).toArray();
+  }
+
+  /** The k-th largest of {@code scores} (k <= its length). */
+  private static float kthLargest(float[] scores, int k) {
+    float[] sorted = scores.clone();
+    java.util.Arrays.sort(sorted);
+    return sorted[sorted.length - k];
+  }
+
+  private static double norm(float[] v) {
+    double s = 0;
+    for (float x : v) {
+      s += (double) x * x;
+    }
+    return Math.sqrt(s);
   }
 
   /**

@@ -69,6 +69,9 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   private final IndexInput data;
   /** Accept masks of this segment's fields (the live-docs mask is built once per deletion generation). */
   private final AcceptMasks acceptMasks = new AcceptMasks();
+  // per flat float field, the largest norm of its vectors here: the compact copy's bound (computed once, when first
+  // searched in its copy)
+  private final Map<String, Double> maxNorms = new java.util.concurrent.ConcurrentHashMap<>();
   /** The index's directory: segments that share it are searched together ({@link GpuSegment}). */
   private final Object group;
   private final int maxDoc;
@@ -305,14 +308,21 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       return;
     }
     FloatVectorValues vectors = flat(field).getFloatVectorValues(field);
+    GpuSearchService service = GpuSearchServices.current();
     if (isFlatBf16(entry)) {
       // uploaded at its own two bytes a dimension, not through the float path's four
-      if (GpuSegmentSearcher.searchBf16(GpuSearchServices.current(), this, field, vectors, entry.similarityFunction(),
+      if (GpuSegmentSearcher.searchBf16(service, this, field, vectors, entry.similarityFunction(),
           target, knnCollector, acceptDocs, acceptMasks)) {
         return;
       }
+    } else if (isFlatFloat(entry) && service.flatCompactCopy(this, field, vectors, entry.similarityFunction())) {
+      // resident (or to be) as its compact copy: candidates there, re-ranked and proven here
+      if (GpuSegmentSearcher.searchCompactCopy(service, this, field, vectors, entry.similarityFunction(),
+          flat(field).getFlatVectorScorer(field), maxNorm(field), target, knnCollector, acceptDocs, acceptMasks)) {
+        return;
+      }
     } else if (GpuSegmentSearcher.search(
-        GpuSearchServices.current(),
+        service,
         this,
         field,
         vectors,
@@ -373,9 +383,41 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         acceptDocs,
         acceptMasks);
     // a flat bfloat16 field is resident at its own two bytes a dimension, as its single searches find it
-    return prepared != null && isFlatBf16(entry)
-        ? prepared.atOwnSize(new ElementVectors(ElementType.BFLOAT16, vectors))
-        : prepared;
+    if (prepared != null && isFlatBf16(entry)) {
+      return prepared.atOwnSize(new ElementVectors(ElementType.BFLOAT16, vectors));
+    }
+    if (prepared != null && isFlatFloat(entry)
+        && service.flatCompactCopy(this, field, vectors, entry.similarityFunction())) {
+      return prepared.atCompactCopy(); // candidates in its compact copy, re-ranked and proven by the batch
+    }
+    return prepared;
+  }
+
+  /**
+   * The largest norm of a flat float field's vectors in this segment (the compact copy's bound, {@link
+   * CompactCopyBound}), read once; widened by a float sum's rounding. 0 for a cosine field, whose bound needs none.
+   */
+  double maxNorm(String field) throws IOException {
+    if (fields.get(field).similarityFunction() == VectorSimilarityFunction.COSINE) {
+      return 0;
+    }
+    Double known = maxNorms.get(field);
+    if (known != null) {
+      return known;
+    }
+    FloatVectorValues vectors = flat(field).getFloatVectorValues(field).copy();
+    double max = 0;
+    for (int ord = 0; ord < vectors.size(); ord++) {
+      float[] v = vectors.vectorValue(ord);
+      double s = 0;
+      for (float x : v) {
+        s += (double) x * x;
+      }
+      max = Math.max(max, s);
+    }
+    double norm = Math.sqrt(max) * (1 + CompactCopyBound.sumError(vectors.dimension()));
+    maxNorms.put(field, norm);
+    return norm;
   }
 
   /** A batch over this segment on the CPU (what {@link #search} does when the GPU cannot). */
@@ -403,6 +445,13 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
           ? new ElementVectors(entry.elementType(), flat(field).getByteVectorValues(field))
           : new ElementVectors(entry.elementType(), flat(field).getFloatVectorValues(field));
       return service.warmElements(this, field, vectors, entry.similarityFunction());
+    }
+    if (isFlatFloat(entry)) {
+      FloatVectorValues floats = flat(field).getFloatVectorValues(field);
+      if (service.flatCompactCopy(this, field, floats, entry.similarityFunction())) {
+        return service.warmElements(
+            this, field, new ElementVectors(ElementType.FLOAT, floats), entry.similarityFunction());
+      }
     }
     FloatVectorValues vectors = floatView(field); // byte and bit structures: in the float view they were built in
     boolean rerankOnGpu = GpuSegmentSearcher.rerankOnGpu(
@@ -444,6 +493,11 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     // counted as the float searches count it, so that the effort is the same for the same accepted vectors
     long accepted = acceptMasks.of(field, acceptDocs, view).count();
     index.search(scorer, entry.similarityFunction(), view, viewTarget, knnCollector, acceptDocs, accepted);
+  }
+
+  /** A flat float field: searched on the GPU whole or, past the budget, in its compact copy. */
+  private static boolean isFlatFloat(FieldEntry entry) {
+    return entry.elementType() == ElementType.FLOAT && entry.approximate() == null;
   }
 
   /** A flat bfloat16 field: searched on the GPU at its own size (its structures go through the float path). */

@@ -23,6 +23,7 @@ import org.apache.lucene.search.Weight;
 import org.apache.lucene.util.BitSet;
 import org.apache.lucene.util.Bits;
 import org.apache.lucene.util.FixedBitSet;
+import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.cuda.SearchResult;
@@ -125,8 +126,13 @@ public final class KnnBatchSearcher {
       for (int i = 0; i < prepared.size(); i++) {
         int l = preparedLeaf.get(i);
         if (results[i] != null) {
-          GpuSegmentSearcher.recordServed(service, prepared.get(i));
-          perLeaf[l] = GpuSegmentSearcher.hits(prepared.get(i), results[i], k);
+          GpuSegmentSearcher.Prepared p = prepared.get(i);
+          GpuSegmentSearcher.recordServed(service, p);
+          perLeaf[l] = GpuSegmentSearcher.hits(p, results[i], k);
+          if (p.compactCopy()) {
+            redoUncertified(service, preparedReader.get(i), field, p, results[i], perLeaf[l], numCandidates, k,
+                accepts[l]);
+          }
         } else {
           perLeaf[l] = searchOnCpu(preparedReader.get(i), field, queries, numCandidates, k, accepts[l]);
         }
@@ -158,6 +164,30 @@ public final class KnnBatchSearcher {
       }
     });
     return results;
+  }
+
+  /**
+   * The queries of a compact copy's share whose candidates could not be proven to hold the exact top k, searched
+   * again on the CPU, their hits replaced (each counted as a fallback).
+   */
+  private static void redoUncertified(
+      GpuSearchService service, GpuVectorsReader reader, String field, GpuSegmentSearcher.Prepared p,
+      SearchResult result, SegmentHits hits, int numCandidates, int k, AcceptDocs accept) throws IOException {
+    int[] redo = GpuSegmentSearcher.uncertifiedQueries(p, result, hits, k, reader.maxNorm(field));
+    service.stats().recordCompactCopyQueries(p.numQueries() - redo.length);
+    if (redo.length == 0) {
+      return;
+    }
+    float[][] queries = new float[redo.length][];
+    for (int i = 0; i < redo.length; i++) {
+      queries[i] = p.queries()[redo[i]];
+    }
+    TopKnnCollector[] collectors = collectors(redo.length, numCandidates);
+    reader.searchBatchOnCpu(field, queries, collectors, accept);
+    for (int i = 0; i < redo.length; i++) {
+      hits.replace(redo[i], collectors[i]);
+      service.countFallback(FallbackReason.UNCERTIFIED_CANDIDATES);
+    }
   }
 
   /** The batch over one of our segments on the CPU, through one collector of numCandidates per query. */

@@ -40,14 +40,20 @@ final class SegmentHits {
   static SegmentHits of(TopKnnCollector[] collectors, int k) {
     SegmentHits hits = new SegmentHits(collectors.length, k);
     for (int q = 0; q < collectors.length; q++) {
-      TopDocs topDocs = collectors[q].topDocs();
-      for (ScoreDoc scoreDoc : topDocs.scoreDocs) {
-        hits.add(q, scoreDoc.doc, scoreDoc.score);
-      }
-      hits.visited[q] = topDocs.totalHits.value();
-      hits.incomplete[q] = topDocs.totalHits.relation() == TotalHits.Relation.GREATER_THAN_OR_EQUAL_TO;
+      hits.replace(q, collectors[q]);
     }
     return hits;
+  }
+
+  /** Query q's hits and visited count replaced by those of a collector that searched it. */
+  void replace(int q, TopKnnCollector collector) {
+    TopDocs topDocs = collector.topDocs();
+    counts[q] = 0;
+    for (ScoreDoc scoreDoc : topDocs.scoreDocs) {
+      add(q, scoreDoc.doc, scoreDoc.score);
+    }
+    visited[q] = topDocs.totalHits.value();
+    incomplete[q] = topDocs.totalHits.relation() == TotalHits.Relation.GREATER_THAN_OR_EQUAL_TO;
   }
 
   int numQueries() {

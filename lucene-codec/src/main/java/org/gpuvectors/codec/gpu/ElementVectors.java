@@ -14,9 +14,11 @@ import org.gpuvectors.cuda.flat.GpuElementFlatIndex;
  * A byte, bit or bfloat16 segment field's vectors as the GPU service uploads them, at their own size on the device
  * ({@link GpuElementFlatIndex}): Lucene's byte vector values for {@link ElementType#BYTE} and {@link ElementType#BIT}
  * (a bit vector's dims / 8 bytes), its float vector values for {@link ElementType#BFLOAT16} (the bfloat16 values the
- * format read back, as floats). Float fields do not come this way: they keep the float path.
+ * format read back, as floats). A {@link ElementType#FLOAT} field comes this way only as its compact copy ({@link
+ * ResidentForm#COMPACT_COPY}): its floats rounded to bfloat16 on the device, for candidates that the host re-ranks;
+ * its exact search keeps the float path.
  *
- * @param type the field's element type, not {@link ElementType#FLOAT}
+ * @param type the field's element type ({@link ElementType#FLOAT}: a float field's compact copy)
  * @param values the field's vectors by ordinal
  */
 public record ElementVectors(ElementType type, KnnVectorValues values) {
@@ -26,13 +28,12 @@ public record ElementVectors(ElementType type, KnnVectorValues values) {
     Objects.requireNonNull(values, "values");
     boolean bytes = values instanceof ByteVectorValues;
     boolean ok = switch (type) {
-      case FLOAT -> false;
       case BYTE, BIT -> bytes;
-      case BFLOAT16 -> values instanceof FloatVectorValues;
+      case BFLOAT16, FLOAT -> values instanceof FloatVectorValues;
     };
     if (!ok) {
       throw new IllegalArgumentException("element type " + type + " cannot be searched from "
-          + values.getClass().getSimpleName() + (type == ElementType.FLOAT ? ": float fields keep the float path" : ""));
+          + values.getClass().getSimpleName());
     }
   }
 
@@ -46,13 +47,12 @@ public record ElementVectors(ElementType type, KnnVectorValues values) {
     return values.dimension();
   }
 
-  /** The device's element of this type. */
+  /** The device's element of this type (a float field's compact copy: bfloat16). */
   public GpuElementFlatIndex.Element element() {
     return switch (type) {
       case BYTE -> GpuElementFlatIndex.Element.BYTE;
       case BIT -> GpuElementFlatIndex.Element.BIT;
-      case BFLOAT16 -> GpuElementFlatIndex.Element.BFLOAT16;
-      case FLOAT -> throw new AssertionError("refused by the constructor");
+      case BFLOAT16, FLOAT -> GpuElementFlatIndex.Element.BFLOAT16;
     };
   }
 

@@ -28,6 +28,11 @@ public enum FallbackReason {
    * or its codes with its raw vectors): two first searches of the field chose differently while it uploaded.
    */
   OTHER_FORM_RESIDENT("segment field resident in another form than the search was prepared for"),
+  /**
+   * A flat float field resident as its compact copy returned candidates that could not be proven to hold the exact
+   * top k (distances too close for the copy's rounding): the CPU searched the query exactly.
+   */
+  UNCERTIFIED_CANDIDATES("compact copy's candidates not proven to hold the exact top k"),
   /** The device ran out of memory (an upload or a search's temporaries). */
   DEVICE_OUT_OF_MEMORY("GPU out of memory"),
   /** A CUDA or cuBLAS call failed without poisoning the context. */

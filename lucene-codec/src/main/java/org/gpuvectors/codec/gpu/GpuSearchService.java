@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.gpuvectors.codec.index.ElementType;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.DeviceBytes;
 import org.gpuvectors.cuda.GpuAvailability;
@@ -630,8 +631,9 @@ public final class GpuSearchService implements Closeable {
     if (settings.ivfPqRerankOnGpu() == false) {
       return false;
     }
-    if (residency.formOf(new Residency.Key(segment, field)) instanceof Boolean resident) {
-      return resident;
+    ResidentForm resident = residency.formOf(new Residency.Key(segment, field));
+    if (resident != null) {
+      return resident == ResidentForm.WHOLE;
     }
     if (backend == null) {
       return true; // nothing will be resident: the search runs on the CPU
@@ -640,14 +642,39 @@ public final class GpuSearchService implements Closeable {
     return residency.fitsFree(bytes);
   }
 
+  /**
+   * Whether a search of a flat float field is prepared for its compact copy ({@link ResidentForm#COMPACT_COPY}: its
+   * vectors as bfloat16, two bytes a dimension, whose candidates the caller re-ranks and proves exact) rather than
+   * the whole field (its FP32 vectors): as the field is resident (or uploading), if it is; else whether the whole
+   * field does not fit the free budget beside what is resident now. The copy takes a third of the whole field's
+   * memory at 768 dimensions, so that more of an index is searched on the device for the same memory.
+   */
+  public boolean flatCompactCopy(
+      Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity) {
+    ResidentForm resident = residency.formOf(new Residency.Key(segment, field));
+    if (resident != null) {
+      return resident == ResidentForm.COMPACT_COPY;
+    }
+    if (backend == null) {
+      return false; // nothing will be resident: the search runs on the CPU
+    }
+    long whole = backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), null);
+    return residency.fitsFree(whole) == false;
+  }
+
   /** A handle on the segment field's device index (uploaded if needed), or null (fallback counted). */
   private Residency.Handle acquire(
       Object segment, String field, FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuStructure structure)
       throws IOException {
     Metric metric = Metric.of(similarity);
     long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), metric, structure);
-    // an ivf_pq field is resident in one of two forms: its codes alone, or with its raw vectors (ivfPqRerankOnGpu)
-    Object form = structure instanceof GpuIvf ivf && ivf.pq() != null ? ivf.pq().reranksOnDevice() : null;
+    // a flat float field is resident whole or as its compact copy (flatCompactCopy), an ivf_pq field with its raw
+    // vectors or as its codes (ivfPqRerankOnGpu); the other types in their one form
+    ResidentForm form = switch (structure) {
+      case null -> ResidentForm.WHOLE;
+      case GpuIvf ivf when ivf.pq() != null -> ivf.pq().reranksOnDevice() ? ResidentForm.WHOLE : ResidentForm.CODES;
+      default -> null;
+    };
     return acquire(segment, field, form, bytes, () -> backend.upload(vectors.copy(), metric, structure));
   }
 
@@ -655,14 +682,16 @@ public final class GpuSearchService implements Closeable {
   private Residency.Handle acquireElements(
       Object segment, String field, ElementVectors vectors, VectorSimilarityFunction similarity) throws IOException {
     Metric metric = vectors.metric(similarity);
-    return acquire(segment, field, null, vectors.deviceBytes(), () -> backend.upload(vectors.copy(), metric));
+    ResidentForm form = vectors.type() == ElementType.FLOAT ? ResidentForm.COMPACT_COPY : null;
+    return acquire(segment, field, form, vectors.deviceBytes(), () -> backend.upload(vectors.copy(), metric));
   }
 
   /**
-   * A handle on what {@code upload} makes resident in {@code form} ({@link Residency#acquire(Residency.Key, Object,
-   * long, Residency.Upload)}) under {@code bytes} of the budget, or null (fallback counted).
+   * A handle on what {@code upload} makes resident in {@code form} ({@link Residency#acquire(Residency.Key,
+   * ResidentForm, long, Residency.Upload)}) under {@code bytes} of the budget, or null (fallback counted).
    */
-  private Residency.Handle acquire(Object segment, String field, Object form, long bytes, Residency.Upload upload)
+  private Residency.Handle acquire(
+      Object segment, String field, ResidentForm form, long bytes, Residency.Upload upload)
       throws IOException {
     Residency.Acquired acquired;
     try {

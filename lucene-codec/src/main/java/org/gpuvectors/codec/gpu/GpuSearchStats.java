@@ -39,6 +39,7 @@ public final class GpuSearchStats {
   private final LongAdder graphExactSearches = new LongAdder();
   private final LongAdder deviceRerankQueries = new LongAdder();
   private final LongAdder hostRerankQueries = new LongAdder();
+  private final LongAdder compactCopyQueries = new LongAdder();
   private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
   private final Map<SpeculationMiss, LongAdder> speculativeMisses = new EnumMap<>(SpeculationMiss.class);
 
@@ -166,6 +167,19 @@ public final class GpuSearchStats {
   /** Counts {@code queries} ivf_pq queries of one segment search, re-ranked on the device or on the host. */
   public void recordIvfPqRerank(int queries, boolean onDevice) {
     (onDevice ? deviceRerankQueries : hostRerankQueries).add(queries);
+  }
+
+  /**
+   * Flat float queries (per segment) answered from a compact copy on the device, their candidates re-ranked and
+   * proven on the host (those that could not be proven count as {@link FallbackReason#UNCERTIFIED_CANDIDATES}).
+   */
+  public long compactCopyQueries() {
+    return compactCopyQueries.sum();
+  }
+
+  /** Counts {@code queries} flat float queries of one segment answered from its compact copy. */
+  public void recordCompactCopyQueries(int queries) {
+    compactCopyQueries.add(queries);
   }
 
   /** Vectors whose graph build's k-NN graph the GPU computed. */

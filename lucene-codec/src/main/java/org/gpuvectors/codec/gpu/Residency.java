@@ -57,14 +57,14 @@ public final class Residency {
   /** One segment field's residency. Guarded by the Residency lock, except the immutable fields. */
   private final class Entry {
     final Key key;
-    final Object form; // what of the field is resident (acquire's form), or null: the field's one form
+    final ResidentForm form; // what of the field is resident (acquire's form), or null: the field's one form
     final long reservedBytes;
     final CompletableFuture<DeviceIndex> loaded = new CompletableFuture<>();
     DeviceIndex index; // set once loaded
     int refs;
     boolean removed; // out of the map (segment closed, evicted, failed): close at the last release
 
-    Entry(Key key, Object form, long reservedBytes) {
+    Entry(Key key, ResidentForm form, long reservedBytes) {
       this.key = key;
       this.form = form;
       this.reservedBytes = reservedBytes;
@@ -105,12 +105,11 @@ public final class Residency {
   }
 
   /**
-   * {@link #acquire(Key, long, Upload)} for one of the forms a field can be resident in ({@code form}: a tag compared
-   * by {@code equals}, such as whether an ivf_pq field's raw vectors go up with its codes): a field resident (or
+   * {@link #acquire(Key, long, Upload)} for one of the forms a field can be resident in: a field resident (or
    * uploading) in another form is refused ({@link FallbackReason#OTHER_FORM_RESIDENT}), since a search prepared for
-   * one form cannot read the other's results. {@code form} null: any form.
+   * one form cannot read the other's results. {@code form} null: any form (a field of one form).
    */
-  public Acquired acquire(Key key, Object form, long bytes, Upload upload) throws IOException {
+  public Acquired acquire(Key key, ResidentForm form, long bytes, Upload upload) throws IOException {
     Entry entry;
     boolean mine = false;
     List<DeviceIndex> toClose = new ArrayList<>();
@@ -120,7 +119,7 @@ public final class Residency {
       }
       entry = entries.get(key);
       admission.record(key);
-      if (entry != null && form != null && form.equals(entry.form) == false) {
+      if (entry != null && form != null && form != entry.form) {
         return new Acquired(null, FallbackReason.OTHER_FORM_RESIDENT);
       }
       if (entry == null) {
@@ -282,8 +281,8 @@ public final class Residency {
   }
 
   /**
-   * Resident fields named {@code field} of the other segments of {@code segment}'s group (its index),
-   * most recently used first.
+   * Resident fields named {@code field} of the other segments of {@code segment}'s group (its index), in a form that
+   * other segments' passes may search ({@link ResidentForm#searchedForPeers}), most recently used first.
    */
   public synchronized java.util.List<Key> residentPeers(GpuSegment segment, String field) {
     java.util.ArrayList<Key> peers = new java.util.ArrayList<>();
@@ -292,6 +291,7 @@ public final class Residency {
       if (entry.index != null
           && entry.key.segment() != segment
           && entry.key.field().equals(field)
+          && (entry.form == null || entry.form.searchedForPeers())
           && entry.key.segment() instanceof GpuSegment other
           && other.group() == group) {
         peers.add(entry.key);
@@ -314,8 +314,11 @@ public final class Residency {
     }
   }
 
-  /** The form {@code key} is resident (or uploading) in ({@link #acquire(Key, Object, long, Upload)}), or null. */
-  public synchronized Object formOf(Key key) {
+  /**
+   * The form {@code key} is resident (or uploading) in ({@link #acquire(Key, ResidentForm, long, Upload)}), or null
+   * (not resident, or a field of one form).
+   */
+  public synchronized ResidentForm formOf(Key key) {
     Entry entry = entries.get(key);
     return entry == null ? null : entry.form;
   }
@@ -344,7 +347,10 @@ public final class Residency {
     DeviceBytes sum = DeviceBytes.NONE;
     for (Entry entry : entries.values()) {
       if (entry.index != null) {
-        sum = sum.plus(entry.index.deviceBytesByPart());
+        // a compact copy's rows are the field's compact vectors, whatever the index that holds them calls them
+        sum = sum.plus(entry.form == ResidentForm.COMPACT_COPY
+            ? DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, entry.index.deviceBytes()).build()
+            : entry.index.deviceBytesByPart());
       }
     }
     return sum;

@@ -12,6 +12,7 @@ import org.apache.lucene.index.VectorSimilarityFunction;
 import org.gpuvectors.codec.index.ElementType;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.cuda.flat.GpuElementFlatIndex;
+import org.gpuvectors.cuda.flat.GpuElementFlatIndex;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -42,9 +43,13 @@ class ElementVectorsTests {
     new ElementVectors(ElementType.BYTE, bytes(2, 4));
     new ElementVectors(ElementType.BIT, bytes(2, 4));
     new ElementVectors(ElementType.BFLOAT16, floats(2, 4));
+    // a float field's compact copy: its floats, uploaded as bfloat16 at two bytes a dimension
+    ElementVectors compact = new ElementVectors(ElementType.FLOAT, floats(2, 4));
+    assertEquals(GpuElementFlatIndex.Element.BFLOAT16, compact.element());
+    assertEquals(GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, 2, 4), compact.deviceBytes());
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> new ElementVectors(ElementType.FLOAT, floats(2, 4)));
-    assertTrue(e.getMessage().contains("float path"), e.getMessage());
+        () -> new ElementVectors(ElementType.FLOAT, bytes(2, 4)));
+    assertTrue(e.getMessage().contains("cannot be searched from"), e.getMessage());
     assertThrows(IllegalArgumentException.class, () -> new ElementVectors(ElementType.BYTE, floats(2, 4)));
     assertThrows(IllegalArgumentException.class, () -> new ElementVectors(ElementType.BFLOAT16, bytes(2, 4)));
   }

@@ -249,6 +249,12 @@ public final class FakeBackend implements GpuBackend {
 
   @Override
   public DeviceIndex upload(FloatVectorValues vectors, Metric metric, GpuStructure structure) throws IOException {
+    return upload(vectors, metric, structure, parts(vectors.size(), vectors.dimension(), structure));
+  }
+
+  /** An upload that counts {@code bytes} of "device" memory. */
+  private FakeIndex upload(FloatVectorValues vectors, Metric metric, GpuStructure structure, DeviceBytes bytes)
+      throws IOException {
     check();
     Supplier<RuntimeException> fault = uploadFault;
     if (fault != null) {
@@ -271,7 +277,7 @@ public final class FakeBackend implements GpuBackend {
       graphUploads.incrementAndGet();
     }
     uploads.incrementAndGet();
-    FakeIndex index = new FakeIndex(data, n, dims, metric, lists, parts(n, dims, structure));
+    FakeIndex index = new FakeIndex(data, n, dims, metric, lists, bytes);
     if (structure instanceof GpuIvf ivf && ivf.pq() != null) {
       index.quantized(ivf.pq().codebook().get(), ivf.pq().codesInListOrder().get(), ivf.pq().rerankFactor());
     }
@@ -280,15 +286,27 @@ public final class FakeBackend implements GpuBackend {
   }
 
   /**
-   * bfloat16 fields, held as the floats they store and scored in FP32 as the device's bf16 kernel scores them; byte
-   * and bit fields are refused (the GPU tests cover their kernels).
+   * bfloat16 fields, and float fields' compact copies, held as their floats rounded to bfloat16 (as the device's upload
+   * rounds them; a bfloat16 field's values are bfloat16 already) and scored in FP32 as the device's bf16 kernel scores
+   * them, counted at the device's two bytes a dimension; byte and bit fields are refused (the GPU tests cover their
+   * kernels).
    */
   @Override
   public DeviceIndex upload(ElementVectors vectors, Metric metric) throws IOException {
-    if (vectors.type() != ElementType.BFLOAT16) {
+    if (vectors.type() != ElementType.BFLOAT16 && vectors.type() != ElementType.FLOAT) {
       return GpuBackend.super.upload(vectors, metric);
     }
-    DeviceIndex index = upload((FloatVectorValues) vectors.values(), metric, null);
+    FloatVectorValues floats = (FloatVectorValues) vectors.values();
+    List<float[]> rounded = new ArrayList<>(floats.size());
+    for (int i = 0; i < floats.size(); i++) {
+      float[] v = floats.vectorValue(i).clone();
+      for (int d = 0; d < v.length; d++) {
+        v[d] = org.gpuvectors.cuda.flat.Bf16.round(v[d]);
+      }
+      rounded.add(v);
+    }
+    FakeIndex index = upload(FloatVectorValues.fromFloats(rounded, floats.dimension()), metric, null,
+        DeviceBytes.builder().add(MemoryPart.VECTORS, vectors.deviceBytes()).build());
     elementUploads.incrementAndGet();
     return index;
   }

@@ -100,14 +100,14 @@ class ResidencyAdmissionTests {
     Residency.Key key = fields(1).get(0);
     assertNull(residency.formOf(key));
     assertTrue(residency.fitsFree(4 * FIELD_BYTES));
-    Residency.Acquired codes = residency.acquire(key, Boolean.FALSE, FIELD_BYTES, CountedIndex::new);
-    assertEquals(Boolean.FALSE, residency.formOf(key));
+    Residency.Acquired codes = residency.acquire(key, ResidentForm.CODES, FIELD_BYTES, CountedIndex::new);
+    assertEquals(ResidentForm.CODES, residency.formOf(key));
     assertTrue(residency.fitsFree(3 * FIELD_BYTES));
     assertFalse(residency.fitsFree(3 * FIELD_BYTES + 1), "the field's bytes are held");
-    Residency.Acquired whole = residency.acquire(key, Boolean.TRUE, 2 * FIELD_BYTES, CountedIndex::new);
+    Residency.Acquired whole = residency.acquire(key, ResidentForm.WHOLE, 2 * FIELD_BYTES, CountedIndex::new);
     assertNull(whole.handle());
     assertEquals(FallbackReason.OTHER_FORM_RESIDENT, whole.refused());
-    Residency.Acquired same = residency.acquire(key, Boolean.FALSE, FIELD_BYTES, CountedIndex::new);
+    Residency.Acquired same = residency.acquire(key, ResidentForm.CODES, FIELD_BYTES, CountedIndex::new);
     Residency.Acquired any = residency.acquire(key, FIELD_BYTES, CountedIndex::new);
     assertSame(codes.handle().index(), same.handle().index());
     assertSame(codes.handle().index(), any.handle().index());

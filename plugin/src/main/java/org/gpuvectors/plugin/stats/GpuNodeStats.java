@@ -94,6 +94,8 @@ public record GpuNodeStats(boolean gpuActive, String device, String unusableReas
             .counter("graph_exact", stats.graphExactSearches())
             .counter("ivf_pq_device_rerank_queries", stats.deviceRerankQueries())
             .counter("ivf_pq_host_rerank_queries", stats.hostRerankQueries())
+            // flat float queries answered from a compact (bfloat16) copy, re-ranked and proven on the host
+            .counter("flat_compact_copy_queries", stats.compactCopyQueries())
             .section("flat_half_scan", halfScan)
             .section("batches", batches)
             .counter("cpu_fallbacks", stats.cpuFallbacks())
