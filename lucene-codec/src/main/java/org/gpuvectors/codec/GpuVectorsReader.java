@@ -436,6 +436,26 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
    * @return whether the field is resident (false: not ours, empty, or no GPU room)
    */
   boolean warm(String field, GpuSearchService service) throws IOException {
+    return warm(field, service, false);
+  }
+
+  /**
+   * Device bytes {@code field} takes whole when it is a flat float field not resident yet (else 0): the warm-up's
+   * sum over an index ({@link GpuWarmup}).
+   */
+  long flatWholeBytes(String field, GpuSearchService service) throws IOException {
+    FieldEntry entry = fields.get(field);
+    if (entry == null || entry.size() == 0 || isFlatFloat(entry) == false || service.isResident(this, field)) {
+      return 0;
+    }
+    return service.flatWholeBytes(flat(field).getFloatVectorValues(field), entry.similarityFunction());
+  }
+
+  /**
+   * {@link #warm(String, GpuSearchService)}, a flat float field that is not resident yet going up as its compact copy
+   * when {@code compact} (the warm-up found the index's flat fields too large for the free budget whole).
+   */
+  boolean warm(String field, GpuSearchService service, boolean compact) throws IOException {
     FieldEntry entry = fields.get(field);
     if (entry == null || entry.size() == 0) {
       return false;
@@ -448,7 +468,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     }
     if (isFlatFloat(entry)) {
       FloatVectorValues floats = flat(field).getFloatVectorValues(field);
-      if (service.flatCompactCopy(this, field, floats, entry.similarityFunction())) {
+      boolean resident = service.isResident(this, field);
+      if ((compact && resident == false) || service.flatCompactCopy(this, field, floats, entry.similarityFunction())) {
         return service.warmElements(
             this, field, new ElementVectors(ElementType.FLOAT, floats), entry.similarityFunction());
       }

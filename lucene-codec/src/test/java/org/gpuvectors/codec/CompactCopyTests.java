@@ -145,6 +145,52 @@ class CompactCopyTests {
   }
 
   /**
+   * A warm-up adds up the index's flat segments first: under the budget of the test above (the first segment whole
+   * and the second's copy) it takes both as their copies, so that no search uploads anything; with room for both
+   * whole, it takes them whole. The searches that follow give the CPU path's hits.
+   */
+  @ParameterizedTest
+  @EnumSource(value = VectorSimilarityFunction.class, names = {"EUCLIDEAN", "COSINE"})
+  void aWarmUpOfAnIndexTooLargeWholeTakesEveryFlatSegmentAsItsCopy(VectorSimilarityFunction sim) throws IOException {
+    Random r = new Random(39);
+    List<float[]> vectors = new ArrayList<>();
+    for (int i = 0; i < 2 * SEGMENT_DOCS; i++) {
+      vectors.add(vector(r, DIMS, sim, 1));
+    }
+    long whole = 4L * SEGMENT_DOCS * DIMS;
+    long copy = GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, vectors, sim);
+      for (long budget : new long[] {whole + copy + (whole - copy) / 2, 2 * whole}) {
+        boolean fitsWhole = budget >= 2 * whole;
+        FakeBackend device = new FakeBackend(budget);
+        GpuSearchService service =
+            GpuSearchService.withBackend(device, GpuSearchService.Settings.builder().memoryBudget(1.0).build());
+        GpuSearchServices.install(service);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          assertEquals(2, GpuWarmup.warm(reader, service).resident());
+          assertEquals(fitsWhole ? 0 : 2, device.elementUploads.get(), "copies warmed, budget " + budget);
+          assertEquals(fitsWhole
+                  ? DeviceBytes.builder().add(MemoryPart.VECTORS, 2 * whole).build()
+                  : DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, 2 * copy).build(),
+              service.residentBytesByPart());
+          IndexSearcher searcher = new IndexSearcher(reader);
+          float[] query = vector(r, DIMS, sim, 1);
+          List<Hit> gpu = search(searcher, query, 10);
+          assertEquals(2, device.uploads.get(), "the searches found both resident");
+          assertEquals(fitsWhole ? 0 : 2, service.stats().compactCopyQueries()
+              + service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES));
+          service.setEnabled(false);
+          GpuVectorsFormatTests.assertSameHits(search(searcher, query, 10), gpu);
+        } finally {
+          GpuSearchServices.uninstall(service);
+          service.close();
+        }
+      }
+    }
+  }
+
+  /**
    * A segment of vectors that differ from each other by less than the copy's rounding can tell apart: the candidates
    * cannot be proven, so each search runs on the CPU, counted, with the CPU path's hits.
    */

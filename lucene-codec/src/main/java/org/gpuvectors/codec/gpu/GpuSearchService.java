@@ -655,11 +655,20 @@ public final class GpuSearchService implements Closeable {
     if (resident != null) {
       return resident == ResidentForm.COMPACT_COPY;
     }
-    if (backend == null) {
-      return false; // nothing will be resident: the search runs on the CPU
-    }
-    long whole = backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), null);
-    return residency.fitsFree(whole) == false;
+    return backend != null && residency.fitsFree(flatWholeBytes(vectors, similarity)) == false;
+  }
+
+  /**
+   * Device bytes a flat float field takes whole (0 without a GPU): what a warm-up adds up over an index to choose
+   * between whole fields and compact copies ({@link #fitsFree}).
+   */
+  public long flatWholeBytes(FloatVectorValues vectors, VectorSimilarityFunction similarity) {
+    return backend == null ? 0 : backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), null);
+  }
+
+  /** Whether {@code bytes} more fit the memory budget beside what is resident now. */
+  public boolean fitsFree(long bytes) {
+    return residency.fitsFree(bytes);
   }
 
   /** A handle on the segment field's device index (uploaded if needed), or null (fallback counted). */
