@@ -340,16 +340,9 @@ final class GpuSegmentSearcher {
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    if (service.canServe(collector.k()) == false) {
-      return false; // before the mask: without a GPU, building it would be wasted work
-    }
-    if (query.length != vectors.dimension()) {
-      throw new IllegalArgumentException("vector query dimension: " + query.length
-          + " differs from field dimension: " + vectors.dimension() + " (field [" + field + "])");
-    }
-    AcceptMasks.Mask accepted = masks.of(field, accept, vectors);
-    if (accepted.count() > collector.visitLimit()) {
-      service.countFallback(FallbackReason.VISIT_LIMIT);
+    AcceptMasks.Mask accepted =
+        exactSearchMask(service, field, vectors, vectors.dimension(), query, collector, accept, masks);
+    if (accepted == null) {
       return false;
     }
     int k = Math.min(collector.k(), accepted.count());
@@ -401,6 +394,29 @@ final class GpuSegmentSearcher {
     }).toArray();
   }
 
+  /**
+   * What a one-query exact search of a flat field checks before the GPU: the GPU's k limit, the query's dimension
+   * (a mismatch is the caller's error), and the accept mask, whose accepted vectors the collector's visit limit must
+   * allow (else the CPU, which stops early as Lucene expects). Null: the CPU must run the search (counted).
+   */
+  private static AcceptMasks.Mask exactSearchMask(
+      GpuSearchService service, String field, KnnVectorValues values, int dims, float[] query, KnnCollector collector,
+      AcceptDocs accept, AcceptMasks masks) throws IOException {
+    if (service.canServe(collector.k()) == false) {
+      return null; // before the mask: without a GPU, building it would be wasted work
+    }
+    if (query.length != dims) {
+      throw new IllegalArgumentException("vector query dimension: " + query.length
+          + " differs from field dimension: " + dims + " (field [" + field + "])");
+    }
+    AcceptMasks.Mask accepted = masks.of(field, accept, values);
+    if (accepted.count() > collector.visitLimit()) {
+      service.countFallback(FallbackReason.VISIT_LIMIT);
+      return null;
+    }
+    return accepted;
+  }
+
   /** The k-th largest of {@code scores} (k <= its length). */
   private static float kthLargest(float[] scores, int k) {
     float[] sorted = scores.clone();
@@ -432,16 +448,9 @@ final class GpuSegmentSearcher {
       AcceptDocs accept,
       AcceptMasks masks)
       throws IOException {
-    if (service.canServe(collector.k()) == false) {
-      return false; // before the mask: without a GPU, building it would be wasted work
-    }
-    if (query.length != vectors.dims()) {
-      throw new IllegalArgumentException("vector query dimension: " + query.length
-          + " differs from field dimension: " + vectors.dims() + " (field [" + field + "])");
-    }
-    AcceptMasks.Mask accepted = masks.of(field, accept, vectors.values());
-    if (accepted.count() > collector.visitLimit()) {
-      service.countFallback(FallbackReason.VISIT_LIMIT);
+    AcceptMasks.Mask accepted =
+        exactSearchMask(service, field, vectors.values(), vectors.dims(), query, collector, accept, masks);
+    if (accepted == null) {
       return false;
     }
     int k = Math.min(collector.k(), accepted.count());

@@ -107,18 +107,15 @@ class CompactCopyTests {
       long whole = 4L * SEGMENT_DOCS * DIMS;
       long copy = GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS);
       long budget = whole + copy + (whole - copy) / 2; // the second segment whole does not fit, its copy does
-      FakeBackend device = new FakeBackend(budget);
-      GpuSearchService service =
-          GpuSearchService.withBackend(device, GpuSearchService.Settings.builder().memoryBudget(1.0).build());
-      GpuSearchServices.install(service);
-      try (DirectoryReader reader = DirectoryReader.open(dir)) {
-        assertEquals(2, reader.leaves().size());
-        IndexSearcher searcher = new IndexSearcher(reader);
-        float[][] queries = new float[12][];
-        List<List<Hit>> single = new ArrayList<>();
-        for (int q = 0; q < queries.length; q++) {
-          queries[q] = vector(r, DIMS, sim, 1);
-          single.add(search(searcher, queries[q], 10));
+      onFakeDevice(budget, (device, service) -> {
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          assertEquals(2, reader.leaves().size());
+          IndexSearcher searcher = new IndexSearcher(reader);
+          float[][] queries = new float[12][];
+          List<List<Hit>> single = new ArrayList<>();
+          for (int q = 0; q < queries.length; q++) {
+            queries[q] = vector(r, DIMS, sim, 1);
+            single.add(search(searcher, queries[q], 10));
         }
         TopDocs[] batched = KnnBatchSearcher.search(searcher, "vec", queries, 10, 40, null);
         assertEquals(2, device.uploads.get(), "each segment uploaded once");
@@ -137,10 +134,8 @@ class CompactCopyTests {
           GpuVectorsFormatTests.assertSameHits(cpu, single.get(q));
           GpuVectorsFormatTests.assertSameHits(cpu, GpuVectorsFormatTests.hits(searcher, batched[q]));
         }
-      } finally {
-        GpuSearchServices.uninstall(service);
-        service.close();
-      }
+        }
+      });
     }
   }
 
@@ -163,29 +158,24 @@ class CompactCopyTests {
       index(dir, vectors, sim);
       for (long budget : new long[] {whole + copy + (whole - copy) / 2, 2 * whole}) {
         boolean fitsWhole = budget >= 2 * whole;
-        FakeBackend device = new FakeBackend(budget);
-        GpuSearchService service =
-            GpuSearchService.withBackend(device, GpuSearchService.Settings.builder().memoryBudget(1.0).build());
-        GpuSearchServices.install(service);
-        try (DirectoryReader reader = DirectoryReader.open(dir)) {
-          assertEquals(2, GpuWarmup.warm(reader, service).resident());
-          assertEquals(fitsWhole ? 0 : 2, device.elementUploads.get(), "copies warmed, budget " + budget);
-          assertEquals(fitsWhole
-                  ? DeviceBytes.builder().add(MemoryPart.VECTORS, 2 * whole).build()
-                  : DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, 2 * copy).build(),
-              service.residentBytesByPart());
-          IndexSearcher searcher = new IndexSearcher(reader);
-          float[] query = vector(r, DIMS, sim, 1);
-          List<Hit> gpu = search(searcher, query, 10);
-          assertEquals(2, device.uploads.get(), "the searches found both resident");
-          assertEquals(fitsWhole ? 0 : 2, service.stats().compactCopyQueries()
-              + service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES));
-          service.setEnabled(false);
-          GpuVectorsFormatTests.assertSameHits(search(searcher, query, 10), gpu);
-        } finally {
-          GpuSearchServices.uninstall(service);
-          service.close();
-        }
+        onFakeDevice(budget, (device, service) -> {
+          try (DirectoryReader reader = DirectoryReader.open(dir)) {
+            assertEquals(2, GpuWarmup.warm(reader, service).resident());
+            assertEquals(fitsWhole ? 0 : 2, device.elementUploads.get(), "copies warmed, budget " + budget);
+            assertEquals(fitsWhole
+                    ? DeviceBytes.builder().add(MemoryPart.VECTORS, 2 * whole).build()
+                    : DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, 2 * copy).build(),
+                service.residentBytesByPart());
+            IndexSearcher searcher = new IndexSearcher(reader);
+            float[] query = vector(r, DIMS, sim, 1);
+            List<Hit> gpu = search(searcher, query, 10);
+            assertEquals(2, device.uploads.get(), "the searches found both resident");
+            assertEquals(fitsWhole ? 0 : 2, service.stats().compactCopyQueries()
+                + service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES));
+            service.setEnabled(false);
+            GpuVectorsFormatTests.assertSameHits(search(searcher, query, 10), gpu);
+          }
+        });
       }
     }
   }
@@ -210,17 +200,14 @@ class CompactCopyTests {
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, vectors, sim);
       // less than the segment whole: its copy
-      FakeBackend device = new FakeBackend(
-          GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS) + 64);
-      GpuSearchService service =
-          GpuSearchService.withBackend(device, GpuSearchService.Settings.builder().memoryBudget(1.0).build());
-      GpuSearchServices.install(service);
-      try (DirectoryReader reader = DirectoryReader.open(dir)) {
-        IndexSearcher searcher = new IndexSearcher(reader);
-        float[][] queries = {centre, vector(r, DIMS, sim, 1)};
-        List<List<Hit>> single = new ArrayList<>();
-        for (float[] query : queries) {
-          single.add(search(searcher, query, 10));
+      long budget = GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS) + 64;
+      onFakeDevice(budget, (device, service) -> {
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          float[][] queries = {centre, vector(r, DIMS, sim, 1)};
+          List<List<Hit>> single = new ArrayList<>();
+          for (float[] query : queries) {
+            single.add(search(searcher, query, 10));
         }
         TopDocs[] batched = KnnBatchSearcher.search(searcher, "vec", queries, 10, 10, null);
         assertEquals(1, device.elementUploads.get(), "the segment as its copy");
@@ -233,10 +220,28 @@ class CompactCopyTests {
           GpuVectorsFormatTests.assertSameHits(cpu, single.get(q));
           GpuVectorsFormatTests.assertSameHits(cpu, GpuVectorsFormatTests.hits(searcher, batched[q]));
         }
-      } finally {
-        GpuSearchServices.uninstall(service);
-        service.close();
-      }
+        }
+      });
+    }
+  }
+
+  /** What a test does with its fake device and the service installed over it. */
+  @FunctionalInterface
+  private interface OnDevice {
+    void run(FakeBackend device, GpuSearchService service) throws IOException;
+  }
+
+  /** Runs {@code body} with a fake device whose whole memory is {@code budget}, its service the current one. */
+  private static void onFakeDevice(long budget, OnDevice body) throws IOException {
+    FakeBackend device = new FakeBackend(budget);
+    GpuSearchService service =
+        GpuSearchService.withBackend(device, GpuSearchService.Settings.builder().memoryBudget(1.0).build());
+    GpuSearchServices.install(service);
+    try {
+      body.run(device, service);
+    } finally {
+      GpuSearchServices.uninstall(service);
+      service.close();
     }
   }
 
