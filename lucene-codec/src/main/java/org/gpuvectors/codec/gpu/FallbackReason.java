@@ -24,8 +24,9 @@ public enum FallbackReason {
    */
   NOT_ADMITTED("GPU memory budget held by segments searched at least as often"),
   /**
-   * The segment field is resident in another form than the search was prepared for (an ivf_pq field's codes alone,
-   * or its codes with its raw vectors): two first searches of the field chose differently while it uploaded.
+   * The segment field is resident in another form than the search was prepared for ({@link ResidentForm}: an ivf_pq
+   * field's codes with or without its raw vectors, a flat field whole or as its compact copy): two first searches of
+   * the field chose differently while it uploaded.
    */
   OTHER_FORM_RESIDENT("segment field resident in another form than the search was prepared for"),
   /**
