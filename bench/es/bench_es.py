@@ -63,6 +63,10 @@ def parse_args(argv=None):
     p.add_argument("--clients", default="1,16,64,256")
     p.add_argument("--filters", default="1,10,50", help="filter selectivities in %% ('' = none)")
     p.add_argument("--filter-clients", type=int, default=16)
+    p.add_argument("--gpu-warmup", action="store_true",
+                   help="POST <index>/_gpu_vectors/warmup before measuring each layout of a gpu_vector system: its "
+                        "segments resident before the first query, in the forms the node picks for the whole index "
+                        "(compact copies when it does not fit the memory budget whole)")
     p.add_argument("--msearch-clients", default="1,16", help="concurrent _msearch requests of --msearch-size knn searches ('' = none)")
     p.add_argument("--msearch-size", type=int, default=100)
     p.add_argument("--nc", default="100", help="num_candidates for hnsw/int8/bbq/ceiling and gpu_vector ivf/ivfpq/graph "
@@ -712,6 +716,19 @@ def segment_count(index):
     return len(segs) if isinstance(segs, list) else None
 
 
+def gpu_warmup(index):
+    """--gpu-warmup: the index's segments made resident by the plugin's warm-up before the first query; logs what it
+    did and the resident bytes by part (whole vectors, compact copies, codes, ...)."""
+    t0 = time.time()
+    st, r = req("POST", "/%s/_gpu_vectors/warmup" % index)
+    memory = gpu_stats().get("memory", {})
+    log(step="gpu_warmup", index=index, status=st, s=round(time.time() - t0, 1),
+        result=(r or {}).get("indices", {}).get(index), resident_bytes=memory.get("resident_bytes"),
+        resident_bytes_by_part=memory.get("resident_bytes_by_part"))
+    say("%s: warm-up %s in %.1f s, resident %s bytes %s" % (index, st, time.time() - t0, memory.get("resident_bytes"),
+                                                          memory.get("resident_bytes_by_part")))
+
+
 def force_merge(system, index):
     say("%s: force merge to one segment" % index)
     t0 = time.time()
@@ -1145,6 +1162,8 @@ def run_system(system, et="float"):
     for layout in layouts:
         if layout == "one" and system != "noop":
             force_merge(system, index)
+        if A.gpu_warmup and system in GPU_SYSTEMS:
+            gpu_warmup(index)
         bench(system, index, layout, "tiny" if tiny else "big" if system == "bigceiling" else "all")
     if A.paired and system == "ceiling":
         nc = A.nc[0]
