@@ -181,6 +181,56 @@ class CompactCopyTests {
   }
 
   /**
+   * An index short of memory without a warm-up: the first search takes the first segment whole, the second fits in
+   * neither form beside it (the CPU searches it, counted), and its index turns to copies: the whole segment is
+   * evicted, and the next search takes both as copies. From then on every search stays on the GPU, with the CPU path's
+   * hits.
+   */
+  @ParameterizedTest
+  @EnumSource(value = VectorSimilarityFunction.class, names = {"EUCLIDEAN", "DOT_PRODUCT"})
+  void anIndexShortOfMemoryTurnsItsWholeFlatSegmentsIntoCopies(VectorSimilarityFunction sim) throws IOException {
+    Random r = new Random(42);
+    List<float[]> vectors = new ArrayList<>();
+    for (int i = 0; i < 2 * SEGMENT_DOCS; i++) {
+      vectors.add(vector(r, DIMS, sim, 1));
+    }
+    long whole = 4L * SEGMENT_DOCS * DIMS;
+    long copy = GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS);
+    try (Directory dir = FSDirectory.open(tempDir)) {
+      index(dir, vectors, sim);
+      onFakeDevice(whole + copy / 2, (device, service) -> { // one segment whole, or both as copies
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          IndexSearcher searcher = new IndexSearcher(reader);
+          float[][] queries = new float[6][];
+          List<List<Hit>> gpu = new ArrayList<>();
+          for (int q = 0; q < queries.length; q++) {
+            queries[q] = vector(r, DIMS, sim, 1);
+            gpu.add(search(searcher, queries[q], 10));
+            if (q == 0) {
+              assertEquals(1, device.uploads.get(), "the first segment whole; the second refused in both forms");
+              assertEquals(1, service.stats().evictions(), "the whole segment evicted for its copy");
+              assertEquals(DeviceBytes.NONE, service.residentBytesByPart());
+            }
+          }
+          assertEquals(3, device.uploads.get(), "then both as copies, once each");
+          assertEquals(2, device.elementUploads.get());
+          assertEquals(DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, 2 * copy).build(),
+              service.residentBytesByPart());
+          long budgetRefusals = service.stats().cpuFallbacks(FallbackReason.NOT_ADMITTED)
+              + service.stats().cpuFallbacks(FallbackReason.BUDGET_IN_USE);
+          assertTrue(budgetRefusals >= 1 && budgetRefusals <= 2, service.stats()::toString);
+          assertEquals(2L * (queries.length - 1), service.stats().compactCopyQueries()
+              + service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES), "later searches: copies");
+          service.setEnabled(false);
+          for (int q = 0; q < queries.length; q++) {
+            GpuVectorsFormatTests.assertSameHits(search(searcher, queries[q], 10), gpu.get(q));
+          }
+        }
+      });
+    }
+  }
+
+  /**
    * A segment of vectors that differ from each other by less than the copy's rounding can tell apart: the candidates
    * cannot be proven, so each search runs on the CPU, counted, with the CPU path's hits.
    */

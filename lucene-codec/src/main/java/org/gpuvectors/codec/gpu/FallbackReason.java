@@ -47,6 +47,11 @@ public enum FallbackReason {
     this.description = description;
   }
 
+  /** Whether the field did not fit the memory budget (too large, or the budget held by others). */
+  public boolean outOfBudget() {
+    return this == SEGMENT_OVER_BUDGET || this == BUDGET_IN_USE || this == NOT_ADMITTED;
+  }
+
   /** A sentence for logs. */
   public String description() {
     return description;

@@ -177,6 +177,10 @@ public final class GpuSearchService implements Closeable {
   private final GpuBackend backend; // null when no GPU is usable
   private final String unusableReason; // why backend is null
   private final Residency residency;
+  // indices (GpuSegment groups) whose flat float fields go up as compact copies from now on: one of their flat
+  // fields did not fit the budget in either form (demoteFlatFields); weak keys, so a closed index's entry goes
+  private final java.util.Map<Object, Boolean> compactGroups =
+      java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
   private final SearchBatcher batcher;
   private final GpuBuildAcceleration buildAcceleration;
   private final CrossSegmentSpeculation speculation;
@@ -633,7 +637,7 @@ public final class GpuSearchService implements Closeable {
     }
     ResidentForm resident = residency.formOf(new Residency.Key(segment, field));
     if (resident != null) {
-      return resident == ResidentForm.WHOLE;
+      return resident == ResidentForm.CODES_WITH_VECTORS;
     }
     if (backend == null) {
       return true; // nothing will be resident: the search runs on the CPU
@@ -655,7 +659,24 @@ public final class GpuSearchService implements Closeable {
     if (resident != null) {
       return resident == ResidentForm.COMPACT_COPY;
     }
+    if (segment instanceof GpuSegment s && compactGroups.containsKey(s.group())) {
+      return true; // its index was short of memory: all of its flat fields as copies (demoteFlatFields)
+    }
     return backend != null && residency.fitsFree(flatWholeBytes(vectors, similarity)) == false;
+  }
+
+  /**
+   * A flat float field of {@code segment}'s index did not fit the budget whole or as its copy: from now on the index's
+   * flat fields go up as compact copies, and its whole ones that no search holds are evicted, to come back as copies
+   * at their next search. First searches decide segment by segment (whole while one fits), so an index larger than
+   * the budget would otherwise keep its first segments whole and search the rest on the CPU for good; this turns it,
+   * after one round of uploads, into copies that fit (what a warm-up plans from the start, {@code GpuWarmup}).
+   */
+  private void demoteFlatFields(Object segment) {
+    if (segment instanceof GpuSegment s && compactGroups.put(s.group(), Boolean.TRUE) == null) {
+      Object group = s.group();
+      residency.evict(ResidentForm.WHOLE, key -> key.segment() instanceof GpuSegment o && o.group() == group);
+    }
   }
 
   /**
@@ -681,7 +702,8 @@ public final class GpuSearchService implements Closeable {
     // vectors or as its codes (ivfPqRerankOnGpu); the other types in their one form
     ResidentForm form = switch (structure) {
       case null -> ResidentForm.WHOLE;
-      case GpuIvf ivf when ivf.pq() != null -> ivf.pq().reranksOnDevice() ? ResidentForm.WHOLE : ResidentForm.CODES;
+      case GpuIvf ivf when ivf.pq() != null ->
+          ivf.pq().reranksOnDevice() ? ResidentForm.CODES_WITH_VECTORS : ResidentForm.CODES;
       default -> null;
     };
     return acquire(segment, field, form, bytes, () -> backend.upload(vectors.copy(), metric, structure));
@@ -711,6 +733,9 @@ public final class GpuSearchService implements Closeable {
     }
     if (acquired.refused() != null) {
       fallback(acquired.refused(), null);
+      if ((form == ResidentForm.WHOLE || form == ResidentForm.COMPACT_COPY) && acquired.refused().outOfBudget()) {
+        demoteFlatFields(segment);
+      }
       return null;
     }
     return acquired.handle();

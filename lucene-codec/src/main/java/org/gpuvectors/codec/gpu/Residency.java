@@ -315,6 +315,24 @@ public final class Residency {
   }
 
   /**
+   * Evicts the loaded fields in {@code form} whose keys {@code which} accepts and that no search holds (counted as
+   * evictions); the others stay.
+   */
+  public void evict(ResidentForm form, java.util.function.Predicate<Key> which) {
+    List<DeviceIndex> toClose = new ArrayList<>();
+    synchronized (this) {
+      List<Entry> victims = new ArrayList<>();
+      for (Entry entry : entries.values()) {
+        if (entry.form == form && entry.refs == 0 && entry.index != null && which.test(entry.key)) {
+          victims.add(entry);
+        }
+      }
+      evict(victims, toClose);
+    }
+    closeAll(toClose);
+  }
+
+  /**
    * The form {@code key} is resident (or uploading) in ({@link #acquire(Key, ResidentForm, long, Upload)}), or null
    * (not resident, or a field of one form).
    */

@@ -7,8 +7,10 @@ package org.gpuvectors.codec.gpu;
  * searched on the device in the same memory, the host re-ranking their candidates exactly from the raw vectors.
  */
 public enum ResidentForm {
-  /** Everything the device search reads: a flat field's FP32 vectors; an ivf_pq field's codes with its raw vectors. */
+  /** A flat float field's FP32 vectors (and their FP16 copy): the device search is exact. */
   WHOLE(true),
+  /** An ivf_pq field's codes, lists and codebooks with its raw vectors: the device re-ranks the candidates. */
+  CODES_WITH_VECTORS(true),
   /** An ivf_pq field's codes, lists and codebooks alone: the host re-ranks the candidates the device returns. */
   CODES(true),
   /**

@@ -104,7 +104,7 @@ class ResidencyAdmissionTests {
     assertEquals(ResidentForm.CODES, residency.formOf(key));
     assertTrue(residency.fitsFree(3 * FIELD_BYTES));
     assertFalse(residency.fitsFree(3 * FIELD_BYTES + 1), "the field's bytes are held");
-    Residency.Acquired whole = residency.acquire(key, ResidentForm.WHOLE, 2 * FIELD_BYTES, CountedIndex::new);
+    Residency.Acquired whole = residency.acquire(key, ResidentForm.CODES_WITH_VECTORS, 2 * FIELD_BYTES, CountedIndex::new);
     assertNull(whole.handle());
     assertEquals(FallbackReason.OTHER_FORM_RESIDENT, whole.refused());
     Residency.Acquired same = residency.acquire(key, ResidentForm.CODES, FIELD_BYTES, CountedIndex::new);
