@@ -1,6 +1,7 @@
 package org.gpuvectors.codec;
 
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.gpuvectors.cuda.SearchResult;
 
 /**
  * How far a distance the device computes from a float field's compact copy (its values rounded to bfloat16, the sums
@@ -57,6 +58,27 @@ final class CompactCopyBound {
       }
       case COSINE -> GpuSegmentSearcher.score(similarity, (float) Math.nextUp(worst + 2 * u + 2 * gamma));
     };
+  }
+
+  /**
+   * {@link #holdsTopK(VectorSimilarityFunction, int, double, double, long, int, float, int, float)} for query {@code q}
+   * of a device result ({@code query}: its floats): the candidates it returned and the worst of their distances.
+   */
+  static boolean holdsTopK(
+      VectorSimilarityFunction similarity, double maxNorm, float[] query, long accepted, SearchResult result, int q,
+      int k, float kthScore) {
+    int returned = result.count(q);
+    float worst = returned == 0 ? Float.NaN : result.distance(q, returned - 1);
+    return holdsTopK(similarity, query.length, maxNorm, norm(query), accepted, returned, worst, k, kthScore);
+  }
+
+  /** The Euclidean norm of {@code v}, summed in double. */
+  static double norm(float[] v) {
+    double s = 0;
+    for (float x : v) {
+      s += (double) x * x;
+    }
+    return Math.sqrt(s);
   }
 
   /**

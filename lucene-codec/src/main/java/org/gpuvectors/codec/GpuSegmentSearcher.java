@@ -364,8 +364,7 @@ final class GpuSegmentSearcher {
       scores[i] = exact.score(ord);
     }
     float kth = returned < k ? Float.NEGATIVE_INFINITY : kthLargest(scores, k);
-    if (CompactCopyBound.holdsTopK(similarity, vectors.dimension(), maxNorm, norm(query), accepted.count(), returned,
-        returned == 0 ? Float.NaN : result.distance(0, returned - 1), k, kth) == false) {
+    if (CompactCopyBound.holdsTopK(similarity, maxNorm, query, accepted.count(), result, 0, k, kth) == false) {
       service.countFallback(FallbackReason.UNCERTIFIED_CANDIDATES);
       return false;
     }
@@ -385,12 +384,10 @@ final class GpuSegmentSearcher {
   static int[] uncertifiedQueries(Prepared p, SearchResult result, SegmentHits hits, int k, double maxNorm) {
     long accepted = p.accepted().count();
     int kk = (int) Math.min(k, accepted);
-    int dims = p.vectors().dimension();
     return IntStream.range(0, p.numQueries()).filter(q -> {
-      int returned = result.count(q);
       float kth = hits.count(q) < kk || kk == 0 ? Float.NEGATIVE_INFINITY : hits.score(q, kk - 1);
-      return kk > 0 && CompactCopyBound.holdsTopK(p.similarity(), dims, maxNorm, norm(p.queries()[q]), accepted,
-          returned, returned == 0 ? Float.NaN : result.distance(q, returned - 1), kk, kth) == false;
+      return kk > 0
+          && CompactCopyBound.holdsTopK(p.similarity(), maxNorm, p.queries()[q], accepted, result, q, kk, kth) == false;
     }).toArray();
   }
 
@@ -424,13 +421,6 @@ final class GpuSegmentSearcher {
     return sorted[sorted.length - k];
   }
 
-  private static double norm(float[] v) {
-    double s = 0;
-    for (float x : v) {
-      s += (double) x * x;
-    }
-    return Math.sqrt(s);
-  }
 
   /**
    * The exact search of one query of a byte, bit or bfloat16 field (its values as floats) on the GPU, as the float

@@ -408,14 +408,9 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
     FloatVectorValues vectors = flat(field).getFloatVectorValues(field).copy();
     double max = 0;
     for (int ord = 0; ord < vectors.size(); ord++) {
-      float[] v = vectors.vectorValue(ord);
-      double s = 0;
-      for (float x : v) {
-        s += (double) x * x;
-      }
-      max = Math.max(max, s);
+      max = Math.max(max, CompactCopyBound.norm(vectors.vectorValue(ord)));
     }
-    double norm = Math.sqrt(max) * (1 + CompactCopyBound.sumError(vectors.dimension()));
+    double norm = max * (1 + CompactCopyBound.sumError(vectors.dimension()));
     maxNorms.put(field, norm);
     return norm;
   }

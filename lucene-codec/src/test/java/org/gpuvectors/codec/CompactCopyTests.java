@@ -44,6 +44,10 @@ class CompactCopyTests {
 
   private static final int DIMS = 24;
   private static final int SEGMENT_DOCS = 1000;
+  /** GPU bytes of one segment whole (FP32, no norms or FP16 copy on the fake device) and as its compact copy. */
+  private static final long WHOLE = 4L * SEGMENT_DOCS * DIMS;
+  private static final long COPY =
+      GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS);
 
   @TempDir Path tempDir;
 
@@ -64,12 +68,13 @@ class CompactCopyTests {
       for (int i = 0; i < 500; i++) {
         float[] x = vector(r, dims, sim, 0.5 + r.nextDouble() * (1 + round % 4));
         rows.add(x);
-        maxNorm = Math.max(maxNorm, norm(x));
+        maxNorm = Math.max(maxNorm, CompactCopyBound.norm(x));
       }
       maxNorm *= 1 + CompactCopyBound.sumError(dims);
       for (float[] x : rows) {
         float copyDistance = copyDistance(sim, x, query);
-        float bound = CompactCopyBound.bestScoreOutside(sim, dims, maxNorm, norm(query), copyDistance);
+        float bound =
+            CompactCopyBound.bestScoreOutside(sim, dims, maxNorm, CompactCopyBound.norm(query), copyDistance);
         float exact = sim.compare(x, query);
         assertTrue(exact <= bound, sim + ": exact score " + exact + " above its bound " + bound);
       }
@@ -98,15 +103,10 @@ class CompactCopyTests {
   @EnumSource(VectorSimilarityFunction.class)
   void aFlatSegmentThatDoesNotFitWholeIsSearchedInItsCompactCopy(VectorSimilarityFunction sim) throws IOException {
     Random r = new Random(38);
-    List<float[]> vectors = new ArrayList<>();
-    for (int i = 0; i < 2 * SEGMENT_DOCS; i++) {
-      vectors.add(vector(r, DIMS, sim, 1));
-    }
+    List<float[]> vectors = vectors(r, 2 * SEGMENT_DOCS, sim);
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, vectors, sim);
-      long whole = 4L * SEGMENT_DOCS * DIMS;
-      long copy = GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS);
-      long budget = whole + copy + (whole - copy) / 2; // the second segment whole does not fit, its copy does
+      long budget = WHOLE + COPY + (WHOLE - COPY) / 2; // the second segment whole does not fit, its copy does
       onFakeDevice(budget, (device, service) -> {
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           assertEquals(2, reader.leaves().size());
@@ -120,7 +120,7 @@ class CompactCopyTests {
         TopDocs[] batched = KnnBatchSearcher.search(searcher, "vec", queries, 10, 40, null);
         assertEquals(2, device.uploads.get(), "each segment uploaded once");
         assertEquals(1, device.elementUploads.get(), "the second as its copy");
-        assertEquals(DeviceBytes.builder().add(MemoryPart.VECTORS, whole).add(MemoryPart.COMPACT_VECTORS, copy).build(),
+        assertEquals(DeviceBytes.builder().add(MemoryPart.VECTORS, WHOLE).add(MemoryPart.COMPACT_VECTORS, COPY).build(),
             service.residentBytesByPart());
         long uncertified = service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES);
         assertEquals(uncertified, service.stats().cpuFallbacks(), () -> "only unproven candidates on the CPU: "
@@ -148,23 +148,18 @@ class CompactCopyTests {
   @EnumSource(value = VectorSimilarityFunction.class, names = {"EUCLIDEAN", "COSINE"})
   void aWarmUpOfAnIndexTooLargeWholeTakesEveryFlatSegmentAsItsCopy(VectorSimilarityFunction sim) throws IOException {
     Random r = new Random(39);
-    List<float[]> vectors = new ArrayList<>();
-    for (int i = 0; i < 2 * SEGMENT_DOCS; i++) {
-      vectors.add(vector(r, DIMS, sim, 1));
-    }
-    long whole = 4L * SEGMENT_DOCS * DIMS;
-    long copy = GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS);
+    List<float[]> vectors = vectors(r, 2 * SEGMENT_DOCS, sim);
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, vectors, sim);
-      for (long budget : new long[] {whole + copy + (whole - copy) / 2, 2 * whole}) {
-        boolean fitsWhole = budget >= 2 * whole;
+      for (long budget : new long[] {WHOLE + COPY + (WHOLE - COPY) / 2, 2 * WHOLE}) {
+        boolean fitsWhole = budget >= 2 * WHOLE;
         onFakeDevice(budget, (device, service) -> {
           try (DirectoryReader reader = DirectoryReader.open(dir)) {
             assertEquals(2, GpuWarmup.warm(reader, service).resident());
             assertEquals(fitsWhole ? 0 : 2, device.elementUploads.get(), "copies warmed, budget " + budget);
             assertEquals(fitsWhole
-                    ? DeviceBytes.builder().add(MemoryPart.VECTORS, 2 * whole).build()
-                    : DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, 2 * copy).build(),
+                    ? DeviceBytes.builder().add(MemoryPart.VECTORS, 2 * WHOLE).build()
+                    : DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, 2 * COPY).build(),
                 service.residentBytesByPart());
             IndexSearcher searcher = new IndexSearcher(reader);
             float[] query = vector(r, DIMS, sim, 1);
@@ -190,15 +185,10 @@ class CompactCopyTests {
   @EnumSource(value = VectorSimilarityFunction.class, names = {"EUCLIDEAN", "DOT_PRODUCT"})
   void anIndexShortOfMemoryTurnsItsWholeFlatSegmentsIntoCopies(VectorSimilarityFunction sim) throws IOException {
     Random r = new Random(42);
-    List<float[]> vectors = new ArrayList<>();
-    for (int i = 0; i < 2 * SEGMENT_DOCS; i++) {
-      vectors.add(vector(r, DIMS, sim, 1));
-    }
-    long whole = 4L * SEGMENT_DOCS * DIMS;
-    long copy = GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS);
+    List<float[]> vectors = vectors(r, 2 * SEGMENT_DOCS, sim);
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, vectors, sim);
-      onFakeDevice(whole + copy / 2, (device, service) -> { // one segment whole, or both as copies
+      onFakeDevice(WHOLE + COPY / 2, (device, service) -> { // one segment whole, or both as copies
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           IndexSearcher searcher = new IndexSearcher(reader);
           float[][] queries = new float[6][];
@@ -214,7 +204,7 @@ class CompactCopyTests {
           }
           assertEquals(3, device.uploads.get(), "then both as copies, once each");
           assertEquals(2, device.elementUploads.get());
-          assertEquals(DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, 2 * copy).build(),
+          assertEquals(DeviceBytes.builder().add(MemoryPart.COMPACT_VECTORS, 2 * COPY).build(),
               service.residentBytesByPart());
           long budgetRefusals = service.stats().cpuFallbacks(FallbackReason.NOT_ADMITTED)
               + service.stats().cpuFallbacks(FallbackReason.BUDGET_IN_USE);
@@ -250,7 +240,7 @@ class CompactCopyTests {
     try (Directory dir = FSDirectory.open(tempDir)) {
       index(dir, vectors, sim);
       // less than the segment whole: its copy
-      long budget = GpuElementFlatIndex.deviceBytes(GpuElementFlatIndex.Element.BFLOAT16, SEGMENT_DOCS, DIMS) + 64;
+      long budget = COPY + 64;
       onFakeDevice(budget, (device, service) -> {
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
           IndexSearcher searcher = new IndexSearcher(reader);
@@ -258,18 +248,19 @@ class CompactCopyTests {
           List<List<Hit>> single = new ArrayList<>();
           for (float[] query : queries) {
             single.add(search(searcher, query, 10));
-        }
-        TopDocs[] batched = KnnBatchSearcher.search(searcher, "vec", queries, 10, 10, null);
-        assertEquals(1, device.elementUploads.get(), "the segment as its copy");
-        assertEquals(2L * queries.length, service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES),
-            () -> "every search and batch query went to the CPU: " + service.stats());
-        assertEquals(service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES), service.stats().cpuFallbacks());
-        service.setEnabled(false);
-        for (int q = 0; q < queries.length; q++) {
-          List<Hit> cpu = search(searcher, queries[q], 10);
-          GpuVectorsFormatTests.assertSameHits(cpu, single.get(q));
-          GpuVectorsFormatTests.assertSameHits(cpu, GpuVectorsFormatTests.hits(searcher, batched[q]));
-        }
+          }
+          TopDocs[] batched = KnnBatchSearcher.search(searcher, "vec", queries, 10, 10, null);
+          assertEquals(1, device.elementUploads.get(), "the segment as its copy");
+          assertEquals(2L * queries.length, service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES),
+              () -> "every search and batch query went to the CPU: " + service.stats());
+          assertEquals(service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES),
+              service.stats().cpuFallbacks());
+          service.setEnabled(false);
+          for (int q = 0; q < queries.length; q++) {
+            List<Hit> cpu = search(searcher, queries[q], 10);
+            GpuVectorsFormatTests.assertSameHits(cpu, single.get(q));
+            GpuVectorsFormatTests.assertSameHits(cpu, GpuVectorsFormatTests.hits(searcher, batched[q]));
+          }
         }
       });
     }
@@ -317,6 +308,15 @@ class CompactCopyTests {
     return GpuVectorsFormatTests.hits(searcher, searcher.search(new KnnFloatVectorQuery("vec", query, k), k));
   }
 
+  /** {@code n} vectors of {@link #vector}, norm about 1. */
+  private static List<float[]> vectors(Random r, int n, VectorSimilarityFunction sim) {
+    List<float[]> vectors = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      vectors.add(vector(r, DIMS, sim, 1));
+    }
+    return vectors;
+  }
+
   /** A gaussian vector of norm about {@code scale}; unit length where the similarity asks for it. */
   private static float[] vector(Random r, int dims, VectorSimilarityFunction sim, double scale) {
     float[] v = new float[dims];
@@ -328,14 +328,6 @@ class CompactCopyTests {
 
   private static float[] unit(float[] v) {
     return org.apache.lucene.util.VectorUtil.l2normalize(v.clone());
-  }
-
-  private static double norm(float[] v) {
-    double s = 0;
-    for (float x : v) {
-      s += (double) x * x;
-    }
-    return Math.sqrt(s);
   }
 
   /** The distance the device computes from the copy: the row rounded to bfloat16, FP32 sums, raw (as returned). */

@@ -82,6 +82,13 @@ class ResidencyAdmissionTests {
     return null;
   }
 
+  /** Searches {@code key} {@code times} times, each resident. */
+  private void searchTimes(Residency residency, Residency.Key key, int times) throws IOException {
+    for (int i = 0; i < times; i++) {
+      assertNull(search(residency, key), "search " + (i + 1));
+    }
+  }
+
   private static List<Residency.Key> fields(int n) {
     List<Residency.Key> keys = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -167,9 +174,7 @@ class ResidencyAdmissionTests {
     Residency residency = new Residency(2 * FIELD_BYTES, stats);
     List<Residency.Key> keys = fields(2);
     for (Residency.Key key : keys) {
-      for (int i = 0; i < 3; i++) {
-        assertNull(search(residency, key));
-      }
+      searchTimes(residency, key, 3);
     }
     Residency.Key big = new Residency.Key(new Object(), "vec");
     for (int i = 0; i < 9; i++) { // 9 searches against 3 + 3: not half again as many as both together
@@ -188,9 +193,7 @@ class ResidencyAdmissionTests {
   void aFieldNoLongerSearchedGivesWayWithinAFewHalvings() throws IOException {
     Residency residency = new Residency(FIELD_BYTES, stats);
     Residency.Key old = fields(1).get(0);
-    for (int i = 0; i < 500; i++) {
-      assertNull(search(residency, old));
-    }
+    searchTimes(residency, old, 500);
     Residency.Key now = new Residency.Key(new Object(), "vec");
     int searches = 0;
     while (residency.isResident(now) == false) {
@@ -206,9 +209,7 @@ class ResidencyAdmissionTests {
   void freeMemoryIsTakenWithoutAsking() throws IOException {
     Residency residency = new Residency(3 * FIELD_BYTES, stats);
     Residency.Key hot = fields(1).get(0);
-    for (int i = 0; i < 100; i++) {
-      assertNull(search(residency, hot));
-    }
+    searchTimes(residency, hot, 100);
     for (Residency.Key cold : fields(2)) {
       assertNull(search(residency, cold), "room left: admitted on its first search");
     }
@@ -219,9 +220,7 @@ class ResidencyAdmissionTests {
   void aClosedSegmentIsForgotten() throws IOException {
     Residency residency = new Residency(FIELD_BYTES, stats);
     Residency.Key gone = fields(1).get(0);
-    for (int i = 0; i < 100; i++) {
-      assertNull(search(residency, gone));
-    }
+    searchTimes(residency, gone, 100);
     residency.releaseSegment(gone.segment());
     assertEquals(0, residency.heldBytes());
     Residency.Key next = fields(1).get(0);
