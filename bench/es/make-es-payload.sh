@@ -23,7 +23,8 @@ zip=$(ls "$root"/plugin/target/gpu-vectors-*.zip 2>/dev/null | head -1)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 # the kernels: without the fatbins (kernels/index and its units) in the cuda jar, the node reports the GPU inactive and every search runs on the CPU
 unzip -q -o "$zip" 'gpu-vectors-cuda-*.jar' -d "$work/zipcheck"
-if ! unzip -Z1 "$work"/zipcheck/gpu-vectors-cuda-*.jar | grep -qx 'org/gpuvectors/cuda/kernels/index'; then
+listing=$(unzip -Z1 "$work"/zipcheck/gpu-vectors-cuda-*.jar) # not piped into grep -q: pipefail + SIGPIPE
+if ! grep -qx 'org/gpuvectors/cuda/kernels/index' <<<"$listing"; then
   if [ "${ALLOW_NO_FATBIN:-0}" = 1 ]; then
     echo "WARNING: $zip has no CUDA kernels (built with -Dgv.nvcc.skip=true?): every search will run on the CPU" >&2
   else

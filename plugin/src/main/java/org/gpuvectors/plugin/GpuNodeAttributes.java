@@ -10,8 +10,8 @@ import org.gpuvectors.codec.gpu.GpuSearchService;
  * <ul>
  *   <li>{@value #GPU}: {@code true} when the node's GPU is usable at start (a GPU, its driver, compute capability 8.0
  *       or newer, kernels built), else {@code false};</li>
- *   <li>{@value #BUDGET_BYTES}: the GPU memory resident segments may take ({@code gpu_vectors.gpu.memory_budget} x the
- *       GPU's memory), 0 without a GPU.</li>
+ *   <li>{@value #BUDGET_BYTES}: the GPU memory resident segments may take ({@code gpu_vectors.gpu.memory_budget} in
+ *       bytes), 0 without a GPU.</li>
  * </ul>
  * Proposed as the plugin's additional node settings: a value set in {@code elasticsearch.yml} or with {@code -E}
  * wins (to take a GPU node out of the filter by hand, or to simulate one in a test).

@@ -2,9 +2,11 @@ package org.gpuvectors.plugin;
 
 import org.elasticsearch.common.settings.Setting;
 import org.elasticsearch.common.settings.Settings;
+import org.elasticsearch.common.unit.ByteSizeValue;
 import org.elasticsearch.common.util.concurrent.EsExecutors;
 import org.gpuvectors.codec.GpuVectorsFormat;
 import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.MemoryBudget;
 import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.PassConfig;
 
@@ -41,12 +43,15 @@ public final class GpuVectorsSettings {
     /** Node setting: ordinal of the CUDA device to use. */
     public static final Setting<Integer> GPU_DEVICE = Setting.intSetting("gpu_vectors.gpu.device", 0, 0, Setting.Property.NodeScope);
 
-    /** Node setting: fraction of the device's memory that resident segments may take; beyond it, LRU eviction. */
-    public static final Setting<Double> GPU_MEMORY_BUDGET = Setting.doubleSetting(
+    /**
+     * Node setting: the GPU memory that resident segment fields may take, as a fraction of the device's memory
+     * ({@code 0.8}, {@code 80%}) or a byte size ({@code 24gb}), like Elasticsearch's disk watermarks. Past it, the
+     * residency service admits what fits and serves the rest from compact forms or the CPU (OPERATIONS.md).
+     */
+    public static final Setting<MemoryBudget> GPU_MEMORY_BUDGET = new Setting<>(
         "gpu_vectors.gpu.memory_budget",
-        0.8,
-        0.01,
-        1.0,
+        "0.8",
+        GpuVectorsSettings::parseMemoryBudget,
         Setting.Property.NodeScope
     );
 
@@ -177,6 +182,32 @@ public final class GpuVectorsSettings {
             .ivfPqRerankOnGpu(GPU_IVF_PQ_RERANK_ON_GPU.get(nodeSettings))
             .gpu(GpuConfig.builder().pass(pass).build())
             .build();
+    }
+
+    /** A fraction ({@code 0.8}), a percentage ({@code 80%}) or a byte size ({@code 24gb}); the message names what is wrong. */
+    static MemoryBudget parseMemoryBudget(String value) {
+        String key = "gpu_vectors.gpu.memory_budget";
+        String trimmed = value.trim();
+        Double fraction = null;
+        try {
+            fraction = trimmed.endsWith("%")
+                ? Double.parseDouble(trimmed.substring(0, trimmed.length() - 1)) / 100
+                : Double.parseDouble(trimmed);
+        } catch (NumberFormatException notARatio) {
+            // a byte size, parsed below
+        }
+        if (fraction != null) {
+            if ((fraction > 0 && fraction <= 1) == false) {
+                throw new IllegalArgumentException(
+                    "[" + key + "] must be a fraction in (0, 1], a percentage or a byte size but was [" + value + "]");
+            }
+            return MemoryBudget.ofFraction(fraction);
+        }
+        long bytes = ByteSizeValue.parseBytesSizeValue(trimmed, key).getBytes();
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("[" + key + "] must be more than 0 bytes but was [" + value + "]");
+        }
+        return MemoryBudget.ofBytes(bytes);
     }
 
     private GpuVectorsSettings() {}

@@ -4,6 +4,7 @@ import org.elasticsearch.common.logging.LogConfigurator;
 import org.elasticsearch.common.settings.Settings;
 import org.gpuvectors.codec.GpuVectorsFormat;
 import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.MemoryBudget;
 import org.gpuvectors.cuda.GpuConfig;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -27,7 +28,7 @@ class GpuVectorsSettingsTests {
         GpuSearchService.Settings settings = GpuVectorsSettings.gpuSettings(Settings.EMPTY);
         assertEquals(GpuSearchService.Mode.AUTO, settings.mode());
         assertEquals(0, settings.deviceOrdinal());
-        assertEquals(0.8, settings.memoryBudget());
+        assertEquals(MemoryBudget.ofFraction(0.8), settings.memoryBudget());
         assertEquals(GpuSearchService.Settings.DEFAULT_MAX_BATCH_QUERIES, settings.maxBatchQueries());
         assertTrue(settings.ivfPqRerankOnGpu());
         assertEquals(GpuConfig.defaults(), settings.gpu(), "the node's GPU runs the production defaults");
@@ -47,7 +48,7 @@ class GpuVectorsSettingsTests {
             .build());
         assertEquals(GpuSearchService.Mode.FALSE, settings.mode());
         assertEquals(1, settings.deviceOrdinal());
-        assertEquals(0.25, settings.memoryBudget());
+        assertEquals(MemoryBudget.ofFraction(0.25), settings.memoryBudget());
         assertEquals(64, settings.maxBatchQueries());
         assertEquals(2, settings.gpu().pass().lanes());
         assertEquals(3, settings.gpu().pass().passesInFlight());
@@ -94,10 +95,29 @@ class GpuVectorsSettingsTests {
     void badValuesNameTheSettingAndTheValue() {
         assertMessage("[gpu_vectors.gpu.mode] must be [auto], [true] or [false] but was [maybe]", "gpu_vectors.gpu.mode", "maybe");
         assertMessage("[gpu_vectors.gpu.max_batch_queries] must be >= 1", "gpu_vectors.gpu.max_batch_queries", "0");
-        assertMessage("[gpu_vectors.gpu.memory_budget] must be <= 1.0", "gpu_vectors.gpu.memory_budget", "1.5");
+        assertMessage("[gpu_vectors.gpu.memory_budget] must be a fraction in (0, 1], a percentage or a byte size but was [1.5]",
+            "gpu_vectors.gpu.memory_budget", "1.5");
+        assertMessage("[gpu_vectors.gpu.memory_budget] must be a fraction in (0, 1], a percentage or a byte size but was [0%]",
+            "gpu_vectors.gpu.memory_budget", "0%");
+        assertMessage("[gpu_vectors.gpu.memory_budget] must be more than 0 bytes but was [0b]", "gpu_vectors.gpu.memory_budget", "0b");
+        assertMessage("gpu_vectors.gpu.memory_budget", "gpu_vectors.gpu.memory_budget", "lots");
         assertMessage("[gpu_vectors.gpu.device] must be >= 0", "gpu_vectors.gpu.device", "-1");
         assertMessage("[gpu_vectors.gpu.lanes] must be <= 16", "gpu_vectors.gpu.lanes", "17");
         assertMessage("[gpu_vectors.gpu.passes_in_flight] must be >= 1", "gpu_vectors.gpu.passes_in_flight", "0");
+    }
+
+    @Test
+    void theMemoryBudgetIsAFractionAPercentageOrABytesSize() {
+        assertEquals(MemoryBudget.ofFraction(0.02), budget("0.02"));
+        assertEquals(MemoryBudget.ofFraction(0.125), budget("12.5%"));
+        assertEquals(MemoryBudget.ofBytes(384L << 20), budget("384mb"));
+        assertEquals(384L << 20, budget("384mb").bytesOf(141L << 30), "bytes are the budget on a larger device");
+        assertEquals(1L << 30, budget("2gb").bytesOf(1L << 30), "and capped at a smaller device's memory");
+        assertEquals((long) ((1L << 30) * 0.125), budget("12.5%").bytesOf(1L << 30));
+    }
+
+    private static MemoryBudget budget(String value) {
+        return GpuVectorsSettings.gpuSettings(Settings.builder().put("gpu_vectors.gpu.memory_budget", value).build()).memoryBudget();
     }
 
     @Test

@@ -72,7 +72,7 @@ public final class GpuSearchService implements Closeable {
    *
    * @param mode whether to use a GPU
    * @param deviceOrdinal the CUDA device searched
-   * @param memoryBudget fraction of the device's memory that resident segment fields may take
+   * @param memoryBudget the device memory that resident segment fields may take (a fraction or bytes)
    * @param maxBatchQueries queries one GPU pass takes at most (a search with more runs alone)
    * @param ivfPqRerankOnGpu whether ivf_pq fields upload their raw vectors with the codes, so that the device
    *     re-ranks their candidates exactly and a batch never waits on random host reads of raw vectors (the default;
@@ -82,10 +82,10 @@ public final class GpuSearchService implements Closeable {
    * @param gpu how the device searches ({@link GpuConfig}: lanes, passes in flight, per-index tuning)
    */
   public record Settings(
-      Mode mode, int deviceOrdinal, double memoryBudget, int maxBatchQueries, boolean ivfPqRerankOnGpu,
+      Mode mode, int deviceOrdinal, MemoryBudget memoryBudget, int maxBatchQueries, boolean ivfPqRerankOnGpu,
       GpuConfig gpu) {
     public static final int DEFAULT_MAX_BATCH_QUERIES = 1024;
-    public static final double DEFAULT_MEMORY_BUDGET = 0.8;
+    public static final MemoryBudget DEFAULT_MEMORY_BUDGET = MemoryBudget.ofFraction(0.8);
 
     public Settings {
       java.util.Objects.requireNonNull(mode, "mode");
@@ -93,9 +93,7 @@ public final class GpuSearchService implements Closeable {
       if (deviceOrdinal < 0) {
         throw new IllegalArgumentException("GPU device ordinal must be >= 0 but was [" + deviceOrdinal + "]");
       }
-      if (memoryBudget <= 0 || memoryBudget > 1) {
-        throw new IllegalArgumentException("GPU memory budget must be in (0, 1] but was [" + memoryBudget + "]");
-      }
+      java.util.Objects.requireNonNull(memoryBudget, "memoryBudget");
       if (maxBatchQueries < 1) {
         throw new IllegalArgumentException("max batch queries must be >= 1 but was [" + maxBatchQueries + "]");
       }
@@ -103,7 +101,7 @@ public final class GpuSearchService implements Closeable {
 
     /** The four choices tests and benchmarks vary most, the rest as {@link #defaults()}. */
     public Settings(Mode mode, int deviceOrdinal, double memoryBudget, int maxBatchQueries) {
-      this(mode, deviceOrdinal, memoryBudget, maxBatchQueries, true, GpuConfig.defaults());
+      this(mode, deviceOrdinal, MemoryBudget.ofFraction(memoryBudget), maxBatchQueries, true, GpuConfig.defaults());
     }
 
     public static Settings defaults() {
@@ -129,7 +127,7 @@ public final class GpuSearchService implements Closeable {
     public static final class Builder {
       private Mode mode = Mode.AUTO;
       private int deviceOrdinal;
-      private double memoryBudget = DEFAULT_MEMORY_BUDGET;
+      private MemoryBudget memoryBudget = DEFAULT_MEMORY_BUDGET;
       private int maxBatchQueries = DEFAULT_MAX_BATCH_QUERIES;
       private boolean ivfPqRerankOnGpu = true;
       private GpuConfig gpu = GpuConfig.defaults();
@@ -146,7 +144,12 @@ public final class GpuSearchService implements Closeable {
         return this;
       }
 
-      public Builder memoryBudget(double value) {
+      /** A fraction of the device's memory, in (0, 1]. */
+      public Builder memoryBudget(double fraction) {
+        return memoryBudget(MemoryBudget.ofFraction(fraction));
+      }
+
+      public Builder memoryBudget(MemoryBudget value) {
         this.memoryBudget = value;
         return this;
       }
@@ -192,7 +195,7 @@ public final class GpuSearchService implements Closeable {
     this.settings = settings;
     this.backend = backend;
     this.unusableReason = unusableReason;
-    long budget = backend == null ? 0 : (long) (backend.totalMemoryBytes() * settings.memoryBudget());
+    long budget = backend == null ? 0 : settings.memoryBudget().bytesOf(backend.totalMemoryBytes());
     this.residency = new Residency(budget, stats);
     this.batcher =
         backend == null
@@ -226,7 +229,7 @@ public final class GpuSearchService implements Closeable {
         "gpu-vectors: searching on GPU {0} ({1}), memory budget {2} MB, batches of up to {3} queries",
         ordinal,
         device.name(),
-        (long) (device.totalMemoryBytes() * settings.memoryBudget()) >> 20,
+        settings.memoryBudget().bytesOf(device.totalMemoryBytes()) >> 20,
         settings.maxBatchQueries());
     return new GpuSearchService(new CudaBackend(device), null, settings);
   }
