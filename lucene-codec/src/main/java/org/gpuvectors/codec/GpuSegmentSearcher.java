@@ -358,10 +358,10 @@ final class GpuSegmentSearcher {
     int[] docs = new int[returned];
     float[] scores = new float[returned];
     RandomVectorScorer exact = scorers.getRandomVectorScorer(similarity, vectors.copy(), query);
+    int[] ords = candidateOrds(result, 0, null);
+    exact.bulkScore(ords, scores, returned);
     for (int i = 0; i < returned; i++) {
-      int ord = result.id(0, i);
-      docs[i] = exact.ordToDoc(ord);
-      scores[i] = exact.score(ord);
+      docs[i] = exact.ordToDoc(ords[i]);
     }
     float kth = returned < k ? Float.NEGATIVE_INFINITY : kthLargest(scores, k);
     if (CompactCopyBound.holdsTopK(similarity, maxNorm, query, accepted.count(), result, 0, k, kth) == false) {
@@ -659,12 +659,15 @@ final class GpuSegmentSearcher {
     FloatVectorValues vectors = p.vectors().copy(); // ordToDoc and raw reads: one reader per thread
     if (scoresOnHost(p)) {
       // each query's candidates get their exact scores from the raw vectors; the sink keeps the best k
+      int[] ords = null;
+      float[] scores = new float[result.k()];
       for (int q = from; q < to; q++) {
         sink.start(q);
         RandomVectorScorer exact = p.scorers().getRandomVectorScorer(p.similarity(), vectors, p.queries()[q]);
+        ords = candidateOrds(result, q, ords);
+        exact.bulkScore(ords, scores, result.count(q));
         for (int i = 0; i < result.count(q); i++) {
-          int ord = result.id(q, i);
-          sink.add(q, exact.ordToDoc(ord), exact.score(ord));
+          sink.add(q, exact.ordToDoc(ords[i]), scores[i]);
         }
       }
       return;
@@ -675,6 +678,20 @@ final class GpuSegmentSearcher {
         sink.add(q, vectors.ordToDoc(result.id(q, i)), score(p.similarity(), result.distance(q, i)));
       }
     }
+  }
+
+  /**
+   * Query q's candidate ordinals in {@code into} (reused when large enough), for one {@link
+   * RandomVectorScorer#bulkScore} call: Lucene's off-heap scorers prefetch and score several raw vectors at a time,
+   * about 2.5x faster per candidate than {@code score(ord)} on the random reads of a re-rank (768 dimensions). Its
+   * scores can differ from {@code score(ord)}'s in the last bit (another summation order); both are exact FP32 scores.
+   */
+  private static int[] candidateOrds(SearchResult result, int q, int[] into) {
+    int[] ords = into != null && into.length >= result.k() ? into : new int[result.k()];
+    for (int i = 0; i < result.count(q); i++) {
+      ords[i] = result.id(q, i);
+    }
+    return ords;
   }
 
   /** Lucene's score for a raw kernel distance (squared L2, or inner product). */

@@ -207,9 +207,15 @@ public final class IvfPqField implements IvfIndex {
         candidates.insertWithOverflow(ord, l2 ? -adc : base + adc);
       }
     }
-    while (candidates.size() > 0) {
-      int ord = candidates.pop();
-      collector.collect(scan.scorer().ordToDoc(ord), scan.scorer().score(ord));
+    // one bulk score of the candidates, as the GPU path's host re-rank scores them (the same FP32 scores)
+    int[] ords = new int[candidates.size()];
+    for (int i = 0; i < ords.length; i++) {
+      ords[i] = candidates.pop();
+    }
+    float[] scores = new float[ords.length];
+    scan.scorer().bulkScore(ords, scores, ords.length);
+    for (int i = 0; i < ords.length; i++) {
+      collector.collect(scan.scorer().ordToDoc(ords[i]), scores[i]);
     }
   }
 }
