@@ -20,17 +20,27 @@ class IvfProbesTests {
 
   @Test
   void numCandidatesAboveTheBaseScaleTheLists() {
-    assertEquals(16, IvfProbes.probes(16, 256, 10, 1000, 1000));
-    assertEquals(16, IvfProbes.probes(16, 256, 100, 1000, 1000));
-    assertEquals(32, IvfProbes.probes(16, 256, 200, 1000, 1000));
-    assertEquals(256, IvfProbes.probes(16, 256, 10_000, 1000, 1000), "at most nlist");
+    int size = 1_000_000; // large enough for nlist / 16 lists to scan more than the floor below
+    assertEquals(16, IvfProbes.probes(16, 256, 10, size, size));
+    assertEquals(16, IvfProbes.probes(16, 256, 100, size, size));
+    assertEquals(32, IvfProbes.probes(16, 256, 200, size, size));
+    assertEquals(256, IvfProbes.probes(16, 256, 10_000, size, size), "at most nlist");
+  }
+
+  @Test
+  void aSmallSegmentScansAtLeast64VectorsAResult() {
+    // 20,000 vectors in 141 lists: 9 lists hold about 1,280 vectors, fewer than 64 x 100
+    assertEquals(46, IvfProbes.probes(9, 141, 100, 20_000, 20_000), "ceil(6,400 / (20,000 / 141))");
+    assertEquals(9, IvfProbes.probes(9, 141, 10, 20_000, 20_000), "640 vectors: the default lists scan more");
+    assertEquals(141, IvfProbes.probes(9, 141, 1000, 20_000, 20_000), "64,000 vectors: every list");
   }
 
   @Test
   void filtersScaleTheListsByTheirSelectivity() {
-    assertEquals(32, IvfProbes.probes(16, 256, 10, 500, 1000), "half accepted: twice the lists");
-    assertEquals(160, IvfProbes.probes(16, 256, 10, 100, 1000));
-    assertEquals(256, IvfProbes.probes(16, 256, 10, 10, 1000), "selective: every list, exact search");
-    assertEquals(256, IvfProbes.probes(16, 256, 10, 0, 1000));
+    int size = 1_000_000;
+    assertEquals(32, IvfProbes.probes(16, 256, 10, size / 2, size), "half accepted: twice the lists");
+    assertEquals(160, IvfProbes.probes(16, 256, 10, size / 10, size));
+    assertEquals(256, IvfProbes.probes(16, 256, 10, size / 100, size), "selective: every list, exact search");
+    assertEquals(256, IvfProbes.probes(16, 256, 10, 0, size));
   }
 }
