@@ -167,16 +167,20 @@ final class CrossSegmentSpeculation {
         // first (leafK: more than the query's k for a peer larger than a third of the documents) or again (the query's
         // k), in the peer's device terms (ivf_pq resident as codes alone: candidates); with peers, rounded up (passK)
         int wanted = parkK;
+        int peerK = 0;
         if (i > 0) {
-          int peerK = Math.min(MAX_GPU_K, Math.max(queryK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
+          peerK = Math.min(MAX_GPU_K, Math.max(queryK, leafK(queryK, segments.get(i).maxDoc() / (double) totalDocs)));
           wanted = Math.min(MAX_GPU_K, segments.get(i).deviceK(keys.get(i).field(), peerK, index.reranksOnDevice()));
         }
         if (keys.size() > 1) {
           wanted = passK(wanted);
         }
         int searchK = Math.max(1, Math.min(wanted, index.size()));
-        // this segment's lists as the caller chose them; a peer's as it would for the parked k, unfiltered
-        SearchParams searchParams = i == 0 ? params : segments.get(i).searchParams(keys.get(i).field(), searchK);
+        // this segment's lists as the caller chose them; a peer's as its own search would choose them for the parked k
+        // in Lucene's terms (peerK), unfiltered. Not from searchK: for an ivf_pq field resident as its codes that counts
+        // the candidates to re-rank (rerank factor x k), and the lists grow with k above IvfProbes.BASE_CANDIDATES, so
+        // the peer scanned up to every list and its hits differed from its own search's, the CPU's and the whole form's
+        SearchParams searchParams = i == 0 ? params : segments.get(i).searchParams(keys.get(i).field(), peerK);
         searches.add(new SearchBatcher.Search(index, query, 1, searchK, masks.get(i), searchParams));
       }
       batcher.run(searches);
