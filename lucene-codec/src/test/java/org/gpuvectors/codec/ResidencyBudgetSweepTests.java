@@ -198,10 +198,11 @@ class ResidencyBudgetSweepTests {
             if (budget < smallest) {
               // not even every segment in its smallest form fits: some must run on the CPU, and are counted
               assertTrue(notResident > 0 && refused > 0, () -> at + ": " + stats);
-            } else if (type == IndexType.FLAT) {
-              // an index short of memory turns to copies (GpuSearchService.demoteFlatFields): all of them fit
-              assertEquals(0, notResident, () -> at + ": every copy fits: " + stats);
-            } // ivf_pq has no such turn: a segment whose codes do not fit beside those whole stays on the CPU (75 %)
+            } else {
+              // an index short of memory turns to its smaller forms (GpuSearchService.demoteToCompactForms: flat
+              // copies, ivf_pq codes): all of them fit
+              assertEquals(0, notResident, () -> at + ": every segment fits in its smaller form: " + stats);
+            }
             if (percent == 100) {
               // the whole index fits exactly: every segment whole, uploaded once, nothing on the CPU
               assertEquals(0, stats.cpuFallbacks(), () -> at + ": " + stats);

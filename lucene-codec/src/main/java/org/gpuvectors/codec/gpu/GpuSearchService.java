@@ -180,8 +180,9 @@ public final class GpuSearchService implements Closeable {
   private final GpuBackend backend; // null when no GPU is usable
   private final String unusableReason; // why backend is null
   private final Residency residency;
-  // indices (GpuSegment groups) whose flat float fields go up as compact copies from now on: one of their flat
-  // fields did not fit the budget in either form (demoteFlatFields); weak keys, so a closed index's entry goes
+  // indices (GpuSegment groups) whose flat float fields go up as compact copies and ivf_pq fields as their codes from
+  // now on: one of their fields did not fit the budget in either form (demoteToCompactForms); weak keys, so a closed
+  // index's entry goes
   private final java.util.Map<Object, Boolean> compactGroups =
       java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
   private final SearchBatcher batcher;
@@ -645,6 +646,9 @@ public final class GpuSearchService implements Closeable {
     if (backend == null) {
       return true; // nothing will be resident: the search runs on the CPU
     }
+    if (shortOfMemory(segment)) {
+      return false; // its index was short of memory: all of its ivf_pq fields as codes (demoteToCompactForms)
+    }
     long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), withRawVectors);
     return residency.fitsFree(bytes);
   }
@@ -662,23 +666,31 @@ public final class GpuSearchService implements Closeable {
     if (resident != null) {
       return resident == ResidentForm.COMPACT_COPY;
     }
-    if (segment instanceof GpuSegment s && compactGroups.containsKey(s.group())) {
-      return true; // its index was short of memory: all of its flat fields as copies (demoteFlatFields)
+    if (shortOfMemory(segment)) {
+      return true; // its index was short of memory: all of its flat fields as copies (demoteToCompactForms)
     }
     return backend != null && residency.fitsFree(flatWholeBytes(vectors, similarity)) == false;
   }
 
+  /** Whether {@code segment}'s index was short of memory ({@link #demoteToCompactForms}). */
+  private boolean shortOfMemory(Object segment) {
+    return segment instanceof GpuSegment s && compactGroups.containsKey(s.group());
+  }
+
   /**
-   * A flat float field of {@code segment}'s index did not fit the budget whole or as its copy: from now on the index's
-   * flat fields go up as compact copies, and its whole ones that no search holds are evicted, to come back as copies
-   * at their next search. First searches decide segment by segment (whole while one fits), so an index larger than
-   * the budget would otherwise keep its first segments whole and search the rest on the CPU for good; this turns it,
-   * after one round of uploads, into copies that fit (what a warm-up plans from the start, {@code GpuWarmup}).
+   * A flat float or ivf_pq field of {@code segment}'s index did not fit the budget in either of its forms: from now on
+   * the index's flat fields go up as compact copies and its ivf_pq fields as their codes, and its fields in the larger
+   * forms that no search holds are evicted, to come back in the smaller ones at their next search. First searches
+   * decide segment by segment (the larger form while one fits), so an index larger than the budget would otherwise
+   * keep its first segments in the larger form and search the rest on the CPU for good; this turns it, after one round
+   * of uploads, into smaller forms that fit (what a warm-up plans from the start for flat fields, {@code GpuWarmup}).
    */
-  private void demoteFlatFields(Object segment) {
+  private void demoteToCompactForms(Object segment) {
     if (segment instanceof GpuSegment s && compactGroups.put(s.group(), Boolean.TRUE) == null) {
       Object group = s.group();
-      residency.evict(ResidentForm.WHOLE, key -> key.segment() instanceof GpuSegment o && o.group() == group);
+      for (ResidentForm larger : new ResidentForm[] {ResidentForm.WHOLE, ResidentForm.CODES_WITH_VECTORS}) {
+        residency.evict(larger, key -> key.segment() instanceof GpuSegment o && o.group() == group);
+      }
     }
   }
 
@@ -736,8 +748,8 @@ public final class GpuSearchService implements Closeable {
     }
     if (acquired.refused() != null) {
       fallback(acquired.refused(), null);
-      if ((form == ResidentForm.WHOLE || form == ResidentForm.COMPACT_COPY) && acquired.refused().outOfBudget()) {
-        demoteFlatFields(segment);
+      if (form != null && acquired.refused().outOfBudget()) {
+        demoteToCompactForms(segment);
       }
       return null;
     }
