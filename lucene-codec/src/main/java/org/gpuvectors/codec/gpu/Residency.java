@@ -2,6 +2,7 @@ package org.gpuvectors.codec.gpu;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -209,16 +210,31 @@ public final class Residency {
    * The least recently used entries that no search holds, as many as {@code bytes} more need (all there are when
    * they are not enough); evicts nothing.
    */
+  /**
+   * The resident fields to evict for {@code bytes} more: those no search holds, the least searched per byte first
+   * (ties: the least recently used first), until enough is freed. By searches per byte, not by recency alone: a large
+   * field searched rarely gives way before small ones searched often, so that the memory serves the most searches
+   * ({@link Admission} then decides whether the newcomer is worth them).
+   */
   private List<Entry> victimsFor(long bytes) {
+    if (heldBytes + bytes <= budgetBytes) {
+      return List.of();
+    }
+    List<Entry> evictable = new ArrayList<>();
+    for (Entry candidate : entries.values()) { // least recently used first
+      if (candidate.refs == 0 && candidate.index != null) {
+        evictable.add(candidate);
+      }
+    }
+    // a stable sort: equal densities keep the least recently used first
+    evictable.sort(Comparator.comparingDouble(e -> admission.count(e.key) / (double) Math.max(1, e.reservedBytes)));
     List<Entry> victims = new ArrayList<>();
     long freed = 0;
-    Iterator<Entry> it = entries.values().iterator();
+    Iterator<Entry> it = evictable.iterator();
     while (heldBytes - freed + bytes > budgetBytes && it.hasNext()) {
-      Entry candidate = it.next();
-      if (candidate.refs == 0 && candidate.index != null) {
-        victims.add(candidate);
-        freed += candidate.reservedBytes;
-      }
+      Entry victim = it.next();
+      victims.add(victim);
+      freed += victim.reservedBytes;
     }
     return victims;
   }

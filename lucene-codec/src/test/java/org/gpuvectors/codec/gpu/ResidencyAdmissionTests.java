@@ -189,6 +189,33 @@ class ResidencyAdmissionTests {
     assertFalse(residency.isResident(keys.get(0)) || residency.isResident(keys.get(1)));
   }
 
+  /**
+   * The fields a newcomer would evict are those searched least per byte, not the least recently used: a large field
+   * searched a few times gives way before a small one searched often, so that the swap serves more searches.
+   */
+  @Test
+  void aLargeFieldSearchedRarelyGivesWayBeforeASmallOneSearchedOften() throws IOException {
+    Residency residency = new Residency(4 * FIELD_BYTES, stats);
+    Residency.Key small = fields(1).get(0);
+    searchTimes(residency, small, 10); // 10 searches in 100 bytes, the least recently used
+    Residency.Key large = new Residency.Key(new Object(), "vec");
+    for (int i = 0; i < 3; i++) { // 3 searches in 300 bytes, the most recently used
+      Residency.Acquired acquired = residency.acquire(large, 3 * FIELD_BYTES, CountedIndex::new);
+      assertNotNull(acquired.handle(), "search " + (i + 1));
+      acquired.handle().close();
+    }
+    Residency.Key newcomer = new Residency.Key(new Object(), "vec");
+    for (int i = 0; i < 4; i++) { // 4 searches: not half again as many as the large field's 3
+      assertEquals(FallbackReason.NOT_ADMITTED, search(residency, newcomer), "search " + (i + 1));
+    }
+    // 5 against the large field's 3: in, in its place (least recently used first, the small field would have been
+    // the victim, and 5 searches are far from half again its 10)
+    assertNull(search(residency, newcomer));
+    assertFalse(residency.isResident(large), "the large field evicted");
+    assertTrue(residency.isResident(small) && residency.isResident(newcomer));
+    assertEquals(2 * FIELD_BYTES, residency.heldBytes());
+  }
+
   @Test
   void aFieldNoLongerSearchedGivesWayWithinAFewHalvings() throws IOException {
     Residency residency = new Residency(FIELD_BYTES, stats);
