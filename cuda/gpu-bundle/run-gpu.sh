@@ -116,6 +116,8 @@ if [ "$mode" = tests ] || [ "$mode" = codec-tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.codec.gpu.IvfKnnGraphTests --select-class org.gpuvectors.codec.KnnGraphOfIndexTests \
     --select-class org.gpuvectors.codec.graph.BeamSearchTests \
     --select-class org.gpuvectors.codec.graph.SmallClustersEntryPointsTests --select-class org.gpuvectors.codec.graph.GpuEntryPointsTests \
+    --select-class org.gpuvectors.codec.ResidentFormsOnGpuTests --select-class org.gpuvectors.codec.CompactCopyTests \
+    --select-class org.gpuvectors.codec.ResidencyBudgetSweepTests --select-class org.gpuvectors.codec.DefaultRecallTests \
     --reports-dir "$OUT/junit-codec" > "$OUT/codec-tests.log" 2>&1 || rc=1
   grep -E '^\[gpu-vectors\]|tests (successful|failed|aborted|skipped)|MethodSource|=>|Exception|expected' "$OUT/codec-tests.log" | head -60
   check_summary "$OUT/codec-tests.log"

@@ -28,8 +28,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * on embedding-like data ({@link EmbeddingLikeData}: overlapping clusters, a common mean direction, cosine) and on
  * clustered gaussians ({@link IvfTestSupport}), at 128
  * and 768 dimensions, in segments of 10,000-20,000 vectors: the floor users get without tuning, on data like theirs rather than on well-separated
- * clusters. Exact search by brute force is the truth; the CPU path searches (the GPU path re-ranks the same
- * candidates: the GPU tests hold the two equal).
+ * clusters. Exact search by brute force is the truth; the installed service searches (the CPU in CI, the GPU on
+ * the GPU machine: the same candidates, as the GPU tests hold).
  */
 class DefaultRecallTests {
   private static final int K = 10;

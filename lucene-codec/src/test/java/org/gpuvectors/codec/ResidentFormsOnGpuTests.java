@@ -1,0 +1,215 @@
+package org.gpuvectors.codec;
+
+import static org.gpuvectors.codec.GpuVectorsFormatTests.assertSameHits;
+import static org.gpuvectors.codec.GpuVectorsFormatTests.hits;
+import static org.gpuvectors.codec.GpuVectorsFormatTests.oracleTopK;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.KnnFloatVectorField;
+import org.apache.lucene.document.StoredField;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.NoMergePolicy;
+import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.KnnFloatVectorQuery;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.util.VectorUtil;
+import org.gpuvectors.codec.gpu.FallbackReason;
+import org.gpuvectors.codec.gpu.GpuSearchService;
+import org.gpuvectors.codec.gpu.GpuSearchServices;
+import org.gpuvectors.codec.gpu.MemoryBudget;
+import org.gpuvectors.cuda.DeviceBytes;
+import org.gpuvectors.cuda.GpuAvailability;
+import org.gpuvectors.cuda.MemoryPart;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The smaller resident forms on a real GPU, where the fake device of {@link CompactCopyTests} and {@link
+ * ResidencyBudgetSweepTests} cannot tell whether the kernels and the host re-rank agree: a flat index under a byte
+ * budget that holds its compact copies but not its whole fields answers the exact top k (a brute force's), its
+ * searches counted as compact-copy queries on the GPU; an ivf_pq index re-ranked on the host (codes alone on the
+ * device) gives the same ids and scores as re-ranked on the device (raw vectors resident). Skipped without a GPU,
+ * failed on the GPU machine when it has none.
+ */
+class ResidentFormsOnGpuTests {
+  private static final int DIMS = 64;
+  private static final int SEGMENTS = 4;
+  private static final int SEGMENT_DOCS = 750;
+  private static final int K = 10;
+  private static final int QUERIES = 12;
+
+  @TempDir Path tempDir;
+
+  @ParameterizedTest
+  @EnumSource(value = VectorSimilarityFunction.class, names = {"EUCLIDEAN", "DOT_PRODUCT", "COSINE"})
+  void flatCompactCopiesOnTheGpuGiveTheExactTopK(VectorSimilarityFunction sim) throws IOException {
+    GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
+    Random random = new Random(40 + sim.ordinal());
+    try (Directory dir = FSDirectory.open(tempDir.resolve("flat-" + sim))) {
+      List<float[]> vectors = index(dir, sim, IndexType.FLAT, Map.of(), random);
+      try (DirectoryReader reader = DirectoryReader.open(dir)) {
+        long whole = 0;
+        try (GpuSearchService probe = GpuSearchService.create(GpuSearchService.Settings.defaults())) {
+          for (LeafReaderContext leaf : reader.leaves()) {
+            whole += probe.flatWholeBytes(leaf.reader().getFloatVectorValues("vec"), sim);
+          }
+        }
+        // half of the whole index: two segments whole at most, all four as copies (a third of whole at 64 dims)
+        long budget = whole / 2;
+        try (GpuSearchService service = GpuSearchService.create(
+            GpuSearchService.Settings.builder().memoryBudget(MemoryBudget.ofBytes(budget)).build())) {
+          GpuSearchServices.install(service);
+          try {
+            IndexSearcher searcher = new IndexSearcher(reader);
+            float[][] queries = queries(random, sim);
+            search(searcher, queries); // the first round settles the forms: whole while they fit, then copies
+            long copyQueries = service.stats().compactCopyQueries();
+            long fallbacks = service.stats().cpuFallbacks();
+            long uncertified = service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES);
+            List<List<GpuVectorsFormatTests.Hit>> found = search(searcher, queries);
+            TopDocs[] batched = KnnBatchSearcher.search(searcher, "vec", queries, K, null);
+            for (int q = 0; q < QUERIES; q++) {
+              List<GpuVectorsFormatTests.Hit> exact = oracleTopK(vectors, queries[q], sim, K, id -> true);
+              assertSameIds(exact, found.get(q));
+              assertSameIds(exact, hits(searcher, batched[q]));
+            }
+            assertEquals(SEGMENTS, service.residentCount(), () -> "every segment resident: " + service.stats());
+            DeviceBytes parts = service.residentBytesByPart();
+            assertEquals(service.residentBytes(), parts.total(), parts::toString);
+            assertTrue(service.residentBytes() <= budget, () -> service.residentBytes() + " of " + budget);
+            assertEquals(0, parts.get(MemoryPart.VECTORS), () -> "no whole field left: " + parts);
+            assertTrue(parts.get(MemoryPart.COMPACT_VECTORS) > 0, parts::toString);
+            assertTrue(service.stats().compactCopyQueries() - copyQueries >= (long) QUERIES * SEGMENTS,
+                () -> "every segment search of the second round on a copy: " + service.stats());
+            long moreUncertified = service.stats().cpuFallbacks(FallbackReason.UNCERTIFIED_CANDIDATES) - uncertified;
+            assertEquals(moreUncertified, service.stats().cpuFallbacks() - fallbacks,
+                () -> "no fallback but unproven candidates: " + service.stats());
+            assertTrue(service.stats().cpuFallbacksByReason().keySet().stream()
+                    .allMatch(r -> r == FallbackReason.UNCERTIFIED_CANDIDATES || r.outOfBudget()),
+                () -> "only the budget and unproven candidates sent searches to the CPU: " + service.stats());
+          } finally {
+            GpuSearchServices.uninstall(service);
+          }
+        }
+      }
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(value = VectorSimilarityFunction.class, names = {"EUCLIDEAN", "DOT_PRODUCT", "COSINE"})
+  void ivfPqHostAndDeviceRerankGiveTheSameHits(VectorSimilarityFunction sim) throws IOException {
+    GpuTestSupport.assumeGpuOrFail(GpuAvailability.get());
+    Random random = new Random(80 + sim.ordinal());
+    try (Directory dir = FSDirectory.open(tempDir.resolve("pq-" + sim))) {
+      index(dir, sim, IndexType.IVF_PQ, Map.of(IndexParams.NLIST, 16, IndexParams.PQ_M, 16), random);
+      float[][] queries = queries(random, sim);
+      List<List<List<GpuVectorsFormatTests.Hit>>> byMode = new ArrayList<>();
+      for (boolean onDevice : new boolean[] {true, false}) {
+        try (DirectoryReader reader = DirectoryReader.open(dir);
+            GpuSearchService service = GpuSearchService.create(
+                GpuSearchService.Settings.builder().ivfPqRerankOnGpu(onDevice).build())) {
+          GpuSearchServices.install(service);
+          try {
+            IndexSearcher searcher = new IndexSearcher(reader);
+            List<List<GpuVectorsFormatTests.Hit>> found = search(searcher, queries);
+            TopDocs[] batched = KnnBatchSearcher.search(searcher, "vec", queries, K, null);
+            for (int q = 0; q < QUERIES; q++) {
+              assertSameHits(found.get(q), hits(searcher, batched[q]));
+            }
+            byMode.add(found);
+            String mode = onDevice ? "device re-rank" : "host re-rank";
+            assertEquals(0, service.stats().cpuFallbacks(), () -> mode + ": every search on the GPU: " + service.stats());
+            assertTrue((onDevice ? service.stats().deviceRerankQueries() : service.stats().hostRerankQueries()) > 0,
+                () -> mode + ": " + service.stats());
+            assertEquals(0, onDevice ? service.stats().hostRerankQueries() : service.stats().deviceRerankQueries(),
+                () -> mode + ": " + service.stats());
+            DeviceBytes parts = service.residentBytesByPart();
+            assertEquals(service.residentBytes(), parts.total(), parts::toString);
+            assertEquals(onDevice, parts.get(MemoryPart.VECTORS) > 0, () -> mode + ": raw vectors in " + parts);
+          } finally {
+            GpuSearchServices.uninstall(service);
+          }
+        }
+      }
+      for (int q = 0; q < QUERIES; q++) {
+        assertSameHits(byMode.get(0).get(q), byMode.get(1).get(q)); // ids in order, scores within 1e-5
+      }
+    }
+  }
+
+  /** Exact search: the brute force's ids (the scores of both are checked within FP32 summation error). */
+  private static void assertSameIds(List<GpuVectorsFormatTests.Hit> exact, List<GpuVectorsFormatTests.Hit> found) {
+    assertEquals(exact.stream().map(GpuVectorsFormatTests.Hit::id).sorted().toList(),
+        found.stream().map(GpuVectorsFormatTests.Hit::id).sorted().toList(), () -> exact + "\n" + found);
+    for (int i = 0; i < exact.size(); i++) {
+      assertEquals(exact.get(i).score(), found.get(i).score(), 1e-5f, "score of rank " + i);
+    }
+  }
+
+  private static List<List<GpuVectorsFormatTests.Hit>> search(IndexSearcher searcher, float[][] queries)
+      throws IOException {
+    List<List<GpuVectorsFormatTests.Hit>> found = new ArrayList<>();
+    for (float[] query : queries) {
+      // a fresh array a search, as Elasticsearch makes one a request
+      found.add(hits(searcher, searcher.search(new KnnFloatVectorQuery("vec", query.clone(), K), K)));
+    }
+    return found;
+  }
+
+  /** SEGMENTS segments of SEGMENT_DOCS random vectors (id = position), never merged; returns them by id. */
+  private static List<float[]> index(Directory dir, VectorSimilarityFunction sim, IndexType type,
+      Map<String, Integer> params, Random random) throws IOException {
+    List<float[]> vectors = new ArrayList<>();
+    IndexWriterConfig config =
+        new IndexWriterConfig().setCodec(new GpuVectorsCodec()).setMergePolicy(NoMergePolicy.INSTANCE);
+    try (IndexWriter writer = new IndexWriter(dir, config)) {
+      for (int id = 0; id < SEGMENTS * SEGMENT_DOCS; id++) {
+        float[] v = vector(random, sim);
+        vectors.add(v);
+        Document doc = new Document();
+        doc.add(new StoredField("id", id));
+        doc.add(new KnnFloatVectorField("vec", v,
+            GpuVectorsFormat.markField(KnnFloatVectorField.createFieldType(DIMS, sim), new IndexParams(type, params))));
+        writer.addDocument(doc);
+        if (id % SEGMENT_DOCS == SEGMENT_DOCS - 1) {
+          writer.commit();
+        }
+      }
+    }
+    return vectors;
+  }
+
+  private static float[][] queries(Random random, VectorSimilarityFunction sim) {
+    float[][] queries = new float[QUERIES][];
+    for (int q = 0; q < QUERIES; q++) {
+      queries[q] = vector(random, sim);
+    }
+    return queries;
+  }
+
+  private static float[] vector(Random random, VectorSimilarityFunction sim) {
+    float[] v = new float[DIMS];
+    for (int d = 0; d < DIMS; d++) {
+      v[d] = random.nextFloat() * 2 - 1;
+    }
+    if (sim != VectorSimilarityFunction.EUCLIDEAN) {
+      VectorUtil.l2normalize(v);
+    }
+    return v;
+  }
+}
