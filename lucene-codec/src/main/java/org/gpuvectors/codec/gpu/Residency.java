@@ -207,12 +207,8 @@ public final class Residency {
   }
 
   /**
-   * The least recently used entries that no search holds, as many as {@code bytes} more need (all there are when
-   * they are not enough); evicts nothing.
-   */
-  /**
-   * The resident fields to evict for {@code bytes} more: those no search holds, the least searched per byte first
-   * (ties: the least recently used first), until enough is freed. By searches per byte, not by recency alone: a large
+   * The resident fields to evict for {@code bytes} more (all there are when they are not enough; evicts nothing): those
+   * no search holds, the least searched per byte first (ties: the least recently used first), until enough is freed. By searches per byte, not by recency alone: a large
    * field searched rarely gives way before small ones searched often, so that the memory serves the most searches
    * ({@link Admission} then decides whether the newcomer is worth them).
    */

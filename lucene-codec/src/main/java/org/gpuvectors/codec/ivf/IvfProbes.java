@@ -9,7 +9,8 @@ import java.util.OptionalInt;
  *   <li>The default ({@code nprobe} of the mapping, else about {@code nlist / 16}) serves
  *       {@code num_candidates} (Lucene's k for the segment) up to {@value #BASE_CANDIDATES}; above that
  *       the lists grow in proportion, so that raising {@code num_candidates} raises recall as it does
- *       for HNSW.
+ *       for HNSW. The lists scan at least {@value #MIN_SCAN_PER_CANDIDATE} vectors per result asked, which
+ *       takes more lists in small segments.
  *   <li>A filter that accepts a fraction {@code s} of the vectors divides the accepted vectors a list
  *       holds by about {@code 1/s}: the lists grow by {@code 1/s} so that a query scans about as many
  *       accepted candidates as without a filter. At {@code nlist} lists the search is exact over the
@@ -25,8 +26,8 @@ public final class IvfProbes {
   static final int DEFAULT_PROBE_DIVISOR = 16;
 
   /**
-   * Vectors a default search scans at least, per result asked ({@code num_candidates}): in a segment of fewer than
-   * about {@code 1,024 x k} vectors, nlist / 16 lists scan too few. On embedding-like data (a slice of a 500-cluster
+   * Vectors a search scans at least, per result asked ({@code num_candidates}), whatever {@code nprobe}: in a segment
+   * of fewer than about {@code 1,024 x k} vectors, nlist / 16 lists scan too few. On embedding-like data (a slice of a 500-cluster
    * set whose clusters overlap, as a segment of a large index holds) nlist / 16 lists gave recall@10 0.868 at 20k x
    * 128, 0.887 at 10k x 768 and 0.942 at 60k x 128 (num_candidates 100); 32 vectors a result gave 0.943 / 0.999 /
    * 0.954, 64 gave 0.984 / 1.000 / 0.990 ({@code DefaultRecallTests}).
