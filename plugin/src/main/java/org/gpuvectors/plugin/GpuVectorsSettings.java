@@ -184,7 +184,11 @@ public final class GpuVectorsSettings {
             .build();
     }
 
-    /** A fraction ({@code 0.8}), a percentage ({@code 80%}) or a byte size ({@code 24gb}); the message names what is wrong. */
+    /**
+     * A fraction ({@code 0.8}), a percentage ({@code 80%}) or a byte size ({@code 24gb}); the message names what is
+     * wrong. The ratio is read here, the byte size by Elasticsearch's {@link ByteSizeValue}: its {@code
+     * RelativeByteSizeValue} reads both, but answers an out-of-range fraction ({@code 1.5}) with a missing byte unit.
+     */
     static MemoryBudget parseMemoryBudget(String value) {
         String key = "gpu_vectors.gpu.memory_budget";
         String trimmed = value.trim();
