@@ -63,6 +63,10 @@ def parse_args(argv=None):
     p.add_argument("--clients", default="1,16,64,256")
     p.add_argument("--filters", default="1,10,50", help="filter selectivities in %% ('' = none)")
     p.add_argument("--filter-clients", type=int, default=16)
+    p.add_argument("--gpu-options", default="", metavar="JSON",
+                   help="index_options merged into the gpu_vector systems' mappings (flat, ivf, ivfpq, graph), e.g. "
+                        "'{\"pq_m\": 192}' for an ivf_pq with finer codes; the indices get a suffix naming them, so "
+                        "that --keep / --reuse keep the variants apart")
     p.add_argument("--gpu-warmup", action="store_true",
                    help="POST <index>/_gpu_vectors/warmup before measuring each layout of a gpu_vector system: its "
                         "segments resident before the first query, in the forms the node picks for the whole index "
@@ -558,7 +562,8 @@ MAPPINGS = {
     "gpu": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "flat"}},
     # default nlist (about sqrt(segment vectors)) and nprobe (about nlist / 16); num_candidates above 100 probes more
     "ivf": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "ivf_flat"}},
-    # default pq_m (dims / 8) and pq_bits (8); 4 x num_candidates candidates re-ranked with the raw vectors
+    # default pq_m (dims / 4 up to 256 dims, else dims / 8) and pq_bits (8); 4-16 x num_candidates candidates
+    # re-ranked with the raw vectors (more for coarser codes)
     "ivfpq": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "ivf_pq"}},
     # default degree 32, build_degree 64, search_width 64; the beam is max(search_width, num_candidates) wide
     "graph": lambda d: {"type": "gpu_vector", "dims": d, "similarity": "l2_norm", "index_options": {"type": "graph"}},
@@ -598,7 +603,21 @@ def mapping(system, et):
     m["similarity"] = VIEWS[et]["similarity"] if et in VIEWS else m["similarity"]
     if et != "float":
         m["element_type"] = et
+    if system in GPU_SYSTEMS and system != "gpuceiling":
+        m["index_options"].update(gpu_options())
     return m
+
+
+def gpu_options():
+    """--gpu-options as a dict ({} when not given)."""
+    return json.loads(A.gpu_options) if A.gpu_options else {}
+
+
+def options_suffix(system):
+    """The index name's suffix for --gpu-options (e.g. _pq_m192), '' without them or for other systems."""
+    if not A.gpu_options or system not in GPU_SYSTEMS or system == "gpuceiling":
+        return ""
+    return "".join("_%s%s" % (k, v) for k, v in sorted(gpu_options().items())).lower()
 
 
 def big_stride():
@@ -1131,6 +1150,7 @@ def bench(system, index, layout, gtkey):
 
 def run_system(system, et="float"):
     index = "gvb_" + system + ("" if et == "float" or system == "noop" else "_" + et)  # float: the names as before (--reuse)
+    index += options_suffix(system)
     why = combination_skip(system, et)
     if why:
         log(step="skipped", system=system, element_type=et, reason=why)
