@@ -421,7 +421,6 @@ final class GpuSegmentSearcher {
     return sorted[sorted.length - k];
   }
 
-
   /**
    * The exact search of one query of a byte, bit or bfloat16 field (its values as floats) on the GPU, as the float
    * entry does it for a flat field: the GPU's k limit, the accept mask, a collector whose visit limit is below the

@@ -1,5 +1,6 @@
 package org.gpuvectors.codec;
 
+import java.util.Arrays;
 import java.util.Random;
 import org.gpuvectors.codec.index.VectorRows;
 
@@ -73,11 +74,9 @@ final class EmbeddingLikeData {
 
   /** The next vector (unit length). */
   float[] next() {
-    double u = random.nextDouble();
-    int c = 0;
-    while (c < cumulative.length - 1 && cumulative[c] < u) {
-      c++;
-    }
+    // the first cluster whose cumulative share reaches u (the last for rounding above it)
+    int at = Arrays.binarySearch(cumulative, random.nextDouble());
+    int c = Math.min(cumulative.length - 1, at >= 0 ? at : -at - 1);
     double[] x = mean.clone();
     for (int i = 0; i < basis.length; i++) {
       double y = centres[c][i] + SPREAD * random.nextGaussian() * sd[i];

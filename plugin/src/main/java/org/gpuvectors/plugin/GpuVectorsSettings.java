@@ -43,13 +43,15 @@ public final class GpuVectorsSettings {
     /** Node setting: ordinal of the CUDA device to use. */
     public static final Setting<Integer> GPU_DEVICE = Setting.intSetting("gpu_vectors.gpu.device", 0, 0, Setting.Property.NodeScope);
 
+    private static final String MEMORY_BUDGET_KEY = "gpu_vectors.gpu.memory_budget";
+
     /**
      * Node setting: the GPU memory that resident segment fields may take, as a fraction of the device's memory
      * ({@code 0.8}, {@code 80%}) or a byte size ({@code 24gb}), like Elasticsearch's disk watermarks. Past it, the
      * residency service admits what fits and serves the rest from compact forms or the CPU (OPERATIONS.md).
      */
     public static final Setting<MemoryBudget> GPU_MEMORY_BUDGET = new Setting<>(
-        "gpu_vectors.gpu.memory_budget",
+        MEMORY_BUDGET_KEY,
         "0.8",
         GpuVectorsSettings::parseMemoryBudget,
         Setting.Property.NodeScope
@@ -190,7 +192,7 @@ public final class GpuVectorsSettings {
      * RelativeByteSizeValue} reads both, but answers an out-of-range fraction ({@code 1.5}) with a missing byte unit.
      */
     static MemoryBudget parseMemoryBudget(String value) {
-        String key = "gpu_vectors.gpu.memory_budget";
+        String key = MEMORY_BUDGET_KEY;
         String trimmed = value.trim();
         Double fraction = null;
         try {
