@@ -394,6 +394,39 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   }
 
   /**
+   * The GPU share of a batch of byte or bit queries over this segment, for a field with an approximate structure:
+   * prepared in the float view the structure was built in, every candidate scored by the element type's scorer, as
+   * {@link #search(String, byte[], KnnCollector, AcceptDocs)} prepares one query. Null when there is nothing to
+   * search here, the field is flat here, or the CPU must run it ({@link #searchByteBatch}).
+   */
+  GpuSegmentSearcher.Prepared prepareByteBatch(
+      GpuSearchService service, String field, byte[][] targets, int k, AcceptDocs acceptDocs) throws IOException {
+    FieldEntry entry = targets.length == 0 ? null : searchable(field, VectorEncoding.BYTE, k);
+    if (entry == null || entry.approximate() == null) {
+      return null;
+    }
+    FloatViewVectors view = FloatViewVectors.of(flat(field).getByteVectorValues(field), entry.elementType());
+    float[][] viewTargets = new float[targets.length][];
+    for (int q = 0; q < targets.length; q++) {
+      viewTargets[q] = FloatView.toFloats(entry.elementType(), targets[q]);
+    }
+    return GpuSegmentSearcher.prepare(service, this, field, view, entry.similarityFunction(), entry.approximate(),
+        viewScorer(field), viewTargets, k, Integer.MAX_VALUE, acceptDocs, acceptMasks);
+  }
+
+  /**
+   * A batch of byte or bit queries over this segment one query at a time, each as {@link #search(String, byte[],
+   * KnnCollector, AcceptDocs)} searches it: a flat field's exact search (on the GPU at the element type's size when
+   * one can serve it), else the structure on the CPU after a failed pass.
+   */
+  void searchByteBatch(String field, byte[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
+      throws IOException {
+    for (int q = 0; q < targets.length; q++) {
+      search(field, targets[q], collectors[q], acceptDocs);
+    }
+  }
+
+  /**
    * The largest norm of a flat float field's vectors in this segment (the compact copy's bound, {@link
    * CompactCopyBound}), read once; widened by a float sum's rounding. 0 for a cosine field, whose bound needs none.
    */

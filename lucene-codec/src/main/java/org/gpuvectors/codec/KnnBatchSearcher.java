@@ -14,6 +14,7 @@ import org.apache.lucene.index.LeafReaderContext;
 import org.apache.lucene.search.AcceptDocs;
 import org.apache.lucene.search.DocIdSetIterator;
 import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreMode;
 import org.apache.lucene.search.Scorer;
@@ -68,6 +69,24 @@ public final class KnnBatchSearcher {
   public static TopDocs[] search(
       IndexSearcher searcher, String field, float[][] queries, int k, int numCandidates, Query filter)
       throws IOException {
+    return search(searcher, field, new FloatTargets(queries), k, numCandidates, filter);
+  }
+
+  /**
+   * As {@link #search(IndexSearcher, String, float[][], int, int, Query)} for a {@code byte} or {@code bit} field:
+   * the segments where the field has an approximate structure answer the batch in one GPU pass (in the float view
+   * the structure was built in, every candidate scored as the element type scores it); flat segments answer query by
+   * query, as a single byte query is searched (on the GPU at the element type's size where one can serve it).
+   */
+  public static TopDocs[] search(
+      IndexSearcher searcher, String field, byte[][] queries, int k, int numCandidates, Query filter)
+      throws IOException {
+    return search(searcher, field, new ByteTargets(queries), k, numCandidates, filter);
+  }
+
+  private static TopDocs[] search(
+      IndexSearcher searcher, String field, Targets queries, int k, int numCandidates, Query filter)
+      throws IOException {
     Objects.requireNonNull(field, "field");
     if (k < 1) {
       throw new IllegalArgumentException("k must be at least 1 but was [" + k + "]");
@@ -81,6 +100,7 @@ public final class KnnBatchSearcher {
             ? null
             : searcher.createWeight(searcher.rewrite(filter), ScoreMode.COMPLETE_NO_SCORES, 1f);
     var leaves = searcher.getIndexReader().leaves();
+    int numQueries = queries.count();
     // per leaf the batch's hits there (null: nothing to search); no collector per query where the GPU answers
     SegmentHits[] perLeaf = new SegmentHits[leaves.size()];
     int[] docBases = new int[leaves.size()];
@@ -100,15 +120,15 @@ public final class KnnBatchSearcher {
       }
       GpuVectorsReader ours = gpuVectorsReader(leaf.reader(), field);
       if (ours == null) {
-        TopKnnCollector[] collectors = collectors(queries.length, numCandidates);
-        for (int q = 0; q < queries.length; q++) {
-          leaf.reader().searchNearestVectors(field, queries[q], collectors[q], accept);
+        TopKnnCollector[] collectors = collectors(numQueries, numCandidates);
+        for (int q = 0; q < numQueries; q++) {
+          queries.searchLeaf(leaf.reader(), field, q, collectors[q], accept);
         }
         perLeaf[l] = SegmentHits.of(collectors, k);
         continue;
       }
       // the queries as they are: every segment's share reads the caller's arrays, none copies them
-      GpuSegmentSearcher.Prepared p = ours.prepareBatch(service, field, queries, numCandidates, accept);
+      GpuSegmentSearcher.Prepared p = queries.prepare(ours, service, field, numCandidates, accept);
       if (p == null) {
         perLeaf[l] = searchOnCpu(ours, field, queries, numCandidates, k, accept);
       } else if (p.k() > 0) {
@@ -138,7 +158,77 @@ public final class KnnBatchSearcher {
         }
       }
     }
-    return merge(perLeaf, docBases, queries.length, k);
+    return merge(perLeaf, docBases, numQueries, k);
+  }
+
+  /** A batch's query vectors of one encoding, and how each step searches them. */
+  private sealed interface Targets permits FloatTargets, ByteTargets {
+    int count();
+
+    /** Query {@code q} through another format's reader. */
+    void searchLeaf(LeafReader reader, String field, int q, KnnCollector collector, AcceptDocs accept)
+        throws IOException;
+
+    /** Our segment's GPU share of the batch, or null (nothing to search, or the CPU's). */
+    GpuSegmentSearcher.Prepared prepare(
+        GpuVectorsReader reader, GpuSearchService service, String field, int numCandidates, AcceptDocs accept)
+        throws IOException;
+
+    /** The batch over our segment without the GPU pass. */
+    void searchOnCpu(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
+        throws IOException;
+  }
+
+  private record FloatTargets(float[][] queries) implements Targets {
+    @Override
+    public int count() {
+      return queries.length;
+    }
+
+    @Override
+    public void searchLeaf(LeafReader reader, String field, int q, KnnCollector collector, AcceptDocs accept)
+        throws IOException {
+      reader.searchNearestVectors(field, queries[q], collector, accept);
+    }
+
+    @Override
+    public GpuSegmentSearcher.Prepared prepare(
+        GpuVectorsReader reader, GpuSearchService service, String field, int numCandidates, AcceptDocs accept)
+        throws IOException {
+      return reader.prepareBatch(service, field, queries, numCandidates, accept);
+    }
+
+    @Override
+    public void searchOnCpu(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
+        throws IOException {
+      reader.searchBatchOnCpu(field, queries, collectors, accept);
+    }
+  }
+
+  private record ByteTargets(byte[][] queries) implements Targets {
+    @Override
+    public int count() {
+      return queries.length;
+    }
+
+    @Override
+    public void searchLeaf(LeafReader reader, String field, int q, KnnCollector collector, AcceptDocs accept)
+        throws IOException {
+      reader.searchNearestVectors(field, queries[q], collector, accept);
+    }
+
+    @Override
+    public GpuSegmentSearcher.Prepared prepare(
+        GpuVectorsReader reader, GpuSearchService service, String field, int numCandidates, AcceptDocs accept)
+        throws IOException {
+      return reader.prepareByteBatch(service, field, queries, numCandidates, accept);
+    }
+
+    @Override
+    public void searchOnCpu(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
+        throws IOException {
+      reader.searchByteBatch(field, queries, collectors, accept);
+    }
   }
 
   /**
@@ -191,10 +281,10 @@ public final class KnnBatchSearcher {
   }
 
   /** The batch over one of our segments on the CPU, through one collector of numCandidates per query. */
-  private static SegmentHits searchOnCpu(GpuVectorsReader reader, String field, float[][] queries,
+  private static SegmentHits searchOnCpu(GpuVectorsReader reader, String field, Targets queries,
                                          int numCandidates, int k, AcceptDocs accept) throws IOException {
-    TopKnnCollector[] collectors = collectors(queries.length, numCandidates);
-    reader.searchBatchOnCpu(field, queries, collectors, accept);
+    TopKnnCollector[] collectors = collectors(queries.count(), numCandidates);
+    queries.searchOnCpu(reader, field, collectors, accept);
     return SegmentHits.of(collectors, k);
   }
 

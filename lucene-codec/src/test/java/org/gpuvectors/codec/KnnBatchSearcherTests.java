@@ -13,6 +13,7 @@ import java.util.Random;
 import java.util.function.IntPredicate;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.Field;
+import org.apache.lucene.document.KnnByteVectorField;
 import org.apache.lucene.document.KnnFloatVectorField;
 import org.apache.lucene.document.StringField;
 import org.apache.lucene.index.DirectoryReader;
@@ -292,6 +293,137 @@ class KnnBatchSearcherTests {
       hits.add(new Hit(scoreDoc.doc, scoreDoc.score));
     }
     assertEquals(expected, hits, where);
+  }
+
+  /**
+   * A byte field's batches: segments with lists (every list probed) answer in the pass, in the float view they were
+   * built in and scored as bytes score, with the oracle's hits; flat segments answer query by query, with the same
+   * hits (here on the CPU: the device double holds float vectors only; the GPU machine's ElementTypesOnGpuTests
+   * cover flat byte searches on the device). Several segments, deletions, documents without a vector, a filter, k
+   * above a segment's size.
+   */
+  @Test
+  void byteBatchesMatchTheOracleExactly() throws IOException {
+    for (IndexType type : new IndexType[] {IndexType.FLAT, IndexType.IVF_FLAT, IndexType.IVF_PQ}) {
+      for (VectorSimilarityFunction sim : new VectorSimilarityFunction[] {
+          VectorSimilarityFunction.EUCLIDEAN, VectorSimilarityFunction.MAXIMUM_INNER_PRODUCT}) {
+        FakeBackend backend = new FakeBackend(1L << 30);
+        try (GpuSearchService service = GpuSearchService.withBackend(
+            backend, new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024))) {
+          GpuSearchServices.install(service);
+          try (Directory dir = FSDirectory.open(tempDir.resolve("byte-" + type + "-" + sim))) {
+            byte[][] vectors = indexBytes(dir, type, sim);
+            try (DirectoryReader reader = DirectoryReader.open(dir)) {
+              assertTrue(reader.leaves().size() >= 5, "several segments");
+              IndexSearcher searcher = new IndexSearcher(reader);
+              service.setEnabled(type != IndexType.FLAT);
+              byte[][] queries = byteQueries(GpuSegmentSearcher.PARALLEL_RERANK_QUERIES + 1);
+              Query tagA = new TermQuery(new Term("tag", "a"));
+              for (int k : new int[] {1, 7, 50}) {
+                for (Query filter : new Query[] {null, tagA}) {
+                  IntPredicate accepted = filter == null ? KnnBatchSearcherTests::live : id -> live(id) && id % 3 != 1;
+                  long passes = service.stats().batches();
+                  long fallbacks = service.stats().cpuFallbacks();
+                  TopDocs[] hits = KnnBatchSearcher.search(searcher, "vec", queries, k, k, filter);
+                  if (type != IndexType.FLAT) {
+                    assertEquals(fallbacks, service.stats().cpuFallbacks(), () -> "none on the CPU: " + service.stats());
+                    assertEquals(passes + 1, service.stats().batches(), "one pass for the whole batch");
+                  }
+                  for (int q = 0; q < queries.length; q++) {
+                    assertHits(byteOracle(vectors, queries[q], sim, k, accepted), hits[q],
+                        type + " " + sim + " k=" + k + " filter=" + filter + " query " + q);
+                  }
+                }
+              }
+            }
+          } finally {
+            GpuSearchServices.uninstall(service);
+          }
+        }
+      }
+    }
+  }
+
+  /** As {@link #index(Directory, IndexType, VectorSimilarityFunction)} for a byte field (a bytes row per doc). */
+  private byte[][] indexBytes(Directory dir, IndexType type, VectorSimilarityFunction sim) throws IOException {
+    Map<String, Integer> params = switch (type) {
+      case FLAT -> Map.of();
+      case IVF_FLAT -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4);
+      case IVF_PQ -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4, IndexParams.PQ_M, 2);
+      default -> throw new IllegalArgumentException(type.toString());
+    };
+    var fieldType = GpuVectorsFormat.markField(
+        KnnByteVectorField.createFieldType(DIMS, sim), new IndexParams(type, params), ElementType.BYTE);
+    byte[][] vectors = new byte[DOCS][];
+    IndexWriterConfig config = new IndexWriterConfig()
+        .setCodec(TestUtil.alwaysKnnVectorsFormat(new GpuVectorsFormat(0)))
+        .setMergePolicy(NoMergePolicy.INSTANCE)
+        .setMaxBufferedDocs(SEGMENT_DOCS);
+    try (IndexWriter writer = new IndexWriter(dir, config)) {
+      for (int id = 0; id < DOCS; id++) {
+        Document doc = new Document();
+        doc.add(new StringField("id", Integer.toString(id), Field.Store.NO));
+        doc.add(new StringField("tag", id % 3 == 1 ? "b" : "a", Field.Store.NO));
+        if (id % 7 != 5) {
+          byte[] v = id >= DOCS / 2 && vectors[id - DOCS / 2] != null ? vectors[id - DOCS / 2].clone() : byteRow();
+          vectors[id] = v;
+          doc.add(new KnnByteVectorField("vec", v, fieldType));
+        }
+        writer.addDocument(doc);
+      }
+      for (int id = 3; id < DOCS; id += 11) {
+        writer.deleteDocuments(new Term("id", Integer.toString(id)));
+      }
+    }
+    return vectors;
+  }
+
+  private byte[] byteRow() {
+    byte[] v = new byte[DIMS];
+    for (int d = 0; d < DIMS; d++) {
+      v[d] = (byte) (random.nextInt(5) - 2);
+    }
+    return v;
+  }
+
+  private byte[][] byteQueries(int n) {
+    byte[][] queries = new byte[n][];
+    for (int q = 0; q < n; q++) {
+      queries[q] = byteRow();
+    }
+    return queries;
+  }
+
+  /** The byte field's top k: as {@link #oracle}, scored as Lucene scores byte vectors. */
+  private static List<Hit> byteOracle(byte[][] vectors, byte[] query, VectorSimilarityFunction sim, int k,
+                                      IntPredicate accepted) {
+    List<Hit> all = new ArrayList<>();
+    for (int doc = 0; doc < vectors.length; doc++) {
+      if (vectors[doc] != null && accepted.test(doc)) {
+        all.add(new Hit(doc, sim.compare(query, vectors[doc])));
+      }
+    }
+    all.sort(Comparator.comparingDouble((Hit h) -> -h.score()).thenComparingInt(Hit::doc));
+    return all.subList(0, Math.min(k, all.size()));
+  }
+
+  @Test
+  void aByteQueryOfTheWrongDimensionIsRefused() throws IOException {
+    try (GpuSearchService service = GpuSearchService.withBackend(
+        new FakeBackend(1L << 30), new GpuSearchService.Settings(GpuSearchService.Mode.AUTO, 0, 1.0, 1024))) {
+      GpuSearchServices.install(service);
+      try (Directory dir = FSDirectory.open(tempDir.resolve("byte-dims"))) {
+        indexBytes(dir, IndexType.IVF_FLAT, VectorSimilarityFunction.EUCLIDEAN);
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          byte[][] queries = {new byte[DIMS], new byte[DIMS + 1]};
+          IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+              () -> KnnBatchSearcher.search(new IndexSearcher(reader), "vec", queries, 3, 3, null));
+          assertTrue(e.getMessage().contains("dimension"), e.getMessage());
+        }
+      } finally {
+        GpuSearchServices.uninstall(service);
+      }
+    }
   }
 
   @Test
