@@ -2,6 +2,7 @@ package org.gpuvectors.codec;
 
 import java.util.Arrays;
 import java.util.Random;
+import java.util.random.RandomGenerator;
 import org.gpuvectors.codec.index.VectorRows;
 
 /**
@@ -74,19 +75,27 @@ final class EmbeddingLikeData {
 
   /** The next vector (unit length). */
   float[] next() {
+    return next(random);
+  }
+
+  /**
+   * A vector of this data set drawn with {@code draws} (unit length): threads that each hold a generator of their own
+   * draw from the same clusters and directions in parallel.
+   */
+  float[] next(RandomGenerator draws) {
     // the first cluster whose cumulative share reaches u (the last for rounding above it)
-    int at = Arrays.binarySearch(cumulative, random.nextDouble());
+    int at = Arrays.binarySearch(cumulative, draws.nextDouble());
     int c = Math.min(cumulative.length - 1, at >= 0 ? at : -at - 1);
     double[] x = mean.clone();
     for (int i = 0; i < basis.length; i++) {
-      double y = centres[c][i] + SPREAD * random.nextGaussian() * sd[i];
+      double y = centres[c][i] + SPREAD * draws.nextGaussian() * sd[i];
       for (int d = 0; d < dims; d++) {
         x[d] += y * basis[i][d];
       }
     }
     float[] v = new float[dims];
     for (int d = 0; d < dims; d++) {
-      v[d] = (float) (x[d] + random.nextGaussian() * noise);
+      v[d] = (float) (x[d] + draws.nextGaussian() * noise);
     }
     VectorRows.normalize(v);
     return v;
