@@ -3,7 +3,8 @@ package org.gpuvectors.cuda;
 
 /**
  * Per query up to k (id, distance) pairs, best first. {@link #count(int)} of query q's k entries are filled
- * (fewer than k when fewer vectors are accepted), the rest have id -1. Immutable.
+ * (fewer than k when fewer vectors are accepted, or when a {@link #limit}ed view keeps fewer), the rest have id -1
+ * (in a limited view: entries past the count are not part of it). Immutable.
  *
  * <p>A result may be a view into larger arrays (a pass's results for all its groups, {@code BatchSearch}; a
  * caller's share of a group, {@link #slice}): rows of k entries, {@code stride} elements apart from element
@@ -66,6 +67,20 @@ public final class SearchResult {
     }
   }
 
+  /** A view of {@code parent} with query q cut to its first {@code limits[q]} entries (at most its own count). */
+  private SearchResult(SearchResult parent, int[] limits) {
+    this.numQueries = parent.numQueries;
+    this.k = parent.k;
+    this.ids = parent.ids;
+    this.distances = parent.distances;
+    this.offset = parent.offset;
+    this.stride = parent.stride;
+    this.counts = new int[numQueries];
+    for (int q = 0; q < numQueries; q++) {
+      counts[q] = Math.max(0, Math.min(parent.counts[q], limits[q]));
+    }
+  }
+
   public int numQueries() {
     return numQueries;
   }
@@ -97,6 +112,19 @@ public final class SearchResult {
       return this;
     }
     return new SearchResult(this, from, count, k);
+  }
+
+  /**
+   * This result with query q's filled entries cut to its best {@code limits[q]} (never more than {@link #count}),
+   * the same k: a view, no copy. A caller that keeps fewer than the k entries of some rows for their content (the
+   * codec's cut of a pass's re-rank candidates across segments) still takes its slices for any k up to {@link #k()},
+   * and {@link #id} past a row's count keeps returning what the arrays hold: read only {@link #count} entries.
+   */
+  public SearchResult limit(int[] limits) {
+    if (limits.length != numQueries) {
+      throw new IllegalArgumentException(limits.length + " limits for " + numQueries + " queries");
+    }
+    return new SearchResult(this, limits);
   }
 
   /** Raw distance (squared L2, or inner product) of the i-th best match of query q. */

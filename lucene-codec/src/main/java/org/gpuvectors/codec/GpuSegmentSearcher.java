@@ -262,7 +262,7 @@ final class GpuSegmentSearcher {
     if (result == null) {
       return false;
     }
-    recordServed(service, p);
+    recordServed(service, p, result);
     collect(p, result, collector);
     return true;
   }
@@ -527,9 +527,10 @@ final class GpuSegmentSearcher {
    * Counts what the GPU did for a prepared search that it served (called once its result is in, so
    * that a search the CPU ran instead is not counted as the GPU's): an IVF search that a filter made
    * scan every list ({@code ivf_exhaustive}), a graph search that a filter made exact over the accepted
-   * vectors ({@code graph_exact}), and where ivf_pq candidates were re-ranked.
+   * vectors ({@code graph_exact}), and where ivf_pq candidates were re-ranked (on the host: how many, as {@code
+   * result} holds them, after any cut across segments).
    */
-  static void recordServed(GpuSearchService service, Prepared p) {
+  static void recordServed(GpuSearchService service, Prepared p, SearchResult result) {
     if (p.index() instanceof IvfIndex ivf && p.effort() == ivf.nlist() && p.accepted().count() < p.vectors().size()) {
       service.stats().recordExhaustiveIvfSearch(); // the filter made this an exact search
     }
@@ -538,6 +539,13 @@ final class GpuSegmentSearcher {
     }
     if (p.index() instanceof IvfPqField) {
       service.stats().recordIvfPqRerank(p.numQueries(), reranksOnDevice(p.index(), p.rerankOnGpu()));
+    }
+    if (reranksOnHost(p.index(), p.rerankOnGpu())) {
+      long candidates = 0;
+      for (int q = 0; q < result.numQueries(); q++) {
+        candidates += result.count(q);
+      }
+      service.stats().recordHostRerankCandidates(candidates);
     }
   }
 

@@ -261,6 +261,14 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
         : GpuSegmentSearcher.deviceK(entry.approximate(), k, standingCount(field, entry), rerankOnGpu);
   }
 
+  @Override
+  public int rerankCandidates(String field, int k) {
+    FieldEntry entry = fields.get(field);
+    return entry != null && entry.approximate() instanceof IvfPqField pq
+        ? IvfPqField.rerankCandidates(pq.rerankFactor(), k)
+        : k;
+  }
+
   /**
    * The vectors an unfiltered search of the field accepts now (the live ones, by the cached live-docs
    * mask): what its own search would count, so that a search run ahead for it has the same effort.

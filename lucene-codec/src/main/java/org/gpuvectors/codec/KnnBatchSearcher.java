@@ -143,11 +143,14 @@ public final class KnnBatchSearcher {
         requests.add(p.request());
       }
       SearchResult[] results = service.searchAll(requests);
+      if (filter == null) {
+        BatchRerankCut.apply(service, prepared, results, numCandidates);
+      }
       for (int i = 0; i < prepared.size(); i++) {
         int l = preparedLeaf.get(i);
         if (results[i] != null) {
           GpuSegmentSearcher.Prepared p = prepared.get(i);
-          GpuSegmentSearcher.recordServed(service, p);
+          GpuSegmentSearcher.recordServed(service, p, results[i]);
           perLeaf[l] = GpuSegmentSearcher.hits(p, results[i], k);
           if (p.compactCopy()) {
             redoUncertified(service, preparedReader.get(i), field, p, results[i], perLeaf[l], numCandidates, k,

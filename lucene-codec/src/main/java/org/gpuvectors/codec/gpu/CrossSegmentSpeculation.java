@@ -8,6 +8,7 @@ import org.apache.lucene.index.FloatVectorValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
 import org.apache.lucene.util.IOSupplier;
 import org.gpuvectors.cuda.DeviceIndex;
+import org.gpuvectors.cuda.Metric;
 import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.SearchResult;
 
@@ -189,16 +190,61 @@ final class CrossSegmentSpeculation {
         gpuError.accept(mine.error());
         return null;
       }
+      List<SearchResult> results = new ArrayList<>(searches.size());
+      for (SearchBatcher.Search search : searches) {
+        results.add(search.result());
+      }
+      results = cutCodesOnly(keys, handles, results, segment.rerankCandidates(key.field(), queryK));
       for (int i = 0; i < keys.size(); i++) {
-        speculation.park(keys.get(i), tokens.get(i), searches.get(i).result());
+        speculation.park(keys.get(i), tokens.get(i), results.get(i));
       }
       stats.recordGpuSearch(1);
-      return Speculations.firstK(mine.result(), Math.min(k, mine.result().k()));
+      SearchResult first = results.get(0);
+      return Speculations.firstK(first, Math.min(k, first.k()));
     } finally {
       for (Residency.Handle handle : handles) {
         handle.close();
       }
     }
+  }
+
+  /**
+   * The pass's results with the candidates of its segments resident as codes alone cut across those segments to the
+   * {@code depth} best by approximate distance per query ({@link RerankCut}): those are what the host re-ranks when
+   * each segment takes its result. Only among segments with the same metric (one field's segments have one); a pass
+   * with fewer than two such segments is as it was.
+   *
+   * @param depth the candidates a search of the query's k re-ranks over the whole index
+   */
+  private List<SearchResult> cutCodesOnly(
+      List<Residency.Key> keys, List<Residency.Handle> handles, List<SearchResult> results, int depth) {
+    List<Integer> codesOnly = new ArrayList<>();
+    Metric metric = null;
+    for (int i = 0; i < keys.size(); i++) {
+      if (results.get(i) == null || residency.formOf(keys.get(i)) != ResidentForm.CODES) {
+        continue;
+      }
+      Metric its = handles.get(i).index().metric();
+      if (metric != null && its != metric) {
+        return results; // not comparable: each segment re-ranks its own candidates
+      }
+      metric = its;
+      codesOnly.add(i);
+    }
+    if (codesOnly.size() < 2) {
+      return results;
+    }
+    List<SearchResult> candidates = new ArrayList<>(codesOnly.size());
+    for (int i : codesOnly) {
+      candidates.add(results.get(i));
+    }
+    RerankCut.Cut cut = RerankCut.cut(candidates, depth, metric.largestFirst());
+    stats.recordRerankCut(cut.dropped());
+    List<SearchResult> out = new ArrayList<>(results);
+    for (int c = 0; c < codesOnly.size(); c++) {
+      out.set(codesOnly.get(c), cut.results()[c]);
+    }
+    return out;
   }
 
   /**

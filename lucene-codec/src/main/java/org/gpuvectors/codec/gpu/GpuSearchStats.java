@@ -39,6 +39,8 @@ public final class GpuSearchStats {
   private final LongAdder graphExactSearches = new LongAdder();
   private final LongAdder deviceRerankQueries = new LongAdder();
   private final LongAdder hostRerankQueries = new LongAdder();
+  private final LongAdder hostRerankCandidates = new LongAdder();
+  private final LongAdder rerankCutCandidates = new LongAdder();
   private final LongAdder compactCopyQueries = new LongAdder();
   private final Map<FallbackReason, LongAdder> cpuFallbacks = new EnumMap<>(FallbackReason.class);
   private final Map<SpeculationMiss, LongAdder> speculativeMisses = new EnumMap<>(SpeculationMiss.class);
@@ -167,6 +169,32 @@ public final class GpuSearchStats {
   /** Counts {@code queries} ivf_pq queries of one segment search, re-ranked on the device or on the host. */
   public void recordIvfPqRerank(int queries, boolean onDevice) {
     (onDevice ? deviceRerankQueries : hostRerankQueries).add(queries);
+  }
+
+  /**
+   * ivf_pq candidates re-ranked on the host from the raw vectors, over all queries and segments: what the host re-rank
+   * costs (a raw vector read and scored each), and what the cross-segment cut ({@link RerankCut}) saves.
+   */
+  public long hostRerankCandidates() {
+    return hostRerankCandidates.sum();
+  }
+
+  /** Counts {@code candidates} ivf_pq candidates of one segment search re-ranked on the host. */
+  public void recordHostRerankCandidates(long candidates) {
+    hostRerankCandidates.add(candidates);
+  }
+
+  /**
+   * ivf_pq candidates that a pass over several segments returned and the cross-segment cut dropped before the host
+   * re-rank ({@link RerankCut}): worse by approximate distance than the best the query re-ranks over those segments.
+   */
+  public long rerankCutCandidates() {
+    return rerankCutCandidates.sum();
+  }
+
+  /** Counts {@code candidates} dropped by one pass's cross-segment cut. */
+  public void recordRerankCut(long candidates) {
+    rerankCutCandidates.add(candidates);
   }
 
   /**

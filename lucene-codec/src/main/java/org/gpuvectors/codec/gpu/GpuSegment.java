@@ -34,6 +34,13 @@ public interface GpuSegment {
   int deviceK(String field, int k, boolean rerankOnGpu);
 
   /**
+   * Candidates the host re-ranks for a search of k over a whole index of {@code field}'s type held in one segment
+   * (ivf_pq: its rerank factor x k, capped as a segment's search caps it, whatever this segment holds); k for the
+   * other types. The depth of the cut across a pass's segments ({@link RerankCut}).
+   */
+  int rerankCandidates(String field, int k);
+
+  /**
    * The accept mask of unfiltered searches: {@code token} is the live-docs instance it was built
    * from (null: no deletions seen, {@code mask} null: all accepted). A search whose accepted
    * documents are that same instance (or none) may use results computed with this mask.

@@ -1,0 +1,97 @@
+package org.gpuvectors.codec.gpu;
+
+import java.util.Arrays;
+import java.util.List;
+import org.gpuvectors.cuda.SearchResult;
+
+/**
+ * The cross-segment re-rank cut: when one pass holds the approximate candidates of several segments of a field for
+ * the same queries (ivf_pq resident as its codes alone, whose candidates the host re-ranks from the raw vectors),
+ * only the {@code depth} best of them by approximate distance over all those segments are re-ranked, per query: the
+ * depth one segment holding the whole index would re-rank for the query's k, as Faiss refines k_factor x k
+ * candidates over a whole index rather than per shard. Each segment keeps its candidates at least as good as the
+ * depth-th best of the union (its rows are best first, so that is a prefix of each) and drops the rest.
+ *
+ * <p>Why this keeps the query's top k: the k best documents of the index by exact distance are among the depth best
+ * of the index by approximate distance for the same reason that a single segment's re-rank finds its k best among
+ * its depth best (the factor covers the PQ error); splitting the index into segments does not change which
+ * candidates are the depth best, only which segment holds them. No per-segment floor: a segment whose best
+ * candidate is worse than the depth-th best elsewhere holds no hit of the top k unless the approximation is off by
+ * more than the factor allows, which the single-segment re-rank would miss as well. A segment may return fewer than
+ * k hits, or none: Lucene and the batch API merge the segments' top docs.
+ *
+ * <p>Only for candidates whose approximate distances compare: the same field, the same metric, segments resident as
+ * codes alone (a segment whose device re-ranks returns exact distances, not candidates), one row per query in the
+ * same query order. Codebooks differ between segments, so an approximate distance has a segment's own error; the
+ * factor's margin is what absorbs it (the recall tests over several segments hold it).
+ */
+public final class RerankCut {
+
+  private RerankCut() {}
+
+  /** The results cut (in the order given, the same k each) and the candidate entries the cut dropped. */
+  public record Cut(SearchResult[] results, long dropped) {}
+
+  /**
+   * Per query, each result cut to its entries at least as good as the {@code depth}-th best approximate distance of
+   * all of them (ties at the boundary go to the earlier result; exactly {@code depth} entries are kept over all
+   * results when they hold more).
+   *
+   * @param candidates one field's candidate lists of several segments for the same queries, best first each
+   * @param largestFirst whether larger distances are better (inner product, cosine), as the device ranks them
+   */
+  public static Cut cut(List<SearchResult> candidates, int depth, boolean largestFirst) {
+    int lists = candidates.size();
+    SearchResult[] out = candidates.toArray(new SearchResult[0]);
+    if (lists < 2) {
+      return new Cut(out, 0);
+    }
+    int numQueries = out[0].numQueries();
+    int[][] keep = new int[lists][numQueries];
+    int[] at = new int[lists];
+    long dropped = 0;
+    boolean any = false;
+    for (int q = 0; q < numQueries; q++) {
+      long total = 0;
+      for (int s = 0; s < lists; s++) {
+        if (out[s].numQueries() != numQueries) {
+          throw new IllegalArgumentException("results of " + out[s].numQueries() + " and " + numQueries + " queries");
+        }
+        total += out[s].count(q);
+      }
+      if (total <= depth) {
+        for (int s = 0; s < lists; s++) {
+          keep[s][q] = out[s].count(q);
+        }
+        continue;
+      }
+      // a merge of the best-first rows, taking depth entries: each row keeps what the merge took of it
+      Arrays.fill(at, 0);
+      for (int taken = 0; taken < depth; taken++) {
+        int best = -1;
+        float bestDistance = 0;
+        for (int s = 0; s < lists; s++) {
+          if (at[s] < out[s].count(q)) {
+            float d = out[s].distance(q, at[s]);
+            if (best < 0 || (largestFirst ? d > bestDistance : d < bestDistance)) {
+              best = s;
+              bestDistance = d;
+            }
+          }
+        }
+        at[best]++;
+      }
+      for (int s = 0; s < lists; s++) {
+        keep[s][q] = at[s];
+      }
+      dropped += total - depth;
+      any = true;
+    }
+    if (any) {
+      for (int s = 0; s < lists; s++) {
+        out[s] = out[s].limit(keep[s]);
+      }
+    }
+    return new Cut(out, dropped);
+  }
+}
