@@ -44,7 +44,8 @@ import org.gpuvectors.cuda.SearchResult;
  * candidates per query by approximate (PQ) distance are re-ranked with the raw vectors (exact scores,
  * as the CPU path does): on the device when the raw vectors go up with the codes ({@link
  * GpuSearchService.Settings#ivfPqRerankOnGpu}; the device then returns the k best with exact distances), else here
- * on the host from the candidates the device returns. Byte and bit structures are searched in their float view, and
+ * on the host from the candidates the device returns (fewer when a pass over several segments cut them to the best
+ * over all of them: {@link org.gpuvectors.codec.gpu.RerankCut}). Byte and bit structures are searched in their float view, and
  * each hit is scored here by the element type's scorer ({@link #scoresOnHost}).
  */
 final class GpuSegmentSearcher {

@@ -17,7 +17,9 @@ import org.gpuvectors.cuda.SearchResult;
  * first of a field's segments to ask for an unfiltered query searches every resident segment of that field for it in
  * one GPU pass, and parks the other segments' results ({@link Speculations}) for when Lucene asks them. One pass over
  * all segments instead of one per segment, and each segment is asked for enough that Lucene's optimistic search
- * rarely needs a second pass ({@link #leafK}, {@link #fullK}).
+ * rarely needs a second pass ({@link #leafK}, {@link #fullK}). The pass holds the candidates of all its ivf_pq segments
+ * resident as their codes alone, so those are cut to the best the query's k re-ranks over all of them ({@link
+ * RerankCut}) before they are parked: the host re-ranks that many per query, not that many per segment.
  *
  * <p>Owns nothing on the device: the {@link GpuSearchService} that makes it lends it its residency (the resident
  * peers of a segment, and handles on them), its batcher, its stats, and two of its steps: {@code acquire} (a handle

@@ -94,6 +94,10 @@ public record GpuNodeStats(boolean gpuActive, String device, String unusableReas
             .counter("graph_exact", stats.graphExactSearches())
             .counter("ivf_pq_device_rerank_queries", stats.deviceRerankQueries())
             .counter("ivf_pq_host_rerank_queries", stats.hostRerankQueries())
+            // ivf_pq candidates re-ranked on the host from the raw vectors, and those a pass over several segments
+            // resident as codes dropped first (the best rerank factor x k of all of them are re-ranked, not per segment)
+            .counter("ivf_pq_host_rerank_candidates", stats.hostRerankCandidates())
+            .counter("ivf_pq_rerank_cut_candidates", stats.rerankCutCandidates())
             // flat float queries answered from a compact (bfloat16) copy, re-ranked and proven on the host
             .counter("flat_compact_copy_queries", stats.compactCopyQueries())
             .section("flat_half_scan", halfScan)
