@@ -115,10 +115,10 @@ class CrossSegmentRerankCutTests {
       }
       // the batch asks each segment for num_candidates: its pass re-ranks exactly the depth (every segment has more)
       assertEquals(depth, batch.perQuery(), 1e-9, () -> "batch: " + batch);
-      // Lucene asks each segment for its share first (the pass parks every segment's candidates for the query's k,
-      // cut), and may ask some again for the full k, which re-ranks that segment's kept candidates again; the segment
-      // that ran the pass re-ranks what its own first ask kept
-      assertTrue(pass.perQuery() <= 1.5 * depth, () -> "pass: " + pass + ", depth " + depth);
+      // the pass cuts at the depth of the query's k as it recovers it from the first segment's ask (CrossSegment-
+      // Speculation.fullK: rounded up, 102 here, so 816 for 800); Lucene may ask a segment again for the full k, which
+      // re-ranks that segment's kept candidates again (none did here)
+      assertTrue(pass.perQuery() <= 1.25 * depth, () -> "pass: " + pass + ", depth " + depth);
       assertTrue(pass.perQuery() < alone.perQuery() / 2, () -> pass + " vs " + alone);
     });
   }
