@@ -22,8 +22,10 @@ import org.apache.lucene.index.IndexWriterConfig;
 import org.apache.lucene.index.LeafReaderContext;
 import org.apache.lucene.index.NoMergePolicy;
 import org.apache.lucene.index.VectorSimilarityFunction;
+import org.apache.lucene.search.FieldExistsQuery;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.KnnFloatVectorQuery;
+import org.apache.lucene.search.Query;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
@@ -112,6 +114,14 @@ class ResidentFormsOnGpuTests {
     }
   }
 
+  /**
+   * The same ivf_pq segments searched with their raw vectors on the device (device re-rank) and as their codes alone
+   * (host re-rank). A filtered search (the filter accepts every document) searches each segment alone: the same hits
+   * and scores in both forms. Unfiltered searches (one query at a time through the cross-segment pass, and batches)
+   * re-rank on the host only the best candidates over all segments ({@code RerankCut}) where the device re-ranks
+   * each segment's own: where the cut dropped candidates, the host's hits have exact scores and are nearly the
+   * device's; where it dropped none, they are the same.
+   */
   @ParameterizedTest
   @EnumSource(value = VectorSimilarityFunction.class, names = {"EUCLIDEAN", "DOT_PRODUCT", "COSINE"})
   void ivfPqHostAndDeviceRerankGiveTheSameHits(VectorSimilarityFunction sim) throws IOException {
@@ -121,7 +131,8 @@ class ResidentFormsOnGpuTests {
       List<float[]> vectors =
           index(dir, sim, IndexType.IVF_PQ, Map.of(IndexParams.NLIST, 16, IndexParams.PQ_M, 16), random);
       float[][] queries = queries(random, sim);
-      List<List<List<GpuVectorsFormatTests.Hit>>> byMode = new ArrayList<>();
+      // per form (device, host): single searches, batches, filtered single searches
+      List<List<List<List<GpuVectorsFormatTests.Hit>>>> byForm = new ArrayList<>();
       long cut = 0;
       for (boolean onDevice : new boolean[] {true, false}) {
         try (DirectoryReader reader = DirectoryReader.open(dir);
@@ -134,12 +145,14 @@ class ResidentFormsOnGpuTests {
                   "every segment has its ivf_pq structure");
             }
             IndexSearcher searcher = new IndexSearcher(reader);
-            List<List<GpuVectorsFormatTests.Hit>> found = search(searcher, queries);
+            List<List<GpuVectorsFormatTests.Hit>> single = search(searcher, queries, null);
             TopDocs[] batched = KnnBatchSearcher.search(searcher, "vec", queries, K, null);
-            for (int q = 0; q < QUERIES; q++) {
-              assertSameHits(found.get(q), hits(searcher, batched[q]));
+            List<List<GpuVectorsFormatTests.Hit>> batch = new ArrayList<>();
+            for (TopDocs topDocs : batched) {
+              batch.add(hits(searcher, topDocs));
             }
-            byMode.add(found);
+            List<List<GpuVectorsFormatTests.Hit>> filtered = search(searcher, queries, new FieldExistsQuery("vec"));
+            byForm.add(List.of(single, batch, filtered));
             String mode = onDevice ? "device re-rank" : "host re-rank";
             assertEquals(0, service.stats().cpuFallbacks(), () -> mode + ": every search on the GPU: " + service.stats());
             assertTrue((onDevice ? service.stats().deviceRerankQueries() : service.stats().hostRerankQueries()) > 0,
@@ -155,24 +168,29 @@ class ResidentFormsOnGpuTests {
           }
         }
       }
-      if (cut == 0) {
-        for (int q = 0; q < QUERIES; q++) {
-          assertSameHits(byMode.get(0).get(q), byMode.get(1).get(q)); // ids in order, scores within 1e-5
-        }
-        return;
-      }
-      // the host re-ranked only the best candidates over all segments (RerankCut), the device each segment's own:
-      // the host's hits are then exact in score, and nearly the device's
-      long same = 0;
+      List<List<List<GpuVectorsFormatTests.Hit>>> device = byForm.get(0);
+      List<List<List<GpuVectorsFormatTests.Hit>>> host = byForm.get(1);
       for (int q = 0; q < QUERIES; q++) {
-        List<Integer> device = byMode.get(0).get(q).stream().map(GpuVectorsFormatTests.Hit::id).toList();
-        for (GpuVectorsFormatTests.Hit hit : byMode.get(1).get(q)) {
-          assertEquals(sim.compare(queries[q], vectors.get(hit.id())), hit.score(), 1e-5f, "exact score of " + hit);
-          same += device.contains(hit.id()) ? 1 : 0;
-        }
+        assertSameHits(device.get(2).get(q), host.get(2).get(q)); // filtered: ids in order, scores within 1e-5
       }
-      double overlap = same / (double) (QUERIES * K);
-      assertTrue(overlap >= 0.9, "host hits among the device's: " + overlap);
+      for (int path = 0; path < 2; path++) {
+        if (cut == 0) {
+          for (int q = 0; q < QUERIES; q++) {
+            assertSameHits(device.get(path).get(q), host.get(path).get(q));
+          }
+          continue;
+        }
+        long same = 0;
+        for (int q = 0; q < QUERIES; q++) {
+          List<Integer> deviceIds = device.get(path).get(q).stream().map(GpuVectorsFormatTests.Hit::id).toList();
+          for (GpuVectorsFormatTests.Hit hit : host.get(path).get(q)) {
+            assertEquals(sim.compare(queries[q], vectors.get(hit.id())), hit.score(), 1e-5f, "exact score of " + hit);
+            same += deviceIds.contains(hit.id()) ? 1 : 0;
+          }
+        }
+        double overlap = same / (double) (QUERIES * K);
+        assertTrue(overlap >= 0.9, (path == 0 ? "single" : "batch") + ": host hits among the device's: " + overlap);
+      }
     }
   }
 
@@ -187,10 +205,15 @@ class ResidentFormsOnGpuTests {
 
   private static List<List<GpuVectorsFormatTests.Hit>> search(IndexSearcher searcher, float[][] queries)
       throws IOException {
+    return search(searcher, queries, null);
+  }
+
+  private static List<List<GpuVectorsFormatTests.Hit>> search(IndexSearcher searcher, float[][] queries, Query filter)
+      throws IOException {
     List<List<GpuVectorsFormatTests.Hit>> found = new ArrayList<>();
     for (float[] query : queries) {
       // a fresh array a search, as Elasticsearch makes one a request
-      found.add(hits(searcher, searcher.search(new KnnFloatVectorQuery("vec", query.clone(), K), K)));
+      found.add(hits(searcher, searcher.search(new KnnFloatVectorQuery("vec", query.clone(), K, filter), K)));
     }
     return found;
   }

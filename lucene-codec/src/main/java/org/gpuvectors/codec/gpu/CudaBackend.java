@@ -55,11 +55,12 @@ final class CudaBackend implements GpuBackend {
       // the vectors as a flat index (+ norms: the exact search of selective filters), the adjacency, the entry points
       case GpuGraph graph -> vectors + (metric == Metric.L2 ? 4L * n : 0) + 4L * n * graph.degree()
           + 4L * graph.seeds().length;
-      // the centroids as a flat index (+ norms), list offsets, the ordinals, then the vectors in list order
+      // the centroids as a flat index (+ norms for L2), list offsets, the ordinals, then the vectors in list order
       // (ivf_flat) or the codes (interleaved, whole 16-byte chunks), the codebooks (ivf_pq: at most 256 codewords
       // per sub-quantizer), the code terms (L2) and, for the device re-rank, the raw vectors by ordinal
       case GpuIvf ivf -> {
-        long lists = 4L * ivf.nlist() * (dims + 1) + 4L * (ivf.nlist() + 1) + 4L * n;
+        long lists = 4L * ivf.nlist() * dims + (metric == Metric.L2 ? 4L * ivf.nlist() : 0)
+            + 4L * (ivf.nlist() + 1) + 4L * n;
         long codes = ivf.pq() == null ? 0 : GpuIvfPqIndex.deviceCodeBytes((int) n, ivf.pq().m());
         yield lists + (ivf.pq() == null ? vectors : codes + 4L * 256 * dims
             + (metric == Metric.L2 ? 4L * n : 0) + (ivf.pq().reranksOnDevice() ? vectors : 0));
