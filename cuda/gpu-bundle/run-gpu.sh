@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no JDK/Maven there), from the repository root:
-#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|flat-tests|select|exact|small|passes|tf32|ivfpq|graph|torch|codec|fmnist|build|graphmerge|knngraph|hostpath|concurrent|ivfpqscale|all] [select-max-floats] [exact-n] [dims segments seconds]
+#   bash .device/run-gpu.sh [tests|cuda-tests|codec-tests|flat-tests|select|exact|small|passes|tf32|ivfpq|graph|torch|codec|fmnist|build|graphmerge|knngraph|hostpath|concurrent|ivfpqscale|capacity|all] [select-max-floats] [exact-n] [dims segments seconds]
 #   bash .device/run-gpu.sh ivfpqscale N DIMS
+#   bash .device/run-gpu.sh capacity N DIMS
 # tests: the cuda and codec test suites on the GPU (any skipped test fails the run); 575 s on the H100 (session 17),
 # near the device tool's 600 s a command: cuda-tests and codec-tests run one suite each, for two commands.
 # small: ExactSearchBench small: the flat scan against the GEMM path at batches 1-128 (exact-n x 128 and x 768,
@@ -43,6 +44,12 @@
 # BENCH_XMX the heap (default 90g: 10M x 128 needs about 20 GB; N x 768 about 3 x N x 3 KB). TORCH_PEER=1 runs
 # PyTorch's exact search (bench/torch_scale.py, FP32 and TF32, batch 10k and one query at a time) on the same data
 # right after ours.
+# capacity N DIMS: ByteCapacityBenchmark: one Lucene index of N x DIMS byte vectors (embedding-like, scaled to bytes),
+# built on the GPU (indexing + one force-merge into one ivf_pq segment) and kept in /tmp/gv-capacity, resident as its
+# codes only, searched at batch 10k and 1 over a num_candidates sweep against exact GPU search in the same run; GPU
+# and host bytes a vector. 100M x 128 takes about 6 minutes to build and 72 GB of heap (BENCH_XMX); BENCH_OPTS passes
+# e.g. -Dgv.cap.params=pq_m=16,nprobe=32 -Dgv.cap.batch=1000 -Dgv.cap.candidates=100,200,400, BENCH_PHASES the phases
+# (default exact,build,search; exact,search searches the kept index). Plot: lucene-codec/bench/plot_capacity.py.
 # Unpacks the JRE into /tmp, runs the GPU tests (JUnit console, reports under $OUT/junit) and the
 # benchmarks (tables on stdout, CSVs and logs under $OUT). Test classes are selected by name: the
 # jlinked JRE has no jdk.zipfs, which JUnit's package scan of jars would need.
@@ -205,6 +212,12 @@ if [ "$mode" = ivfpqscale ]; then
       | tee "$OUT/torch-scale-${2:-10000000}-${3:-128}.log"
     rm -f /tmp/gv-bench-"${2:-10000000}"-"${3:-128}".*.f32
   fi
+fi
+if [ "$mode" = capacity ]; then
+  cap_java=("${java[@]/-Xmx48g/-Xmx${BENCH_XMX:-72g}}")
+  "${cap_java[@]}" ${BENCH_OPTS:-} -Dgv.cap.phases="${BENCH_PHASES:-exact,build,search}" \
+    --add-modules jdk.incubator.vector org.gpuvectors.codec.ByteCapacityBenchmark "${2:-100000000}" "${3:-128}" "$OUT" 2>&1 \
+    | grep --line-buffered -v '^WARNING' | tee "$OUT/capacity-${2:-100000000}-${3:-128}.log" || rc=1
 fi
 # hostpath: HostPathBenchmark, the host side of a 10k-query batch through KnnBatchSearcher (flat, ivf_flat,
 # ivf_pq at nprobe 8) with a backend that answers at once: what the machine's cores spend around a pass
