@@ -472,7 +472,7 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
    * @return whether the field is resident (false: not ours, empty, or no GPU room)
    */
   boolean warm(String field, GpuSearchService service) throws IOException {
-    return warm(field, service, false);
+    return warm(field, service, false, false);
   }
 
   /**
@@ -488,10 +488,28 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
   }
 
   /**
-   * {@link #warm(String, GpuSearchService)}, a flat float field that is not resident yet going up as its compact copy
-   * when {@code compact} (the warm-up found the index's flat fields too large for the free budget whole).
+   * Device bytes {@code field}'s ivf_pq structure takes, with its raw vectors ({@code rawVectors}, where the service
+   * re-ranks on the device at all) or as its codes alone, when it is not resident yet (else 0, and 0 for other
+   * fields): the warm-up's sums over an index ({@link GpuWarmup}).
    */
-  boolean warm(String field, GpuSearchService service, boolean compact) throws IOException {
+  long ivfPqBytes(String field, GpuSearchService service, boolean rawVectors) throws IOException {
+    FieldEntry entry = fields.get(field);
+    if (entry == null || entry.size() == 0 || entry.approximate() instanceof IvfPqField == false
+        || service.isResident(this, field)) {
+      return 0;
+    }
+    boolean withRaw = rawVectors && service.settings().ivfPqRerankOnGpu();
+    return service.structureBytes(floatView(field), entry.similarityFunction(),
+        GpuSegmentSearcher.gpuStructure(entry.approximate(), withRaw));
+  }
+
+  /**
+   * {@link #warm(String, GpuSearchService)}, a field that is not resident yet going up in the form the warm-up
+   * planned for its index: a flat float field as its compact copy when {@code compactFlat}, an ivf_pq field as its
+   * codes alone when {@code ivfPqCodes} (the index too large for the free budget in the larger forms).
+   */
+  boolean warm(String field, GpuSearchService service, boolean compactFlat, boolean ivfPqCodes) throws IOException {
+    boolean compact = compactFlat;
     FieldEntry entry = fields.get(field);
     if (entry == null || entry.size() == 0) {
       return false;
@@ -511,8 +529,9 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
       }
     }
     FloatVectorValues vectors = floatView(field); // byte and bit structures: in the float view they were built in
-    boolean rerankOnGpu = GpuSegmentSearcher.rerankOnGpu(
-        service, this, field, vectors, entry.similarityFunction(), entry.approximate());
+    boolean rerankOnGpu = (ivfPqCodes && service.isResident(this, field) == false)
+        ? false
+        : GpuSegmentSearcher.rerankOnGpu(service, this, field, vectors, entry.similarityFunction(), entry.approximate());
     return service.warm(
         this, field, vectors, entry.similarityFunction(),
         GpuSegmentSearcher.gpuStructure(entry.approximate(), rerankOnGpu));

@@ -180,10 +180,9 @@ public final class GpuSearchService implements Closeable {
   private final GpuBackend backend; // null when no GPU is usable
   private final String unusableReason; // why backend is null
   private final Residency residency;
-  // indices (GpuSegment groups) whose flat float fields go up as compact copies and ivf_pq fields as their codes from
-  // now on: one of their fields did not fit the budget in either form (demoteToCompactForms); weak keys, so a closed
-  // index's entry goes
-  private final java.util.Map<Object, Boolean> compactGroups =
+  // indices (GpuSegment groups) short of memory, and how far they turned to their compact forms from now on
+  // (demoteToCompactForms); weak keys, so that a closed index's entry goes
+  private final java.util.Map<Object, Demotion> demotions =
       java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
   private final SearchBatcher batcher;
   private final GpuBuildAcceleration buildAcceleration;
@@ -646,7 +645,7 @@ public final class GpuSearchService implements Closeable {
     if (backend == null) {
       return true; // nothing will be resident: the search runs on the CPU
     }
-    if (shortOfMemory(segment)) {
+    if (demotion(segment) != null) {
       return false; // its index was short of memory: all of its ivf_pq fields as codes (demoteToCompactForms)
     }
     long bytes = backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), withRawVectors);
@@ -666,31 +665,53 @@ public final class GpuSearchService implements Closeable {
     if (resident != null) {
       return resident == ResidentForm.COMPACT_COPY;
     }
-    if (shortOfMemory(segment)) {
+    if (demotion(segment) == Demotion.ALL_COMPACT) {
       return true; // its index was short of memory: all of its flat fields as copies (demoteToCompactForms)
     }
     return backend != null && residency.fitsFree(flatWholeBytes(vectors, similarity)) == false;
   }
 
-  /** Whether {@code segment}'s index was short of memory ({@link #demoteToCompactForms}). */
-  private boolean shortOfMemory(Object segment) {
-    return segment instanceof GpuSegment s && compactGroups.containsKey(s.group());
+  /** How far {@code segment}'s index turned to its compact forms ({@link #demoteToCompactForms}), or null. */
+  private Demotion demotion(Object segment) {
+    return segment instanceof GpuSegment s ? demotions.get(s.group()) : null;
   }
 
   /**
-   * A flat float or ivf_pq field of {@code segment}'s index did not fit the budget in either of its forms: from now on
-   * the index's flat fields go up as compact copies and its ivf_pq fields as their codes, and its fields in the larger
-   * forms that no search holds are evicted, to come back in the smaller ones at their next search. First searches
-   * decide segment by segment (the larger form while one fits), so an index larger than the budget would otherwise
-   * keep its first segments in the larger form and search the rest on the CPU for good; this turns it, after one round
-   * of uploads, into smaller forms that fit (what a warm-up plans from the start for flat fields, {@code GpuWarmup}).
+   * How far an index short of memory turned to its compact forms, in order of value per byte: first its ivf_pq
+   * fields' raw vectors go (they serve only the exact re-rank, which the host does from the index's files), then its
+   * flat fields' whole form (which the cross-segment pass searches with its peers; a compact copy is searched and
+   * proven on its own).
    */
-  private void demoteToCompactForms(Object segment) {
-    if (segment instanceof GpuSegment s && compactGroups.put(s.group(), Boolean.TRUE) == null) {
-      Object group = s.group();
-      for (ResidentForm larger : new ResidentForm[] {ResidentForm.WHOLE, ResidentForm.CODES_WITH_VECTORS}) {
-        residency.evict(larger, key -> key.segment() instanceof GpuSegment o && o.group() == group);
-      }
+  private enum Demotion {
+    /** ivf_pq fields as their codes, flat fields whole while they fit. */
+    IVF_PQ_CODES,
+    /** ivf_pq fields as their codes, flat fields as their compact copies. */
+    ALL_COMPACT
+  }
+
+  /**
+   * A field of {@code segment}'s index did not fit the budget in {@code refused}, its form: from now on the index's
+   * fields go up in smaller forms ({@link Demotion}), and its fields in the larger forms that no search holds are
+   * evicted, to come back in the smaller ones at their next search. A refusal while the index holds ivf_pq raw
+   * vectors (or of an ivf_pq field with its raw vectors) turns the index's ivf_pq fields to their codes; a refusal
+   * with no raw vectors left to free turns everything compact. First searches decide segment by segment (the larger form while one fits), so an index larger than the
+   * budget would otherwise keep its first segments in the larger form and search the rest on the CPU for good; this
+   * turns it, after a round of uploads, into smaller forms that fit (what a warm-up plans from the start, {@code
+   * GpuWarmup}).
+   */
+  private void demoteToCompactForms(Object segment, ResidentForm refused) {
+    if (!(segment instanceof GpuSegment s)) {
+      return;
+    }
+    Object group = s.group();
+    java.util.function.Predicate<Residency.Key> inGroup =
+        key -> key.segment() instanceof GpuSegment o && o.group() == group;
+    Demotion wanted = refused == ResidentForm.CODES_WITH_VECTORS
+        || residency.holdsAny(ResidentForm.CODES_WITH_VECTORS, inGroup) ? Demotion.IVF_PQ_CODES : Demotion.ALL_COMPACT;
+    Demotion now = demotions.merge(group, wanted, (a, b) -> a.compareTo(b) >= 0 ? a : b);
+    residency.evict(ResidentForm.CODES_WITH_VECTORS, inGroup);
+    if (now == Demotion.ALL_COMPACT) {
+      residency.evict(ResidentForm.WHOLE, inGroup);
     }
   }
 
@@ -700,6 +721,14 @@ public final class GpuSearchService implements Closeable {
    */
   public long flatWholeBytes(FloatVectorValues vectors, VectorSimilarityFunction similarity) {
     return backend == null ? 0 : backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), null);
+  }
+
+  /**
+   * Device bytes a field's structure takes in {@code structure}'s form (0 without a GPU): what a warm-up adds up over
+   * an index to choose between the forms of its ivf_pq fields ({@link #fitsFree}).
+   */
+  public long structureBytes(FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuStructure structure) {
+    return backend == null ? 0 : backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), structure);
   }
 
   /** Whether {@code bytes} more fit the memory budget beside what is resident now. */
@@ -749,7 +778,7 @@ public final class GpuSearchService implements Closeable {
     if (acquired.refused() != null) {
       fallback(acquired.refused(), null);
       if (form != null && acquired.refused().outOfBudget()) {
-        demoteToCompactForms(segment);
+        demoteToCompactForms(segment, form);
       }
       return null;
     }

@@ -344,6 +344,16 @@ public final class Residency {
     closeAll(toClose);
   }
 
+  /** Whether any segment field that {@code which} picks is resident (or uploading) in {@code form}. */
+  public synchronized boolean holdsAny(ResidentForm form, java.util.function.Predicate<Key> which) {
+    for (Entry entry : entries.values()) {
+      if (entry.form == form && which.test(entry.key)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /**
    * The form {@code key} is resident (or uploading) in ({@link #acquire(Key, ResidentForm, long, Upload)}), or null
    * (not resident, or a field of one form).
