@@ -15,11 +15,6 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
-import org.apache.lucene.codecs.Codec;
-import org.apache.lucene.codecs.FilterCodec;
-import org.apache.lucene.codecs.KnnVectorsFormat;
-import org.apache.lucene.codecs.lucene104.Lucene104Codec;
-import org.apache.lucene.codecs.perfield.PerFieldKnnVectorsFormat;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.FieldType;
 import org.apache.lucene.document.KnnByteVectorField;
@@ -321,7 +316,7 @@ public final class ByteCapacityBenchmark {
     try (Directory dir = FSDirectory.open(indexDir); BuildPhaseLog log = new BuildPhaseLog()) {
       long t = System.nanoTime();
       IndexWriterConfig config = new IndexWriterConfig()
-          .setCodec(codec(n + 1)) // flushed segments stay flat: the merge builds from all the vectors
+          .setCodec(IvfPqScaleBenchmark.codec(n + 1)) // flushed segments stay flat: the merge builds from all vectors
           .setUseCompoundFile(false)
           .setMergePolicy(NoMergePolicy.INSTANCE)
           .setRAMBufferSizeMB(16 * 1024);
@@ -357,8 +352,11 @@ public final class ByteCapacityBenchmark {
       LogDocMergePolicy merges = new LogDocMergePolicy();
       merges.setMergeFactor(Math.max(10, segments + 1));
       merges.setNoCFSRatio(0);
-      try (IndexWriter writer = new IndexWriter(dir, new IndexWriterConfig().setCodec(codec(GpuVectorsFormat.DEFAULT_IVF_MIN_VECTORS))
-          .setUseCompoundFile(false).setMergePolicy(merges))) {
+      IndexWriterConfig mergeConfig = new IndexWriterConfig()
+          .setCodec(IvfPqScaleBenchmark.codec(GpuVectorsFormat.DEFAULT_IVF_MIN_VECTORS))
+          .setUseCompoundFile(false)
+          .setMergePolicy(merges);
+      try (IndexWriter writer = new IndexWriter(dir, mergeConfig)) {
         writer.forceMerge(1);
         writer.commit();
       }
@@ -372,20 +370,6 @@ public final class ByteCapacityBenchmark {
       facts.put("build_assigned_on_gpu", Long.toString(service.stats().gpuAssignedVectors()));
       facts.put("build_assigned_on_cpu", Long.toString(service.stats().cpuAssignedVectors()));
     }
-  }
-
-  /** Lucene's default codec with our format for marked fields; segments below {@code ivfMinVectors} stay flat. */
-  private static Codec codec(int ivfMinVectors) {
-    Codec delegate = new Lucene104Codec();
-    PerFieldKnnVectorsFormat perField = (PerFieldKnnVectorsFormat) delegate.knnVectorsFormat();
-    KnnVectorsFormat routing =
-        new GpuVectorsRoutingFormat(new GpuVectorsFormat(ivfMinVectors), perField::getKnnVectorsFormatForField);
-    return new FilterCodec(GpuVectorsCodec.NAME, delegate) {
-      @Override
-      public KnnVectorsFormat knnVectorsFormat() {
-        return routing;
-      }
-    };
   }
 
   // ---- search ----

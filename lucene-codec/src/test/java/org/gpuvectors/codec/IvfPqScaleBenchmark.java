@@ -493,9 +493,9 @@ public final class IvfPqScaleBenchmark {
   /**
    * The standalone codec's shape (Lucene's default codec, our format for marked fields) with the IVF threshold
    * given: segments of fewer vectors stay flat. Named as {@link GpuVectorsCodec}, so the index reads back
-   * through it.
+   * through it. The other scale benchmarks build with it too.
    */
-  private static Codec codec(int ivfMinVectors) {
+  static Codec codec(int ivfMinVectors) {
     Codec delegate = new Lucene104Codec();
     PerFieldKnnVectorsFormat perField = (PerFieldKnnVectorsFormat) delegate.knnVectorsFormat();
     KnnVectorsFormat routing =

@@ -69,7 +69,8 @@ class MixedFormsResidencyTests {
         }
       }
       long[] sums = sums(dir); // flat whole, ivf_pq with raw vectors, ivf_pq codes
-      assertTrue(sums[0] > 0 && sums[1] > sums[2] && sums[2] > 0, "both kinds of segments: " + List.of(sums[0], sums[1], sums[2]));
+      assertTrue(sums[0] > 0 && sums[1] > sums[2] && sums[2] > 0,
+          "both kinds of segments: " + List.of(sums[0], sums[1], sums[2]));
       // room for the flat segments whole and the codes, and for neither the raw vectors nor a second round of codes
       long budget = sums[0] + sums[2] + (sums[1] - sums[2]) / 4;
       FakeBackend device = new FakeBackend(budget);

@@ -694,10 +694,10 @@ public final class GpuSearchService implements Closeable {
    * fields go up in smaller forms ({@link Demotion}), and its fields in the larger forms that no search holds are
    * evicted, to come back in the smaller ones at their next search. A refusal while the index holds ivf_pq raw
    * vectors (or of an ivf_pq field with its raw vectors) turns the index's ivf_pq fields to their codes; a refusal
-   * with no raw vectors left to free turns everything compact. First searches decide segment by segment (the larger form while one fits), so an index larger than the
-   * budget would otherwise keep its first segments in the larger form and search the rest on the CPU for good; this
-   * turns it, after a round of uploads, into smaller forms that fit (what a warm-up plans from the start, {@code
-   * GpuWarmup}).
+   * with no raw vectors left to free turns everything compact. First searches decide segment by segment (the larger
+   * form while one fits), so an index larger than the budget would otherwise keep its first segments in the larger
+   * form and search the rest on the CPU for good; this turns it, after one or two rounds of uploads, into smaller
+   * forms that fit (what a warm-up plans from the start, {@code GpuWarmup}).
    */
   private void demoteToCompactForms(Object segment, ResidentForm refused) {
     if (!(segment instanceof GpuSegment s)) {
@@ -728,7 +728,9 @@ public final class GpuSearchService implements Closeable {
    * an index to choose between the forms of its ivf_pq fields ({@link #fitsFree}).
    */
   public long structureBytes(FloatVectorValues vectors, VectorSimilarityFunction similarity, GpuStructure structure) {
-    return backend == null ? 0 : backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), structure);
+    return backend == null
+        ? 0
+        : backend.estimateBytes(vectors.size(), vectors.dimension(), Metric.of(similarity), structure);
   }
 
   /** Whether {@code bytes} more fit the memory budget beside what is resident now. */
