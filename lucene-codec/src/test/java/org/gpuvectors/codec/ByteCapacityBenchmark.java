@@ -80,7 +80,7 @@ import org.gpuvectors.cuda.flat.GpuFlatIndex;
  * {@code pq_m=16,nprobe=32}: 16-byte codes fit one segment's code array at 100M vectors), {@code gv.cap.dir} (index
  * directory, default /tmp/gv-capacity; kept), {@code gv.cap.phases} (default {@code exact,build,search}; without
  * build the index kept in {@code gv.cap.dir} is searched). Writes {@code OUT_DIR/capacity-N-DIMS.csv} and {@code
- * OUT_DIR/capacity-N-DIMS-build.csv}.
+ * OUT_DIR/capacity-N-DIMS-build.csv}, again after every row.
  */
 public final class ByteCapacityBenchmark {
 
@@ -98,6 +98,7 @@ public final class ByteCapacityBenchmark {
   private final int[] candidates;
   private final IndexParams params;
   private final Path indexDir;
+  private final Path out;
   private final List<String> phases;
   private final List<String> rows = new ArrayList<>();
   private final Map<String, String> facts = new LinkedHashMap<>();
@@ -108,9 +109,10 @@ public final class ByteCapacityBenchmark {
   /** Per query the exact squared distances of its 10 nearest, ascending. */
   private int[][] truth;
 
-  private ByteCapacityBenchmark(int n, int dims) {
+  private ByteCapacityBenchmark(int n, int dims, Path out) {
     this.n = n;
     this.dims = dims;
+    this.out = out;
     this.nq = Integer.getInteger("gv.cap.queries", 10_000);
     this.batch = Integer.getInteger("gv.cap.batch", 10_000);
     this.single = Integer.getInteger("gv.cap.single", 200);
@@ -127,15 +129,15 @@ public final class ByteCapacityBenchmark {
     if (args.length != 3) {
       throw new IllegalArgumentException("usage: ByteCapacityBenchmark N DIMS OUT_DIR");
     }
-    ByteCapacityBenchmark bench = new ByteCapacityBenchmark(Integer.parseInt(args[0]), Integer.parseInt(args[1]));
-    Path out = Files.createDirectories(Path.of(args[2]));
+    ByteCapacityBenchmark bench = new ByteCapacityBenchmark(
+        Integer.parseInt(args[0]), Integer.parseInt(args[1]), Files.createDirectories(Path.of(args[2])));
     // codes only on the device: the raw vectors are re-ranked from the host, whatever the budget would allow
     GpuSearchService service = GpuSearchService.create(GpuSearchService.Settings.builder().ivfPqRerankOnGpu(false).build());
     GpuSearchServices.install(service);
     try {
       bench.run(service);
     } finally {
-      bench.report(out);
+      bench.report();
       GpuSearchServices.uninstall(service);
       service.close();
     }
@@ -490,9 +492,21 @@ public final class ByteCapacityBenchmark {
         numCandidates, nprobe, rerank, recall10, r1, qps, 1e6 / qps);
     rows.add(row);
     progress("row: %s", row);
+    try {
+      writeFiles(); // each row as it comes: a run stopped at a call's limit keeps the rows it measured
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
-  private void report(Path out) throws IOException {
+  private void report() throws IOException {
+    writeFiles();
+    System.out.println("n,dims,system,batch,num_candidates,nprobe,rerank,recall_at_10,r_at_1,queries_per_s,us_per_query");
+    rows.forEach(System.out::println);
+    facts.forEach((k, v) -> System.out.println("  " + k + " = " + v));
+  }
+
+  private void writeFiles() throws IOException {
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("capacity-" + n + "-" + dims + ".csv")))) {
       w.println("n,dims,system,batch,num_candidates,nprobe,rerank,recall_at_10,r_at_1,queries_per_s,us_per_query");
       rows.forEach(w::println);
@@ -501,9 +515,6 @@ public final class ByteCapacityBenchmark {
       w.println("key,value");
       facts.forEach((k, v) -> w.println(k + "," + v));
     }
-    System.out.println("n,dims,system,batch,num_candidates,nprobe,rerank,recall_at_10,r_at_1,queries_per_s,us_per_query");
-    rows.forEach(System.out::println);
-    facts.forEach((k, v) -> System.out.println("  " + k + " = " + v));
   }
 
   private static double median(double[] values) {
