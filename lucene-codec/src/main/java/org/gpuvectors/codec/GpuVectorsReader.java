@@ -424,8 +424,8 @@ final class GpuVectorsReader extends KnnVectorsReader implements Accountable, Gp
 
   /**
    * A batch of byte or bit queries over this segment one query at a time, each as {@link #search(String, byte[],
-   * KnnCollector, AcceptDocs)} searches it: a flat field's exact search (on the GPU at the element type's size when
-   * one can serve it), else the structure on the CPU after a failed pass.
+   * KnnCollector, AcceptDocs)} searches it: a flat field exactly (on the GPU at the element type's size when one can
+   * serve it), a field with a structure through it (on the GPU when one can serve it, else on the CPU).
    */
   void searchByteBatch(String field, byte[][] targets, KnnCollector[] collectors, AcceptDocs acceptDocs)
       throws IOException {

@@ -130,7 +130,7 @@ public final class KnnBatchSearcher {
       // the queries as they are: every segment's share reads the caller's arrays, none copies them
       GpuSegmentSearcher.Prepared p = queries.prepare(ours, service, field, numCandidates, accept);
       if (p == null) {
-        perLeaf[l] = searchOnCpu(ours, field, queries, numCandidates, k, accept);
+        perLeaf[l] = searchWithoutPass(ours, field, queries, numCandidates, k, accept);
       } else if (p.k() > 0) {
         prepared.add(p);
         preparedLeaf.add(l);
@@ -157,7 +157,7 @@ public final class KnnBatchSearcher {
                 accepts[l]);
           }
         } else {
-          perLeaf[l] = searchOnCpu(preparedReader.get(i), field, queries, numCandidates, k, accepts[l]);
+          perLeaf[l] = searchWithoutPass(preparedReader.get(i), field, queries, numCandidates, k, accepts[l]);
         }
       }
     }
@@ -177,8 +177,8 @@ public final class KnnBatchSearcher {
         GpuVectorsReader reader, GpuSearchService service, String field, int numCandidates, AcceptDocs accept)
         throws IOException;
 
-    /** The batch over our segment without the GPU pass. */
-    void searchOnCpu(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
+    /** The batch over our segment outside the shared pass (float queries on the CPU; byte queries one by one). */
+    void searchWithoutPass(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
         throws IOException;
   }
 
@@ -202,7 +202,7 @@ public final class KnnBatchSearcher {
     }
 
     @Override
-    public void searchOnCpu(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
+    public void searchWithoutPass(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
         throws IOException {
       reader.searchBatchOnCpu(field, queries, collectors, accept);
     }
@@ -228,7 +228,7 @@ public final class KnnBatchSearcher {
     }
 
     @Override
-    public void searchOnCpu(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
+    public void searchWithoutPass(GpuVectorsReader reader, String field, KnnCollector[] collectors, AcceptDocs accept)
         throws IOException {
       reader.searchByteBatch(field, queries, collectors, accept);
     }
@@ -283,11 +283,11 @@ public final class KnnBatchSearcher {
     }
   }
 
-  /** The batch over one of our segments on the CPU, through one collector of numCandidates per query. */
-  private static SegmentHits searchOnCpu(GpuVectorsReader reader, String field, Targets queries,
-                                         int numCandidates, int k, AcceptDocs accept) throws IOException {
+  /** The batch over one of our segments outside the shared pass, through one collector of numCandidates per query. */
+  private static SegmentHits searchWithoutPass(GpuVectorsReader reader, String field, Targets queries,
+                                               int numCandidates, int k, AcceptDocs accept) throws IOException {
     TopKnnCollector[] collectors = collectors(queries.count(), numCandidates);
-    queries.searchOnCpu(reader, field, collectors, accept);
+    queries.searchWithoutPass(reader, field, collectors, accept);
     return SegmentHits.of(collectors, k);
   }
 
