@@ -1,6 +1,7 @@
 package org.gpuvectors.codec;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.gpuvectors.codec.gpu.DeviceMetric;
 import org.gpuvectors.codec.gpu.GpuSearchService;
@@ -42,16 +43,9 @@ final class BatchRerankCut {
     if (codesOnly.size() < 2) {
       return;
     }
-    List<SearchResult> candidates = new ArrayList<>(codesOnly.size());
-    for (int i : codesOnly) {
-      candidates.add(results[i]);
-    }
     boolean largestFirst = DeviceMetric.of(Metric.of(prepared.get(codesOnly.get(0)).similarity())).largestFirst();
-    RerankCut.Cut cut =
-        RerankCut.cut(candidates, IvfPqField.rerankCandidates(factor, numCandidates), largestFirst);
-    service.stats().recordRerankCut(cut.dropped());
-    for (int c = 0; c < codesOnly.size(); c++) {
-      results[codesOnly.get(c)] = cut.results()[c];
-    }
+    // a view of the array: the cut writes the shares' new results through it
+    service.stats().recordRerankCut(RerankCut.cutAt(Arrays.asList(results), codesOnly,
+        IvfPqField.rerankCandidates(factor, numCandidates), largestFirst));
   }
 }

@@ -236,16 +236,8 @@ final class CrossSegmentSpeculation {
     if (codesOnly.size() < 2) {
       return results;
     }
-    List<SearchResult> candidates = new ArrayList<>(codesOnly.size());
-    for (int i : codesOnly) {
-      candidates.add(results.get(i));
-    }
-    RerankCut.Cut cut = RerankCut.cut(candidates, depth, metric.largestFirst());
-    stats.recordRerankCut(cut.dropped());
     List<SearchResult> out = new ArrayList<>(results);
-    for (int c = 0; c < codesOnly.size(); c++) {
-      out.set(codesOnly.get(c), cut.results()[c]);
-    }
+    stats.recordRerankCut(RerankCut.cutAt(out, codesOnly, depth, metric.largestFirst()));
     return out;
   }
 

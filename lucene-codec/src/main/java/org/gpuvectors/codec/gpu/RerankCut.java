@@ -33,6 +33,27 @@ public final class RerankCut {
   public record Cut(SearchResult[] results, long dropped) {}
 
   /**
+   * {@link #cut(List, int, boolean)} of the results at positions {@code which} of {@code results}, written back in
+   * place (a pass's results, of which only some segments' are candidates to cut; fewer than two: nothing changes).
+   *
+   * @return the candidate entries the cut dropped
+   */
+  public static long cutAt(List<SearchResult> results, List<Integer> which, int depth, boolean largestFirst) {
+    if (which.size() < 2) {
+      return 0;
+    }
+    List<SearchResult> candidates = new java.util.ArrayList<>(which.size());
+    for (int i : which) {
+      candidates.add(results.get(i));
+    }
+    Cut cut = cut(candidates, depth, largestFirst);
+    for (int c = 0; c < which.size(); c++) {
+      results.set(which.get(c), cut.results()[c]);
+    }
+    return cut.dropped();
+  }
+
+  /**
    * Per query, each result cut to its entries at least as good as the {@code depth}-th best approximate distance of
    * all of them (ties at the boundary go to the earlier result; exactly {@code depth} entries are kept over all
    * results when they hold more).
