@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -25,9 +24,7 @@ import org.apache.lucene.index.IndexWriterConfig;
 import org.apache.lucene.index.LeafReader;
 import org.apache.lucene.index.LogDocMergePolicy;
 import org.apache.lucene.index.NoMergePolicy;
-import org.apache.lucene.index.NumericDocValues;
 import org.apache.lucene.index.VectorSimilarityFunction;
-import org.apache.lucene.search.DocIdSetIterator;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
@@ -119,7 +116,8 @@ public final class ByteCapacityBenchmark {
     this.runs = Math.max(1, Integer.getInteger("gv.cap.runs", 3));
     this.candidates = Arrays.stream(System.getProperty("gv.cap.candidates", "10,20,50,100,200,400").split(","))
         .mapToInt(Integer::parseInt).toArray();
-    this.params = new IndexParams(IndexType.IVF_PQ, parseParams(System.getProperty("gv.cap.params", "pq_m=16,nprobe=32")));
+    this.params = new IndexParams(
+        IndexType.IVF_PQ, IvfPqScaleBenchmark.parseParams(System.getProperty("gv.cap.params", "pq_m=16,nprobe=32")));
     params.checkDimension(dims);
     this.indexDir = Path.of(System.getProperty("gv.cap.dir", "/tmp/gv-capacity"));
     this.phases = List.of(System.getProperty("gv.cap.phases", "exact,build,search").split(","));
@@ -141,17 +139,6 @@ public final class ByteCapacityBenchmark {
       GpuSearchServices.uninstall(service);
       service.close();
     }
-  }
-
-  private static Map<String, Integer> parseParams(String spec) {
-    Map<String, Integer> values = new TreeMap<>();
-    for (String pair : spec.split(",")) {
-      if (pair.isBlank() == false) {
-        String[] kv = pair.split("=");
-        values.put(kv[0].trim(), Integer.parseInt(kv[1].trim()));
-      }
-    }
-    return values;
   }
 
   private void run(GpuSearchService service) throws IOException {
@@ -392,7 +379,7 @@ public final class ByteCapacityBenchmark {
         throw new IllegalStateException("expected one segment, got " + reader.leaves().size());
       }
       LeafReader leaf = reader.leaves().get(0).reader();
-      int[] docToId = docToId(leaf);
+      int[] docToId = IvfPqScaleBenchmark.docToId(leaf);
       IvfPqField field = KnnBatchSearcher.gpuVectorsReader(leaf, FIELD).ivfPqField(FIELD);
       if (field == null) {
         throw new IllegalStateException("the merged segment has no ivf_pq structure");
@@ -451,15 +438,6 @@ public final class ByteCapacityBenchmark {
       facts.put("host_reranked_queries", Long.toString(service.stats().hostRerankQueries()));
       progress("search: CPU fallbacks %d; stats %s", service.stats().cpuFallbacks() - fallbacks, service.stats());
     }
-  }
-
-  private static int[] docToId(LeafReader leaf) throws IOException {
-    int[] ids = new int[leaf.maxDoc()];
-    NumericDocValues values = leaf.getNumericDocValues("id");
-    for (int doc = values.nextDoc(); doc != DocIdSetIterator.NO_MORE_DOCS; doc = values.nextDoc()) {
-      ids[doc] = (int) values.longValue();
-    }
-    return ids;
   }
 
   /**

@@ -210,7 +210,7 @@ public final class IvfPqScaleBenchmark {
   }
 
   /** {@code nlist=4096,pq_m=32} as a parameter map (checked by {@link IndexParams}). */
-  private static Map<String, Integer> parseParams(String spec) {
+  static Map<String, Integer> parseParams(String spec) {
     Map<String, Integer> values = new TreeMap<>();
     for (String pair : spec.split(",")) {
       if (pair.isBlank()) {
@@ -724,7 +724,7 @@ public final class IvfPqScaleBenchmark {
   }
 
   /** Vector position (the "id" doc value) by doc id of the merged segment. */
-  private static int[] docToId(LeafReader leaf) throws IOException {
+  static int[] docToId(LeafReader leaf) throws IOException {
     int[] ids = new int[leaf.maxDoc()];
     Arrays.fill(ids, -1);
     NumericDocValues values = leaf.getNumericDocValues("id");

@@ -10,6 +10,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.function.IntFunction;
 import java.util.function.IntPredicate;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.Field;
@@ -63,15 +64,40 @@ class KnnBatchSearcherTests {
   /** As {@link #index(Directory, IndexType, VectorSimilarityFunction)}, the field of the given element type. */
   private float[][] index(Directory dir, IndexType type, VectorSimilarityFunction sim, ElementType element)
       throws IOException {
-    Map<String, Integer> params = switch (type) {
+    var fieldType = GpuVectorsFormat.markField(
+        KnnFloatVectorField.createFieldType(DIMS, sim), new IndexParams(type, params(type)), element);
+    float[][] vectors = new float[DOCS][];
+    write(dir, id -> {
+      float[] v = new float[DIMS];
+      if (id >= DOCS / 2 && vectors[id - DOCS / 2] != null) {
+        v = vectors[id - DOCS / 2].clone();
+      } else {
+        for (int d = 0; d < DIMS; d++) {
+          v[d] = random.nextInt(3);
+        }
+      }
+      vectors[id] = v;
+      return new KnnFloatVectorField("vec", v, fieldType);
+    });
+    return vectors;
+  }
+
+  /** The mapping of each index type: lists in every segment, every list probed (exact). */
+  private static Map<String, Integer> params(IndexType type) {
+    return switch (type) {
       case FLAT -> Map.of();
       case IVF_FLAT -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4); // every list: exact
       case IVF_PQ -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4, IndexParams.PQ_M, 2);
       default -> throw new IllegalArgumentException(type.toString());
     };
-    var fieldType = GpuVectorsFormat.markField(
-        KnnFloatVectorField.createFieldType(DIMS, sim), new IndexParams(type, params), element);
-    float[][] vectors = new float[DOCS][];
+  }
+
+  /**
+   * Writes {@link #DOCS} documents in segments of {@link #SEGMENT_DOCS}, doc id = position: each with an id and a
+   * tag, all but every seventh with the vector field {@code vectorField} makes for it (called in id order); then
+   * deletes every eleventh from id 3.
+   */
+  private static void write(Directory dir, IntFunction<Field> vectorField) throws IOException {
     IndexWriterConfig config = new IndexWriterConfig()
         .setCodec(TestUtil.alwaysKnnVectorsFormat(new GpuVectorsFormat(0))) // lists in every segment
         .setMergePolicy(NoMergePolicy.INSTANCE)
@@ -82,16 +108,7 @@ class KnnBatchSearcherTests {
         doc.add(new StringField("id", Integer.toString(id), Field.Store.NO));
         doc.add(new StringField("tag", id % 3 == 1 ? "b" : "a", Field.Store.NO));
         if (id % 7 != 5) {
-          float[] v = new float[DIMS];
-          if (id >= DOCS / 2 && vectors[id - DOCS / 2] != null) {
-            v = vectors[id - DOCS / 2].clone();
-          } else {
-            for (int d = 0; d < DIMS; d++) {
-              v[d] = random.nextInt(3);
-            }
-          }
-          vectors[id] = v;
-          doc.add(new KnnFloatVectorField("vec", v, fieldType));
+          doc.add(vectorField.apply(id));
         }
         writer.addDocument(doc);
       }
@@ -99,7 +116,6 @@ class KnnBatchSearcherTests {
         writer.deleteDocuments(new Term("id", Integer.toString(id)));
       }
     }
-    return vectors;
   }
 
   private static boolean live(int id) {
@@ -346,35 +362,14 @@ class KnnBatchSearcherTests {
 
   /** As {@link #index(Directory, IndexType, VectorSimilarityFunction)} for a byte field (a bytes row per doc). */
   private byte[][] indexBytes(Directory dir, IndexType type, VectorSimilarityFunction sim) throws IOException {
-    Map<String, Integer> params = switch (type) {
-      case FLAT -> Map.of();
-      case IVF_FLAT -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4);
-      case IVF_PQ -> Map.of(IndexParams.NLIST, 4, IndexParams.NPROBE, 4, IndexParams.PQ_M, 2);
-      default -> throw new IllegalArgumentException(type.toString());
-    };
     var fieldType = GpuVectorsFormat.markField(
-        KnnByteVectorField.createFieldType(DIMS, sim), new IndexParams(type, params), ElementType.BYTE);
+        KnnByteVectorField.createFieldType(DIMS, sim), new IndexParams(type, params(type)), ElementType.BYTE);
     byte[][] vectors = new byte[DOCS][];
-    IndexWriterConfig config = new IndexWriterConfig()
-        .setCodec(TestUtil.alwaysKnnVectorsFormat(new GpuVectorsFormat(0)))
-        .setMergePolicy(NoMergePolicy.INSTANCE)
-        .setMaxBufferedDocs(SEGMENT_DOCS);
-    try (IndexWriter writer = new IndexWriter(dir, config)) {
-      for (int id = 0; id < DOCS; id++) {
-        Document doc = new Document();
-        doc.add(new StringField("id", Integer.toString(id), Field.Store.NO));
-        doc.add(new StringField("tag", id % 3 == 1 ? "b" : "a", Field.Store.NO));
-        if (id % 7 != 5) {
-          byte[] v = id >= DOCS / 2 && vectors[id - DOCS / 2] != null ? vectors[id - DOCS / 2].clone() : byteRow();
-          vectors[id] = v;
-          doc.add(new KnnByteVectorField("vec", v, fieldType));
-        }
-        writer.addDocument(doc);
-      }
-      for (int id = 3; id < DOCS; id += 11) {
-        writer.deleteDocuments(new Term("id", Integer.toString(id)));
-      }
-    }
+    write(dir, id -> {
+      byte[] v = id >= DOCS / 2 && vectors[id - DOCS / 2] != null ? vectors[id - DOCS / 2].clone() : byteRow();
+      vectors[id] = v;
+      return new KnnByteVectorField("vec", v, fieldType);
+    });
     return vectors;
   }
 
