@@ -14,7 +14,8 @@ import org.gpuvectors.cuda.SearchResult;
  * The batch API's side of the cross-segment re-rank cut ({@link RerankCut}): one pass ({@link
  * GpuSearchService#searchAll}) holds the candidates of all of a field's segments for every query of the batch, so
  * the ivf_pq segments resident as their codes alone re-rank on the host only the best candidates over all of them
- * that a search of {@code numCandidates} re-ranks in one segment, instead of that many each.
+ * that a search of {@code numCandidates} re-ranks in one segment, and each at least its {@code numCandidates} best,
+ * instead of that many each.
  */
 final class BatchRerankCut {
 
@@ -46,6 +47,6 @@ final class BatchRerankCut {
     boolean largestFirst = DeviceMetric.of(Metric.of(prepared.get(codesOnly.get(0)).similarity())).largestFirst();
     // a view of the array: the cut writes the shares' new results through it
     service.stats().recordRerankCut(RerankCut.cutAt(Arrays.asList(results), codesOnly,
-        IvfPqField.rerankCandidates(factor, numCandidates), largestFirst));
+        IvfPqField.rerankCandidates(factor, numCandidates), numCandidates, largestFirst));
   }
 }

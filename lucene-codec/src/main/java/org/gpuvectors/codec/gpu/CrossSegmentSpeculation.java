@@ -196,7 +196,7 @@ final class CrossSegmentSpeculation {
       for (SearchBatcher.Search search : searches) {
         results.add(search.result());
       }
-      results = cutCodesOnly(keys, handles, results, segment.rerankCandidates(key.field(), queryK));
+      results = cutCodesOnly(keys, handles, results, segment.rerankCandidates(key.field(), queryK), queryK);
       for (int i = 0; i < keys.size(); i++) {
         speculation.park(keys.get(i), tokens.get(i), results.get(i));
       }
@@ -217,9 +217,10 @@ final class CrossSegmentSpeculation {
    * with fewer than two such segments is as it was.
    *
    * @param depth the candidates a search of the query's k re-ranks over the whole index
+   * @param floor the candidates each segment keeps at least: the query's k
    */
   private List<SearchResult> cutCodesOnly(
-      List<Residency.Key> keys, List<Residency.Handle> handles, List<SearchResult> results, int depth) {
+      List<Residency.Key> keys, List<Residency.Handle> handles, List<SearchResult> results, int depth, int floor) {
     List<Integer> codesOnly = new ArrayList<>();
     Metric metric = null;
     for (int i = 0; i < keys.size(); i++) {
@@ -237,7 +238,7 @@ final class CrossSegmentSpeculation {
       return results;
     }
     List<SearchResult> out = new ArrayList<>(results);
-    stats.recordRerankCut(RerankCut.cutAt(out, codesOnly, depth, metric.largestFirst()));
+    stats.recordRerankCut(RerankCut.cutAt(out, codesOnly, depth, floor, metric.largestFirst()));
     return out;
   }
 

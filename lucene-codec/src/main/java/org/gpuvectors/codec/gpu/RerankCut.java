@@ -12,18 +12,18 @@ import org.gpuvectors.cuda.SearchResult;
  * candidates over a whole index rather than per shard. Each segment keeps its candidates at least as good as the
  * depth-th best of the union (its rows are best first, so that is a prefix of each) and drops the rest.
  *
- * <p>Why this keeps the query's top k: the k best documents of the index by exact distance are among the depth best
- * of the index by approximate distance for the same reason that a single segment's re-rank finds its k best among
- * its depth best (the factor covers the PQ error); splitting the index into segments does not change which
- * candidates are the depth best, only which segment holds them. No per-segment floor: a segment whose best
- * candidate is worse than the depth-th best elsewhere holds no hit of the top k unless the approximation is off by
- * more than the factor allows, which the single-segment re-rank would miss as well. A segment may return fewer than
- * k hits, or none: Lucene and the batch API merge the segments' top docs.
+ * <p>Why this keeps the query's top k: within one segment, the k best documents by exact distance are among the
+ * depth best by approximate distance (the factor covers the PQ error), and the depth best of the whole index are
+ * the depth best of each segment's rows merged. But each segment has its own codebooks, trained on its own
+ * vectors, so its approximate distances carry an error of their own that can shift a whole segment's row: a
+ * segment whose codes overestimate every distance loses its candidates to the others in the merge, true best
+ * included. So each segment also keeps at least its {@code floor} best (the k the search asks of it), which its own codebooks rank
+ * consistently: its own top hits are re-ranked whatever its bias against the others. A segment returns fewer than
+ * k hits only when it held fewer candidates.
  *
  * <p>Only for candidates whose approximate distances compare: the same field, the same metric, segments resident as
  * codes alone (a segment whose device re-ranks returns exact distances, not candidates), one row per query in the
- * same query order. Codebooks differ between segments, so an approximate distance has a segment's own error; the
- * factor's margin is what absorbs it (the recall tests over several segments hold it).
+ * same query order.
  */
 public final class RerankCut {
 
@@ -33,12 +33,13 @@ public final class RerankCut {
   public record Cut(SearchResult[] results, long dropped) {}
 
   /**
-   * {@link #cut(List, int, boolean)} of the results at positions {@code which} of {@code results}, written back in
-   * place (a pass's results, of which only some segments' are candidates to cut; fewer than two: nothing changes).
+   * {@link #cut(List, int, int, boolean)} of the results at positions {@code which} of {@code results}, written back
+   * in place (a pass's results, of which only some segments' are candidates to cut; fewer than two: nothing changes).
    *
    * @return the candidate entries the cut dropped
    */
-  public static long cutAt(List<SearchResult> results, List<Integer> which, int depth, boolean largestFirst) {
+  public static long cutAt(List<SearchResult> results, List<Integer> which, int depth, int floor,
+                           boolean largestFirst) {
     if (which.size() < 2) {
       return 0;
     }
@@ -46,7 +47,7 @@ public final class RerankCut {
     for (int i : which) {
       candidates.add(results.get(i));
     }
-    Cut cut = cut(candidates, depth, largestFirst);
+    Cut cut = cut(candidates, depth, floor, largestFirst);
     for (int c = 0; c < which.size(); c++) {
       results.set(which.get(c), cut.results()[c]);
     }
@@ -55,13 +56,14 @@ public final class RerankCut {
 
   /**
    * Per query, each result cut to its entries at least as good as the {@code depth}-th best approximate distance of
-   * all of them (ties at the boundary go to the earlier result; exactly {@code depth} entries are kept over all
-   * results when they hold more).
+   * all of them (ties at the boundary go to the earlier result: {@code depth} entries over all results when they
+   * hold more), or to its {@code floor} best when that keeps more of it.
    *
    * @param candidates one field's candidate lists of several segments for the same queries, best first each
+   * @param floor the entries each result keeps at least (at most what it holds): the k asked of each segment
    * @param largestFirst whether larger distances are better (inner product, cosine), as the device ranks them
    */
-  public static Cut cut(List<SearchResult> candidates, int depth, boolean largestFirst) {
+  public static Cut cut(List<SearchResult> candidates, int depth, int floor, boolean largestFirst) {
     int lists = candidates.size();
     SearchResult[] out = candidates.toArray(new SearchResult[0]);
     if (lists < 2) {
@@ -102,11 +104,13 @@ public final class RerankCut {
         }
         at[best]++;
       }
+      long kept = 0;
       for (int s = 0; s < lists; s++) {
-        keep[s][q] = at[s];
+        keep[s][q] = Math.max(at[s], Math.min(floor, out[s].count(q)));
+        kept += keep[s][q];
       }
-      dropped += total - depth;
-      any = true;
+      dropped += total - kept;
+      any |= kept < total;
     }
     if (any) {
       for (int s = 0; s < lists; s++) {

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link RerankCut} against a brute-force expectation: the entries it keeps are exactly the depth best of the union
- * of the lists (by the metric's direction), each list keeps a prefix of its best-first row, and the views keep the
- * lists' k for the slices a segment takes later.
+ * of the lists (by the metric's direction) and each list's floor best, each list keeps a prefix of its best-first
+ * row, and the views keep the lists' k for the slices a segment takes later.
  */
 class RerankCutTests {
 
@@ -30,7 +30,8 @@ class RerankCutTests {
           results.add(randomResult(random, numQueries, k, largestFirst));
         }
         int depth = 1 + random.nextInt(lists * k);
-        RerankCut.Cut cut = RerankCut.cut(results, depth, largestFirst);
+        int floor = random.nextInt(3) == 0 ? 0 : random.nextInt(k + 2);
+        RerankCut.Cut cut = RerankCut.cut(results, depth, floor, largestFirst);
         long dropped = 0;
         for (int q = 0; q < numQueries; q++) {
           // brute force: all distances of the union, sorted best first; the depth-th is the cut (distinct values)
@@ -53,6 +54,11 @@ class RerankCutTests {
                 && (largestFirst ? before.distance(q, expected) >= cutAt : before.distance(q, expected) <= cutAt)) {
               expected++;
             }
+            if (all.size() > depth) {
+              expected = Math.max(expected, Math.min(floor, before.count(q))); // each list keeps its floor best
+            } else {
+              expected = before.count(q); // nothing to cut
+            }
             assertEquals(expected, after.count(q), "list " + s + " query " + q);
             for (int i = 0; i < after.count(q); i++) {
               assertEquals(before.id(q, i), after.id(q, i));
@@ -60,8 +66,10 @@ class RerankCutTests {
             }
             keptTotal += after.count(q);
           }
-          assertEquals(kept, keptTotal, "depth entries kept over all lists, query " + q);
-          dropped += all.size() - kept;
+          if (floor == 0) {
+            assertEquals(kept, keptTotal, "depth entries kept over all lists, query " + q);
+          }
+          dropped += all.size() - keptTotal;
         }
         assertEquals(dropped, cut.dropped());
       }
@@ -73,11 +81,11 @@ class RerankCutTests {
     Random random = new Random(5);
     SearchResult a = randomResult(random, 2, 10, false);
     SearchResult b = randomResult(random, 2, 10, false);
-    RerankCut.Cut all = RerankCut.cut(List.of(a, b), 20, false);
+    RerankCut.Cut all = RerankCut.cut(List.of(a, b), 20, 5, false);
     assertSame(a, all.results()[0]);
     assertSame(b, all.results()[1]);
     assertEquals(0, all.dropped());
-    RerankCut.Cut one = RerankCut.cut(List.of(a), 1, false);
+    RerankCut.Cut one = RerankCut.cut(List.of(a), 1, 1, false);
     assertSame(a, one.results()[0]);
     assertEquals(0, one.dropped());
   }
@@ -86,13 +94,30 @@ class RerankCutTests {
   void aSliceOfACutListKeepsTheCut() {
     SearchResult a = new SearchResult(1, 4, new int[] {7, 8, 9, 10}, new float[] {1, 2, 3, 4});
     SearchResult b = new SearchResult(1, 4, new int[] {1, 2, 3, 4}, new float[] {1.5f, 2.5f, 3.5f, 4.5f});
-    RerankCut.Cut cut = RerankCut.cut(List.of(a, b), 3, false); // 1, 1.5, 2
+    RerankCut.Cut cut = RerankCut.cut(List.of(a, b), 3, 0, false); // 1, 1.5, 2
     assertEquals(2, cut.results()[0].count(0));
     assertEquals(1, cut.results()[1].count(0));
     assertEquals(2, cut.results()[0].slice(0, 1, 4).count(0), "a slice of the full k: the cut count");
     assertEquals(1, cut.results()[0].slice(0, 1, 1).count(0), "a slice below it: its k");
     assertEquals(5, cut.dropped());
     assertEquals(1, cut.results()[1].slice(0, 1, 2).count(0));
+  }
+
+  @Test
+  void aSegmentWhoseCodesOverestimateKeepsItsFloorBest() {
+    // b's codebooks put all its distances above a's: without a floor the merge takes a's four and none of b's
+    SearchResult a = new SearchResult(1, 4, new int[] {7, 8, 9, 10}, new float[] {1, 2, 3, 4});
+    SearchResult b = new SearchResult(1, 4, new int[] {1, 2, 3, 4}, new float[] {10, 11, 12, 13});
+    RerankCut.Cut none = RerankCut.cut(List.of(a, b), 4, 0, false);
+    assertEquals(4, none.results()[0].count(0));
+    assertEquals(0, none.results()[1].count(0));
+    assertEquals(4, none.dropped());
+    RerankCut.Cut floored = RerankCut.cut(List.of(a, b), 4, 2, false);
+    assertEquals(4, floored.results()[0].count(0), "the depth best stay");
+    assertEquals(2, floored.results()[1].count(0), "b keeps its two best by its own codes");
+    assertEquals(1, floored.results()[1].id(0, 0));
+    assertEquals(2, floored.results()[1].id(0, 1));
+    assertEquals(2, floored.dropped());
   }
 
   /** Rows of k best-first distinct distances (some rows shorter: fewer accepted vectors). */
