@@ -3,9 +3,7 @@ package org.gpuvectors.cuda.runtime;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
-import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUresult;
-import jcuda.driver.JCudaDriver;
 
 /**
  * Device-memory pool of one {@link GpuDevice}: requests are rounded up to a size class (256 B
@@ -16,6 +14,7 @@ import jcuda.driver.JCudaDriver;
  * <p>Threading: called only under the owning device's lock.
  */
 public final class DeviceMemoryPool implements AutoCloseable {
+  private final DeviceHeap heap;
   private final Map<Long, ArrayDeque<Long>> free = new HashMap<>();
   private long bytesInUse;
   private long bytesCached;
@@ -24,6 +23,16 @@ public final class DeviceMemoryPool implements AutoCloseable {
   /** Blocks returned while a pass runs on several streams ({@link #deferReleases}): address, size class. */
   private final ArrayDeque<long[]> deferred = new ArrayDeque<>();
   private ArrayDeque<long[]> returnedTo; // where returned blocks wait instead of the pool; null: straight back
+
+  /** A pool of the current context's device memory. */
+  public DeviceMemoryPool() {
+    this(DeviceHeap.DRIVER);
+  }
+
+  /** A pool of the blocks of {@code heap}. */
+  DeviceMemoryPool(DeviceHeap heap) {
+    this.heap = heap;
+  }
 
   public static long sizeClass(long bytes) {
     if (bytes <= 256) {
@@ -56,14 +65,14 @@ public final class DeviceMemoryPool implements AutoCloseable {
   }
 
   private long cuMemAlloc(long cls) {
-    CUdeviceptr p = new CUdeviceptr();
-    int rc = JCudaDriver.cuMemAlloc(p, cls);
+    long[] address = new long[1];
+    int rc = heap.allocate(cls, address);
     if (rc == CUresult.CUDA_ERROR_OUT_OF_MEMORY && bytesCached > 0) {
       trim();
-      rc = JCudaDriver.cuMemAlloc(p, cls);
+      rc = heap.allocate(cls, address);
     }
     Driver.check("cuMemAlloc(" + cls + " bytes)", rc);
-    return Driver.address(p);
+    return address[0];
   }
 
   void release(long address, long cls) {
@@ -74,7 +83,7 @@ public final class DeviceMemoryPool implements AutoCloseable {
     bytesInUse -= cls;
     liveBlocks--;
     if (closed) {
-      JCudaDriver.cuMemFree(Driver.deviceptr(address)); // late close after the device: best effort
+      heap.free(address); // late close after the device: best effort
       return;
     }
     free.computeIfAbsent(cls, c -> new ArrayDeque<>()).push(address);
@@ -107,19 +116,51 @@ public final class DeviceMemoryPool implements AutoCloseable {
     return before;
   }
 
-  /** Returns the blocks waiting in {@code blocks} to the pool (or frees them, once the pool is closed). */
+  /** Whether blocks returned now wait in {@code sink} ({@link #deferTo}). */
+  public boolean returnsTo(ArrayDeque<long[]> sink) {
+    return sink != null && returnedTo == sink;
+  }
+
+  /**
+   * Returns the blocks waiting in {@code blocks} (address, size class) to the pool, or frees them once the pool is
+   * closed. While a sink is set ({@link #deferTo}) they move into it instead: a sink's own blocks go back through
+   * {@link #releaseHeld}.
+   */
   public void releaseAll(ArrayDeque<long[]> blocks) {
+    if (blocks == returnedTo && !closed) {
+      throw new IllegalStateException("blocks released into their own sink: use releaseHeld");
+    }
     while (!blocks.isEmpty()) {
       long[] block = blocks.poll();
       release(block[0], block[1]);
     }
   }
 
+  /**
+   * Returns the blocks waiting in {@code sink} to the pool now, past any sink, and leaves the sink as it is:
+   * blocks returned later still wait in it, and a later {@link #releaseAll} of it finds none of these again. The
+   * caller has made sure that nothing still reads them (the device waited for the streams that may); returns the
+   * bytes returned.
+   */
+  public long releaseHeld(ArrayDeque<long[]> sink) {
+    long bytes = 0;
+    for (long[] block : sink) {
+      bytes += block[1];
+    }
+    ArrayDeque<long[]> before = deferTo(null);
+    try {
+      releaseAll(sink);
+    } finally {
+      deferTo(before);
+    }
+    return bytes;
+  }
+
   /** Frees every cached (unused) block. */
   void trim() {
     for (ArrayDeque<Long> q : free.values()) {
       for (Long a : q) {
-        Driver.check("cuMemFree", JCudaDriver.cuMemFree(Driver.deviceptr(a)));
+        Driver.check("cuMemFree", heap.free(a));
       }
       q.clear();
     }
