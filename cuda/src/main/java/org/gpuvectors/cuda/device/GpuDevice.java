@@ -52,6 +52,8 @@ public final class GpuDevice implements AutoCloseable {
   private final PassSlot[] slots;
   private final boolean cooperativeLaunch;
   private PassSlot enqueuing; // the slot whose pass holds the lock and enqueues, or null
+  /** Blocks returned while a {@link Lanes} pass outside a slot runs (address, size class): reused after it. */
+  private final ArrayDeque<long[]> returnedInLanes = new ArrayDeque<>();
   private final DeviceMemoryPool pool;
   private final KernelModule module;
   private final PinnedHostBuffer staging = new PinnedHostBuffer(); // query rows on their way to the device
@@ -517,7 +519,7 @@ public final class GpuDevice implements AutoCloseable {
     }
     boolean defers = enqueuing == null; // a slot keeps its pass's blocks until the pass ends anyway
     if (defers) {
-      pool.deferReleases();
+      pool.deferTo(returnedInLanes);
     }
     return new Lanes(base, count, defers);
   }
@@ -580,6 +582,12 @@ public final class GpuDevice implements AutoCloseable {
     pool.releaseAll(blocks);
   }
 
+  /** Stops holding returned blocks back and returns those a {@link Lanes} pass outside a slot held back. */
+  private void releaseReturnedInLanes() {
+    pool.deferTo(null);
+    pool.releaseAll(returnedInLanes);
+  }
+
   /** A pass over several lanes ({@link #lanes(int)}); close it (under the lock) before the pass's downloads. */
   public final class Lanes implements AutoCloseable {
     private final Lane[] base;
@@ -617,7 +625,7 @@ public final class GpuDevice implements AutoCloseable {
         }
       } finally {
         if (defers) {
-          pool.releaseDeferred(); // reused from now on in lane 0's order, which follows every lane of the pass
+          releaseReturnedInLanes(); // reused from now on in lane 0's order, which follows every lane of the pass
         }
       }
     }
@@ -757,6 +765,7 @@ public final class GpuDevice implements AutoCloseable {
           module.close();
         } finally {
           try {
+            releaseReturnedInLanes(); // a Lanes pass left open: its blocks are freed with the pool's
             pool.close();
           } finally {
             closed = true;

@@ -9,7 +9,8 @@ import jcuda.driver.CUresult;
  * Device-memory pool of one {@link GpuDevice}: requests are rounded up to a size class (256 B
  * minimum, then quarter steps between powers of two, at most 25% waste) and freed blocks are kept
  * per size class for reuse. When cuMemAlloc runs out of memory, cached blocks are freed and the
- * allocation retried once.
+ * allocation retried once. Blocks waiting in a sink ({@link #deferTo}) are not the pool's to free then:
+ * only the device knows when nothing reads them any more ({@link #releaseHeld}).
  *
  * <p>Threading: called only under the owning device's lock.
  */
@@ -20,8 +21,6 @@ public final class DeviceMemoryPool implements AutoCloseable {
   private long bytesCached;
   private long liveBlocks;
   private boolean closed;
-  /** Blocks returned while a pass runs on several streams ({@link #deferReleases}): address, size class. */
-  private final ArrayDeque<long[]> deferred = new ArrayDeque<>();
   private ArrayDeque<long[]> returnedTo; // where returned blocks wait instead of the pool; null: straight back
 
   /** A pool of the current context's device memory. */
@@ -88,21 +87,6 @@ public final class DeviceMemoryPool implements AutoCloseable {
     }
     free.computeIfAbsent(cls, c -> new ArrayDeque<>()).push(address);
     bytesCached += cls;
-  }
-
-  /**
-   * From now on, blocks returned stay out of reuse until {@link #releaseDeferred}: in stream order a block
-   * returned after its last kernel is safe to reuse on the same stream, but not on another stream that may run
-   * before that kernel ends ({@link GpuDevice.Lanes}).
-   */
-  public void deferReleases() {
-    deferTo(deferred);
-  }
-
-  /** Returns the blocks deferred since {@link #deferReleases} to the pool, and stops deferring. */
-  public void releaseDeferred() {
-    deferTo(null);
-    releaseAll(deferred);
   }
 
   /**
@@ -183,7 +167,6 @@ public final class DeviceMemoryPool implements AutoCloseable {
   @Override
   public void close() {
     if (!closed) {
-      releaseDeferred();
       trim();
       closed = true;
     }
