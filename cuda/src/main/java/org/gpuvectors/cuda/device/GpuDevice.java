@@ -4,6 +4,7 @@ import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.GpuConfig;
 import org.gpuvectors.cuda.PassConfig;
 import org.gpuvectors.cuda.runtime.Cublas;
+import org.gpuvectors.cuda.runtime.CudaException;
 import org.gpuvectors.cuda.runtime.DeviceBuffer;
 import org.gpuvectors.cuda.runtime.DeviceMemoryPool;
 import org.gpuvectors.cuda.runtime.Driver;
@@ -24,6 +25,7 @@ import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
+import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 
@@ -63,6 +65,7 @@ public final class GpuDevice implements AutoCloseable {
   private final Map<Class<?>, Attachment> attachments = new ConcurrentHashMap<>();
   private final List<Attachment> attachmentOrder = new CopyOnWriteArrayList<>();
   private boolean closed;
+  private long heldBlockReclaims; // see heldBlockReclaims(); under the lock
 
   /**
    * The device whose context each thread made current last: {@link #lock()} sets the context only when another
@@ -227,10 +230,66 @@ public final class GpuDevice implements AutoCloseable {
     }
   }
 
-  /** Allocates device memory from the pool; caller must hold the lock. */
+  /**
+   * How many times an allocation ran out of memory and tried again after the blocks a pass held back went back early
+   * ({@link #allocate}).
+   */
+  public long heldBlockReclaims() {
+    try (Scope s = lock()) {
+      return heldBlockReclaims;
+    }
+  }
+
+  /**
+   * Allocates device memory from the pool; caller must hold the lock. When the device runs out of memory while the
+   * pass being enqueued holds returned blocks back from reuse (a pass slot's, or a {@link Lanes} pass's outside a
+   * slot), the device waits for what that pass enqueued so far, lets those blocks go back to the pool and tries once
+   * more, as PyTorch's caching allocator does: a pass that loops over many blocks of queries, each with its
+   * temporaries, would otherwise take fresh memory for each until the device is full. Then it throws the driver's
+   * out-of-memory error.
+   */
   public DeviceBuffer allocate(long bytes) {
     checkLocked();
-    return pool.allocate(bytes);
+    try {
+      return pool.allocate(bytes);
+    } catch (CudaException e) {
+      if (e.code() != CUresult.CUDA_ERROR_OUT_OF_MEMORY || !releaseHeldBlocks()) {
+        throw e;
+      }
+    }
+    heldBlockReclaims++;
+    return pool.allocate(bytes); // the pool frees its cache, the blocks just returned among them, if it must
+  }
+
+  /**
+   * Waits for the streams that may still read the blocks the pass being enqueued holds back, then returns those
+   * blocks to the pool; the blocks it returns later are held back as before. False when it holds none back.
+   *
+   * <p>Waiting for the enqueuing pass's own streams is enough: a block in its sink was returned by a buffer closed
+   * while this pass was enqueued (under the lock: no other pass enqueues meanwhile), so the only work that may still
+   * read it is this pass's, on its lanes and copy stream, or work enqueued before the pass on lane 0, which the
+   * slot's first lane follows ({@link #beginPass}). Other passes in flight return their blocks to their own slots'
+   * sinks; {@link #endPass} relies on the same when it returns a sink after its own pass's end alone. Outside a slot,
+   * a {@link Lanes} pass's blocks were read by the device's lanes. A captured pass ({@code PassGraph}) holds its
+   * temporaries in a sink of its own, which is not this pass's to give back (the graph bakes in their addresses),
+   * and its stream cannot be waited for while it is captured: no blocks go back then.
+   */
+  private boolean releaseHeldBlocks() {
+    ArrayDeque<long[]> held = enqueuing != null ? enqueuing.returned() : returnedInLanes;
+    if (held.isEmpty() || !pool.returnsTo(held)) {
+      return false;
+    }
+    Lane[] readers = enqueuing != null ? enqueuing.lanes() : lanes;
+    for (Lane lane : readers) {
+      if (lane != null) {
+        lane.synchronize();
+      }
+    }
+    if (enqueuing != null && enqueuing.copiesIfMade() != null) {
+      enqueuing.copiesIfMade().synchronize();
+    }
+    pool.releaseHeld(held);
+    return true;
   }
 
   /**
