@@ -86,7 +86,7 @@ if [ "$mode" = tests ] || [ "$mode" = cuda-tests ] || [ "$mode" = all ]; then
     --select-class org.gpuvectors.cuda.GraphReferenceTest --select-class org.gpuvectors.cuda.ivf.QueryRowsGpuTest \
     --select-class org.gpuvectors.cuda.pass.SearchGroupTest --select-class org.gpuvectors.cuda.graph.GraphWalkUnderFilterTest \
     --select-class org.gpuvectors.cuda.device.LanesGpuTest --select-class org.gpuvectors.cuda.KernelModuleGpuTest \
-    --select-class org.gpuvectors.cuda.device.PassSlotsGpuTest --select-class org.gpuvectors.cuda.flat.FlatScanParamsTest --select-class org.gpuvectors.cuda.ivf.QueryBlocksTest \
+    --select-class org.gpuvectors.cuda.device.PassSlotsGpuTest --select-class org.gpuvectors.cuda.device.HeldBlocksGpuTest --select-class org.gpuvectors.cuda.flat.FlatScanParamsTest --select-class org.gpuvectors.cuda.ivf.QueryBlocksTest \
     --select-class org.gpuvectors.cuda.FlatConfigTest --select-class org.gpuvectors.cuda.runtime.DeviceMemoryPoolTest \
     --select-class org.gpuvectors.cuda.ivf.PqCodeLayoutTest --select-class org.gpuvectors.cuda.ivf.RerankSelectGpuTest \
     --select-class org.gpuvectors.cuda.GpuAssignmentGpuTest \
