@@ -10,15 +10,11 @@ import org.gpuvectors.codec.index.Metric;
 /**
  * Builds a segment field's inverted lists: trains the coarse quantizer with {@link KMeans} on a
  * sample of the vectors, then assigns every vector to its nearest centroid, streaming the vectors in
- * blocks (a segment's vectors never sit whole on the heap; the sample is bounded by {@link
- * #MAX_TRAINING_FLOATS}).
+ * blocks (a segment's vectors never sit whole on the heap; the sample's size is {@link
+ * TrainingSampleSize#forLists}, bounded by a share of the heap).
  */
 public final class IvfBuilder {
 
-  /** Training points per list at most (Faiss: 256; it warns below 39). */
-  static final int TRAINING_POINTS_PER_LIST = 64;
-  /** Heap the training sample may take, in floats (128 MB). */
-  static final long MAX_TRAINING_FLOATS = 32L << 20;
   /** Seed of the training sample and the initial centroids (a fixed one: builds are reproducible). */
   public static final long SEED = 42;
   /** Lists per segment without an {@code nlist} in the mapping: about sqrt(vectors), at most this. */
@@ -68,8 +64,7 @@ public final class IvfBuilder {
     if (nlist < 1 || nlist > n) {
       throw new IllegalArgumentException("nlist must be in [1, " + n + "]: " + nlist);
     }
-    long maxByHeap = Math.max(nlist, MAX_TRAINING_FLOATS / dims);
-    int samples = (int) Math.min(n, Math.min((long) nlist * TRAINING_POINTS_PER_LIST, maxByHeap));
+    int samples = TrainingSampleSize.forLists(n, nlist, dims, iterations, Runtime.getRuntime().maxMemory());
     int[] chosen = KMeans.sample(n, samples, new Random(seed));
     float[][] training = new float[samples][];
     VectorRows.fill(vectors, samples, i -> chosen[i], training, (values, ord) -> VectorRows.copy(values, ord, metric));

@@ -12,7 +12,7 @@ import org.gpuvectors.codec.index.Metric;
  * coarse lists exactly as {@code ivf_flat} builds them ({@link IvfBuilder}), then a {@link
  * ProductQuantizer} trained on a sample of residuals (vector minus its list's centroid; cosine: of
  * the normalised vector), then every vector's residual encoded. The vectors are streamed in blocks
- * as for the lists; the training sample is bounded as {@link IvfBuilder}'s is, and besides the lists'
+ * as for the lists; the training sample's size is {@link TrainingSampleSize#forCodebooks}, and besides the lists'
  * ordinals and list numbers (a few ints a vector) the codes ({@code m} bytes a vector) are the only per-vector state held.
  */
 public final class IvfPqBuilder {
@@ -62,8 +62,7 @@ public final class IvfPqBuilder {
     int[] listOf = lists.listOfOrdinals();
 
     int ksub = 1 << bits;
-    long maxByHeap = Math.max(ksub, IvfBuilder.MAX_TRAINING_FLOATS / dims);
-    int samples = (int) Math.min(n, Math.min((long) ksub * ProductQuantizer.TRAINING_POINTS_PER_CODEWORD, maxByHeap));
+    int samples = TrainingSampleSize.forCodebooks(n, ksub, dims, Runtime.getRuntime().maxMemory());
     int[] chosen = KMeans.sample(n, samples, new Random(seed + SAMPLE_SEED_OFFSET));
     float[][] training = new float[samples][];
     VectorRows.fill(vectors, samples, i -> chosen[i], training,

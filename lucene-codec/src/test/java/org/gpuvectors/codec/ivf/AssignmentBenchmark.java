@@ -76,8 +76,10 @@ public final class AssignmentBenchmark {
     int dims = vectors[0].length;
     int nlist = IvfBuilder.nlist(java.util.OptionalInt.empty(), n);
     int m = ProductQuantizer.defaultM(dims);
-    float[][] coarseSample = sample(vectors, nlist * IvfBuilder.TRAINING_POINTS_PER_LIST, 1);
-    float[][] pqSample = sample(vectors, 256 * ProductQuantizer.TRAINING_POINTS_PER_CODEWORD, 2);
+    long heap = Runtime.getRuntime().maxMemory();
+    int coarseSamples = TrainingSampleSize.forLists(n, nlist, dims, KMeans.DEFAULT_ITERATIONS, heap);
+    float[][] coarseSample = sample(vectors, coarseSamples, 1);
+    float[][] pqSample = sample(vectors, TrainingSampleSize.forCodebooks(n, 256, dims, heap), 2);
     System.out.printf(Locale.ROOT, "%d x %d, nlist %d, pq_m %d; medians of %d runs, ms%n", n, dims, nlist, m, reps);
     System.out.printf(Locale.ROOT, "%-28s %9s %9s %9s %9s %9s %7s%n", "step", "total", "hold", "nearest", "update",
         "host", "steps");
