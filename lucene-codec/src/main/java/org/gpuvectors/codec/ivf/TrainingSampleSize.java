@@ -8,9 +8,8 @@ package org.gpuvectors.codec.ivf;
  *
  * <p>The sample sits on the heap for the whole k-means, {@code dims} floats a point, so it is bounded by a share of
  * the heap ({@link #HEAP_SHARE}) rather than by a fixed size: a fixed 128 MB left a 100M x 128 segment with 10,000
- * lists 26 points a list, below what k-means needs (Faiss warns below 39), and {@code CoarseCoverageBenchmark} measured
- * what that costs (1M x 128 embedding-like vectors, 1,000 lists: the share of the true top 10 in the probed lists at
- * nprobe 1% of nlist is 0.80 at 26 points a list, 0.83 at 64, 0.86 at 256).
+ * lists 26 points a list, below what k-means needs (Faiss warns below 39), and the share of a query's true neighbours
+ * in its probed lists keeps growing with the points a list up to Faiss's 256 ({@code CoarseCoverageBenchmark}).
  */
 public final class TrainingSampleSize {
 
