@@ -100,7 +100,8 @@ def parse_args(argv=None):
     p.add_argument("--fashion-dir", default=os.environ.get("GV_FASHION_DIR", "/usr/share/datasets/fashion-mnist"))
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     p.add_argument("--plot-only", metavar="JSONL", help="table + plots from earlier runs' es_bench.jsonl (comma list: "
-                   "several runs, e.g. one command per system, in one table)")
+                   "several runs, e.g. one command per system, in one table; PATH=TAG names that run's systems "
+                   "'system (TAG)', e.g. the same system under two node settings)")
     p.add_argument("--self-check", action="store_true", help="check the data generator, the byte/bit/bfloat16 "
                    "conversions and the exact ground truth against a brute force on tiny data, then exit (no node)")
     a = p.parse_args(argv)
@@ -1222,8 +1223,11 @@ def et_of(r):
 
 
 def label(system, et, ets):
-    """The system's name, with its element type when the rows have more than one (or not float)."""
-    return LABEL.get(system, system) + (" [%s]" % et if system != "noop" and (len(ets) > 1 or et != "float") else "")
+    """The system's name, with its element type when the rows have more than one (or not float), and the tag of its
+    run (--plot-only PATH=TAG: system@TAG)."""
+    base, _, tag = system.partition("@")
+    return (LABEL.get(base, base) + (" [%s]" % et if base != "noop" and (len(ets) > 1 or et != "float") else "")
+            + (" (%s)" % tag if tag else ""))
 
 
 def memory_cell(r):
@@ -1464,9 +1468,14 @@ def main():
         return
     if A.plot_only:
         rows = []
-        for path in A.plot_only.split(","):
+        for entry in A.plot_only.split(","):
+            path, _, tag = entry.partition("=")
             with open(path) as f:
-                rows += [json.loads(l) for l in f if l.strip()]
+                run = [json.loads(l) for l in f if l.strip()]
+            for r in run:
+                if tag and "system" in r:
+                    r["system"] += "@" + tag  # one system under two settings: two rows, two lines
+            rows += run
         summarize(rows, A.out)
         return
     open(os.path.join(A.out, "es_bench.jsonl"), "w").close()
