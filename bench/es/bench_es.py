@@ -87,6 +87,10 @@ def parse_args(argv=None):
     p.add_argument("--shards", type=int, default=1)
     p.add_argument("--keep", action="store_true", help="keep the indices (default: delete each after its run); a kept "
                    "index is flushed after its load, so that a node restarted on the same data opens the same segments")
+    p.add_argument("--settle", type=float, default=0, metavar="S",
+                   help="before measuring an index's natural segments, wait until no merge runs on it and its segment "
+                        "count has held for S seconds (at most max(60, 6 S) s): runs of one kept index under different "
+                        "node settings (--reuse) then measure the same segments, not the ones a merge left meanwhile")
     p.add_argument("--reuse", action="store_true", help="measure an index of --n documents that a run with --keep left "
                    "(its natural segments as they are) instead of loading it again: two plugin builds on one data path")
     p.add_argument("--paired", action="store_true",
@@ -736,6 +740,25 @@ def segment_count(index):
     return len(segs) if isinstance(segs, list) else None
 
 
+def settle(index):
+    """--settle S: waits until no merge runs on the index and its segment count has held for S seconds (at most
+    max(60, 6 S) seconds), and logs the wait. Elasticsearch merges a freshly loaded index, or one reopened after a
+    restart, in the background; without the wait two runs of one kept index can measure different segments."""
+    t0 = time.time()
+    last, since = segment_count(index), t0
+    while time.time() - t0 < max(60, 6 * A.settle):
+        time.sleep(2)
+        st, stats = req("GET", "/%s/_stats/merge" % index)
+        running = stats.get("_all", {}).get("primaries", {}).get("merges", {}).get("current", 0) if isinstance(stats, dict) else 0
+        count = segment_count(index)
+        if count != last or running:
+            last, since = count, time.time()
+        elif time.time() - since >= A.settle:
+            break
+    log(step="settle", index=index, segments=last, s=round(time.time() - t0, 1))
+    say("%s: settled at %s segments after %.0f s" % (index, last, time.time() - t0))
+
+
 def gpu_warmup(index):
     """--gpu-warmup: the index's segments made resident by the plugin's warm-up before the first query; logs what it
     did and the resident bytes by part (whole vectors, compact copies, codes, ...)."""
@@ -1183,6 +1206,8 @@ def run_system(system, et="float"):
     for layout in layouts:
         if layout == "one" and system != "noop":
             force_merge(system, index)
+        elif A.settle and system != "noop":
+            settle(index)
         if A.gpu_warmup and system in GPU_SYSTEMS:
             gpu_warmup(index)
         bench(system, index, layout, "tiny" if tiny else "big" if system == "bigceiling" else "all")
