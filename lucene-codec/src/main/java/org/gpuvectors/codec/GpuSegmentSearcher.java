@@ -506,6 +506,10 @@ final class GpuSegmentSearcher {
     }
     AcceptMasks.Mask accepted = masks.of(field, accept, vectors);
     int effort = effort(index, k, accepted.count());
+    if (!GpuSearchService.servesParams(searchParams(index, effort))) {
+      service.countFallback(FallbackReason.PROBES_TOO_MANY);
+      return null;
+    }
     if (visited(index, accepted.count(), effort) > visitLimit) {
       service.countFallback(FallbackReason.VISIT_LIMIT);
       return null;

@@ -45,9 +45,11 @@ import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
 import org.gpuvectors.codec.gpu.DeviceInputs;
 import org.gpuvectors.codec.gpu.FakeBackend;
+import org.gpuvectors.codec.gpu.FallbackReason;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.ivf.IvfField;
+import org.gpuvectors.cuda.SearchParams;
 import org.gpuvectors.cuda.ivf.IvfLists;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -402,6 +404,43 @@ class IvfFlatTests {
             service.setEnabled(true);
             // the same 3 lists probed on both paths: the same hits (the fake scores in double: ids)
             assertEquals(onCpu.stream().map(Hit::id).toList(), onDevice.stream().map(Hit::id).toList());
+          }
+        }
+      }
+    } finally {
+      GpuSearchServices.uninstall(service);
+      service.close();
+    }
+  }
+
+  @Test
+  void aSearchProbingMoreListsThanTheDeviceSelectsRunsOnTheCpuWithoutFailingItsPeers() throws IOException {
+    usedDefaultService = false; // a fake device of its own, which refuses probes past the device's coarse step
+    FakeBackend device = new FakeBackend(1L << 30);
+    GpuSearchService service = GpuSearchService.withBackend(device, GpuSearchService.Settings.defaults());
+    GpuSearchServices.install(service);
+    try {
+      VectorSimilarityFunction sim = VectorSimilarityFunction.EUCLIDEAN;
+      int lists = GpuSearchService.MAX_GPU_PROBES + 52;
+      // segment 0: lists vectors more than the device probes, all probed (nprobe = nlist); segment 1: 1,000 vectors,
+      // 1,000 lists (nlist at most one list a vector), all probed too, within the device's limit
+      List<float[]> vectors = points(lists + 1000, sim);
+      try (Directory dir = FSDirectory.open(tempDir)) {
+        index(dir, config(0, lists), vectors,
+            ivfType(sim, Map.of(IndexParams.NLIST, lists, IndexParams.NPROBE, lists)));
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          assertEquals(2, reader.leaves().size());
+          assertEquals(2, GpuWarmup.warm(reader, service).resident(), "both segments resident: peers of one pass");
+          IndexSearcher searcher = new IndexSearcher(reader);
+          for (int q = 0; q < 5; q++) {
+            float[] query = point(sim);
+            // every list probed in both segments: exact
+            assertSameHits(oracleTopK(vectors, query, sim, 10, id -> true), search(searcher, query, 10, null));
+          }
+          assertEquals(5, service.stats().cpuFallbacks(FallbackReason.PROBES_TOO_MANY), "the large segment: the CPU");
+          assertEquals(5, service.stats().gpuSearches(), "the small segment: the GPU, its pass without the large one");
+          for (SearchParams params : device.groupParams) {
+            assertTrue(((SearchParams.Ivf) params).nprobe() <= GpuSearchService.MAX_GPU_PROBES, params.toString());
           }
         }
       }

@@ -164,6 +164,7 @@ final class CrossSegmentSpeculation {
       int queryK = Math.min(MAX_GPU_K, fullK(requestedK, segment.maxDoc() / (double) totalDocs));
       int parkK = Math.max(k, queryK);
       List<SearchBatcher.Search> searches = new ArrayList<>(keys.size());
+      List<Integer> skipped = new ArrayList<>(); // peers the GPU cannot search with their own parameters
       for (int i = 0; i < keys.size(); i++) {
         DeviceIndex index = handles.get(i).index();
         // this segment's k as the caller chose it (or the query's, when more); a peer's for what Lucene asks of it,
@@ -184,7 +185,19 @@ final class CrossSegmentSpeculation {
         // the candidates to re-rank (rerank factor x k), and the lists grow with k above IvfProbes.BASE_CANDIDATES, so
         // the peer scanned up to every list and its hits differed from its own search's, the CPU's and the whole form's
         SearchParams searchParams = i == 0 ? params : segments.get(i).searchParams(keys.get(i).field(), peerK);
+        if (i > 0 && !GpuSearchService.servesParams(searchParams)) { // the caller checked its own (prepare)
+          skipped.add(i); // its own search goes to the CPU; in the pass it would fail every search of the pass
+          continue;
+        }
         searches.add(new SearchBatcher.Search(index, query, 1, searchK, masks.get(i), searchParams));
+      }
+      for (int s = skipped.size() - 1; s >= 0; s--) {
+        int i = skipped.get(s);
+        keys.remove(i);
+        tokens.remove(i);
+        masks.remove(i);
+        segments.remove(i);
+        handles.remove(i).close();
       }
       batcher.run(searches);
       SearchBatcher.Search mine = searches.get(0);

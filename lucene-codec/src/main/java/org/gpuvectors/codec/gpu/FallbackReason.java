@@ -12,6 +12,11 @@ public enum FallbackReason {
   GPU_FAILED("GPU failed earlier (sticky CUDA error); GPU path off"),
   /** The collector asks for more than the GPU k-selection serves. */
   K_TOO_LARGE("k larger than the GPU k-selection serves"),
+  /**
+   * An IVF search probes more lists than the GPU's coarse step selects ({@link GpuSearchService#MAX_GPU_PROBES}): a
+   * mapping's large {@code nprobe}, or a selective filter that widens the probe to most lists of a large segment.
+   */
+  PROBES_TOO_MANY("more IVF lists to probe than the GPU's coarse step selects"),
   /** The collector may visit fewer vectors than the segment accepts: Lucene expects an early exit. */
   VISIT_LIMIT("visit limit below the accepted vectors"),
   /** The segment field alone is larger than the GPU memory budget. */

@@ -42,6 +42,16 @@ public final class GpuSearchService implements Closeable {
 
   /** Largest k the GPU k-selection serves. */
   public static final int MAX_GPU_K = KSelect.MAX_K;
+  /** Most lists an IVF search probes on the GPU: its coarse step selects them with the same k-selection. */
+  public static final int MAX_GPU_PROBES = KSelect.MAX_K;
+
+  /**
+   * Whether the GPU can run a search with these parameters: an IVF search probes at most {@link #MAX_GPU_PROBES}
+   * lists (the CPU probes any number, with the same results).
+   */
+  public static boolean servesParams(SearchParams params) {
+    return !(params instanceof SearchParams.Ivf ivf) || ivf.nprobe() <= MAX_GPU_PROBES;
+  }
 
   private static final System.Logger LOG = System.getLogger(GpuSearchService.class.getName());
 

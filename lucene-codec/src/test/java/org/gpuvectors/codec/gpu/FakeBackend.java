@@ -516,6 +516,9 @@ public final class FakeBackend implements GpuBackend {
       if ((lists != null) != (params instanceof SearchParams.Ivf)) {
         throw new IllegalArgumentException((lists != null ? "an IVF index" : "no IVF index") + " searched with " + params);
       }
+      if (params instanceof SearchParams.Ivf ivf) {
+        org.gpuvectors.cuda.ivf.IvfSearch.probes(ivf.nprobe(), lists.nlist()); // refuses what the device's coarse step does
+      }
     }
 
     /** Makes this an ivf_pq index: its codes by ordinal (from list order) and lists. */
