@@ -33,6 +33,8 @@ import org.apache.lucene.store.FSDirectory;
 import org.gpuvectors.codec.gpu.GpuSearchService;
 import org.gpuvectors.codec.gpu.GpuSearchServices;
 import org.gpuvectors.codec.index.ElementType;
+import org.gpuvectors.codec.index.FloatView;
+import org.gpuvectors.codec.ivf.CoarseCoverage;
 import org.gpuvectors.codec.ivf.IvfPqField;
 import org.gpuvectors.cuda.GpuAvailability;
 import org.gpuvectors.cuda.Metric;
@@ -58,7 +60,9 @@ import org.gpuvectors.cuda.flat.GpuFlatIndex;
  *       length, scaled so that the largest coordinate of a sample is 127 and rounded: squared L2 on the bytes.
  *   <li><b>exact</b>: the ground truth (exact top 10 of every query, FP32 on the GPU over the float view of the
  *       bytes, whose squared distances are integers and exact in FP32) and the exact peer's time at the batch and one
- *       query at a time; on its own device handle, closed before the build. Without a GPU: a CPU brute force.
+ *       query at a time; on its own device handle, closed before the build. Then, untimed, each query's tie set: the
+ *       ids at most at its true 10th distance among its 64 nearest (fact {@code tie_sets_truncated}: queries whose 64
+ *       were all at most there). Without a GPU: a CPU brute force (complete tie sets).
  *   <li><b>build</b>: the documents indexed by every core into flushed segments kept flat, then {@code forceMerge(1)}
  *       whose merge trains the lists and codes and encodes all N vectors on the GPU: the index's build time is the
  *       two together, each reported.
@@ -68,23 +72,49 @@ import org.gpuvectors.cuda.flat.GpuFlatIndex;
  *       distance (integer distances tie often); R@1 when the first hit's distance is the true nearest's.
  *       GPU bytes a vector: the residency service's resident bytes / N, by part. Host bytes a vector: the index's
  *       files / N (what the page cache holds for the re-rank and the merge).
+ *       <br>Coarse coverage ({@code coarse_recall_at_10}, last column of each row): the share of the row's queries'
+ *       true neighbours (tie sets, counted as recall counts them) whose list is among the row's {@code nprobe}
+ *       nearest centroids ({@link CoarseCoverage}, on the host from the segment's centroids and lists): the recall
+ *       an exact scan of the probed lists would reach. Recall below it is lost by the scan (PQ ranking, re-rank
+ *       depth); coverage below 1 by the coarse step. The same share at the {@code gv.cap.coverage.nprobes} lists,
+ *       without searching, goes to {@code OUT_DIR/capacity-N-DIMS-coarse.csv}.
  * </ol>
+ *
+ * <p>nprobe: a row's lists are the segment's (the mapping's {@code nprobe}, else nlist / 16) scaled by {@code
+ * num_candidates} ({@link org.gpuvectors.codec.ivf.IvfProbes}); a search cannot be given its own nprobe (the codec
+ * decides its effort from num_candidates), so other nprobe values are measured by the coarse table alone, or by
+ * another build with another nprobe in the mapping. A row whose lists pass the device's selection ({@link
+ * GpuSearchService#MAX_GPU_K}, 2,048) is skipped on the GPU: such a search fails there.
+ *
+ * <p>nlist: one build per nlist (mapping parameter, up to 65,536: the mapping's bound; the writer's default of
+ * sqrt(N) is capped at 65,536 too, a given nlist only at N), e.g. {@code -Dgv.cap.params=nlist=65536,pq_m=16,nprobe=128
+ * -Dgv.cap.dir=/tmp/gv-capacity-65536}. {@code gv.cap.params} replaces the default whole: without {@code nprobe}
+ * the lists are nlist / 16 (4,096 at 65,536 lists, past the device's 2,048: every row skipped on the GPU). The coarse
+ * quantizer trains on 64-256 points a list ({@link org.gpuvectors.codec.ivf.TrainingSampleSize}: at 100M vectors and
+ * 65,536 lists, N / 15 iterations = 6.7M points, about 100 a list, within -Xmx72g's sixteenth).
  * Peers: the exact GPU search in the same run, and the seed paper's SIFT1B point on one GPU (R@10 0.376 at 17.7 us a
  * query with 8-byte codes), published. Lucene HNSW is not built at this size (its build alone would take hours here).
  *
  * <p>System properties: {@code gv.cap.queries} (10000), {@code gv.cap.batch} (10000), {@code gv.cap.single} (200),
  * {@code gv.cap.runs} (3), {@code gv.cap.candidates} (10,20,50,100,200,400), {@code gv.cap.params} (mapping, default
- * {@code pq_m=16,nprobe=32}: 16-byte codes fit one segment's code array at 100M vectors), {@code gv.cap.dir} (index
+ * {@code pq_m=16,nprobe=32}: 16-byte codes fit one segment's code array at 100M vectors), {@code
+ * gv.cap.coverage.nprobes} (8,16,32,64,128,256,512,1024,2048: the coarse table's lists), {@code gv.cap.dir} (index
  * directory, default /tmp/gv-capacity; kept), {@code gv.cap.phases} (default {@code exact,build,search}; without
  * build the index kept in {@code gv.cap.dir} is searched). Writes {@code OUT_DIR/capacity-N-DIMS.csv} and {@code
- * OUT_DIR/capacity-N-DIMS-build.csv}, again after every row.
+ * OUT_DIR/capacity-N-DIMS-build.csv}, again after every row, and {@code OUT_DIR/capacity-N-DIMS-coarse.csv} once
+ * the index is opened for the search.
  */
 public final class ByteCapacityBenchmark {
 
   private static final int K = 10;
+  /** Nearest the exact GPU search returns for the tie set of each query's true 10th distance (not timed). */
+  private static final int TIE_DEPTH = 64;
   private static final String FIELD = "vec";
   private static final int CHUNK = 1 << 20;
   private static final long START = System.nanoTime();
+  private static final String ROWS_HEADER =
+      "n,dims,system,batch,num_candidates,nprobe,rerank,recall_at_10,r_at_1,queries_per_s,us_per_query,coarse_recall_at_10";
+  private static final String COVERAGE_HEADER = "n,dims,nlist,nprobe,queries,coarse_recall_at_10";
 
   private final int n;
   private final int dims;
@@ -93,11 +123,13 @@ public final class ByteCapacityBenchmark {
   private final int single;
   private final int runs;
   private final int[] candidates;
+  private final int[] coverageProbes;
   private final IndexParams params;
   private final Path indexDir;
   private final Path out;
   private final List<String> phases;
   private final List<String> rows = new ArrayList<>();
+  private final List<String> coverageRows = new ArrayList<>();
   private final Map<String, String> facts = new LinkedHashMap<>();
 
   /** The base vectors in chunks of {@link #CHUNK} rows of {@code dims} bytes. */
@@ -105,6 +137,10 @@ public final class ByteCapacityBenchmark {
   private byte[][] queries;
   /** Per query the exact squared distances of its 10 nearest, ascending. */
   private int[][] truth;
+  /** Per query the ids of every vector at most at its true 10th distance (ties included; {@link #TIE_DEPTH}). */
+  private int[][] neighbours;
+  /** Queries whose tie set may go on past the {@link #TIE_DEPTH} nearest the exact GPU search returned. */
+  private int truncatedTieSets;
 
   private ByteCapacityBenchmark(int n, int dims, Path out) {
     this.n = n;
@@ -115,6 +151,9 @@ public final class ByteCapacityBenchmark {
     this.single = Integer.getInteger("gv.cap.single", 200);
     this.runs = Math.max(1, Integer.getInteger("gv.cap.runs", 3));
     this.candidates = Arrays.stream(System.getProperty("gv.cap.candidates", "10,20,50,100,200,400").split(","))
+        .mapToInt(Integer::parseInt).toArray();
+    this.coverageProbes = Arrays.stream(
+        System.getProperty("gv.cap.coverage.nprobes", "8,16,32,64,128,256,512,1024,2048").split(","))
         .mapToInt(Integer::parseInt).toArray();
     this.params = new IndexParams(
         IndexType.IVF_PQ, IvfPqScaleBenchmark.parseParams(System.getProperty("gv.cap.params", "pq_m=16,nprobe=32")));
@@ -265,9 +304,10 @@ public final class ByteCapacityBenchmark {
           }
         }
         double batchSeconds = seconds(s);
-        addRow("exact-gpu-fp32", batch, 0, 0, 0, 1, 1, nq / batchSeconds);
+        addRow("exact-gpu-fp32", batch, 0, 0, 0, 1, 1, nq / batchSeconds, 1);
         progress("exact: FP32, %d queries in batches of %d: %.2f s (%.1f us a query)", nq, batch, batchSeconds,
             batchSeconds * 1e6 / nq);
+        tieSetsOnGpu(index, flatQueries);
         int count = Math.min(20, nq);
         float[] q = new float[dims];
         index.search(Arrays.copyOf(flatQueries, dims), 1, K, null); // warm-up
@@ -277,23 +317,65 @@ public final class ByteCapacityBenchmark {
           index.search(q, 1, K, null);
         }
         double each = seconds(s) / count;
-        addRow("exact-gpu-fp32", 1, 0, 0, 0, 1, 1, 1 / each);
+        addRow("exact-gpu-fp32", 1, 0, 0, 0, 1, 1, 1 / each, 1);
         progress("exact: one query at a time: %.0f us a query (%d queries)", each * 1e6, count);
       }
     }
   }
 
+  /**
+   * The ids at most at each query's true 10th distance among its {@link #TIE_DEPTH} nearest (FP32, distances again
+   * from the bytes): an untimed pass after the timed one, which asks for 10.
+   */
+  private void tieSetsOnGpu(GpuFlatIndex index, float[] flatQueries) {
+    long s = System.nanoTime();
+    neighbours = new int[nq][];
+    for (int from = 0; from < nq; from += batch) {
+      int count = Math.min(batch, nq - from);
+      SearchResult part = index.search(
+          Arrays.copyOfRange(flatQueries, from * dims, (from + count) * dims), count, Math.min(TIE_DEPTH, n), null);
+      for (int q = 0; q < count; q++) {
+        int[] t = truth[from + q];
+        int[] ids = new int[part.count(q)];
+        int kept = 0;
+        for (int i = 0; i < ids.length; i++) {
+          int id = part.id(q, i);
+          if (squaredDistance(queries[from + q], id) <= t[t.length - 1]) {
+            ids[kept++] = id;
+          }
+        }
+        truncatedTieSets += kept == TIE_DEPTH ? 1 : 0;
+        neighbours[from + q] = Arrays.copyOf(ids, kept);
+      }
+    }
+    progress("exact: tie sets from the %d nearest in %.1f s", TIE_DEPTH, seconds(s));
+    reportTieSets();
+  }
+
   private void exactOnCpu() {
     progress("exact: no GPU (%s): CPU brute force", GpuAvailability.get().reason());
     truth = new int[nq][];
+    neighbours = new int[nq][];
     IntStream.range(0, nq).parallel().forEach(q -> {
       int[] all = new int[n];
       for (int i = 0; i < n; i++) {
         all[i] = squaredDistance(queries[q], i);
       }
-      Arrays.sort(all);
-      truth[q] = Arrays.copyOf(all, Math.min(K, n));
+      int[] sorted = all.clone();
+      Arrays.sort(sorted);
+      truth[q] = Arrays.copyOf(sorted, Math.min(K, n));
+      int tenth = truth[q][truth[q].length - 1];
+      neighbours[q] = IntStream.range(0, n).filter(i -> all[i] <= tenth).toArray();
     });
+    reportTieSets();
+  }
+
+  private void reportTieSets() {
+    double ids = Arrays.stream(neighbours).mapToInt(a -> a.length).average().orElse(0);
+    facts.put("tie_set_ids_per_query", fmt(ids));
+    facts.put("tie_sets_truncated", Integer.toString(truncatedTieSets));
+    progress("exact: %.2f ids a query at most at its true 10th distance; %d tie sets may go on past the %d nearest",
+        ids, truncatedTieSets, TIE_DEPTH);
   }
 
   // ---- build ----
@@ -389,6 +471,7 @@ public final class ByteCapacityBenchmark {
       facts.put("default_nprobe", Integer.toString(field.lists().defaultProbes()));
       progress("search: nlist %d, pq_m %d, nprobe %d, re-rank factor %d", field.nlist(), field.pq().m(),
           field.lists().defaultProbes(), field.rerankFactor());
+      CoarseCoverage coverage = coarseCoverage(leaf, field, docToId);
       IndexSearcher searcher = new IndexSearcher(reader);
       long t = System.nanoTime();
       long fallbacks = service.stats().cpuFallbacks();
@@ -403,6 +486,12 @@ public final class ByteCapacityBenchmark {
       for (int c : candidates) {
         int probes = field.probes(c, n);
         int depth = field.rerankDepth(c, n);
+        if (service.gpuActive() && probes > GpuSearchService.MAX_GPU_K) {
+          // the device's coarse selection takes at most this many lists; such a search fails instead of falling back
+          progress("search: num_candidates %d skipped: %d lists, more than the device selects (%d)", c, probes,
+              GpuSearchService.MAX_GPU_K);
+          continue;
+        }
         double[] walls = new double[runs];
         TopDocs[] all = new TopDocs[nq];
         for (int run = -1; run < runs; run++) {
@@ -418,7 +507,7 @@ public final class ByteCapacityBenchmark {
         }
         double wall = median(walls);
         double[] r = recall(all, docToId, nq);
-        addRow(system, batch, c, probes, depth, r[0], r[1], nq / wall);
+        addRow(system, batch, c, probes, depth, r[0], r[1], nq / wall, coverage.at(probes));
         int count = Math.min(single, nq);
         TopDocs[] one = new TopDocs[count];
         double[] singleWalls = new double[runs];
@@ -432,12 +521,46 @@ public final class ByteCapacityBenchmark {
           }
         }
         double[] r1 = recall(one, docToId, count);
-        addRow(system, 1, c, probes, depth, r1[0], r1[1], count / median(singleWalls));
+        addRow(system, 1, c, probes, depth, r1[0], r1[1], count / median(singleWalls), coverage.at(probes, count));
       }
       facts.put("cpu_fallbacks", Long.toString(service.stats().cpuFallbacks() - fallbacks));
       facts.put("host_reranked_queries", Long.toString(service.stats().hostRerankQueries()));
       progress("search: CPU fallbacks %d; stats %s", service.stats().cpuFallbacks() - fallbacks, service.stats());
     }
+  }
+
+  /**
+   * The coarse coverage of the queries' true neighbours in this segment's lists ({@link CoarseCoverage}), and its
+   * table at {@code gv.cap.coverage.nprobes} lists (at most nlist): what the coarse step alone allows at nprobe values
+   * the search does not take.
+   */
+  private CoarseCoverage coarseCoverage(LeafReader leaf, IvfPqField field, int[] docToId) throws IOException {
+    long t = System.nanoTime();
+    if (leaf.getByteVectorValues(FIELD).size() != leaf.maxDoc()) {
+      throw new IllegalStateException("every document has a vector: ordinal = document"); // dense field
+    }
+    int[] idToOrd = new int[n];
+    for (int doc = 0; doc < docToId.length; doc++) {
+      idToOrd[docToId[doc]] = doc;
+    }
+    float[][] viewQueries = new float[nq][];
+    int[][] neighbourOrds = new int[nq][];
+    int[] wanted = new int[nq];
+    for (int q = 0; q < nq; q++) {
+      viewQueries[q] = FloatView.toFloats(ElementType.BYTE, queries[q]);
+      neighbourOrds[q] = Arrays.stream(neighbours[q]).map(id -> idToOrd[id]).toArray();
+      wanted[q] = truth[q].length;
+    }
+    CoarseCoverage coverage = CoarseCoverage.of(field.lists(), viewQueries, neighbourOrds, wanted);
+    coverageRows.clear();
+    StringBuilder line = new StringBuilder();
+    for (int probes : Arrays.stream(coverageProbes).map(p -> Math.min(p, field.nlist())).distinct().toArray()) {
+      double share = coverage.at(probes);
+      coverageRows.add(String.format(Locale.ROOT, "%d,%d,%d,%d,%d,%.4f", n, dims, field.nlist(), probes, nq, share));
+      line.append(String.format(Locale.ROOT, " %d:%.4f", probes, share));
+    }
+    progress("search: coarse coverage of %d queries' true neighbours (%.1f s), nprobe:share%s", nq, seconds(t), line);
+    return coverage;
   }
 
   /**
@@ -465,9 +588,9 @@ public final class ByteCapacityBenchmark {
   // ---- rows and report ----
 
   private void addRow(String system, int batchSize, int numCandidates, int nprobe, int rerank, double recall10,
-                      double r1, double qps) {
-    String row = String.format(Locale.ROOT, "%d,%d,%s,%d,%d,%d,%d,%.4f,%.4f,%.1f,%.3f", n, dims, system, batchSize,
-        numCandidates, nprobe, rerank, recall10, r1, qps, 1e6 / qps);
+                      double r1, double qps, double coarseRecall10) {
+    String row = String.format(Locale.ROOT, "%d,%d,%s,%d,%d,%d,%d,%.4f,%.4f,%.1f,%.3f,%.4f", n, dims, system,
+        batchSize, numCandidates, nprobe, rerank, recall10, r1, qps, 1e6 / qps, coarseRecall10);
     rows.add(row);
     progress("row: %s", row);
     try {
@@ -479,15 +602,21 @@ public final class ByteCapacityBenchmark {
 
   private void report() throws IOException {
     writeFiles();
-    System.out.println("n,dims,system,batch,num_candidates,nprobe,rerank,recall_at_10,r_at_1,queries_per_s,us_per_query");
+    System.out.println(ROWS_HEADER);
     rows.forEach(System.out::println);
+    System.out.println(COVERAGE_HEADER);
+    coverageRows.forEach(System.out::println);
     facts.forEach((k, v) -> System.out.println("  " + k + " = " + v));
   }
 
   private void writeFiles() throws IOException {
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("capacity-" + n + "-" + dims + ".csv")))) {
-      w.println("n,dims,system,batch,num_candidates,nprobe,rerank,recall_at_10,r_at_1,queries_per_s,us_per_query");
+      w.println(ROWS_HEADER);
       rows.forEach(w::println);
+    }
+    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("capacity-" + n + "-" + dims + "-coarse.csv")))) {
+      w.println(COVERAGE_HEADER);
+      coverageRows.forEach(w::println);
     }
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out.resolve("capacity-" + n + "-" + dims + "-build.csv")))) {
       w.println("key,value");
