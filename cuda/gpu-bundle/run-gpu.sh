@@ -49,7 +49,10 @@
 # codes only, searched at batch 10k and 1 over a num_candidates sweep against exact GPU search in the same run; GPU
 # and host bytes a vector. 100M x 128 takes about 6 minutes to build and 72 GB of heap (BENCH_XMX); BENCH_OPTS passes
 # e.g. -Dgv.cap.params=pq_m=16,nprobe=32 -Dgv.cap.batch=1000 -Dgv.cap.candidates=100,200,400, BENCH_PHASES the phases
-# (default exact,build,search; exact,search searches the kept index). Plot: lucene-codec/bench/plot_capacity.py.
+# (default exact,build,search; exact,search searches the kept index). Each row's coarse_recall_at_10: the share of the
+# true neighbours whose list the row probes; capacity-N-DIMS-coarse.csv the same at -Dgv.cap.coverage.nprobes lists
+# (host only). Another nlist is another build: -Dgv.cap.params=nlist=65536,pq_m=16,nprobe=128 -Dgv.cap.dir=/tmp/gv-cap-65536
+# (give nprobe: nlist / 16 passes the device's 2,048 lists). Plot: lucene-codec/bench/plot_capacity.py.
 # Unpacks the JRE into /tmp, runs the GPU tests (JUnit console, reports under $OUT/junit) and the
 # benchmarks (tables on stdout, CSVs and logs under $OUT). Test classes are selected by name: the
 # jlinked JRE has no jdk.zipfs, which JUnit's package scan of jars would need.
