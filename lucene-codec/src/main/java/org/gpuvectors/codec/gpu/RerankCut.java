@@ -17,9 +17,9 @@ import org.gpuvectors.cuda.SearchResult;
  * the depth best of each segment's rows merged. But each segment has its own codebooks, trained on its own
  * vectors, so its approximate distances carry an error of their own that can shift a whole segment's row: a
  * segment whose codes overestimate every distance loses its candidates to the others in the merge, true best
- * included. So each segment also keeps at least its {@code floor} best (the k the search asks of it), which its own codebooks rank
- * consistently: its own top hits are re-ranked whatever its bias against the others. A segment returns fewer than
- * k hits only when it held fewer candidates.
+ * included. So each segment also keeps at least its {@code floor} best (the k the search asks of it), which its
+ * own codebooks rank consistently: its own top hits are re-ranked whatever its bias against the others. A segment
+ * returns fewer than k hits only when it held fewer candidates.
  *
  * <p>Only for candidates whose approximate distances compare: the same field, the same metric, segments resident as
  * codes alone (a segment whose device re-ranks returns exact distances, not candidates), one row per query in the
