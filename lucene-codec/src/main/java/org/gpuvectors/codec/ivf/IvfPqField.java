@@ -11,6 +11,7 @@ import org.apache.lucene.search.KnnCollector;
 import org.apache.lucene.store.IndexInput;
 import org.apache.lucene.util.RamUsageEstimator;
 import org.apache.lucene.util.VectorUtil;
+import org.apache.lucene.util.hnsw.RandomVectorScorer;
 import org.apache.lucene.util.hnsw.NeighborQueue;
 import org.gpuvectors.codec.index.Metric;
 
@@ -147,6 +148,13 @@ public final class IvfPqField implements IvfIndex {
   }
 
   /**
+   * One query's approximate candidates in one segment, best first, with their approximate distances as the device
+   * ranks them (squared L2, smaller first; for inner product and cosine the score, the list's centroid included,
+   * larger first): what a search re-ranks, and what the cross-segment re-rank cut compares across segments.
+   */
+  public record Candidates(int[] ords, float[] distances) {}
+
+  /**
    * Scans the codes of the nearest lists (as many as {@code ivf_flat} probes), keeps the {@link
    * #rerankDepth} best by approximate distance and hands the collector their exact scores. Every
    * accepted vector scanned counts as visited.
@@ -156,6 +164,34 @@ public final class IvfPqField implements IvfIndex {
       FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
       KnnCollector collector, AcceptDocs accept, long accepted) throws IOException {
     IvfField.Scan scan = lists.scan(scorers, similarity, vectors, query, collector.k(), accept, accepted);
+    Candidates candidates = scanCodes(scan, query, collector);
+    if (candidates != null) {
+      rerank(scan.scorer(), candidates.ords(), collector);
+    }
+  }
+
+  /**
+   * The first step of {@link #search} alone: the {@link #rerankDepth} best candidates by approximate distance of the
+   * lists a search for {@code collector.k()} probes, every accepted vector scanned counted as visited; null when the
+   * collector terminated the scan early (a search then collects nothing).
+   */
+  public Candidates candidates(
+      FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
+      KnnCollector collector, AcceptDocs accept, long accepted) throws IOException {
+    return scanCodes(lists.scan(scorers, similarity, vectors, query, collector.k(), accept, accepted), query, collector);
+  }
+
+  /**
+   * The second step of {@link #search} alone: hands the collector the exact scores of the ordinals {@code ords} (a
+   * search's candidates, or what a cut across segments kept of them).
+   */
+  public void rerank(
+      FlatVectorsScorer scorers, VectorSimilarityFunction similarity, FloatVectorValues vectors, float[] query,
+      int[] ords, KnnCollector collector) throws IOException {
+    rerank(scorers.getRandomVectorScorer(similarity, vectors.copy(), query), ords, collector);
+  }
+
+  private Candidates scanCodes(IvfField.Scan scan, float[] query, KnnCollector collector) throws IOException {
     boolean l2 = lists.metric() == Metric.L2;
     float[] q = query;
     if (lists.metric() == Metric.COSINE) {
@@ -196,7 +232,7 @@ public final class IvfPqField implements IvfIndex {
       ordinals = lists.readList(ordsReader, list, ordinals);
       for (int p = start; p < end; p++) {
         if (collector.earlyTerminated()) {
-          return;
+          return null;
         }
         int ord = ordinals[p - start];
         if (scan.acceptOrds() != null && scan.acceptOrds().get(ord) == false) {
@@ -207,15 +243,23 @@ public final class IvfPqField implements IvfIndex {
         candidates.insertWithOverflow(ord, l2 ? -adc : base + adc);
       }
     }
-    // one bulk score of the candidates, as the GPU path's host re-rank scores them (the same FP32 scores)
+    // the heap pops the worst first: fill from the end for best first
     int[] ords = new int[candidates.size()];
-    for (int i = 0; i < ords.length; i++) {
+    float[] distances = new float[ords.length];
+    for (int i = ords.length - 1; i >= 0; i--) {
+      float score = candidates.topScore();
+      distances[i] = l2 ? -score : score;
       ords[i] = candidates.pop();
     }
+    return new Candidates(ords, distances);
+  }
+
+  /** One bulk score of the candidates, as the GPU path's host re-rank scores them (the same FP32 scores). */
+  private static void rerank(RandomVectorScorer scorer, int[] ords, KnnCollector collector) throws IOException {
     float[] scores = new float[ords.length];
-    scan.scorer().bulkScore(ords, scores, ords.length);
+    scorer.bulkScore(ords, scores, ords.length);
     for (int i = 0; i < ords.length; i++) {
-      collector.collect(scan.scorer().ordToDoc(ords[i]), scores[i]);
+      collector.collect(scorer.ordToDoc(ords[i]), scores[i]);
     }
   }
 }
