@@ -12,14 +12,13 @@ import org.gpuvectors.cuda.SearchResult;
  * candidates over a whole index rather than per shard. Each segment keeps its candidates at least as good as the
  * depth-th best of the union (its rows are best first, so that is a prefix of each) and drops the rest.
  *
- * <p>Why this keeps the query's top k: within one segment, the k best documents by exact distance are among the
- * depth best by approximate distance (the factor covers the PQ error), and the depth best of the whole index are
- * the depth best of each segment's rows merged. But each segment has its own codebooks, trained on its own
- * vectors, so its approximate distances carry an error of their own that can shift a whole segment's row: a
- * segment whose codes overestimate every distance loses its candidates to the others in the merge, true best
- * included. So each segment also keeps at least its {@code floor} best (the k the search asks of it), which its
- * own codebooks rank consistently: its own top hits are re-ranked whatever its bias against the others. A segment
- * returns fewer than k hits only when it held fewer candidates.
+ * <p>What this keeps: the depth best of the whole index by approximate distance, which is what one segment holding
+ * the whole index would re-rank for the query's k (the depth best of each segment's rows, merged), as Faiss refines
+ * over a whole index. That depth is what one segment of ordinary size needs; over an index of many segments it can
+ * fall short of the query's k best. So each segment also keeps at least its {@code floor} best (the k the search
+ * asks of it): its own top hits by its own codes, which one codebook ranks consistently. Each segment's re-rank then
+ * finds at least its own best, and the cut still drops most of what the segments would re-rank each. A segment returns
+ * fewer than k hits only when it held fewer candidates.
  *
  * <p>Only for candidates whose approximate distances compare: the same field, the same metric, segments resident as
  * codes alone (a segment whose device re-ranks returns exact distances, not candidates), one row per query in the
