@@ -104,8 +104,8 @@ class RerankCutTests {
   }
 
   @Test
-  void aSegmentWhoseCodesOverestimateKeepsItsFloorBest() {
-    // b's codebooks put all its distances above a's: without a floor the merge takes a's four and none of b's
+  void aSegmentWhoseCandidatesAllRankBelowTheOthersKeepsItsFloorBest() {
+    // all of b's distances above a's: without a floor the merge takes a's four and none of b's
     SearchResult a = new SearchResult(1, 4, new int[] {7, 8, 9, 10}, new float[] {1, 2, 3, 4});
     SearchResult b = new SearchResult(1, 4, new int[] {1, 2, 3, 4}, new float[] {10, 11, 12, 13});
     RerankCut.Cut none = RerankCut.cut(List.of(a, b), 4, 0, false);
@@ -114,7 +114,7 @@ class RerankCutTests {
     assertEquals(4, none.dropped());
     RerankCut.Cut floored = RerankCut.cut(List.of(a, b), 4, 2, false);
     assertEquals(4, floored.results()[0].count(0), "the depth best stay");
-    assertEquals(2, floored.results()[1].count(0), "b keeps its two best by its own codes");
+    assertEquals(2, floored.results()[1].count(0), "b keeps its two best");
     assertEquals(1, floored.results()[1].id(0, 0));
     assertEquals(2, floored.results()[1].id(0, 1));
     assertEquals(2, floored.dropped());
