@@ -41,6 +41,7 @@ import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.Sort;
 import org.apache.lucene.search.SortField;
 import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
 import org.gpuvectors.codec.gpu.DeviceInputs;
@@ -439,6 +440,15 @@ class IvfFlatTests {
           }
           assertEquals(5, service.stats().cpuFallbacks(FallbackReason.PROBES_TOO_MANY), "the large segment: the CPU");
           assertEquals(5, service.stats().gpuSearches(), "the small segment: the GPU, its pass without the large one");
+          // the batch API: one pass for the small segment's share, the large one's on the CPU
+          float[][] batch = {point(sim), point(sim), point(sim)};
+          TopDocs[] batched = KnnBatchSearcher.search(searcher, FIELD, batch, 10, null);
+          for (int q = 0; q < batch.length; q++) {
+            assertSameHits(oracleTopK(vectors, batch[q], sim, 10, id -> true),
+                GpuVectorsFormatTests.hits(searcher, batched[q]));
+          }
+          assertEquals(6, service.stats().cpuFallbacks(FallbackReason.PROBES_TOO_MANY), "the large segment's share");
+          assertEquals(6, service.stats().gpuSearches(), "the small segment's share in one pass");
           for (SearchParams params : device.groupParams) {
             assertTrue(((SearchParams.Ivf) params).nprobe() <= GpuSearchService.MAX_GPU_PROBES, params.toString());
           }
