@@ -8,6 +8,7 @@ import java.util.stream.IntStream;
 import org.apache.lucene.util.VectorUtil;
 import org.gpuvectors.codec.index.Metric;
 import org.gpuvectors.codec.ivf.Assigner;
+import org.gpuvectors.codec.ivf.CoarseCoverage;
 import org.gpuvectors.codec.ivf.KMeans;
 
 /**
@@ -124,7 +125,6 @@ public final class CoarseCoverageBenchmark {
    * the query's {@code nprobes[p]} nearest centroids.
    */
   private static double[] coverage(float[][] base, float[][] queries, int[][] truth, float[][] centroids, int[] nprobes) {
-    long[] covered = new long[nprobes.length];
     int[][] ranks = new int[queries.length][];
     IntStream.range(0, queries.length).parallel().forEach(q -> {
       float[] toQuery = scores(queries[q], centroids);
@@ -142,18 +142,12 @@ public final class CoarseCoverageBenchmark {
       }
       ranks[q] = rank;
     });
-    for (int[] rank : ranks) {
-      for (int r : rank) {
-        for (int p = 0; p < nprobes.length; p++) {
-          if (r < nprobes[p]) {
-            covered[p]++;
-          }
-        }
-      }
-    }
+    int[] wanted = new int[queries.length];
+    Arrays.fill(wanted, K);
+    CoarseCoverage coverage = CoarseCoverage.ofListRanks(ranks, wanted);
     double[] share = new double[nprobes.length];
     for (int p = 0; p < nprobes.length; p++) {
-      share[p] = covered[p] / (double) ((long) queries.length * K);
+      share[p] = coverage.at(nprobes[p]);
     }
     return share;
   }

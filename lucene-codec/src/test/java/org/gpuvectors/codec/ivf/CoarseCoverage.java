@@ -58,6 +58,22 @@ public final class CoarseCoverage {
     return new CoarseCoverage(listRanks, wanted.clone());
   }
 
+  /**
+   * From ranks computed elsewhere (a quantizer trained outside a segment): per query the rank among its centroids
+   * (0: nearest) of each true neighbour's list, and the right answers it wants.
+   */
+  public static CoarseCoverage ofListRanks(int[][] listRanks, int[] wanted) {
+    if (wanted.length != listRanks.length) {
+      throw new IllegalArgumentException("one count per query");
+    }
+    int[][] sorted = new int[listRanks.length][];
+    for (int q = 0; q < listRanks.length; q++) {
+      sorted[q] = listRanks[q].clone();
+      Arrays.sort(sorted[q]); // at() stops at the first rank past nprobe
+    }
+    return new CoarseCoverage(sorted, wanted.clone());
+  }
+
   /** The list of every ordinal, from the lists' offsets and ordinals in list order (read from the file). */
   static int[] listOfOrdinals(IvfField lists) throws IOException {
     int[] offsets = lists.listOffsets();

@@ -87,4 +87,15 @@ class CoarseCoverageTests {
     }
     return out;
   }
+
+  @Test
+  void ranksGivenInAnyOrderCountTheNeighboursInTheProbedLists() {
+    // query 0 wants 2 of its neighbours in lists ranked 3, 0, 5; query 1 wants its one neighbour, in list rank 1
+    CoarseCoverage coverage = CoarseCoverage.ofListRanks(new int[][] {{3, 0, 5}, {1}}, new int[] {2, 1});
+    assertEquals(0, coverage.at(0));
+    assertEquals(1 / 3.0, coverage.at(1), 1e-12); // query 0: one neighbour in the nearest list
+    assertEquals(2 / 3.0, coverage.at(2), 1e-12);
+    assertEquals(1.0, coverage.at(4), 1e-12); // query 0: two probed, it wants two
+    assertEquals(1.0, coverage.at(4, 1), 1e-12);
+  }
 }
